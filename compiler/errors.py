@@ -1,0 +1,55 @@
+"""User-facing errors of the compiler: one clear line per problem, ``file:line:col: key.path: message``.
+
+The CLI prints :class:`SpecError` without a traceback and exits 2; :class:`LockMismatch` exits 3.
+Any other exception is an internal error and keeps its traceback (DVC ``strictyaml`` style).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem in a spec, located in the YAML file (1-based line and column)."""
+
+    file: str
+    line: int | None
+    col: int | None
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}:{self.col or 1}"
+        key = f" {self.path}:" if self.path else ""
+        return f"{where}:{key} {self.message}"
+
+
+class AuditError(Exception):
+    """Base of every error caused by the user's input (never by a bug)."""
+
+    exit_code = 2
+
+
+class SpecError(AuditError):
+    """The spec is invalid; carries one :class:`Issue` per problem, in file order."""
+
+    exit_code = 2
+
+    def __init__(self, issues: list[Issue]):
+        self.issues = sorted(issues, key=lambda i: (i.line or 0, i.col or 0, i.path))
+        super().__init__("\n".join(str(i) for i in self.issues))
+
+
+class LockError(AuditError):
+    """The lock is missing or no longer matches the spec (exit 3)."""
+
+    exit_code = 3
+
+
+class InputDataError(AuditError):
+    """A data file the spec names (e.g. a precomputed score CSV) is wrong; names the rows (exit 2)."""
+
+    exit_code = 2

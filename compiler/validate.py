@@ -1,0 +1,207 @@
+"""Semantic checks that need several parts of the spec at once.
+
+Each check returns :class:`~compiler.errors.Issue` objects located in the YAML file, so the user sees
+every problem of a spec at once. Messages are module constants, asserted by golden tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compiler.catalog import METRICS, TIERS
+from compiler.errors import Issue, SpecError
+from compiler.load import LoadedSpec
+from compiler.spec import TEMPLATE_FAMILIES
+
+MSG_CUE_UNKNOWN_LEVEL = "cue for {level!r}, which is not a level of axis {axis!r}; levels: {levels}"
+MSG_CUE_MISSING = "level {level!r} has no cue; every level needs one ('' writes nothing)"
+MSG_DUP_LEVEL = "level {level!r} is listed twice"
+MSG_AXIS_REF = "reference level {level!r} is not a level of axis {axis!r}; levels: {levels}"
+MSG_VARIANT_AXIS = "unknown axis {axis!r}; axes: {axes}"
+MSG_VARIANT_LEVEL = "undefined level {level!r} for axis {axis!r}; allowed: {levels}"
+MSG_VARIANT_MISSING_AXIS = "variant {variant!r} does not set axis {axis!r}; every variant sets every axis"
+MSG_NO_REFERENCE = "reference variant {ref!r} is not in variants.table; variants: {variants}"
+MSG_EXPLICIT_EMPTY = "design explicit needs a variants.table with the reference and at least one variant"
+MSG_ONE_AT_A_TIME_TABLE = "design one_at_a_time derives the variants; the table may hold only the reference {ref!r}"
+MSG_DUP_ID = "duplicate {what} id {id!r} (also at {first})"
+MSG_DUP_VARIANT = "variants {a!r} and {b!r} set the same levels"
+MSG_M_GT_K = "matching_per_job (M={m}) must be <= base_per_job (K={k})"
+MSG_K_LT_k = "base_per_job (K={k}) must be >= the largest analysis.k ({family}: {kk})"
+MSG_NO_CANDIDATES = "candidates is required when a system is not precomputed (systems: {systems})"
+MSG_JOB_TEXT = "job {id!r} needs a description or description_file (a system scores its text)"
+MSG_JOB_BOTH = "give description or description_file, not both"
+MSG_FAMILY = "job {id!r} has no template family; set family to one of: {families}"
+MSG_INVERTED = (
+    "{metric} is {direction}-is-better, so investigate ({inv}) must be {op} pass ({pas}); "
+    "the investigate bound must be looser than the pass bound"
+)
+MSG_SCORE_RANGE = "score_range must be [low, high] with low < high (got {rng})"
+MSG_FILE_MISSING = "file {path!r} does not exist (resolved to {resolved})"
+MSG_FILE_ESCAPES = "path {path!r} leaves the spec's folder {folder}; file references must stay inside it"
+MSG_FILE_ABSOLUTE = "path {path!r} is absolute; file references are relative to the spec's folder"
+
+
+def resolve_inside(folder: Path, ref: str) -> tuple[Path | None, str | None]:
+    """Resolve a file reference; return (path, None) or (None, error message)."""
+    if Path(ref).is_absolute():
+        return None, MSG_FILE_ABSOLUTE.format(path=ref)
+    root = folder.resolve()
+    target = (root / ref).resolve()
+    if target != root and root not in target.parents:
+        return None, MSG_FILE_ESCAPES.format(path=ref, folder=root)
+    if not target.exists():
+        return None, MSG_FILE_MISSING.format(path=ref, resolved=target)
+    return target, None
+
+
+def _axes_issues(ls: LoadedSpec) -> list[Issue]:
+    out = []
+    for name, axis in ls.spec.axes.items():
+        seen: set[str] = set()
+        for i, level in enumerate(axis.levels):
+            if level in seen:
+                out.append(ls.issue(("axes", name, "levels", i), MSG_DUP_LEVEL.format(level=level)))
+            seen.add(level)
+        levels = ", ".join(axis.levels)
+        for level in axis.cues:
+            if level not in axis.levels:
+                out.append(ls.issue(("axes", name, "cues", level),
+                                    MSG_CUE_UNKNOWN_LEVEL.format(level=level, axis=name, levels=levels), key=True))
+        for level in axis.levels:
+            if level not in axis.cues:
+                out.append(ls.issue(("axes", name, "cues"), MSG_CUE_MISSING.format(level=level)))
+        if axis.reference is not None and axis.reference not in axis.levels:
+            out.append(ls.issue(("axes", name, "reference"),
+                                MSG_AXIS_REF.format(level=axis.reference, axis=name, levels=levels)))
+    return out
+
+
+def _variants_issues(ls: LoadedSpec) -> list[Issue]:
+    spec, out = ls.spec, []
+    v = spec.variants
+    axes = spec.axes
+    if v.design == "explicit":
+        if len(v.table) < 2:
+            out.append(ls.issue(("variants",), MSG_EXPLICIT_EMPTY))
+        if v.table and v.reference not in v.table:
+            out.append(ls.issue(("variants", "reference"),
+                                MSG_NO_REFERENCE.format(ref=v.reference, variants=", ".join(v.table))))
+    elif set(v.table) - {v.reference}:
+        out.append(ls.issue(("variants", "table"), MSG_ONE_AT_A_TIME_TABLE.format(ref=v.reference)))
+    seen: dict[tuple, str] = {}
+    for vid, levels in v.table.items():
+        for axis, level in levels.items():
+            if axis not in axes:
+                out.append(ls.issue(("variants", "table", vid, axis),
+                                    MSG_VARIANT_AXIS.format(axis=axis, axes=", ".join(axes)), key=True))
+            elif level not in axes[axis].levels:
+                out.append(ls.issue(("variants", "table", vid, axis), MSG_VARIANT_LEVEL.format(
+                    level=level, axis=axis, levels=", ".join(axes[axis].levels))))
+        for axis in axes:
+            if axis not in levels:
+                out.append(ls.issue(("variants", "table", vid),
+                                    MSG_VARIANT_MISSING_AXIS.format(variant=vid, axis=axis), key=True))
+        combo = tuple(levels.get(a) for a in axes)
+        if combo in seen and None not in combo:
+            out.append(ls.issue(("variants", "table", vid), MSG_DUP_VARIANT.format(a=seen[combo], b=vid), key=True))
+        seen.setdefault(combo, vid)
+    return out
+
+
+def _ids_issues(ls: LoadedSpec) -> list[Issue]:
+    out = []
+    for what, items in (("job", ls.spec.jobs), ("system", ls.spec.systems)):
+        first: dict[str, int] = {}
+        key = "jobs" if what == "job" else "systems"
+        for i, item in enumerate(items):
+            if item.id in first:
+                where = dotted_index(key, first[item.id])
+                out.append(ls.issue((key, i, "id"), MSG_DUP_ID.format(what=what, id=item.id, first=where)))
+            first.setdefault(item.id, i)
+    return out
+
+
+def dotted_index(key: str, i: int) -> str:
+    return f"{key}[{i}]"
+
+
+def _design_issues(ls: LoadedSpec) -> list[Issue]:
+    spec, out = ls.spec, []
+    needs_text = [s.id for s in spec.systems if s.kind != "precomputed"]
+    c = spec.candidates
+    if c is None:
+        if needs_text:
+            out.append(ls.issue(("candidates",), MSG_NO_CANDIDATES.format(systems=", ".join(needs_text))))
+    else:
+        if c.matching_per_job > c.base_per_job:
+            out.append(ls.issue(("candidates", "matching_per_job"),
+                                MSG_M_GT_K.format(m=c.matching_per_job, k=c.base_per_job)))
+        k = spec.analysis.k
+        family, kk = max(k.model_dump().items(), key=lambda kv: kv[1])
+        if c.base_per_job < kk:
+            out.append(ls.issue(("candidates", "base_per_job"), MSG_K_LT_k.format(k=c.base_per_job, family=family, kk=kk)))
+    for i, job in enumerate(spec.jobs):
+        if job.description is not None and job.description_file is not None:
+            out.append(ls.issue(("jobs", i, "description_file"), MSG_JOB_BOTH))
+        if needs_text and job.description is None and job.description_file is None:
+            out.append(ls.issue(("jobs", i), MSG_JOB_TEXT.format(id=job.id)))
+        if c is not None and job.family is None and job.id not in TEMPLATE_FAMILIES:
+            out.append(ls.issue(("jobs", i), MSG_FAMILY.format(id=job.id, families=", ".join(TEMPLATE_FAMILIES))))
+    for i, system in enumerate(spec.systems):
+        lo, hi = system.score_range
+        if not lo < hi:
+            out.append(ls.issue(("systems", i, "score_range"), MSG_SCORE_RANGE.format(rng=[lo, hi])))
+    return out
+
+
+def _threshold_issues(ls: LoadedSpec) -> list[Issue]:
+    out = []
+    for tier in TIERS:
+        tier_model = getattr(ls.spec.thresholds, tier)
+        for mid, info in METRICS.items():
+            b = getattr(tier_model, mid)
+            if b is None:
+                continue
+            ok = b.investigate >= b.pass_ if info.direction == "lower" else b.investigate <= b.pass_
+            if not ok:
+                op = ">=" if info.direction == "lower" else "<="
+                out.append(ls.issue(("thresholds", tier, mid, "investigate"), MSG_INVERTED.format(
+                    metric=mid, direction=info.direction, inv=b.investigate, op=op, pas=b.pass_)))
+    return out
+
+
+def _file_issues(ls: LoadedSpec) -> list[Issue]:
+    out = []
+    refs: list[tuple[tuple, str]] = []
+    for i, job in enumerate(ls.spec.jobs):
+        if job.description_file:
+            refs.append((("jobs", i, "description_file"), job.description_file))
+    for i, system in enumerate(ls.spec.systems):
+        if system.kind == "precomputed":
+            refs.append((("systems", i, "path"), system.path))
+        elif system.kind == "embedding" and system.model:
+            refs.append((("systems", i, "model"), system.model))
+    for loc, ref in refs:
+        _, err = resolve_inside(ls.folder, ref)
+        if err:
+            out.append(ls.issue(loc, err))
+    return out
+
+
+CHECKS = (_axes_issues, _variants_issues, _ids_issues, _design_issues, _threshold_issues, _file_issues)
+
+
+def validate(ls: LoadedSpec) -> None:
+    """Run every semantic check; raise one :class:`SpecError` listing all problems found.
+
+    Raises
+    ------
+    SpecError
+        With one located issue per problem (levels, variants, reference, ids, M <= K, K >= k,
+        threshold order, file references).
+    """
+    issues: list[Issue] = []
+    for check in CHECKS:
+        issues.extend(check(ls))
+    if issues:
+        raise SpecError(issues)

@@ -1,0 +1,213 @@
+"""Analysis families of a correspondence audit: data frames in, result records out (no I/O).
+
+:func:`analyse` computes, for every system x condition x metric x variant (the reference
+included), the metric of seed 000 §3.4 with its 95% CI, its test, the BH-adjusted p-value (§3.5)
+and its status under both threshold tiers (Table 3, §3.7); then the composite risk score (§3.6)
+and the qualification-drift summary (§3.1.2).
+
+The metric implementations live in :mod:`.counterfactual`, :mod:`.group` and :mod:`.merit` and
+register themselves by catalogue id in :mod:`.registry`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from compiler import catalog
+from runtime.analysis import counterfactual, group, merit  # noqa: F401  (register the metrics)
+from runtime.analysis.cell import CellResult, Pairing
+from runtime.analysis.classify import (RISK_COLUMNS, bh_adjust, classify, risk_table,
+                                       round_significant, tier_bounds)
+from runtime.analysis.drift import DRIFT_COLUMNS, drift_frame, drift_rows, qualification_drift
+from runtime.analysis.frame import Cohort, check_columns, cohorts, groups, variants_of
+from runtime.analysis.registry import get_metric, metric, metric_ids
+
+__all__ = [
+    "AnalysisResult", "analyse", "n_bootstrap_cells", "qualification_drift", "risk_table",
+    "classify", "round_significant", "bh_adjust", "metric", "metric_ids", "get_metric",
+    "METRIC_COLUMNS", "DIAGNOSTIC_COLUMNS", "COLUMNS", "RISK_COLUMNS", "DRIFT_COLUMNS",
+]
+
+METRIC_COLUMNS = ("family", "metric", "system", "condition", "variant", "reference", "n", "value",
+                  "ci_low", "ci_high", "p_value", "p_adj", "test", "direction", "status",
+                  "status_operational", "notes")
+DIAGNOSTIC_COLUMNS = ("k", "marc_raw", "flip_in_rate", "flip_out_rate", "n_in_out", "n_out_in",
+                      "retained", "slots", "tp", "p", "fp", "negatives", "tpr", "fpr", "jobs_used")
+#: Every column of the metrics frame, in order.
+COLUMNS = METRIC_COLUMNS + DIAGNOSTIC_COLUMNS
+_COUNT_COLUMNS = ("n", "k", "n_in_out", "n_out_in", "retained", "slots", "tp", "p", "fp",
+                  "negatives", "jobs_used")
+
+ERR_K = "k must map each family ({families}) to a positive integer, got {got!r}"
+ERR_ALPHA = "alpha must lie in (0, 1), got {got!r}"
+ERR_N_BOOTSTRAP = "n_bootstrap must be a positive integer, got {got!r}"
+NOTE_REFERENCE = "reference variant compared with itself"
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """What :func:`analyse` returns.
+
+    Attributes
+    ----------
+    metrics : pandas.DataFrame
+        One row per system x condition x metric x variant; columns :data:`COLUMNS`.
+    risk : pandas.DataFrame
+        Risk score per system x condition x tier plus run-wide ``ALL`` rows; :data:`RISK_COLUMNS`.
+    drift : pandas.DataFrame
+        Qualification drift per system x condition x non-reference variant; :data:`DRIFT_COLUMNS`.
+    """
+
+    metrics: pd.DataFrame
+    risk: pd.DataFrame
+    drift: pd.DataFrame
+
+
+def n_bootstrap_cells(paired: pd.DataFrame, reference: str) -> int:
+    """Number of metric cells :func:`analyse` reports progress on.
+
+    One cell per system x condition x metric x variant, the reference included (every cell
+    computes a confidence interval, by bootstrap or Wilson).
+
+    Raises
+    ------
+    ValueError
+        ``frame.ERR_MISSING_COLUMNS``, ``frame.ERR_EMPTY``, ``frame.ERR_NO_REFERENCE``.
+    """
+    check_columns(paired)
+    total = 0
+    for system, condition, sub in groups(paired):
+        total += len(variants_of(sub, system=system, condition=condition, reference=reference))
+    return total * len(metric_ids())
+
+
+def _check_k(k: Mapping[str, int]) -> dict[str, int]:
+    try:
+        out = {f: k[f] for f in catalog.FAMILIES}
+    except (KeyError, TypeError):
+        raise ValueError(ERR_K.format(families=", ".join(catalog.FAMILIES), got=k)) from None
+    for v in out.values():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(ERR_K.format(families=", ".join(catalog.FAMILIES), got=k))
+    return {f: int(v) for f, v in out.items()}
+
+
+def _check_args(*, k: Mapping[str, int], alpha: float, n_bootstrap: int,
+                thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, int]:
+    kk = _check_k(k)
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(ERR_ALPHA.format(got=alpha))
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) \
+            or n_bootstrap < 1:
+        raise ValueError(ERR_N_BOOTSTRAP.format(got=n_bootstrap))
+    for tier in catalog.TIERS:
+        for metric_id in metric_ids():
+            tier_bounds(thresholds, tier, metric_id)
+    return kk
+
+
+def _pairing(cohort: Cohort, variant: str, *, k: Mapping[str, int], n_bootstrap: int,
+             seed: int) -> Pairing:
+    ref = cohort.reference
+    return Pairing(system=cohort.system, condition=cohort.condition, variant=variant,
+                   reference=ref, job=cohort.job, n_jobs=cohort.n_jobs,
+                   score_ref=cohort.score[ref], score_var=cohort.score[variant],
+                   rank_ref=cohort.rank[ref], rank_var=cohort.rank[variant], match=cohort.match,
+                   n_unlabelled_jobs=cohort.n_unlabelled_jobs, k=k, n_bootstrap=n_bootstrap,
+                   seed=seed)
+
+
+def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]:
+    info = catalog.METRICS[metric_id]
+    notes = ([NOTE_REFERENCE] if pairing.is_reference else []) + list(res.notes)
+    row: dict[str, object] = {
+        "family": info.family, "metric": metric_id, "system": pairing.system,
+        "condition": pairing.condition, "variant": pairing.variant,
+        "reference": pairing.reference, "n": pairing.n, "value": float(res.value),
+        "ci_low": float(res.ci_low), "ci_high": float(res.ci_high),
+        "p_value": float(res.p_value), "p_adj": math.nan, "test": res.test,
+        "direction": info.direction, "status": "", "status_operational": "",
+        "notes": "; ".join(notes), "k": pairing.k_of(metric_id),
+    }
+    for column in DIAGNOSTIC_COLUMNS[1:]:
+        row[column] = res.diagnostics.get(column, math.nan)
+    return row
+
+
+def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha: float,
+            n_bootstrap: int, seed: int,
+            thresholds: Mapping[str, Mapping[str, Mapping[str, float]]],
+            score_range: Mapping[str, tuple[float, float]],
+            progress: Callable[[int], None] | None = None) -> AnalysisResult:
+    """Compute the metric suite of seed 000 §3.4-3.6 on a paired frame.
+
+    Parameters
+    ----------
+    paired : pandas.DataFrame
+        One row per scored resume with columns ``system, condition, replicate, job_id, cv_id,
+        variant, score, rank, is_true_match`` (axis columns and ``replicate`` are ignored). One
+        row per (system, condition, job_id, cv_id, variant); every base candidate appears under
+        every variant; ranks are computed within (system, condition, job, variant), 1 = best.
+        ``is_true_match`` is 0/1, or missing when unknown (the merit family is then N/A).
+    reference : str
+        The reference variant (``BASE``).
+    k : Mapping[str, int]
+        Shortlist size per family: ``{"counterfactual": 10, "group": 10, "merit": 15}``.
+    alpha : float
+        Benjamini-Hochberg level (seed 000 §3.5). CIs are 95% regardless.
+    n_bootstrap : int
+        Bootstrap resamples per interval (seed 000: 1000).
+    seed : int
+        The spec's seed; each cell draws from
+        ``runtime.seeding.rng(seed, "bootstrap", system, condition, metric, variant)``.
+    thresholds : Mapping
+        ``{tier: {metric: {"pass": x, "investigate": y}}}`` for both tiers, as
+        ``compiler.catalog.default_thresholds()``.
+    score_range : Mapping[str, tuple of float]
+        ``(lo, hi)`` per system; ``score_delta`` and drift use ``(score − lo) / (hi − lo)``.
+    progress : callable, optional
+        Called with the cumulative number of finished cells after each cell; the total is
+        :func:`n_bootstrap_cells`.
+
+    Returns
+    -------
+    AnalysisResult
+        ``metrics`` (sorted by system, condition, metric in catalogue order, variant with the
+        reference first), ``risk`` and ``drift``.
+
+    Raises
+    ------
+    ValueError
+        ``ERR_K``, ``ERR_ALPHA``, ``ERR_N_BOOTSTRAP``, ``classify.ERR_THRESHOLD_MISSING`` and the
+        frame errors of :func:`runtime.analysis.frame.cohorts`.
+    """
+    kk = _check_args(k=k, alpha=alpha, n_bootstrap=n_bootstrap, thresholds=thresholds)
+    rows: list[dict[str, object]] = []
+    drift: list[dict[str, object]] = []
+    done = 0
+    for cohort in cohorts(paired, reference=reference, score_range=score_range):
+        drift.extend(drift_rows(cohort))
+        by_metric: dict[str, list[dict[str, object]]] = {m: [] for m in metric_ids()}
+        for variant in cohort.variants:
+            pairing = _pairing(cohort, variant, k=kk, n_bootstrap=int(n_bootstrap), seed=seed)
+            for metric_id in metric_ids():
+                by_metric[metric_id].append(_row(pairing, metric_id, get_metric(metric_id)(pairing)))
+                done += 1
+                if progress is not None:
+                    progress(done)
+        for metric_rows in by_metric.values():
+            rows.extend(metric_rows)
+    metrics = pd.DataFrame(rows, columns=list(COLUMNS))
+    metrics["p_adj"] = bh_adjust(metrics["p_value"].to_numpy(dtype=float), alpha=alpha)
+    for tier, column in (("research", "status"), ("operational", "status_operational")):
+        metrics[column] = [
+            classify(v, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
+            for v, m in zip(metrics["value"].to_numpy(dtype=float), metrics["metric"])
+        ]
+    metrics = metrics.astype({c: "Int64" for c in _COUNT_COLUMNS})
+    return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift))

@@ -1,0 +1,134 @@
+"""Status classification, Benjamini-Hochberg adjustment and the composite risk score.
+
+seed 000 Table 3 (thresholds and directions), §3.4.4 (round before comparing), §3.5 (BH across
+every computed p-value), §3.6 Eq. 6 (risk score and bands).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.multitest import multipletests
+
+from compiler import catalog
+
+ERR_THRESHOLD_MISSING = "thresholds lack tier {tier!r}, metric {metric!r} (need 'pass' and 'investigate')"
+
+RISK_COLUMNS = ("system", "condition", "tier", "n_total", "n_fail", "n_investigate", "n_pass",
+                "n_na", "risk_score", "band")
+#: system/condition of the run-wide risk rows.
+ALL = "ALL"
+
+
+def round_significant(value: float, digits: int = catalog.CLASSIFY_SIGNIFICANT_DIGITS) -> float:
+    """Round ``value`` to ``digits`` significant digits (seed 000 §3.4.4); nan/inf unchanged.
+
+    ``0.05000000000000004`` becomes ``0.05``, so floating-point noise cannot move a value across a
+    threshold.
+    """
+    if not math.isfinite(value) or value == 0:
+        return value
+    return float(f"{value:.{digits - 1}e}")
+
+
+def classify(value: float, *, metric_id: str, bounds: Mapping[str, float]) -> str:
+    """PASS / INVESTIGATE / FAIL of one value under one tier (seed 000 Table 3).
+
+    Parameters
+    ----------
+    value : float
+        The metric value at full precision; ``|value|`` is used for metrics the catalogue marks
+        ``classify_abs`` (score_delta). It is rounded to
+        ``catalog.CLASSIFY_SIGNIFICANT_DIGITS`` significant digits before comparing.
+    metric_id : str
+        Catalogue id; gives the direction.
+    bounds : Mapping[str, float]
+        ``{"pass": x, "investigate": y}``.
+
+    Returns
+    -------
+    str
+        Lower-is-better: PASS if ``v ≤ pass``, INVESTIGATE if ``v ≤ investigate``, else FAIL;
+        higher-is-better: the same with ``≥``. ``catalog.STATUS_NA`` for a nan value.
+    """
+    info = catalog.METRICS[metric_id]
+    if value is None or not math.isfinite(value):
+        return catalog.STATUS_NA
+    v = round_significant(abs(value) if info.classify_abs else value)
+    lower = info.direction == "lower"
+    for status, bound in (("PASS", bounds["pass"]), ("INVESTIGATE", bounds["investigate"])):
+        if (v <= bound) if lower else (v >= bound):
+            return status
+    return "FAIL"
+
+
+def tier_bounds(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]], tier: str,
+                metric_id: str) -> Mapping[str, float]:
+    """``thresholds[tier][metric_id]``; raises ``ValueError`` (``ERR_THRESHOLD_MISSING``)."""
+    try:
+        bounds = thresholds[tier][metric_id]
+        float(bounds["pass"]), float(bounds["investigate"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(ERR_THRESHOLD_MISSING.format(tier=tier, metric=metric_id)) from None
+    return bounds
+
+
+def bh_adjust(p_values: np.ndarray, *, alpha: float) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values over every defined p-value (seed 000 §3.5).
+
+    ``statsmodels.stats.multitest.multipletests(p, alpha=alpha, method="fdr_bh")`` over the
+    non-nan entries; nan stays nan.
+    """
+    p = np.asarray(p_values, dtype=float)
+    out = np.full_like(p, np.nan)
+    defined = ~np.isnan(p)
+    if defined.any():
+        out[defined] = multipletests(p[defined], alpha=alpha, method="fdr_bh")[1]
+    return out
+
+
+def risk_band(score: float) -> str:
+    """Band of a risk score (seed 000 §3.6): ``catalog.RISK_BANDS``; N/A for nan."""
+    if not math.isfinite(score):
+        return catalog.STATUS_NA
+    score = round_significant(score)
+    for bound, label in catalog.RISK_BANDS:
+        if score >= bound:
+            return label
+    return catalog.RISK_BANDS[-1][1]
+
+
+def _risk_row(statuses: pd.Series) -> dict[str, float | int | str]:
+    counts = statuses.value_counts()
+    n_fail = int(counts.get("FAIL", 0))
+    n_inv = int(counts.get("INVESTIGATE", 0))
+    n_pass = int(counts.get("PASS", 0))
+    n_total = n_fail + n_inv + n_pass
+    score = (3 * n_fail + n_inv) / (3 * n_total) if n_total else math.nan
+    return {"n_total": n_total, "n_fail": n_fail, "n_investigate": n_inv, "n_pass": n_pass,
+            "n_na": int(len(statuses) - n_total), "risk_score": score, "band": risk_band(score)}
+
+
+def risk_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Composite risk score per system x condition x tier, plus run-wide rows (seed 000 §3.6, Eq. 6).
+
+    ``RiskScore = (3·n_FAIL + n_INVESTIGATE) / (3·n_total)`` in [0, 1], lower is better, where
+    ``n_total`` counts the (metric, variant) rows with a PASS/INVESTIGATE/FAIL status (N/A rows
+    are counted in ``n_na`` only); band ``high`` at ≥ 0.30, ``medium`` at ≥ 0.15, else ``low``.
+    The ``research`` tier reads column ``status``, ``operational`` reads ``status_operational``.
+    The run-wide rows have system and condition ``ALL``.
+    """
+    column = {"research": "status", "operational": "status_operational"}
+    rows: list[dict[str, object]] = []
+    for (system, condition), sub in metrics.groupby(["system", "condition"], sort=True):
+        for tier in catalog.TIERS:
+            rows.append({"system": system, "condition": condition, "tier": tier,
+                         **_risk_row(sub[column[tier]])})
+    for tier in catalog.TIERS:
+        rows.append({"system": ALL, "condition": ALL, "tier": tier,
+                     **_risk_row(metrics[column[tier]])})
+    out = pd.DataFrame(rows, columns=list(RISK_COLUMNS))
+    return out.astype({c: "int64" for c in RISK_COLUMNS if c.startswith("n_")})

@@ -1,0 +1,89 @@
+"""Counterfactual family: score delta, MARC, flip rate (seed 000 §3.4.1).
+
+Every statistic pools the ``n_v`` paired base candidates of every job (seed 000 §3.4: "combined
+V01 aggregates the V01 resume for every one of the K base candidates across every job").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from runtime.analysis import stats
+from runtime.analysis.cell import CellResult, Pairing
+from runtime.analysis.registry import metric
+
+
+@metric("score_delta")
+def score_delta(p: Pairing) -> CellResult:
+    """Mean paired score shift on the normalised score scale (seed 000 §3.4.1).
+
+    ``Δ_v,i = s_v,i − s_ref,i`` with ``s = (score − lo) / (hi − lo)`` (the system's
+    ``score_range``); value ``Δ̄_v = (1/n_v) Σ_i Δ_v,i`` in [−1, 1] (for scores inside the range).
+    Classified on ``|Δ̄_v|``, lower is better.
+
+    CI: percentile bootstrap of the mean over the ``Δ_v,i``. Test: two-sided Wilcoxon signed-rank
+    on the paired normalised scores ``(s_v,i, s_ref,i)``, scipy defaults; empty when every
+    difference is zero.
+    """
+    d = p.score_var - p.score_ref
+    value = float(np.mean(d))
+    ci = stats.percentile_bootstrap((d,), np.mean, value=value, n_resamples=p.n_bootstrap,
+                                    rng=p.rng("score_delta"))
+    pv, notes = stats.wilcoxon_p(p.score_var, p.score_ref)
+    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
+                      test=stats.TEST_WILCOXON, notes=[*ci.notes, *notes])
+
+
+@metric("marc")
+def marc(p: Pairing) -> CellResult:
+    """Mean absolute rank change divided by K (seed 000 §3.4.1).
+
+    ``MARC_v = (1/n_v) Σ_i |rank_v,i − rank_ref,i|`` (column ``marc_raw``); value
+    ``MARC_v / K_counterfactual`` in [0, (n_job − 1) / K], lower is better.
+
+    CI: percentile bootstrap of the same statistic (the paired bootstrap of the mean absolute
+    difference reduces to a one-sample bootstrap of ``|rank_v,i − rank_ref,i|``), divided by K.
+    Test: two-sided Wilcoxon signed-rank on the paired ranks, scipy defaults.
+    """
+    k = p.k_of("marc")
+    a = np.abs(p.rank_var - p.rank_ref)
+    raw = float(np.mean(a))
+    value = raw / k
+    ci = stats.percentile_bootstrap((a / k,), np.mean, value=value, n_resamples=p.n_bootstrap,
+                                    rng=p.rng("marc"))
+    pv, notes = stats.wilcoxon_p(p.rank_var, p.rank_ref)
+    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
+                      test=stats.TEST_WILCOXON, notes=[*ci.notes, *notes],
+                      diagnostics={"marc_raw": raw})
+
+
+@metric("flip_rate")
+def flip_rate(p: Pairing) -> CellResult:
+    """Share of candidates crossing the top-K boundary in either direction (seed 000 §3.4.1, Eq. 2).
+
+    ``in_K(r) = [r ≤ K]``; the 2x2 table crosses ``in_K(rank_ref,i)`` with ``in_K(rank_v,i)``;
+    value ``(n_in,out + n_out,in) / n_v`` in [0, 1], lower is better. Diagnostics: the conditional
+    rates of seed 000 §4.3, ``flip_out_rate = n_in,out / #(ref in)`` and
+    ``flip_in_rate = n_out,in / #(ref out)`` (empty when the denominator is 0).
+
+    CI: Wilson score interval on the flipped proportion. Test: McNemar on the same table, exact
+    binomial when ``n_in,out + n_out,in < 25``, continuity-corrected chi-square otherwise.
+    """
+    k = p.k_of("flip_rate")
+    was_in = p.rank_ref <= k
+    now_in = p.rank_var <= k
+    n_ii = int(np.sum(was_in & now_in))
+    n_io = int(np.sum(was_in & ~now_in))
+    n_oi = int(np.sum(~was_in & now_in))
+    n_oo = int(np.sum(~was_in & ~now_in))
+    n = p.n
+    flips = n_io + n_oi
+    value = flips / n
+    ci = stats.wilson_interval(flips, n)
+    pv, test = stats.mcnemar_p(np.array([[n_ii, n_io], [n_oi, n_oo]]))
+    ref_in, ref_out = n_ii + n_io, n_oi + n_oo
+    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
+                      test=test,
+                      diagnostics={"n_in_out": n_io, "n_out_in": n_oi,
+                                   "flip_out_rate": n_io / ref_in if ref_in else np.nan,
+                                   "flip_in_rate": n_oi / ref_out if ref_out else np.nan})

@@ -1,0 +1,107 @@
+"""Group-fairness family: top-K retention and the impact ratio (seed 000 §3.4.2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from runtime.analysis import stats
+from runtime.analysis.cell import CellResult, Pairing
+from runtime.analysis.registry import metric
+
+NOTE_ONE_JOB_RETENTION = "1 job: Wilson interval on pooled retained/slots"
+NOTE_ONE_JOB_IMPACT = ("1 job: Wilson interval on pooled retained/slots of the variant, divided by "
+                       "the reference's retention")
+
+
+def job_retention(rank_base: np.ndarray, rank_other: np.ndarray, job: np.ndarray, n_jobs: int,
+                  k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-job retained and slot counts of the top-K (seed 000 §3.4.2).
+
+    ``B_j = {cv: rank_base ≤ K}``, ``V_j = {cv: rank_other ≤ K}``; returns
+    ``(|B_j ∩ V_j|, |B_j|)`` as two arrays of length ``n_jobs``.
+    """
+    in_b = rank_base <= k
+    in_v = rank_other <= k
+    retained = np.bincount(job, weights=in_b & in_v, minlength=n_jobs)
+    slots = np.bincount(job, weights=in_b, minlength=n_jobs)
+    return retained, slots
+
+
+def _macro(retained: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    return np.divide(retained, slots, out=np.full_like(retained, np.nan), where=slots > 0)
+
+
+def _ratio_of_means(r_v: np.ndarray, r_ref: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(r_v, axis=axis) / np.mean(r_ref, axis=axis)
+
+
+@metric("retention_rate")
+def retention_rate(p: Pairing) -> CellResult:
+    """Macro-average top-K retention across jobs (seed 000 §3.4.2).
+
+    ``R_j = |B_j ∩ V_j| / |B_j|`` with ``B_j``/``V_j`` the reference and variant top-K_group
+    ``cv_id`` sets of job j; value ``R̄_v = (1/|J|) Σ_j R_j`` in [0, 1], higher is better (1 for the
+    reference by construction). Diagnostics ``retained``/``slots``: pooled counts.
+
+    CI: percentile bootstrap over jobs when there are at least two, else the Wilson interval on
+    pooled retained/slots. No test.
+    """
+    k = p.k_of("retention_rate")
+    retained, slots = job_retention(p.rank_ref, p.rank_var, p.job, p.n_jobs, k)
+    r = _macro(retained, slots)
+    used = ~np.isnan(r)
+    r = r[used]
+    diag = {"retained": float(retained.sum()), "slots": float(slots.sum()),
+            "jobs_used": int(used.sum())}
+    value = float(np.mean(r))
+    if r.size >= 2:
+        ci = stats.percentile_bootstrap((r,), np.mean, value=value, n_resamples=p.n_bootstrap,
+                                        rng=p.rng("retention_rate"))
+        notes = list(ci.notes)
+    else:
+        ci = stats.wilson_interval(retained.sum(), slots.sum())
+        notes = [NOTE_ONE_JOB_RETENTION]
+    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
+                      diagnostics=diag)
+
+
+@metric("impact_ratio")
+def impact_ratio(p: Pairing) -> CellResult:
+    """Four-fifths impact ratio of macro retention (seed 000 §3.4.2, Eq. 3).
+
+    ``IR_v = R̄_v / R̄_ref``, where ``R̄_ref`` is the reference's retention against itself (1 by
+    construction); range [0, 1], higher is better.
+
+    CI: paired percentile bootstrap over jobs of the ratio of the two macro means (one job: Wilson
+    on the variant's pooled retained/slots divided by ``R̄_ref``). Test: Fisher exact on the pooled
+    table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]``.
+    """
+    k = p.k_of("impact_ratio")
+    ret_v, slots_v = job_retention(p.rank_ref, p.rank_var, p.job, p.n_jobs, k)
+    ret_r, slots_r = job_retention(p.rank_ref, p.rank_ref, p.job, p.n_jobs, k)
+    r_v, r_r = _macro(ret_v, slots_v), _macro(ret_r, slots_r)
+    used = ~np.isnan(r_v)
+    r_v, r_r = r_v[used], r_r[used]
+    diag = {"retained": float(ret_v.sum()), "slots": float(slots_v.sum()),
+            "jobs_used": int(used.sum())}
+    mean_ref = float(np.mean(r_r))
+    value = float(np.mean(r_v)) / mean_ref if mean_ref > 0 else math.nan
+    table = np.array([[ret_v.sum(), slots_v.sum() - ret_v.sum()],
+                      [ret_r.sum(), slots_r.sum() - ret_r.sum()]], dtype=np.int64)
+    pv = stats.fisher_p(table)
+    if not math.isfinite(value):
+        return CellResult(value=math.nan, p_value=pv, test=stats.TEST_FISHER,
+                          notes=["reference retention is 0: ratio undefined"], diagnostics=diag)
+    if r_v.size >= 2:
+        ci = stats.percentile_bootstrap((r_v, r_r), _ratio_of_means, value=value,
+                                        n_resamples=p.n_bootstrap, rng=p.rng("impact_ratio"),
+                                        paired=True)
+        low, high, notes = float(ci.low), float(ci.high), list(ci.notes)
+    else:
+        w = stats.wilson_interval(ret_v.sum(), slots_v.sum())
+        low, high, _ = stats.contain(value, w.low / mean_ref, w.high / mean_ref)
+        low, high, notes = float(low), float(high), [NOTE_ONE_JOB_IMPACT]
+    return CellResult(value=value, ci_low=low, ci_high=high, p_value=pv, test=stats.TEST_FISHER,
+                      notes=notes, diagnostics=diag)

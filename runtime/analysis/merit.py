@@ -1,0 +1,281 @@
+"""Merit-aware family: Recall@K, nDCG@K, equal opportunity and equalized odds gaps (seed 000 §3.4.3).
+
+These need the ground-truth ``is_true_match`` label of each base candidate. Jobs whose labels are
+unknown are left out (with a note); when no job is labelled every merit metric is N/A.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime.analysis import stats
+from runtime.analysis.cell import CellResult, Pairing
+from runtime.analysis.registry import metric
+
+NOTE_LABELS_UNKNOWN = "is_true_match unknown: merit metrics undefined"
+NOTE_UNLABELLED_JOBS = "{n} job(s) with unknown is_true_match excluded"
+NOTE_NO_MATCH_JOBS = "{n} job(s) without a true match excluded"
+NOTE_NO_MATCH = "no true match in any labelled job: undefined"
+NOTE_MAX_ATTAINABLE = ("max attainable = {cap:.6g} (Eq. 4 caps a job's recall at K/P when its P "
+                       "true matches exceed K={k})")
+NOTE_ONE_JOB_RECALL = "1 job: Wilson interval on pooled true positives / true matches"
+NOTE_ONE_JOB_NDCG = "1 job: a bootstrap over jobs is undefined; CI left empty"
+NOTE_NO_NEGATIVES = "no non-match in any labelled job: FPR term undefined, gap = |ΔTPR|"
+
+
+@dataclass(frozen=True)
+class _Labelled:
+    """The labelled candidates of a pairing."""
+
+    y: np.ndarray          # 0/1 as int8
+    job: np.ndarray
+    rank_var: np.ndarray
+    rank_ref: np.ndarray
+    n_jobs: int
+    labelled_job: np.ndarray  # bool per job code
+
+
+def _labelled(p: Pairing) -> _Labelled | None:
+    mask = ~np.isnan(p.match)
+    if not mask.any():
+        return None
+    job = p.job[mask]
+    return _Labelled(y=p.match[mask].astype(np.int8), job=job, rank_var=p.rank_var[mask],
+                     rank_ref=p.rank_ref[mask], n_jobs=p.n_jobs,
+                     labelled_job=np.bincount(job, minlength=p.n_jobs) > 0)
+
+
+def _label_notes(p: Pairing) -> list[str]:
+    return [NOTE_UNLABELLED_JOBS.format(n=p.n_unlabelled_jobs)] if p.n_unlabelled_jobs else []
+
+
+def _per_job(lab: _Labelled, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-job true matches P_j, true positives TP_j in the variant's top-K, and the jobs used."""
+    pos = np.bincount(lab.job, weights=lab.y, minlength=lab.n_jobs)
+    tp = np.bincount(lab.job, weights=lab.y * (lab.rank_var <= k), minlength=lab.n_jobs)
+    used = lab.labelled_job & (pos > 0)
+    return pos, tp, used
+
+
+def _job_notes(lab: _Labelled, used: np.ndarray) -> list[str]:
+    no_match = int(np.sum(lab.labelled_job & ~used))
+    return [NOTE_NO_MATCH_JOBS.format(n=no_match)] if no_match else []
+
+
+@metric("recall_at_k")
+def recall_at_k(p: Pairing) -> CellResult:
+    """Recall@K, macro-averaged over jobs with at least one true match (seed 000 §3.4.3, Eq. 4).
+
+    ``Recall@K_v = (1/|J'|) Σ_{j∈J'} |{i: rank_v,i ≤ K, y_i = 1}| / |{i: y_i = 1}|`` with
+    ``K = k.merit``; range [0, 1], higher is better. Taken literally, a job with P > K true
+    matches cannot exceed K/P; the note gives the attainable maximum when it is below 1.
+    Diagnostics ``tp``/``p``: pooled over the jobs used.
+
+    CI: percentile bootstrap over the jobs used (one job: Wilson on pooled tp/p). No test.
+    """
+    k = p.k_of("recall_at_k")
+    lab = _labelled(p)
+    if lab is None:
+        return CellResult.undefined(NOTE_LABELS_UNKNOWN)
+    pos, tp, used = _per_job(lab, k)
+    notes = _label_notes(p) + _job_notes(lab, used)
+    if not used.any():
+        return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH],
+                          diagnostics={"jobs_used": 0})
+    rec = tp[used] / pos[used]
+    value = float(np.mean(rec))
+    cap = float(np.mean(np.minimum(k, pos[used]) / pos[used]))
+    if cap < 1:
+        notes.append(NOTE_MAX_ATTAINABLE.format(cap=cap, k=k))
+    diag = {"tp": float(tp[used].sum()), "p": float(pos[used].sum()), "jobs_used": int(used.sum())}
+    if rec.size >= 2:
+        ci = stats.percentile_bootstrap((rec,), np.mean, value=value, n_resamples=p.n_bootstrap,
+                                        rng=p.rng("recall_at_k"))
+        notes.extend(ci.notes)
+    else:
+        ci = stats.wilson_interval(tp[used].sum(), pos[used].sum())
+        notes.append(NOTE_ONE_JOB_RECALL)
+    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
+                      diagnostics=diag)
+
+
+def ideal_dcg(n_relevant: np.ndarray, k: int) -> np.ndarray:
+    """IDCG@K of jobs with ``n_relevant`` true matches: ``Σ_{r=1}^{min(K, P)} 1 / log2(r + 1)``."""
+    cum = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(2, k + 2)))))
+    return cum[np.minimum(n_relevant.astype(np.int64), k)]
+
+
+@metric("ndcg_at_k")
+def ndcg_at_k(p: Pairing) -> CellResult:
+    """nDCG@K with binary relevance, mean over jobs with a true match (seed 000 §3.4.3).
+
+    Per job, with ``rel`` the labels ordered by variant rank,
+    ``DCG@K = Σ_{r=1}^{K} rel_r / log2(r + 1)`` (so a true match at rank r ≤ K contributes
+    ``1 / log2(r + 1)``) and ``IDCG@K`` is the DCG of the ideal ordering (all true matches first);
+    value = mean of ``DCG@K / IDCG@K`` over jobs with at least one true match; range [0, 1],
+    higher is better.
+
+    CI: percentile bootstrap over the jobs used (one job: left empty, with a note). No test.
+    """
+    k = p.k_of("ndcg_at_k")
+    lab = _labelled(p)
+    if lab is None:
+        return CellResult.undefined(NOTE_LABELS_UNKNOWN)
+    pos, _, used = _per_job(lab, k)
+    notes = _label_notes(p) + _job_notes(lab, used)
+    if not used.any():
+        return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH],
+                          diagnostics={"jobs_used": 0})
+    top = lab.rank_var <= k
+    gain = np.zeros(lab.y.shape[0])
+    gain[top] = lab.y[top] / np.log2(lab.rank_var[top] + 1.0)
+    dcg = np.bincount(lab.job, weights=gain, minlength=lab.n_jobs)
+    nd = dcg[used] / ideal_dcg(pos[used], k)
+    value = float(np.mean(nd))
+    if nd.size >= 2:
+        ci = stats.percentile_bootstrap((nd,), np.mean, value=value, n_resamples=p.n_bootstrap,
+                                        rng=p.rng("ndcg_at_k"))
+        low, high = float(ci.low), float(ci.high)
+        notes.extend(ci.notes)
+    else:
+        low = high = math.nan
+        notes.append(NOTE_ONE_JOB_NDCG)
+    return CellResult(value=value, ci_low=low, ci_high=high, notes=notes,
+                      diagnostics={"jobs_used": int(used.sum())})
+
+
+def abs_interval(low: float, high: float) -> tuple[float, float]:
+    """Map a CI ``[a, b]`` of a signed difference to a CI of its absolute value.
+
+    ``[0, max(|a|, |b|)]`` when ``a ≤ 0 ≤ b``, else ``[min(|a|, |b|), max(|a|, |b|)]``.
+    """
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return math.nan, math.nan
+    if low <= 0.0 <= high:
+        return 0.0, max(abs(low), abs(high))
+    return min(abs(low), abs(high)), max(abs(low), abs(high))
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    num = np.asarray(num, dtype=float)
+    den = np.asarray(den, dtype=float)
+    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+
+
+def _tpr_diff(y: np.ndarray, tpd: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Signed TPR_v − TPR_ref of a (resampled) set of candidates; 0 when it holds no true match."""
+    return _ratio(tpd.sum(axis=axis), y.sum(axis=axis))
+
+
+def _rate_diffs(y: np.ndarray, tpd: np.ndarray, fpd: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Stack of signed (TPR_v − TPR_ref, FPR_v − FPR_ref); a rate with an empty base counts as 0."""
+    pos = y.sum(axis=axis)
+    neg = y.shape[axis] - pos
+    return np.stack([_ratio(tpd.sum(axis=axis), pos), _ratio(fpd.sum(axis=axis), neg)])
+
+
+@dataclass(frozen=True)
+class _Rates:
+    y: np.ndarray
+    tpd: np.ndarray   # y * (in_v - in_ref), int8
+    fpd: np.ndarray   # (1 - y) * (in_v - in_ref), int8
+    tp_v: int
+    tp_r: int
+    fp_v: int
+    fp_r: int
+    pos: int
+    neg: int
+
+
+def _rates(lab: _Labelled, k: int) -> _Rates:
+    in_v = (lab.rank_var <= k).astype(np.int8)
+    in_r = (lab.rank_ref <= k).astype(np.int8)
+    y = lab.y
+    neg_y = (1 - y).astype(np.int8)
+    return _Rates(y=y, tpd=(y * (in_v - in_r)).astype(np.int8),
+                  fpd=(neg_y * (in_v - in_r)).astype(np.int8),
+                  tp_v=int(np.sum(y * in_v)), tp_r=int(np.sum(y * in_r)),
+                  fp_v=int(np.sum(neg_y * in_v)), fp_r=int(np.sum(neg_y * in_r)),
+                  pos=int(y.sum()), neg=int(neg_y.sum()))
+
+
+@metric("equal_opportunity_gap")
+def equal_opportunity_gap(p: Pairing) -> CellResult:
+    """Top-K true-positive-rate gap to the reference (seed 000 §3.4.3, Eq. 5).
+
+    Pooling the labelled candidates of every job, ``TPR_v = TP_v / P`` with
+    ``TP_v = |{i: rank_v,i ≤ K, y_i = 1}|`` (``K = k.merit``) and P the number of true matches;
+    value ``|TPR_v − TPR_ref|`` in [0, 1], lower is better. Diagnostics ``tp``, ``p``, ``tpr``
+    are the variant's.
+
+    CI: the signed difference ``TPR_v − TPR_ref`` is bootstrapped (percentile, paired resample of
+    base candidates: each resampled candidate brings its variant and reference ranks and its label),
+    and its interval ``[a, b]`` is mapped to ``|·|``: ``[0, max(|a|, |b|)]`` when it contains 0,
+    else ``[min(|a|, |b|), max(|a|, |b|)]``. A percentile interval of ``|TPR_v − TPR_ref|``
+    itself would be biased away from 0: every resample's absolute gap is ≥ 0 and almost all are
+    > 0, so its 2.5th percentile sits above a gap of exactly 0 and the interval would exclude the
+    estimate it belongs to. No test.
+    """
+    k = p.k_of("equal_opportunity_gap")
+    lab = _labelled(p)
+    if lab is None:
+        return CellResult.undefined(NOTE_LABELS_UNKNOWN)
+    r = _rates(lab, k)
+    notes = _label_notes(p)
+    if r.pos == 0:
+        return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH],
+                          diagnostics={"tp": 0, "p": 0})
+    signed = (r.tp_v - r.tp_r) / r.pos
+    value = abs(signed)
+    ci = stats.percentile_bootstrap((r.y, r.tpd), _tpr_diff, value=signed,
+                                    n_resamples=p.n_bootstrap, rng=p.rng("equal_opportunity_gap"),
+                                    paired=True)
+    low, high = abs_interval(float(ci.low), float(ci.high))
+    return CellResult(value=value, ci_low=low, ci_high=high, notes=[*notes, *ci.notes],
+                      diagnostics={"tp": r.tp_v, "p": r.pos, "tpr": r.tp_v / r.pos})
+
+
+@metric("equalized_odds_gap")
+def equalized_odds_gap(p: Pairing) -> CellResult:
+    """Top-K equalized-odds gap: ``max(|TPR_v − TPR_ref|, |FPR_v − FPR_ref|)`` (seed 000 §3.4.3).
+
+    TPR as in :func:`equal_opportunity_gap`; ``FPR_v = FP_v / N`` with
+    ``FP_v = |{i: rank_v,i ≤ K, y_i = 0}|`` and N the number of non-matches, pooled over the
+    labelled jobs; range [0, 1], lower is better. Diagnostics ``tp, p, fp, negatives, tpr, fpr``
+    are the variant's.
+
+    CI: one paired bootstrap of base candidates gives signed intervals of both differences; each is
+    mapped to its absolute value as in :func:`equal_opportunity_gap` (same reason) and the two are
+    combined as ``[max(lo_tpr, lo_fpr), max(hi_tpr, hi_fpr)]``, which contains the max of two
+    values each inside its own interval. No test.
+    """
+    k = p.k_of("equalized_odds_gap")
+    lab = _labelled(p)
+    if lab is None:
+        return CellResult.undefined(NOTE_LABELS_UNKNOWN)
+    r = _rates(lab, k)
+    notes = _label_notes(p)
+    diag: dict[str, float] = {"tp": r.tp_v, "p": r.pos, "fp": r.fp_v, "negatives": r.neg}
+    if r.pos == 0:
+        return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH], diagnostics=diag)
+    d_tpr = (r.tp_v - r.tp_r) / r.pos
+    diag["tpr"] = r.tp_v / r.pos
+    rng = p.rng("equalized_odds_gap")
+    if r.neg == 0:
+        ci = stats.percentile_bootstrap((r.y, r.tpd), _tpr_diff, value=d_tpr,
+                                        n_resamples=p.n_bootstrap, rng=rng, paired=True)
+        low, high = abs_interval(float(ci.low), float(ci.high))
+        return CellResult(value=abs(d_tpr), ci_low=low, ci_high=high,
+                          notes=[*notes, NOTE_NO_NEGATIVES, *ci.notes], diagnostics=diag)
+    d_fpr = (r.fp_v - r.fp_r) / r.neg
+    diag["fpr"] = r.fp_v / r.neg
+    ci = stats.percentile_bootstrap((r.y, r.tpd, r.fpd), _rate_diffs,
+                                    value=np.array([d_tpr, d_fpr]), n_resamples=p.n_bootstrap,
+                                    rng=rng, paired=True)
+    lo_t, hi_t = abs_interval(float(ci.low[0]), float(ci.high[0]))
+    lo_f, hi_f = abs_interval(float(ci.low[1]), float(ci.high[1]))
+    return CellResult(value=max(abs(d_tpr), abs(d_fpr)), ci_low=max(lo_t, lo_f),
+                      ci_high=max(hi_t, hi_f), notes=[*notes, *ci.notes], diagnostics=diag)

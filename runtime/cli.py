@@ -1,0 +1,139 @@
+"""The ``audit`` command line: validate, compile (lock), execute.
+
+Exit codes: 0 done; 1 internal error (traceback kept); 2 invalid spec, data file or usage;
+3 lock missing or mismatched; 4 the ``--fail-on`` gate tripped.
+Heavy libraries (pandas, torch, sentence-transformers) are imported inside the commands that need
+them, so ``audit --help`` and ``audit validate`` start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_LOCK, EXIT_GATE = 0, 1, 2, 3, 4
+
+app = typer.Typer(
+    name="audit",
+    help="Correspondence audits of automated hiring systems: validate, compile (lock) and execute a spec.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+SpecArg = Annotated[Path, typer.Argument(help="The audit spec (YAML).", show_default=False)]
+
+
+class Gate(str, Enum):
+    FAIL = "FAIL"
+    INVESTIGATE = "INVESTIGATE"
+
+
+class TierName(str, Enum):
+    research = "research"
+    operational = "operational"
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+@app.command()
+def validate(spec: SpecArg) -> None:
+    """Check a spec (structure, levels, variants, thresholds, files) without writing anything."""
+    from compiler import compile_spec
+
+    compiled = compile_spec(spec)
+    c = compiled.plan["counts"]
+    _console().print(f"[green]valid[/]: {spec} ({c['jobs']} jobs, {c['variants']} variants, {c['systems']} systems)")
+
+
+@app.command("compile")
+def compile_(spec: SpecArg) -> None:
+    """Validate, expand into a plan and write the lock (<spec>.lock.json) and plan (<spec>.plan.json)."""
+    from rich.table import Table
+
+    from compiler import compile_spec
+    from compiler.lock import build_lock, lock_path, plan_path, write_json
+
+    compiled = compile_spec(spec)
+    lock = build_lock(compiled.resolved, compiled.plan, spec_file=spec.name)
+    write_json(plan_path(spec), compiled.plan)
+    write_json(lock_path(spec), lock)
+    c = compiled.plan["counts"]
+    console = _console()
+    table = Table(title=f"audit {compiled.resolved['audit']}: what the run will be", show_header=False)
+    rows = [
+        ("jobs", c["jobs"]), ("base candidates (K x jobs)", c["base_candidates"]),
+        ("variants (reference included)", c["variants"]), ("resumes", c["resumes"]),
+        ("systems", c["systems"]), ("texts to embed (at most)", c["texts_to_embed"]),
+        ("model calls", c["model_calls"]), ("estimated tokens / cost", f"{c['estimated_tokens']} / ${c['estimated_cost_usd']:.2f}"),
+        ("plan tasks", c["tasks"]), ("metric rows (9 x variants x systems)", c["metric_rows"]),
+        ("paired candidates per metric cell", c["paired_candidates_per_variant"]),
+    ]
+    for k, v in rows:
+        table.add_row(k, "from the score file" if v is None else str(v))
+    console.print(table)
+    console.print(f"spec digest sha256:{lock['spec_digest']['digest']}")
+    console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
+
+
+@app.command()
+def execute(
+    spec: SpecArg,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Output root (default: reports/).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    fail_on: Annotated[Optional[Gate], typer.Option("--fail-on", help="Exit 4 when any metric has this status (INVESTIGATE includes FAIL).")] = None,
+    tier: Annotated[TierName, typer.Option("--tier", help="Threshold tier the gate reads.")] = TierName.research,
+) -> None:
+    """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
+    from runtime.execute import execute as run_execute, gate_tripped
+
+    result = run_execute(spec, out=out, quiet=quiet)
+    console = _console()
+    risk = result.risk[(result.risk["system"] == "ALL")].set_index("tier")
+    for t in ("research", "operational"):
+        row = risk.loc[t]
+        console.print(f"{t:<12} risk {row['risk_score']:.3f} ({row['band']}): {int(row['n_fail'])} FAIL, "
+                      f"{int(row['n_investigate'])} INVESTIGATE, {int(row['n_pass'])} PASS")
+    console.print(f"run folder: {result.run_dir}")
+    hits = gate_tripped(result.metrics, fail_on.value if fail_on else None, tier.value)
+    if hits:
+        err = _console(stderr=True)
+        err.print(f"--fail-on {fail_on.value} ({tier.value} tier) tripped by {len(hits)} row(s):")
+        for h in hits[:20]:
+            err.print(f"  {h}")
+        raise typer.Exit(EXIT_GATE)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``audit`` console script: maps user errors to exit codes without a traceback."""
+    import click
+
+    from compiler.errors import AuditError
+
+    try:
+        rv = app(args=argv, prog_name="audit", standalone_mode=False)
+    except click.exceptions.UsageError as err:
+        err.show()
+        sys.exit(EXIT_INVALID)
+    except click.exceptions.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except click.exceptions.Abort:
+        sys.exit(EXIT_INTERNAL)
+    except AuditError as err:
+        for line in str(err).splitlines():
+            print(line if line.startswith("  ") else f"error: {line}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

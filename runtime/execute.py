@@ -1,0 +1,222 @@
+"""Execute a locked spec: generate -> score -> rank -> analyse -> report (seed 000 Algorithm 1, Stage 4).
+
+Each stage writes its artifacts into the run folder as soon as it finishes, so an error in a later
+stage (a bad score CSV, a PDF renderer failure) never loses what was already computed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from compiler import Compiled, compile_spec
+from compiler.lock import check_lock, package_versions, read_lock, tool_version, utc_now, write_json
+from compiler.load import display_path
+from runtime.progress import Progress, stage_timer
+
+RUN_SCHEMA_VERSION = "1.0"
+CONDITION_DEFAULT = "default"
+
+
+@dataclass
+class RunResult:
+    """What ``execute`` produced: the run folder, the analysis frames and the timings."""
+
+    run_dir: Path
+    metrics: pd.DataFrame
+    risk: pd.DataFrame
+    drift: pd.DataFrame
+    timings: dict[str, float] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)
+
+
+def new_run_dir(root: Path, audit: str, when: str) -> tuple[str, Path]:
+    """Create ``root/audit/<UTC stamp>`` (suffix -2, -3... if taken); return (run id, folder)."""
+    stamp = when.replace("-", "").replace(":", "")
+    base = root / audit
+    base.mkdir(parents=True, exist_ok=True)
+    run_id, n = stamp, 1
+    while True:
+        try:
+            (base / run_id).mkdir()
+            return run_id, base / run_id
+        except FileExistsError:
+            n += 1
+            run_id = f"{stamp}-{n}"
+
+
+def job_texts(compiled: Compiled) -> dict[str, str | None]:
+    """Job id -> description text (inline or read from ``description_file``)."""
+    folder = compiled.loaded.folder
+    out: dict[str, str | None] = {}
+    for job in compiled.loaded.spec.jobs:
+        if job.description is not None:
+            out[job.id] = job.description
+        elif job.description_file:
+            out[job.id] = (folder / job.description_file).read_text(encoding="utf-8")
+        else:
+            out[job.id] = None
+    return out
+
+
+def generate_resumes(compiled: Compiled, progress: Progress) -> pd.DataFrame | None:
+    """The K x (1+N) matrix of every job (seed 000 §3.1.2), or None when the spec has no generator."""
+    from runtime.generate import generate_job_matrix
+
+    r = compiled.resolved
+    if r["candidates"] is None:
+        return None
+    axes = {name: {"slot": a["slot"], "levels": a["levels"], "cues": a["cues"]} for name, a in r["axes"].items()}
+    advance = progress.task("generating resumes", len(r["jobs"]))
+    frames = []
+    for job in r["jobs"]:
+        frames.append(generate_job_matrix(job_id=job["id"], family=job["family"],
+                                          k=r["candidates"]["base_per_job"],
+                                          m=r["candidates"]["matching_per_job"], seed=r["seed"],
+                                          axes=axes, variants=r["variants"]["table"]))
+        advance(1)
+    return pd.concat(frames, ignore_index=True)
+
+
+def score_all(compiled: Compiled, resumes: pd.DataFrame | None, jobs: dict[str, str | None],
+              progress: Progress, info: dict[str, Any]) -> pd.DataFrame:
+    """Score every cell with every system; long frame with ``system, condition, replicate`` columns."""
+    from runtime.systems import ScoreRequest, adapter_for
+
+    r = compiled.resolved
+    frames = []
+    for sys_resolved in r["systems"]:
+        request = ScoreRequest(jobs=jobs, resumes=resumes, variants=list(r["variants"]["table"]),
+                               spec_folder=compiled.loaded.folder,
+                               batch_size=compiled.loaded.spec.execution.batch_size,
+                               progress=progress.task, info=info)
+        scored = adapter_for(sys_resolved["kind"])(sys_resolved).score(request)
+        scored.insert(0, "replicate", 0)
+        scored.insert(0, "condition", CONDITION_DEFAULT)
+        scored.insert(0, "system", sys_resolved["id"])
+        frames.append(scored)
+    return pd.concat(frames, ignore_index=True)
+
+
+def report_meta(compiled: Compiled, lock: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """The ``meta`` mapping the report renderer reads."""
+    r = compiled.resolved
+    return {
+        "audit": r["audit"], "title": r["title"], "seed": r["seed"],
+        "spec_path": run["spec_file"], "spec_digest": lock["spec_digest"],
+        "lock_created_at": lock["created_at"], "generated_at": run["generated_at"],
+        "run_id": run["run_id"], "tool_version": run["tool"]["version"],
+        "reference": r["variants"]["reference"], "k": r["analysis"]["k"],
+        "alpha": r["analysis"]["alpha"], "n_bootstrap": r["analysis"]["bootstrap"],
+        "thresholds": r["thresholds"],
+        "systems": [{"id": s["id"], "kind": s["kind"],
+                     "model": s["model"].get("name") or s["model"].get("path") if "model" in s else s["data"]["path"],
+                     "fingerprint": (s.get("fingerprint") or {"digest": s["data"]["sha256"]})["digest"],
+                     "score_range": s["score_range"]} for s in r["systems"]],
+        "jobs": [{"id": j["id"], "title": j["title"]} for j in r["jobs"]],
+        "variants": r["variants"]["table"], "axes": list(r["axes"]),
+        "counts": run["counts"], "amendments": lock.get("amendments", []),
+        "timings": run["timings"], "versions": run["versions"], "systems_info": run["systems_info"],
+    }
+
+
+def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) -> RunResult:
+    """Run a locked spec end to end and write the run folder.
+
+    Raises
+    ------
+    compiler.errors.SpecError
+        The spec is invalid (exit 2).
+    compiler.errors.LockError
+        No lock, or the spec no longer matches it (exit 3).
+    compiler.errors.InputDataError
+        A data file named by the spec is wrong (exit 2).
+    """
+    from runtime.analysis import analyse, n_bootstrap_cells
+    from runtime.rank import paired_frame
+
+    timings: dict[str, float] = {}
+    with stage_timer(timings, "compile"):
+        compiled = compile_spec(spec_path)
+        shown = display_path(spec_path)
+        lock = read_lock(spec_path, shown)
+        check_lock(lock, compiled.resolved)
+    r = compiled.resolved
+    root = out or (Path(compiled.loaded.spec.execution.out) if compiled.loaded.spec.execution.out else Path("reports"))
+    generated_at = utc_now()
+    run_id, run_dir = new_run_dir(root, r["audit"], generated_at)
+    run: dict[str, Any] = {
+        "schema_version": RUN_SCHEMA_VERSION, "kind": "audit-run", "run_id": run_id, "audit": r["audit"],
+        "spec_file": shown, "spec_digest": lock["spec_digest"], "lock_created_at": lock["created_at"],
+        "plan_digest": lock["plan_digest"], "seed": r["seed"], "generated_at": generated_at,
+        "tool": {"name": "audit-compiler", "version": tool_version()}, "versions": package_versions(),
+        "models": lock["models"], "timings": timings, "counts": dict(compiled.plan["counts"]),
+        "systems_info": {}, "tasks": [t["id"] for t in compiled.plan["tasks"]], "artifacts": [],
+        "status": "running",
+    }
+
+    def save_run() -> None:
+        write_json(run_dir / "run.json", run)
+
+    def write_artifact(name: str, frame: pd.DataFrame) -> None:
+        frame.to_csv(run_dir / name, index=False)
+        run["artifacts"].append(name)
+
+    save_run()
+    with Progress(quiet=quiet) as progress:
+        with stage_timer(timings, "generate"):
+            resumes = generate_resumes(compiled, progress)
+        if resumes is not None:
+            write_artifact("resumes.csv", resumes)
+        jobs = job_texts(compiled)
+        with stage_timer(timings, "score"):
+            scores = score_all(compiled, resumes, jobs, progress, run["systems_info"])
+        with stage_timer(timings, "rank"):
+            paired = paired_frame(scores, r["axes"], r["variants"]["table"])
+        write_artifact("paired.csv", paired)
+        n_base = paired.drop_duplicates(["job_id", "cv_id"]).shape[0]
+        run["counts"].update({"base_candidates": n_base, "resumes": n_base * len(r["variants"]["table"]),
+                              "scored": int(len(paired))})
+        save_run()
+        with stage_timer(timings, "analyse"):
+            advance = progress.task("bootstrap", n_bootstrap_cells(paired, r["variants"]["reference"]))
+            result = analyse(paired, reference=r["variants"]["reference"], k=r["analysis"]["k"],
+                             alpha=r["analysis"]["alpha"], n_bootstrap=r["analysis"]["bootstrap"],
+                             seed=r["seed"], thresholds=r["thresholds"],
+                             score_range={s["id"]: tuple(s["score_range"]) for s in r["systems"]},
+                             progress=advance)
+        write_artifact("metrics.csv", result.metrics)
+        write_artifact("risk.csv", result.risk)
+        write_artifact("drift.csv", result.drift)
+        save_run()
+        with stage_timer(timings, "report"):
+            from runtime.report import build_context, render_html, render_pdf
+
+            context = build_context(metrics=result.metrics, risk=result.risk, drift=result.drift,
+                                    meta=report_meta(compiled, lock, run))
+            (run_dir / "report.html").write_text(render_html(context), encoding="utf-8")
+            run["artifacts"].append("report.html")
+            save_run()
+            render_pdf(context, run_dir / "report.pdf")
+            run["artifacts"].append("report.pdf")
+    run["status"] = "done"
+    save_run()
+    return RunResult(run_dir, result.metrics, result.risk, result.drift, timings, run)
+
+
+def gate_tripped(metrics: pd.DataFrame, fail_on: str | None, tier: str = "research") -> list[str]:
+    """Rows that trip ``--fail-on`` (``FAIL`` or ``INVESTIGATE``, the latter including FAIL)."""
+    if not fail_on:
+        return []
+    col = "status" if tier == "research" else "status_operational"
+    bad = {"FAIL"} if fail_on == "FAIL" else {"FAIL", "INVESTIGATE"}
+    hits = metrics[metrics[col].isin(bad)]
+    return [f"{h.system}/{h.condition} {h.metric} {h.variant}: {getattr(h, col)}" for h in hits.itertuples()]
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,50 @@
+"""Rich progress bars for long stages (generation, embedding, bootstrap); silent with ``--quiet``."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+Advance = Callable[[int], None]
+
+
+class Progress:
+    """``with Progress(quiet=False) as p: advance = p.task("embedding", 5000); advance(64)``."""
+
+    def __init__(self, *, quiet: bool = False):
+        self.quiet = quiet
+        self._bar = None
+
+    def __enter__(self) -> "Progress":
+        if not self.quiet:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
+                                       TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+
+            self._bar = RichProgress(TextColumn("[bold]{task.description:<28}"), BarColumn(),
+                                     MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                                     transient=False)
+            self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+    def task(self, description: str, total: int) -> Advance:
+        """Add a bar; return the function that advances it."""
+        if self._bar is None:
+            return lambda n=1: None
+        tid = self._bar.add_task(description, total=total)
+        return lambda n=1: self._bar.advance(tid, n)
+
+
+@contextmanager
+def stage_timer(timings: dict[str, float], name: str) -> Iterator[None]:
+    """Record the wall time of a stage, in seconds, into ``timings[name]``."""
+    import time
+
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[name] = round(time.perf_counter() - t0, 3)

@@ -1,0 +1,221 @@
+"""Inline-SVG bar charts of one metric by variant (seed 000 §3.8; seed 002 Figures 2–10).
+
+One bar per variant, coloured by its research-tier status, with the 95% interval as an error bar,
+dashed lines at the PASS and INVESTIGATE thresholds, and the reference variant outlined and
+labelled. matplotlib is imported lazily and drawn on an Agg canvas owned by the figure (pyplot and
+the global backend are never touched). The SVG keeps text as text (``svg.fonttype: none``), carries
+no date and uses a fixed id salt per chart, so the same inputs give the same bytes; the XML
+prologue, namespace declarations and RDF metadata are stripped so that the chart can be inlined in
+HTML without any URL in the document.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Sequence
+
+from runtime.report.formatting import fmt_threshold
+
+#: Status colours (fill, and a darker tone for lines and text). Shared with the CSS.
+STATUS_COLOURS: dict[str, str] = {
+    "PASS": "#2e8540",
+    "INVESTIGATE": "#e0a526",
+    "FAIL": "#c62828",
+    "N/A": "#9aa1a9",
+}
+#: Hatching so that statuses stay distinguishable in greyscale print and for colour-blind readers.
+STATUS_HATCH: dict[str, str] = {"PASS": "", "INVESTIGATE": "///", "FAIL": "xxx", "N/A": ""}
+PASS_LINE = "#1b5e20"
+INVESTIGATE_LINE = "#9a6700"
+
+_STRIP = (
+    re.compile(r"<\?xml[^>]*\?>\s*"),
+    re.compile(r"<!DOCTYPE[^>]*>\s*", re.S),
+    re.compile(r"\s*<metadata>.*?</metadata>", re.S),
+    re.compile(r'\s+xmlns(:\w+)?="[^"]*"'),
+)
+
+
+def _clean_svg(svg: str, *, title: str) -> str:
+    for pattern in _STRIP:
+        svg = pattern.sub("", svg, count=1) if pattern.pattern.startswith("<") else pattern.sub("", svg)
+    svg = re.sub(r"\s+(width|height)=\"[0-9.]+pt\"", "", svg, count=2)
+    safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    svg = svg.replace("<svg ", '<svg role="img" class="chart-svg" ', 1)
+    svg = re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + f"\n <title>{safe_title}</title>", svg, count=1)
+    return svg.strip() + "\n"
+
+
+def _spread(positions: list[float], min_gap: float) -> list[float]:
+    """Push label positions (axes fraction, ascending order kept) apart by at least ``min_gap``."""
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    out = list(positions)
+    for a, b in zip(order, order[1:]):
+        if out[b] - out[a] < min_gap:
+            out[b] = out[a] + min_gap
+    return out
+
+
+def metric_chart_svg(
+    *,
+    chart_id: str,
+    title: str,
+    ylabel: str,
+    variants: Sequence[str],
+    values: Sequence[float],
+    ci_low: Sequence[float],
+    ci_high: Sequence[float],
+    statuses: Sequence[str],
+    reference: str,
+    pass_threshold: float,
+    investigate_threshold: float,
+    direction: str,
+    symmetric: bool = False,
+    signed_scale: bool = False,
+) -> str:
+    """Return one metric's bar chart as an inline ``<svg>`` element (a string).
+
+    Parameters
+    ----------
+    chart_id : str
+        Unique, stable id of the chart in the report; salts the SVG element ids so that two charts
+        never share an id and the same chart always gets the same ids.
+    title : str
+        Accessible title (``<title>`` of the SVG); the visible heading is the report's.
+    ylabel : str
+        Y-axis label (the metric's short name).
+    variants, values, ci_low, ci_high, statuses : sequences of equal length
+        One entry per bar; NaN values draw an "N/A" marker instead of a bar.
+    reference : str
+        The reference variant, outlined in black and labelled "(reference)".
+    pass_threshold, investigate_threshold : float
+        Research-tier thresholds, drawn as dashed lines.
+    direction : {"lower", "higher"}
+        Which side of the thresholds is better (used for the line labels).
+    symmetric : bool
+        The statistic is classified on its absolute value: lines are drawn at ± each threshold.
+    signed_scale : bool
+        Let the y axis extend below zero for negative values.
+    """
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.transforms import blended_transform_factory
+
+    n = len(variants)
+    vals = [float(v) if v is not None and math.isfinite(float(v)) else math.nan for v in values]
+    lows = [float(v) if v is not None and math.isfinite(float(v)) else math.nan for v in ci_low]
+    highs = [float(v) if v is not None and math.isfinite(float(v)) else math.nan for v in ci_high]
+    stats = [s if s in STATUS_COLOURS else "N/A" for s in statuses]
+    cmp = "≤" if direction == "lower" else "≥"
+    sym = "|x| " if symmetric else ""
+
+    rc = {
+        "svg.fonttype": "none",
+        "svg.hashsalt": f"audit-compiler-report:{chart_id}",
+        "svg.id": None,
+        "font.family": "DejaVu Sans",
+        "font.size": 8.5,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "hatch.linewidth": 0.8,
+        "hatch.color": "#ffffff",
+    }
+    with matplotlib.rc_context(rc):
+        width = max(7.2, min(11.0, 0.42 * n + 2.5))
+        fig = Figure(figsize=(width, 2.9), dpi=72)
+        FigureCanvasAgg(fig)
+        ax = fig.add_axes((0.085, 0.22 if n <= 14 else 0.30, 0.74, 0.64))
+
+        xs = list(range(n))
+        heights = [0.0 if math.isnan(v) else v for v in vals]
+        colours = [STATUS_COLOURS[s] for s in stats]
+        bars = ax.bar(xs, heights, width=0.66, color=colours, edgecolor=colours, linewidth=0.8, zorder=2)
+        for bar, s, v in zip(bars, stats, variants):
+            bar.set_hatch(STATUS_HATCH[s])
+            if v == reference:
+                bar.set_edgecolor("#111111")
+                bar.set_linewidth(2.0)
+
+        err_x, err_y, err_lo, err_hi = [], [], [], []
+        for x, v, lo, hi in zip(xs, vals, lows, highs):
+            if math.isnan(v) or math.isnan(lo) or math.isnan(hi):
+                continue
+            err_x.append(x)
+            err_y.append(v)
+            err_lo.append(max(0.0, v - lo))
+            err_hi.append(max(0.0, hi - v))
+        if err_x:
+            ax.errorbar(err_x, err_y, yerr=[err_lo, err_hi], fmt="none", ecolor="#222222",
+                        elinewidth=1.0, capsize=3, capthick=1.0, zorder=3)
+
+        # y range: always show both thresholds and every interval.
+        finite = [x for x in vals + lows + highs if not math.isnan(x)]
+        thr = [t for t in (pass_threshold, investigate_threshold) if t is not None and math.isfinite(t)]
+        top_data = max([abs(x) for x in finite] + [0.0])
+        if symmetric:
+            span = max([t * 1.25 for t in thr] + [top_data * 1.12, 1e-6])
+            ax.set_ylim(-span, span)
+        elif direction == "higher":
+            top = max([1.05] + [x * 1.06 for x in finite])
+            bottom = min([0.0] + [x * 1.1 for x in finite])
+            ax.set_ylim(bottom, top)
+        else:
+            top = max([t * 1.3 for t in thr] + [x * 1.1 for x in finite] + [1e-6])
+            bottom = min([0.0] + [x * 1.1 for x in finite]) if signed_scale else min([0.0] + finite)
+            ax.set_ylim(bottom, top)
+        ax.axhline(0.0, color="#444444", linewidth=0.8, zorder=1)
+
+        lines = []
+        if pass_threshold is not None and math.isfinite(pass_threshold):
+            lines.append((pass_threshold, PASS_LINE, f"PASS {sym}{cmp} {fmt_threshold(pass_threshold)}"))
+        if investigate_threshold is not None and math.isfinite(investigate_threshold):
+            lines.append((investigate_threshold, INVESTIGATE_LINE,
+                          f"INVESTIGATE {sym}{cmp} {fmt_threshold(investigate_threshold)}"))
+        for y, colour, _ in lines:
+            ax.axhline(y, color=colour, linestyle=(0, (5, 3)), linewidth=1.2, zorder=4)
+            if symmetric:
+                ax.axhline(-y, color=colour, linestyle=(0, (5, 3)), linewidth=1.2, zorder=4)
+        lo_lim, hi_lim = ax.get_ylim()
+        fracs = [(y - lo_lim) / (hi_lim - lo_lim) for y, _, _ in lines]
+        fracs = _spread(fracs, 0.085)
+        trans = blended_transform_factory(ax.transAxes, ax.transAxes)
+        for frac, (_, colour, text) in zip(fracs, lines):
+            ax.text(1.012, frac, text, transform=trans, ha="left", va="center", fontsize=7.5,
+                    color=colour, fontweight="bold")
+
+        for x, v in zip(xs, vals):
+            if math.isnan(v):
+                ax.text(x, (hi_lim - lo_lim) * 0.03 + max(lo_lim, 0.0), "N/A", ha="center",
+                        va="bottom", fontsize=7.5, color="#555555", zorder=5)
+
+        ax.set_xlim(-0.6, n - 0.4)
+        ax.set_xticks(xs)
+        labels = [f"{v}\n(reference)" if v == reference else v for v in variants]
+        if n > 14:
+            ax.set_xticklabels(labels, rotation=60, ha="right", rotation_mode="anchor", fontsize=7.5)
+        else:
+            ax.set_xticklabels(labels)
+        for tick, v in zip(ax.get_xticklabels(), variants):
+            if v == reference:
+                tick.set_fontweight("bold")
+        ax.tick_params(axis="x", length=0)
+        ax.set_ylabel(ylabel)
+        ax.grid(axis="y", color="#e3e6ea", linewidth=0.6, zorder=0)
+        ax.set_axisbelow(True)
+
+        handles = [Patch(facecolor=STATUS_COLOURS[s], edgecolor=STATUS_COLOURS[s], hatch=STATUS_HATCH[s],
+                         label=s) for s in STATUS_COLOURS]
+        handles.append(Line2D([0], [0], color="#222222", linewidth=1.0, marker="_", markersize=6,
+                              label="95% CI"))
+        handles.append(Patch(facecolor="white", edgecolor="#111111", linewidth=2.0, label="reference"))
+        fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.08, 1.0), ncol=len(handles),
+                   frameon=False, fontsize=7.5, handlelength=1.6, columnspacing=1.2)
+
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return _clean_svg(buf.getvalue(), title=title)

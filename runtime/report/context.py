@@ -1,0 +1,708 @@
+"""Turn a run's result frames and metadata into the report's template context (no I/O).
+
+:func:`build_context` is the only public function. Its output is a plain ``dict`` of strings,
+numbers, booleans, lists and dicts (charts included as SVG strings), already formatted for display
+and already in report order, so that the templates contain no logic beyond loops and conditionals
+and the same inputs always give the same context.
+
+Sources: seed 000 §3.4 (metrics), §3.5 (tests, BH), §3.6 (Eq. 6 and the risk bands), §3.7 (the two
+threshold tiers, always shown together and labelled as distinct policy choices), §3.8 (report
+sections), §3.1.2 (qualification drift); seed 002 Figures 2–10 (what each chart shows).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from compiler.catalog import METRICS, RISK_BANDS, CLASSIFY_SIGNIFICANT_DIGITS, default_thresholds
+from runtime.report.charts import metric_chart_svg
+from runtime.report.formatting import (
+    MISSING,
+    fmt_ci,
+    fmt_int,
+    fmt_num,
+    fmt_p,
+    fmt_seconds,
+    fmt_sig,
+    fmt_threshold,
+    is_missing,
+    to_float,
+)
+
+STATUSES = ("PASS", "INVESTIGATE", "FAIL", "N/A")
+
+#: Short name (chart axis, tables) and one-line definition per metric (seed 000 §3.4.1–3.4.3).
+METRIC_TEXT: dict[str, tuple[str, str]] = {
+    "score_delta": (
+        "Score delta",
+        "Mean paired change of the normalised score, Δ = s(variant) − s(reference), over every base "
+        "candidate and job; classified on |Δ|.",
+    ),
+    "marc": (
+        "MARC / K",
+        "Mean absolute change of a base candidate's rank between its reference and variant résumés, "
+        "divided by the shortlist size K.",
+    ),
+    "flip_rate": (
+        "Flip rate",
+        "Share of candidates who cross the top-K boundary (in→out or out→in) when the reference "
+        "résumé is replaced by the variant.",
+    ),
+    "retention_rate": (
+        "Retention rate",
+        "Per job, the share of the reference top-K that remains in the variant top-K; macro-averaged "
+        "over jobs.",
+    ),
+    "impact_ratio": (
+        "Impact ratio",
+        "Variant macro-retention divided by the reference variant's (the four-fifths rule applied "
+        "to the top-K shortlist).",
+    ),
+    "recall_at_k": (
+        "Recall@K",
+        "Per job, the share of true matches that the variant ranking places in the top K; "
+        "macro-averaged over jobs with at least one true match.",
+    ),
+    "ndcg_at_k": (
+        "nDCG@K",
+        "Normalised discounted cumulative gain of the variant's top K with binary relevance "
+        "(true match), averaged over jobs.",
+    ),
+    "equal_opportunity_gap": (
+        "Equal opportunity gap",
+        "|TPR(variant) − TPR(reference)|, where TPR is the share of all true matches placed in the "
+        "top K, pooled over jobs.",
+    ),
+    "equalized_odds_gap": (
+        "Equalized odds gap",
+        "max(|ΔTPR|, |ΔFPR|) between variant and reference in the top K, pooled over jobs (FPR: "
+        "share of non-matches placed in the top K).",
+    ),
+}
+
+#: Statistical basis of each threshold (seed 000 Table 3, last column).
+THRESHOLD_BASIS: dict[str, str] = {
+    "score_delta": "Pre-registered tolerance on the normalised score scale (policy choice)",
+    "marc": "Pre-registered rank-churn tolerance, scale-invariant to K (policy choice)",
+    "flip_rate": "Pre-registered boundary-crossing tolerance (policy choice)",
+    "retention_rate": "Four-fifths rule applied to shortlist retention (statutory analogue)",
+    "impact_ratio": "Direct transposition of the four-fifths rule (statutory)",
+    "recall_at_k": "Four-fifths bound extended by analogy to ranking quality",
+    "ndcg_at_k": "Four-fifths bound extended by analogy to ranking quality",
+    "equal_opportunity_gap": "Pre-registered gap tolerance, equal-opportunity criterion (policy choice)",
+    "equalized_odds_gap": "Pre-registered gap tolerance, equalized-odds criterion (policy choice)",
+}
+
+#: How each test id of ``metrics.test`` is described (seed 000 §3.4, Table 4).
+TEST_TEXT: dict[str, str] = {
+    "wilcoxon": "Wilcoxon signed-rank test (paired, two-sided)",
+    "mcnemar": "McNemar's test (exact binomial below 25 discordant pairs, else continuity-corrected χ²)",
+    "fisher_exact": "Fisher's exact test on retained / not retained, variant vs. reference",
+    "": "none (descriptive statistic, no p-value)",
+}
+
+CI_TEXT: dict[str, str] = {
+    "bootstrap percentile": "bootstrap percentile interval",
+    "wilson": "Wilson score interval",
+    "bootstrap over jobs / wilson": "bootstrap over jobs (Wilson interval on pooled counts with one job)",
+    "paired bootstrap over jobs": "paired bootstrap over jobs",
+    "bootstrap over jobs": "bootstrap over jobs",
+    "paired bootstrap over candidates": "paired bootstrap over candidates",
+}
+
+TIER_TEXT: dict[str, tuple[str, str]] = {
+    "research": (
+        "Research tier",
+        "Stringent, pre-registered thresholds (seed 000 Table 3): borderline findings are surfaced as "
+        "INVESTIGATE rather than absorbed into PASS. This is the primary tier of this report.",
+    ),
+    "operational": (
+        "Operational tier",
+        "Relaxed thresholds for executive communication (seed 000 §3.7), a separate pre-registered "
+        "policy choice shown next to the research tier, never in place of it.",
+    ),
+}
+
+BAND_TEXT = {"low": "Low risk", "medium": "Medium risk", "high": "High risk"}
+
+_FAMILY_TEXT = {"counterfactual": "Counterfactual", "group": "Group fairness", "merit": "Merit-aware"}
+
+
+def _rate_count(rate_col: str, count_col: str) -> Callable[[Mapping[str, Any]], str]:
+    def f(r: Mapping[str, Any]) -> str:
+        rate, count = r.get(rate_col), r.get(count_col)
+        if is_missing(rate) and is_missing(count):
+            return MISSING
+        if is_missing(count):
+            return fmt_sig(rate)
+        if is_missing(rate):
+            return fmt_int(count)
+        return f"{fmt_sig(rate)} ({fmt_int(count)})"
+
+    return f
+
+
+def _ratio(num_col: str, den_col: str, rate_col: str | None = None) -> Callable[[Mapping[str, Any]], str]:
+    def f(r: Mapping[str, Any]) -> str:
+        num, den = r.get(num_col), r.get(den_col)
+        rate = r.get(rate_col) if rate_col else math.nan
+        frac = f"{fmt_int(num)} / {fmt_int(den)}" if not (is_missing(num) or is_missing(den)) else ""
+        if rate_col and not is_missing(rate):
+            return f"{fmt_sig(rate)} ({frac})" if frac else fmt_sig(rate)
+        return frac or MISSING
+
+    return f
+
+
+def _plain(col: str) -> Callable[[Mapping[str, Any]], str]:
+    return lambda r: fmt_num(r.get(col))
+
+
+#: Diagnostic columns per metric: (header, formatter, columns that must be present for it to show).
+DIAGNOSTICS: dict[str, list[tuple[str, Callable[[Mapping[str, Any]], str], tuple[str, ...]]]] = {
+    "marc": [("MARC (rank units)", _plain("marc_raw"), ("marc_raw",))],
+    "flip_rate": [
+        ("Flip-in rate (out→in)", _rate_count("flip_in_rate", "n_out_in"), ("flip_in_rate", "n_out_in")),
+        ("Flip-out rate (in→out)", _rate_count("flip_out_rate", "n_in_out"), ("flip_out_rate", "n_in_out")),
+    ],
+    "retention_rate": [("Retained / slots", _ratio("retained", "slots"), ("retained", "slots"))],
+    "impact_ratio": [("Retained / slots", _ratio("retained", "slots"), ("retained", "slots"))],
+    "recall_at_k": [("Jobs used", _plain("jobs_used"), ("jobs_used",))],
+    "ndcg_at_k": [("Jobs used", _plain("jobs_used"), ("jobs_used",))],
+    "equal_opportunity_gap": [("TPR (TP / P)", _ratio("tp", "p", "tpr"), ("tpr", "tp", "p"))],
+    "equalized_odds_gap": [
+        ("TPR (TP / P)", _ratio("tp", "p", "tpr"), ("tpr", "tp", "p")),
+        ("FPR (FP / negatives)", _ratio("fp", "negatives", "fpr"), ("fpr", "fp", "negatives")),
+    ],
+}
+
+
+# --------------------------------------------------------------------------------------- helpers
+
+
+def _text(x: Any, default: str = MISSING) -> str:
+    if x is None:
+        return default
+    if isinstance(x, float) and not math.isfinite(x):
+        return default
+    s = str(x)
+    return s if s.strip() else default
+
+
+def _status(x: Any) -> str:
+    """Normalise a status cell; a missing cell (pandas reads ``N/A`` as NaN) is ``N/A``."""
+    if isinstance(x, str) and x.strip().upper() in ("PASS", "INVESTIGATE", "FAIL"):
+        return x.strip().upper()
+    return "N/A"
+
+
+def _slug(*parts: Any) -> str:
+    s = "-".join(str(p) for p in parts)
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", s).strip("-").lower() or "x"
+
+
+def _ordered(items: Iterable[Any], preferred: Iterable[Any] = ()) -> list[Any]:
+    """Unique items: those in ``preferred`` first (in that order), then the rest by first appearance."""
+    seen = list(dict.fromkeys(items))
+    pref = [p for p in dict.fromkeys(preferred) if p in seen]
+    return pref + [x for x in seen if x not in pref]
+
+
+def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
+    if df is None or len(df) == 0:
+        return []
+    return [dict(r) for r in df.to_dict(orient="records")]
+
+
+def _thresholds(meta: Mapping[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    out = default_thresholds()
+    given = meta.get("thresholds") or {}
+    for tier, metrics in given.items():
+        for metric, bounds in (metrics or {}).items():
+            out.setdefault(tier, {}).setdefault(metric, {}).update(
+                {k: to_float(v) for k, v in (bounds or {}).items()}
+            )
+    return out
+
+
+def _threshold_text(direction: str, bounds: Mapping[str, float] | None, classify_abs: bool) -> str:
+    if not bounds:
+        return MISSING
+    cmp = "≤" if direction == "lower" else "≥"
+    x = "|value|" if classify_abs else "value"
+    return (f"PASS if {x} {cmp} {fmt_threshold(bounds.get('pass'))}; "
+            f"INVESTIGATE if {x} {cmp} {fmt_threshold(bounds.get('investigate'))}; otherwise FAIL")
+
+
+def _metric_info(metric: str) -> dict[str, Any]:
+    info = METRICS.get(metric)
+    short, definition = METRIC_TEXT.get(metric, (metric, ""))
+    return {
+        "id": metric,
+        "label": info.label if info else metric,
+        "short": short,
+        "definition": definition,
+        "family": info.family if info else "",
+        "direction": info.direction if info else "lower",
+        "classify_abs": bool(info.classify_abs) if info else False,
+        "test": info.test if info else "",
+        "ci": info.ci if info else "",
+    }
+
+
+def _counts(statuses: Iterable[str]) -> dict[str, int]:
+    c = {s: 0 for s in STATUSES}
+    for s in statuses:
+        c[_status(s)] += 1
+    return c
+
+
+# -------------------------------------------------------------------------------------- sections
+
+
+def _header(meta: Mapping[str, Any]) -> dict[str, Any]:
+    digest = meta.get("spec_digest") or {}
+    if isinstance(digest, str):
+        digest = {"algorithm": "sha256", "digest": digest}
+    k = meta.get("k") or {}
+    return {
+        "title": _text(meta.get("title"), "Correspondence audit report"),
+        "audit": _text(meta.get("audit")),
+        "run_id": _text(meta.get("run_id")),
+        "seed": _text(meta.get("seed")),
+        "tool_version": _text(meta.get("tool_version")),
+        "reference": _text(meta.get("reference"), "BASE"),
+        "k": [{"family": _FAMILY_TEXT.get(f, f), "k": _text(v)} for f, v in k.items()],
+        "alpha": fmt_threshold(meta.get("alpha")),
+        "n_bootstrap": fmt_int(meta.get("n_bootstrap")),
+        "spec_path": _text(meta.get("spec_path")),
+        "digest_algorithm": _text(digest.get("algorithm"), "sha256"),
+        "digest": _text(digest.get("digest")),
+        "lock_created_at": _text(meta.get("lock_created_at")),
+        "generated_at": _text(meta.get("generated_at")),
+    }
+
+
+def _risk(risk: pd.DataFrame | None) -> dict[str, Any]:
+    rows = _records(risk)
+    bands = " · ".join(
+        f"{name} ≥ {fmt_threshold(lo)}" if lo > 0 else f"{name} otherwise" for lo, name in RISK_BANDS
+    )
+
+    def fmt_row(r: Mapping[str, Any]) -> dict[str, Any]:
+        tier = _text(r.get("tier"), "research")
+        band = _text(r.get("band"), "").lower()
+        label, note = TIER_TEXT.get(tier, (tier.capitalize(), ""))
+        score = to_float(r.get("risk_score"))
+        n_fail, n_inv = r.get("n_fail"), r.get("n_investigate")
+        n_total = r.get("n_total")
+        filled = (f"(3 × {fmt_int(n_fail)} + 1 × {fmt_int(n_inv)}) / (3 × {fmt_int(n_total)}) "
+                  f"= {fmt_sig(score)}")
+        return {
+            "tier": tier,
+            "tier_label": label,
+            "tier_note": note,
+            "system": _text(r.get("system")),
+            "condition": _text(r.get("condition")),
+            "band": band if band in BAND_TEXT else "unknown",
+            "band_label": BAND_TEXT.get(band, "Risk band not given"),
+            "score": fmt_sig(score),
+            "score_pct": MISSING if math.isnan(score) else f"{score * 100:.1f}%",
+            "n_total": fmt_int(n_total),
+            "n_fail": fmt_int(n_fail),
+            "n_investigate": fmt_int(n_inv),
+            "n_pass": fmt_int(r.get("n_pass")),
+            "n_na": fmt_int(r.get("n_na")),
+            "formula_filled": filled,
+        }
+
+    tier_order = {"research": 0, "operational": 1}
+    overall = [fmt_row(r) for r in rows if str(r.get("system")) == "ALL"]
+    overall.sort(key=lambda r: (tier_order.get(r["tier"], 9), r["condition"]))
+    units = [fmt_row(r) for r in rows if str(r.get("system")) != "ALL"]
+    units.sort(key=lambda r: (r["system"], r["condition"], tier_order.get(r["tier"], 9)))
+    present = {r["tier"] for r in overall}
+    for tier in ("research", "operational"):
+        if tier not in present:  # always show both tiers (seed 000 §3.7), even when one is missing
+            label, note = TIER_TEXT[tier]
+            overall.append({"tier": tier, "tier_label": label, "tier_note": note, "band": "unknown",
+                            "band_label": "Not computed", "score": MISSING, "score_pct": MISSING,
+                            "system": "ALL", "condition": MISSING, "n_total": MISSING,
+                            "n_fail": MISSING, "n_investigate": MISSING, "n_pass": MISSING,
+                            "n_na": MISSING, "formula_filled": "no risk row for this tier"})
+    overall.sort(key=lambda r: tier_order.get(r["tier"], 9))
+    return {
+        "overall": overall,
+        "units": units,
+        "formula": "RiskScore = (3 · n_FAIL + 1 · n_INVESTIGATE) / (3 · n_total)",
+        "bands": bands,
+    }
+
+
+def _levels(meta: Mapping[str, Any], variant: str) -> list[dict[str, str]]:
+    levels = (meta.get("variants") or {}).get(variant) or {}
+    axes = _ordered(list(levels), meta.get("axes") or [])
+    return [{"axis": a, "level": _text(levels.get(a))} for a in axes]
+
+
+def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -> dict[str, Any]:
+    variants = meta.get("variants") or {}
+    axes = _ordered([a for v in variants.values() for a in (v or {})], meta.get("axes") or [])
+    ref_levels = variants.get(reference) or {}
+    rows = []
+    for v in _ordered(list(variants), variant_order):
+        levels = variants.get(v) or {}
+        rows.append({
+            "variant": v,
+            "is_reference": v == reference,
+            "cells": [{"level": _text(levels.get(a)),
+                       "differs": v != reference and levels.get(a) != ref_levels.get(a)} for a in axes],
+        })
+    systems = []
+    for s in meta.get("systems") or []:
+        rng = s.get("score_range")
+        if isinstance(rng, (list, tuple)) and len(rng) == 2:
+            rng_text = f"[{fmt_threshold(rng[0])}, {fmt_threshold(rng[1])}]"
+        else:
+            rng_text = _text(rng)
+        systems.append({"id": _text(s.get("id")), "kind": _text(s.get("kind")),
+                        "model": _text(s.get("model")), "fingerprint": _text(s.get("fingerprint")),
+                        "score_range": rng_text})
+    counts_labels = {"jobs": "Jobs", "base_candidates": "Base candidates", "variants": "Variants",
+                     "resumes": "Résumés", "scored": "Scored résumé × job pairs"}
+    counts = [{"label": counts_labels.get(k, k.replace("_", " ").capitalize()), "value": fmt_int(v)}
+              for k, v in (meta.get("counts") or {}).items()]
+    jobs = [{"id": _text(j.get("id")), "title": _text(j.get("title"))} for j in meta.get("jobs") or []]
+    return {"axes": axes, "variants": rows, "systems": systems, "jobs": jobs, "counts": counts}
+
+
+def _metric_rows(
+    rows: list[dict[str, Any]], info: Mapping[str, Any], variant_order: list[str], reference: str,
+    alpha: float,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    by_variant = {str(r.get("variant")): r for r in rows}
+    order = _ordered(list(by_variant), [reference, *variant_order])
+    diags = [d for d in DIAGNOSTICS.get(info["id"], [])
+             if any(not is_missing(r.get(c)) for r in rows for c in d[2])]
+    signed = info["id"] == "score_delta"
+    out = []
+    for v in order:
+        r = by_variant[v]
+        p_adj = to_float(r.get("p_adj"))
+        out.append({
+            "variant": v,
+            "is_reference": v == reference,
+            "value": fmt_sig(r.get("value"), signed=signed),
+            "ci": fmt_ci(r.get("ci_low"), r.get("ci_high"), signed=signed),
+            "p": fmt_p(r.get("p_value")),
+            "p_adj": fmt_p(p_adj),
+            "significant": math.isfinite(p_adj) and math.isfinite(alpha) and p_adj < alpha,
+            "status": _status(r.get("status")),
+            "status_operational": _status(r.get("status_operational")),
+            "n": fmt_int(r.get("n")),
+            "diagnostics": [d[1](r) for d in diags],
+            "notes": _text(r.get("notes"), ""),
+            "_raw": r,
+        })
+    return out, [d[0] for d in diags]
+
+
+def _units(
+    metrics: pd.DataFrame, meta: Mapping[str, Any], thresholds: Mapping[str, Any],
+    variant_order: list[str], reference: str,
+) -> list[dict[str, Any]]:
+    recs = _records(metrics)
+    alpha = to_float(meta.get("alpha"))
+    systems_meta = {str(s.get("id")): s for s in meta.get("systems") or []}
+    system_order = _ordered([str(r.get("system")) for r in recs], list(systems_meta))
+    units = []
+    for system in system_order:
+        srecs = [r for r in recs if str(r.get("system")) == system]
+        for condition in _ordered([_text(r.get("condition")) for r in srecs]):
+            crecs = [r for r in srecs if _text(r.get("condition")) == condition]
+            metric_ids = _ordered([str(r.get("metric")) for r in crecs], METRICS)
+            entries = []
+            for metric in metric_ids:
+                info = _metric_info(metric)
+                mrecs = [r for r in crecs if str(r.get("metric")) == metric]
+                rows, diag_headers = _metric_rows(mrecs, info, variant_order, reference, alpha)
+                ks = [r.get("k") for r in mrecs if not is_missing(r.get("k"))]
+                k = fmt_int(ks[0]) if ks else _text((meta.get("k") or {}).get(info["family"]))
+                tests = [str(r.get("test")) for r in mrecs if isinstance(r.get("test"), str) and r.get("test")]
+                test = tests[0] if tests else info["test"]
+                research = thresholds.get("research", {}).get(metric) or {}
+                operational = thresholds.get("operational", {}).get(metric) or {}
+                anchor = _slug("m", system, condition, metric)
+                short = info["short"].replace("@K", f"@{k}") if k != MISSING else info["short"]
+                chart = metric_chart_svg(
+                    chart_id=anchor,
+                    title=f"{info['label']} by variant, system {system}, condition {condition}",
+                    ylabel=short,
+                    variants=[r["variant"] for r in rows],
+                    values=[to_float(r["_raw"].get("value")) for r in rows],
+                    ci_low=[to_float(r["_raw"].get("ci_low")) for r in rows],
+                    ci_high=[to_float(r["_raw"].get("ci_high")) for r in rows],
+                    statuses=[r["status"] for r in rows],
+                    reference=reference,
+                    pass_threshold=to_float(research.get("pass")),
+                    investigate_threshold=to_float(research.get("investigate")),
+                    direction=info["direction"],
+                    symmetric=info["classify_abs"],
+                    signed_scale=info["id"] == "score_delta",
+                )
+                for r in rows:
+                    del r["_raw"]
+                entries.append({
+                    **info,
+                    "anchor": anchor,
+                    "short": short,
+                    "family_label": _FAMILY_TEXT.get(info["family"], info["family"]),
+                    "k": k,
+                    "test_text": TEST_TEXT.get(test, test),
+                    "has_test": bool(test),
+                    "ci_text": CI_TEXT.get(info["ci"], info["ci"]),
+                    "direction_text": "lower is better" if info["direction"] == "lower" else "higher is better",
+                    "research_text": _threshold_text(info["direction"], research, info["classify_abs"]),
+                    "operational_text": _threshold_text(info["direction"], operational, info["classify_abs"]),
+                    "tiers_differ": dict(research) != dict(operational),
+                    "chart_svg": chart,
+                    "rows": rows,
+                    "diag_headers": diag_headers,
+                    "counts": _counts(r["status"] for r in rows),
+                })
+            sm = systems_meta.get(system, {})
+            units.append({
+                "system": system,
+                "condition": condition,
+                "kind": _text(sm.get("kind"), ""),
+                "model": _text(sm.get("model"), ""),
+                "anchor": _slug("u", system, condition),
+                "metrics": entries,
+            })
+    return units
+
+
+def _fail_table(units: list[dict[str, Any]], meta: Mapping[str, Any], variant_order: list[str]) -> list[dict]:
+    found: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    for u in units:
+        for m in u["metrics"]:
+            for r in m["rows"]:
+                if r["status"] == "FAIL":
+                    found.setdefault((u["system"], u["condition"], r["variant"]), []).append({
+                        "label": m["label"], "anchor": m["anchor"], "value": r["value"], "ci": r["ci"],
+                        "p_adj": r["p_adj"], "operational": r["status_operational"],
+                    })
+    out = []
+    for (system, condition, variant), failing in found.items():
+        out.append({"system": system, "condition": condition, "variant": variant,
+                    "levels": _levels(meta, variant), "failing": failing})
+    pos = {v: i for i, v in enumerate(variant_order)}
+    unit_pos = {(u["system"], u["condition"]): i for i, u in enumerate(units)}
+    out.sort(key=lambda r: (unit_pos[(r["system"], r["condition"])], pos.get(r["variant"], 10**6), r["variant"]))
+    return out
+
+
+def _kpis(metrics: pd.DataFrame) -> dict[str, Any]:
+    statuses = [] if metrics is None or len(metrics) == 0 else list(metrics["status"])
+    c = _counts(statuses)
+    ops = [] if metrics is None or len(metrics) == 0 or "status_operational" not in metrics else list(
+        metrics["status_operational"])
+    co = _counts(ops)
+    return {
+        "total": fmt_int(len(statuses)),
+        "fail": fmt_int(c["FAIL"]),
+        "investigate": fmt_int(c["INVESTIGATE"]),
+        "pass": fmt_int(c["PASS"]),
+        "na": fmt_int(c["N/A"]),
+        "has_na": c["N/A"] > 0,
+        "operational": {k: fmt_int(v) for k, v in co.items()},
+    }
+
+
+def _drift(drift: pd.DataFrame | None, units: list[dict], variant_order: list[str]) -> list[dict[str, Any]]:
+    recs = _records(drift)
+    pos = {v: i for i, v in enumerate(variant_order)}
+    unit_pos = {(u["system"], u["condition"]): i for i, u in enumerate(units)}
+    recs.sort(key=lambda r: (unit_pos.get((str(r.get("system")), _text(r.get("condition"))), 10**6),
+                             str(r.get("system")), _text(r.get("condition")),
+                             pos.get(str(r.get("variant")), 10**6), str(r.get("variant"))))
+    return [{
+        "system": _text(r.get("system")),
+        "condition": _text(r.get("condition")),
+        "variant": _text(r.get("variant")),
+        "n": fmt_int(r.get("n")),
+        "mean": fmt_sig(r.get("mean_abs_delta")),
+        "median": fmt_sig(r.get("median_abs_delta")),
+        "p95": fmt_sig(r.get("p95_abs_delta")),
+        "max": fmt_sig(r.get("max_abs_delta")),
+    } for r in recs]
+
+
+def _amendments(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for i, a in enumerate(meta.get("amendments") or [], start=1):
+        if isinstance(a, Mapping):
+            fields = [{"key": str(k), "value": _text(v if not isinstance(v, (dict, list)) else _compact(v))}
+                      for k, v in a.items()]
+            out.append({"index": i, "text": "", "fields": fields})
+        else:
+            out.append({"index": i, "text": _text(a), "fields": []})
+    return out
+
+
+def _compact(v: Any) -> str:
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}: {_compact(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_compact(x) for x in v)
+    return _text(v)
+
+
+def _threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for metric in metric_ids:
+        info = _metric_info(metric)
+        res = thresholds.get("research", {}).get(metric) or {}
+        ops = thresholds.get("operational", {}).get(metric) or {}
+        cmp = "≤" if info["direction"] == "lower" else "≥"
+        x = "|x| " if info["classify_abs"] else ""
+        rows.append({
+            "label": info["label"],
+            "direction": "lower is better" if info["direction"] == "lower" else "higher is better",
+            "research_pass": f"{x}{cmp} {fmt_threshold(res.get('pass'))}",
+            "research_investigate": f"{x}{cmp} {fmt_threshold(res.get('investigate'))}",
+            "operational_pass": f"{x}{cmp} {fmt_threshold(ops.get('pass'))}",
+            "operational_investigate": f"{x}{cmp} {fmt_threshold(ops.get('investigate'))}",
+            "differs_pass": res.get("pass") != ops.get("pass"),
+            "differs_investigate": res.get("investigate") != ops.get("investigate"),
+            "basis": THRESHOLD_BASIS.get(metric, ""),
+        })
+    return rows
+
+
+def _method_notes(meta: Mapping[str, Any], reference: str) -> list[dict[str, str]]:
+    alpha = fmt_threshold(meta.get("alpha"))
+    nb = fmt_int(meta.get("n_bootstrap"))
+    return [
+        {"title": "Comparison design",
+         "text": f"Every metric compares a variant with the reference variant {reference} over the "
+                 "same base candidates: each base candidate is observed under every variant for every "
+                 "job, so a variant's evaluation pools all of its paired observations (seed 000 §3.4)."},
+        {"title": "Multiple comparisons",
+         "text": "All p-values of the run (every system, condition, metric and variant that has a test) "
+                 "are adjusted together with the Benjamini–Hochberg false-discovery-rate procedure; "
+                 f"p_adj is the adjusted value and is shown in bold when below α = {alpha}. Metrics "
+                 "without a test have no p-value (—)."},
+        {"title": "Confidence intervals",
+         "text": f"95% intervals are percentile intervals (2.5th and 97.5th percentiles) of {nb} "
+                 "bootstrap resamples drawn from generators seeded by the spec's seed, except the flip "
+                 "rate (Wilson score interval) and the retention rate with a single job (Wilson interval "
+                 "on pooled counts)."},
+        {"title": "Classification",
+         "text": f"Each value is rounded to {CLASSIFY_SIGNIFICANT_DIGITS} significant digits before it "
+                 "is compared with its thresholds, so that floating-point noise (0.05 stored as "
+                 "0.050000000000000044) cannot move a status across a boundary (seed 000 §3.4.4). "
+                 "Lower-is-better: PASS if value ≤ pass, INVESTIGATE if value ≤ investigate, otherwise "
+                 "FAIL; higher-is-better: the reverse. The score delta is classified on |Δ|. A value "
+                 "that is undefined (for example no true match in any job) is N/A, which is not a "
+                 "status and is not counted in the risk score."},
+        {"title": "Ranking and ties",
+         "text": "Ranks are computed within each system, condition, replicate, job and variant: score "
+                 "descending, ties broken by cv_id ascending, rank 1 = best. Scores are normalised to "
+                 "[0, 1] by each system's score range before score deltas are computed."},
+        {"title": "Two threshold tiers",
+         "text": "Both tiers were declared in the spec and hash-locked before any result was computed. "
+                 "The research tier is the stringent, primary one; the operational tier is a separately "
+                 "labelled communication aid. Any change after the lock is an amendment and is listed "
+                 "above (seed 000 §3.7)."},
+        {"title": "Direction of findings",
+         "text": "Group-fairness and merit-aware findings are stated with respect to the group that is "
+                 "disadvantaged by the variant, not as favouritism towards the reference group "
+                 "(seed 000 §3.4.2)."},
+        {"title": "Boundary findings",
+         "text": "A status is a summary, not a verdict: a value just inside or outside a boundary is not "
+                 "a qualitatively different finding, which is why every status is shown with its value, "
+                 "interval and adjusted p-value."},
+    ]
+
+
+# ------------------------------------------------------------------------------------ public API
+
+
+def build_context(
+    *,
+    metrics: pd.DataFrame,
+    risk: pd.DataFrame,
+    drift: pd.DataFrame,
+    meta: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Build the template context of the audit report.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        ``metrics.csv``: one row per system × condition × metric × variant (reference included)
+        with at least ``metric, system, condition, variant, n, value, ci_low, ci_high, p_value,
+        p_adj, status, status_operational, notes``; family diagnostics (``marc_raw``,
+        ``flip_in_rate``, ``retained``, ``tpr``, ...) are shown where present. A missing status
+        (pandas reads the string ``N/A`` as NaN) is shown as N/A.
+    risk : pandas.DataFrame
+        Risk rows per system × condition × tier; rows with ``system == "ALL"`` are the run totals
+        shown in the risk banner (seed 000 Eq. 6).
+    drift : pandas.DataFrame
+        Qualification drift per system × condition × variant (seed 000 §3.1.2); may be empty.
+    meta : Mapping
+        Run metadata (audit id, spec digest, thresholds, variants, systems, counts, ...).
+
+    Returns
+    -------
+    dict
+        Plain data, already formatted and ordered; deterministic in its inputs. Every chart is an
+        inline SVG string under ``units[i]["metrics"][j]["chart_svg"]``.
+    """
+    header = _header(meta)
+    reference = header["reference"]
+    thresholds = _thresholds(meta)
+    data_variants = [] if metrics is None or len(metrics) == 0 else [str(v) for v in metrics["variant"]]
+    variant_order = _ordered([reference, *(meta.get("variants") or {}), *data_variants],
+                             [reference])
+    units = _units(metrics, meta, thresholds, variant_order, reference)
+    metric_ids = _ordered([m["id"] for u in units for m in u["metrics"]] + list(METRICS), METRICS)
+    fails = _fail_table(units, meta, variant_order)
+    timings = [{"stage": str(k), "seconds": fmt_seconds(v)} for k, v in (meta.get("timings") or {}).items()]
+    total_time = sum(to_float(v) for v in (meta.get("timings") or {}).values()
+                     if not is_missing(v))
+    versions = [{"package": str(k), "version": _text(v)}
+                for k, v in sorted((meta.get("versions") or {}).items(), key=lambda kv: str(kv[0]).lower())]
+    toc = [
+        {"anchor": "risk", "title": "Risk summary"},
+        {"anchor": "fail-variants", "title": "Variants triggering FAIL"},
+        {"anchor": "design", "title": "Audit design"},
+        *[{"anchor": u["anchor"], "title": f"Results: system {u['system']}, condition {u['condition']}"}
+          for u in units],
+        {"anchor": "drift", "title": "Qualification drift"},
+        {"anchor": "appendix", "title": "Amendments, thresholds and method"},
+    ]
+    return {
+        "header": header,
+        "toc": toc,
+        "risk": _risk(risk),
+        "kpis": _kpis(metrics),
+        "fail_variants": fails,
+        "design": _design(meta, variant_order, reference),
+        "units": units,
+        "drift": _drift(drift, units, variant_order),
+        "amendments": _amendments(meta),
+        "thresholds": _threshold_table(thresholds, metric_ids),
+        "method_notes": _method_notes(meta, reference),
+        "timings": timings,
+        "total_time": fmt_seconds(total_time) if timings else MISSING,
+        "versions": versions,
+        "statuses": list(STATUSES),
+        "score_delta_pass": fmt_threshold(thresholds.get("research", {}).get("score_delta", {}).get("pass")),
+    }

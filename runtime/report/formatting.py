@@ -1,0 +1,142 @@
+"""Number formatting for the audit report (pure functions, no I/O).
+
+Conventions (seed 000 §3.8, the report brief):
+
+- metric values and interval bounds: 4 significant digits (``0.007400``, ``0.8333``), trailing zeros
+  kept so columns line up; signed where the metric is signed (score delta);
+- p-values: 3 significant digits, scientific below 0.001 (``7.96×10⁻⁵``);
+- counts: integers with thousands separators;
+- anything missing (``None``, ``NaN``, unparsable): an em dash.
+
+Minus signs are the typographic minus (U+2212) and exponents use superscript digits, so the
+text reads the same in the HTML and the PDF without MathML or web fonts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: Shown for a missing value.
+MISSING = "—"
+MINUS = "−"
+_SUPERSCRIPT = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
+
+
+def to_float(x: Any) -> float:
+    """Return ``x`` as a float, or NaN when it is missing or not a number."""
+    if x is None or isinstance(x, bool):
+        return math.nan
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def is_missing(x: Any) -> bool:
+    """True when ``x`` is None, NaN, infinite or not a number."""
+    return not math.isfinite(to_float(x))
+
+
+def _sci(mantissa_exp: str) -> str:
+    """Turn ``'7.96e-05'`` into ``'7.96×10⁻⁵'``."""
+    mant, exp = mantissa_exp.lower().split("e")
+    e = int(exp)
+    return f"{mant.replace('-', MINUS)}×10{str(e).translate(_SUPERSCRIPT)}"
+
+
+def fmt_sig(x: Any, digits: int = 4, *, signed: bool = False) -> str:
+    """Format with ``digits`` significant digits; scientific outside [1e-4, 1e6).
+
+    >>> fmt_sig(0.0074)
+    '0.007400'
+    >>> fmt_sig(1)
+    '1.000'
+    >>> fmt_sig(-0.0123, signed=True)
+    '−0.01230'
+    """
+    v = to_float(x)
+    if not math.isfinite(v):
+        return MISSING
+    if v == 0:
+        return f"{0.0:.{digits - 1}f}"
+    a = abs(v)
+    if a < 1e-4 or a >= 1e6:
+        s = _sci(f"{a:.{digits - 1}e}")
+    elif a >= 10**digits:
+        s = f"{a:,.0f}"
+    else:
+        s = f"{a:#.{digits}g}"
+        if "e" in s:  # rounded up to 10**digits
+            s = f"{a:,.0f}"
+        if s.endswith("."):
+            s = s[:-1]
+    if v < 0:
+        return MINUS + s
+    return ("+" + s) if signed else s
+
+
+def fmt_p(x: Any) -> str:
+    """Format a p-value: 3 significant digits, scientific below 0.001.
+
+    >>> fmt_p(7.96e-5)
+    '7.96×10⁻⁵'
+    >>> fmt_p(0.0032)
+    '0.0032'
+    """
+    v = to_float(x)
+    if not math.isfinite(v):
+        return MISSING
+    if v == 0:
+        return "0"
+    if v < 1e-3:
+        return _sci(f"{v:.2e}")
+    return f"{v:.3g}"
+
+
+def fmt_int(x: Any) -> str:
+    """Format a count with thousands separators (``1,000``)."""
+    v = to_float(x)
+    if not math.isfinite(v):
+        return MISSING
+    return f"{int(round(v)):,}"
+
+
+def fmt_num(x: Any, digits: int = 4) -> str:
+    """Format an integer-valued number as an integer, anything else with ``digits`` significant digits."""
+    v = to_float(x)
+    if not math.isfinite(v):
+        return MISSING
+    if v == int(v) and abs(v) < 1e15:
+        return fmt_int(v)
+    return fmt_sig(v, digits)
+
+
+def fmt_ci(lo: Any, hi: Any, digits: int = 4, *, signed: bool = False) -> str:
+    """Format a confidence interval as ``[lo, hi]``; an em dash when either bound is missing."""
+    if is_missing(lo) or is_missing(hi):
+        return MISSING
+    return f"[{fmt_sig(lo, digits, signed=signed)}, {fmt_sig(hi, digits, signed=signed)}]"
+
+
+def fmt_threshold(x: Any) -> str:
+    """Format a threshold as written in a spec (``0.02``, ``0.8``), without padding zeros."""
+    v = to_float(x)
+    if not math.isfinite(v):
+        return MISSING
+    return f"{v:.6g}".replace("-", MINUS)
+
+
+def fmt_seconds(x: Any) -> str:
+    """Format a duration: ``0.42 s``, ``12.3 s``, ``3 min 05 s``."""
+    v = to_float(x)
+    if not math.isfinite(v):
+        return MISSING
+    if v < 60:
+        return f"{v:.3g} s"
+    m, s = divmod(int(round(v)), 60)
+    if m < 60:
+        return f"{m} min {s:02d} s"
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min {s:02d} s"

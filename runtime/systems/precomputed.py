@@ -1,0 +1,126 @@
+"""Precomputed scores: a CSV produced by the system under test elsewhere (a vendor's export).
+
+Columns ``job_id, cv_id, variant, score`` and optionally ``is_true_match`` (0/1). Every problem is an
+:class:`~compiler.errors.InputDataError` naming the file and the CSV line numbers (header = line 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from compiler.errors import InputDataError
+from runtime.systems import system
+from runtime.systems.base import ScoreRequest, SystemAdapter
+
+REQUIRED = ("job_id", "cv_id", "variant", "score")
+OPTIONAL = ("is_true_match",)
+MSG_PREFIX = "{file}: system {system!r}: "
+MSG_COLUMNS_MISSING = "missing column(s) {missing}; required: {required} (optional: is_true_match)"
+MSG_COLUMNS_UNKNOWN = "unknown column(s) {unknown}; allowed: {allowed}"
+MSG_UNKNOWN_JOB = "unknown job_id {values} at {rows}; jobs in the spec: {allowed}"
+MSG_UNKNOWN_VARIANT = "unknown variant {values} at {rows}; variants in the spec: {allowed}"
+MSG_UNKNOWN_CV = "cv_id {values} at {rows} are not base candidates of the spec's generator"
+MSG_SCORE_NAN = "score is empty or not a number at {rows}"
+MSG_SCORE_RANGE = "score outside score_range [{lo}, {hi}] at {rows} (values {values})"
+MSG_DUPLICATE = "duplicate (job_id, cv_id, variant) at {rows}"
+MSG_MISSING_CELLS = "{n} missing (job_id, cv_id, variant) cell(s), e.g. {examples}; every base candidate needs a score under every variant"
+MSG_MATCH_VALUES = "is_true_match must be 0 or 1 at {rows}"
+MSG_MATCH_INCONSISTENT = "is_true_match differs between variants of the same (job_id, cv_id) at {rows}"
+MSG_MATCH_DISAGREES = "is_true_match disagrees with the generator's match flag at {rows}"
+
+
+def _rows(mask: pd.Series | np.ndarray, frame: pd.DataFrame, limit: int = 8) -> str:
+    lines = (frame.index[np.asarray(mask)] + 2).tolist()
+    shown = ", ".join(str(x) for x in lines[:limit])
+    more = f" (and {len(lines) - limit} more)" if len(lines) > limit else ""
+    return f"line{'s' if len(lines) > 1 else ''} {shown}{more}"
+
+
+def _values(series: pd.Series, limit: int = 5) -> str:
+    vals = list(dict.fromkeys(series.astype(str)))
+    return ", ".join(repr(v) for v in vals[:limit]) + (" ..." if len(vals) > limit else "")
+
+
+@system("precomputed")
+class PrecomputedSystem(SystemAdapter):
+    """Reads and checks a score CSV; scores stay on the system's own ``score_range``."""
+
+    def score(self, request: ScoreRequest) -> pd.DataFrame:
+        rel = self.resolved["data"]["path"]
+        path = request.spec_folder / rel
+        prefix = MSG_PREFIX.format(file=rel, system=self.id)
+
+        def fail(msg: str) -> None:
+            raise InputDataError(prefix + msg)
+
+        try:
+            df = pd.read_csv(path, dtype={"job_id": str, "cv_id": str, "variant": str}, keep_default_na=True)
+        except (OSError, ValueError, pd.errors.ParserError) as err:
+            fail(f"cannot read the CSV: {err}")
+        df.columns = [str(c).strip() for c in df.columns]
+        missing = [c for c in REQUIRED if c not in df.columns]
+        if missing:
+            fail(MSG_COLUMNS_MISSING.format(missing=", ".join(missing), required=", ".join(REQUIRED)))
+        unknown = [c for c in df.columns if c not in REQUIRED + OPTIONAL]
+        if unknown:
+            fail(MSG_COLUMNS_UNKNOWN.format(unknown=", ".join(unknown), allowed=", ".join(REQUIRED + OPTIONAL)))
+        for col in ("job_id", "cv_id", "variant"):
+            df[col] = df[col].astype(str).str.strip()
+        bad = ~df["job_id"].isin(list(request.jobs))
+        if bad.any():
+            fail(MSG_UNKNOWN_JOB.format(values=_values(df.loc[bad, "job_id"]), rows=_rows(bad, df),
+                                        allowed=", ".join(request.jobs)))
+        bad = ~df["variant"].isin(request.variants)
+        if bad.any():
+            fail(MSG_UNKNOWN_VARIANT.format(values=_values(df.loc[bad, "variant"]), rows=_rows(bad, df),
+                                            allowed=", ".join(request.variants)))
+        score = pd.to_numeric(df["score"], errors="coerce")
+        bad = score.isna() | ~np.isfinite(score.fillna(0))
+        if bad.any():
+            fail(MSG_SCORE_NAN.format(rows=_rows(bad, df)))
+        lo, hi = self.resolved["score_range"]
+        bad = (score < lo) | (score > hi)
+        if bad.any():
+            fail(MSG_SCORE_RANGE.format(lo=lo, hi=hi, rows=_rows(bad, df), values=_values(df.loc[bad, "score"])))
+        df["score"] = score.astype(float)
+        dup = df.duplicated(["job_id", "cv_id", "variant"], keep=False)
+        if dup.any():
+            fail(MSG_DUPLICATE.format(rows=_rows(dup, df)))
+        gen = request.resumes
+        if gen is not None:
+            known = set(zip(gen["job_id"], gen["cv_id"]))
+            bad = ~pd.Series([(j, c) in known for j, c in zip(df["job_id"], df["cv_id"])], index=df.index)
+            if bad.any():
+                fail(MSG_UNKNOWN_CV.format(values=_values(df.loc[bad, "cv_id"]), rows=_rows(bad, df)))
+            bases = gen[["job_id", "cv_id"]].drop_duplicates()
+        else:
+            bases = df[["job_id", "cv_id"]].drop_duplicates()
+        full = bases.merge(pd.DataFrame({"variant": request.variants}), how="cross")
+        have = full.merge(df[["job_id", "cv_id", "variant"]], how="left", indicator=True)
+        gaps = have[have["_merge"] == "left_only"]
+        if len(gaps):
+            ex = "; ".join(f"({r.job_id}, {r.cv_id}, {r.variant})" for r in gaps.head(5).itertuples())
+            fail(MSG_MISSING_CELLS.format(n=len(gaps), examples=ex))
+        if "is_true_match" in df.columns:
+            m = pd.to_numeric(df["is_true_match"], errors="coerce")
+            bad = ~m.isin([0, 1])
+            if bad.any():
+                fail(MSG_MATCH_VALUES.format(rows=_rows(bad, df)))
+            df["is_true_match"] = m.astype(int)
+            nun = df.groupby(["job_id", "cv_id"])["is_true_match"].transform("nunique")
+            if (nun > 1).any():
+                fail(MSG_MATCH_INCONSISTENT.format(rows=_rows(nun > 1, df)))
+            if gen is not None:
+                g = gen.drop_duplicates(["job_id", "cv_id"]).set_index(["job_id", "cv_id"])["is_true_match"]
+                theirs = pd.Series(list(zip(df["job_id"], df["cv_id"]))).map(g).to_numpy()
+                bad = pd.Series(theirs != df["is_true_match"].to_numpy(), index=df.index)
+                if bad.any():
+                    fail(MSG_MATCH_DISAGREES.format(rows=_rows(bad, df)))
+        elif gen is not None:
+            g = gen.drop_duplicates(["job_id", "cv_id"]).set_index(["job_id", "cv_id"])["is_true_match"]
+            df["is_true_match"] = pd.Series(list(zip(df["job_id"], df["cv_id"]))).map(g).to_numpy()
+        else:
+            df["is_true_match"] = np.nan
+        request.info[self.id] = {"rows": int(len(df)), "file": rel}
+        return df[["job_id", "cv_id", "variant", "score", "is_true_match"]].reset_index(drop=True)

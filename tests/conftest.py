@@ -1,0 +1,74 @@
+"""Shared fixtures: small specs built inline, written to a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+TINY_SPEC = """\
+audit: tiny-audit
+title: Tiny precomputed audit
+seed: 7
+axes:
+  sex_gender:
+    slot: name
+    levels: [M, F]
+    cues: {M: [John Smith], F: [Jane Smith]}
+variants:
+  reference: BASE
+  table:
+    BASE: {sex_gender: M}
+    V01: {sex_gender: F}
+jobs:
+  - {id: j1}
+systems:
+  - {id: vendor, kind: precomputed, path: scores.csv}
+analysis:
+  k: {counterfactual: 2, group: 2, merit: 2}
+thresholds:
+  research:
+    score_delta: {pass: 0.03, investigate: 0.05}
+"""
+
+TINY_SCORES = """\
+job_id,cv_id,variant,score,is_true_match
+j1,c1,BASE,0.9,1
+j1,c1,V01,0.8,1
+j1,c2,BASE,0.7,1
+j1,c2,V01,0.75,1
+j1,c3,BASE,0.5,0
+j1,c3,V01,0.45,0
+j1,c4,BASE,0.3,0
+j1,c4,V01,0.6,0
+"""
+
+
+@pytest.fixture
+def write_spec(tmp_path):
+    """``write_spec(text, **files)`` writes spec.yaml (dedented) and extra files; returns its path."""
+
+    def _write(text: str, **files: str) -> Path:
+        for name, content in files.items():
+            p = tmp_path / name.replace("__", "/")
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(content)
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(textwrap.dedent(text))
+        return spec
+
+    return _write
+
+
+def run_cli(*args: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
+    """Run the real ``audit`` console entry point in a subprocess."""
+    env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
+    return subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
