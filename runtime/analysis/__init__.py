@@ -171,8 +171,9 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     score_range : Mapping[str, tuple of float]
         ``(lo, hi)`` per system; ``score_delta`` and drift use ``(score − lo) / (hi − lo)``.
     progress : callable, optional
-        Called with the cumulative number of finished cells after each cell; the total is
-        :func:`n_bootstrap_cells`.
+        Called as ``progress(n)`` with the number of cells finished since the previous call
+        (an increment, like ``rich.progress.Progress.advance``: ``1`` after each cell); the
+        increments add up to :func:`n_bootstrap_cells`.
 
     Returns
     -------
@@ -189,7 +190,6 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     kk = _check_args(k=k, alpha=alpha, n_bootstrap=n_bootstrap, thresholds=thresholds)
     rows: list[dict[str, object]] = []
     drift: list[dict[str, object]] = []
-    done = 0
     for cohort in cohorts(paired, reference=reference, score_range=score_range):
         drift.extend(drift_rows(cohort))
         by_metric: dict[str, list[dict[str, object]]] = {m: [] for m in metric_ids()}
@@ -197,9 +197,8 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             pairing = _pairing(cohort, variant, k=kk, n_bootstrap=int(n_bootstrap), seed=seed)
             for metric_id in metric_ids():
                 by_metric[metric_id].append(_row(pairing, metric_id, get_metric(metric_id)(pairing)))
-                done += 1
                 if progress is not None:
-                    progress(done)
+                    progress(1)
         for metric_rows in by_metric.values():
             rows.extend(metric_rows)
     metrics = pd.DataFrame(rows, columns=list(COLUMNS))

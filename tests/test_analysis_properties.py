@@ -1,0 +1,99 @@
+"""Property tests of runtime.analysis (hypothesis): invariants that hold for any paired frame."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compiler import catalog
+from runtime.analysis import analyse
+
+
+@st.composite
+def paired_frames(draw):
+    """Small paired frames: 1-3 jobs, 2-8 candidates, 1-3 variants besides BASE, tied scores,
+    0/1 or unknown labels, K between 1 and 5 per family."""
+    n_jobs = draw(st.integers(1, 3))
+    n_cv = draw(st.integers(2, 8))
+    n_var = draw(st.integers(1, 3))
+    labels = draw(st.sampled_from(["random", "unknown", "none_match", "all_match"]))
+    names = ["BASE"] + [f"V{i}" for i in range(1, n_var + 1)]
+    scores = draw(st.lists(st.integers(0, 4), min_size=n_jobs * n_cv * len(names),
+                           max_size=n_jobs * n_cv * len(names)))
+    flags = draw(st.lists(st.integers(0, 1), min_size=n_jobs * n_cv, max_size=n_jobs * n_cv))
+    rows = []
+    it = iter(scores)
+    for j in range(n_jobs):
+        for name in names:
+            block = [(f"cv{i}", float(next(it))) for i in range(n_cv)]
+            order = sorted(block, key=lambda t: (-t[1], t[0]))
+            rank = {cv: r + 1 for r, (cv, _) in enumerate(order)}
+            for i, (cv, score) in enumerate(block):
+                y = {"random": flags[j * n_cv + i], "unknown": math.nan, "none_match": 0,
+                     "all_match": 1}[labels]
+                rows.append({"system": "s", "condition": "c", "replicate": 0, "job_id": f"j{j}",
+                             "cv_id": cv, "variant": name, "score": score, "rank": rank[cv],
+                             "is_true_match": y})
+    k = {f: draw(st.integers(1, 5)) for f in catalog.FAMILIES}
+    return pd.DataFrame(rows), k
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(paired_frames(), st.integers(0, 2**32 - 1))
+def test_invariants(frame_k, seed):
+    df, k = frame_k
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning may leak out of the analysis
+        res = analyse(df, reference="BASE", k=k, alpha=0.05, n_bootstrap=40, seed=seed,
+                      thresholds=catalog.default_thresholds(), score_range={"s": (0.0, 4.0)})
+    m = res.metrics
+
+    # every finite CI contains its value, and low <= high
+    finite = m[m["ci_low"].notna() & m["ci_high"].notna()]
+    assert (finite["ci_low"] <= finite["value"]).all()
+    assert (finite["value"] <= finite["ci_high"]).all()
+    # a value that is defined has a status; an undefined one is N/A
+    assert ((m["value"].isna()) == (m["status"] == catalog.STATUS_NA)).all()
+    # p_adj is empty exactly where p_value is, and never below it
+    assert (m["p_value"].isna() == m["p_adj"].isna()).all()
+    assert (m["p_adj"].dropna() >= m["p_value"].dropna() - 1e-15).all()
+
+    by = m.set_index(["metric", "variant"])["value"]
+    flips = m[m["metric"] == "flip_rate"]["value"]
+    assert ((flips >= 0) & (flips <= 1)).all()
+    for variant in m["variant"].unique():
+        ratio = by[("impact_ratio", variant)]
+        assert math.isclose(ratio, by[("retention_rate", variant)] / by[("retention_rate", "BASE")],
+                            rel_tol=1e-12, abs_tol=1e-12)
+        for metric_id in ("retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k",
+                          "equal_opportunity_gap", "equalized_odds_gap"):
+            v = by[(metric_id, variant)]
+            assert math.isnan(v) or -1e-12 <= v <= 1 + 1e-12
+        if not math.isnan(by[("equalized_odds_gap", variant)]):
+            assert by[("equalized_odds_gap", variant)] >= by[("equal_opportunity_gap", variant)]
+    # the reference compared with itself
+    assert by[("score_delta", "BASE")] == 0 and by[("marc", "BASE")] == 0
+    assert by[("flip_rate", "BASE")] == 0 and by[("impact_ratio", "BASE")] == 1
+    risk = res.risk
+    scores = risk["risk_score"].dropna()
+    assert ((scores >= 0) & (scores <= 1)).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=30),
+       st.integers(0, 2**32 - 1))
+def test_bootstrap_interval_contains_mean(values, seed):
+    from runtime.analysis.stats import percentile_bootstrap
+
+    x = np.array(values)
+    value = float(np.mean(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ci = percentile_bootstrap((x,), np.mean, value=value, n_resamples=50,
+                                  rng=np.random.default_rng(seed))
+    assert ci.low <= value <= ci.high
