@@ -114,20 +114,18 @@ def execute(
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``audit`` console script: maps user errors to exit codes without a traceback."""
-    import click
-
     from compiler.errors import AuditError
 
     try:
         rv = app(args=argv, prog_name="audit", standalone_mode=False)
-    except click.exceptions.UsageError as err:
-        err.show()
-        sys.exit(EXIT_INVALID)
-    except click.exceptions.ClickException as err:
-        err.show()
-        sys.exit(err.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         sys.exit(EXIT_INTERNAL)
+    except typer.TyperException as err:  # typer's (vendored click) usage and parameter errors
+        show = getattr(err, "show", None)
+        if show is None:
+            raise
+        show()
+        sys.exit(EXIT_INVALID if getattr(err, "exit_code", 2) == 2 else err.exit_code)
     except AuditError as err:
         for line in str(err).splitlines():
             print(line if line.startswith("  ") else f"error: {line}", file=sys.stderr)

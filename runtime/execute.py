@@ -102,6 +102,23 @@ def score_all(compiled: Compiled, resumes: pd.DataFrame | None, jobs: dict[str, 
     return pd.concat(frames, ignore_index=True)
 
 
+MSG_K_TOO_SMALL = (
+    "job {job!r} has {n} base candidates for system {system!r}, fewer than the largest analysis.k "
+    "({family}: {k}); every shortlist would hold the whole pool"
+)
+
+
+def check_base_counts(scores: pd.DataFrame, k: dict[str, int]) -> None:
+    """Raise :class:`InputDataError` when a job has fewer base candidates than the largest k."""
+    from compiler.errors import InputDataError
+
+    family, kk = max(k.items(), key=lambda kv: kv[1])
+    counts = scores.groupby(["system", "job_id"])["cv_id"].nunique()
+    for (system, job), n in counts.items():
+        if n < kk:
+            raise InputDataError(MSG_K_TOO_SMALL.format(job=job, n=n, system=system, family=family, k=kk))
+
+
 def report_meta(compiled: Compiled, lock: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """The ``meta`` mapping the report renderer reads."""
     r = compiled.resolved
@@ -175,6 +192,7 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
         jobs = job_texts(compiled)
         with stage_timer(timings, "score"):
             scores = score_all(compiled, resumes, jobs, progress, run["systems_info"])
+        check_base_counts(scores, r["analysis"]["k"])
         with stage_timer(timings, "rank"):
             paired = paired_frame(scores, r["axes"], r["variants"]["table"])
         write_artifact("paired.csv", paired)

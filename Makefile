@@ -1,0 +1,36 @@
+# The README's two commands: `make example` (run specs/example.yaml end to end, offline) and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: example test install system-deps bench schema
+
+$(BIN)/audit: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch first and pinned: the CPU build on this disk; anything else pulls a multi-GB CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[test]"
+	touch $(BIN)/audit
+
+install: $(BIN)/audit
+
+# pdftotext/pdftoppm (poppler-utils) are used by the PDF tests; installed when missing and we are root.
+system-deps:
+	@command -v pdftotext >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null); } || { echo "install poppler-utils (pdftotext) for the PDF tests"; exit 1; }
+
+example: install
+	$(BIN)/audit compile specs/example.yaml
+	$(BIN)/audit execute specs/example.yaml
+
+test: install system-deps
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+bench: install
+	$(BIN)/python bench/bench_paper_scale.py
+
+schema: install
+	$(BIN)/python -m compiler.schema
