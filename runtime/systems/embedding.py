@@ -39,9 +39,14 @@ def load_model(path: Path):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
+        import transformers
         from sentence_transformers import SentenceTransformer
     except ImportError as err:  # pragma: no cover - depends on the install
         raise RuntimeError(MSG_MISSING) from err
+    # our own progress bars replace transformers' weight-loading bar and its truncation warning
+    # (truncation is measured and reported instead: see EmbeddingSystem.score)
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
     return SentenceTransformer(str(path), device="cpu", local_files_only=True)
 
 
@@ -52,7 +57,8 @@ def encode_texts(model, texts: list[str], *, batch_size: int, advance=None) -> n
     bar can move; the order of the returned rows matches ``texts``.
     """
     order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
-    out = np.empty((len(texts), model.get_sentence_embedding_dimension()), dtype=np.float32)
+    dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    out = np.empty((len(texts), dim()), dtype=np.float32)
     step = max(batch_size, -(-len(order) // PROGRESS_CHUNKS))
     step = -(-step // batch_size) * batch_size
     for start in range(0, len(order), step):
