@@ -42,6 +42,12 @@ def _clean_svg(svg: str, *, title: str) -> str:
     for pattern in _STRIP:
         svg = pattern.sub("", svg, count=1) if pattern.pattern.startswith("<") else pattern.sub("", svg)
     svg = re.sub(r"\s+(width|height)=\"[0-9.]+pt\"", "", svg, count=2)
+    # Keep only the ids that something refers to (clip paths, markers, hatches; salted per chart):
+    # matplotlib's structural ids (figure_1, axes_1, patch_3, ...) would repeat in every inline chart.
+    used = set(re.findall(r"#([A-Za-z_][\w.-]*)", svg))
+    svg = re.sub(r'\s+id="([^"]*)"', lambda m: m.group(0) if m.group(1) in used else "", svg)
+    # matplotlib's global style rule, scoped to this chart
+    svg = svg.replace("<style type=\"text/css\">*{", "<style type=\"text/css\">.chart-svg *{", 1)
     safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     svg = svg.replace("<svg ", '<svg role="img" class="chart-svg" ', 1)
     svg = re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + f"\n <title>{safe_title}</title>", svg, count=1)
@@ -112,7 +118,7 @@ def metric_chart_svg(
     highs = [float(v) if v is not None and math.isfinite(float(v)) else math.nan for v in ci_high]
     stats = [s if s in STATUS_COLOURS else "N/A" for s in statuses]
     cmp = "≤" if direction == "lower" else "≥"
-    sym = "|x| " if symmetric else ""
+    sym = "|Δ| " if symmetric else ""
 
     rc = {
         "svg.fonttype": "none",
@@ -126,10 +132,11 @@ def metric_chart_svg(
         "hatch.color": "#ffffff",
     }
     with matplotlib.rc_context(rc):
-        width = max(7.2, min(11.0, 0.42 * n + 2.5))
-        fig = Figure(figsize=(width, 2.9), dpi=72)
+        fig = Figure(figsize=(7.2, 2.9), dpi=72)  # = the A4 text width: charts print at 1:1
         FigureCanvasAgg(fig)
-        ax = fig.add_axes((0.085, 0.22 if n <= 14 else 0.30, 0.74, 0.64))
+        rotate = n > 14
+        bottom = 0.27 if rotate else 0.19
+        ax = fig.add_axes((0.105, bottom, 0.665, 0.87 - bottom))
 
         xs = list(range(n))
         heights = [0.0 if math.isnan(v) else v for v in vals]
@@ -185,7 +192,7 @@ def metric_chart_svg(
         fracs = _spread(fracs, 0.085)
         trans = blended_transform_factory(ax.transAxes, ax.transAxes)
         for frac, (_, colour, text) in zip(fracs, lines):
-            ax.text(1.012, frac, text, transform=trans, ha="left", va="center", fontsize=7.5,
+            ax.text(1.015, frac, text, transform=trans, ha="left", va="center", fontsize=7.2,
                     color=colour, fontweight="bold")
 
         for x, v in zip(xs, vals):
@@ -195,8 +202,9 @@ def metric_chart_svg(
 
         ax.set_xlim(-0.6, n - 0.4)
         ax.set_xticks(xs)
-        labels = [f"{v}\n(reference)" if v == reference else v for v in variants]
-        if n > 14:
+        ref_label = "{} (ref.)" if rotate else "{}\n(reference)"
+        labels = [ref_label.format(v) if v == reference else v for v in variants]
+        if rotate:
             ax.set_xticklabels(labels, rotation=60, ha="right", rotation_mode="anchor", fontsize=7.5)
         else:
             ax.set_xticklabels(labels)

@@ -102,9 +102,13 @@ THRESHOLD_BASIS: dict[str, str] = {
 TEST_TEXT: dict[str, str] = {
     "wilcoxon": "Wilcoxon signed-rank test (paired, two-sided)",
     "mcnemar": "McNemar's test (exact binomial below 25 discordant pairs, else continuity-corrected χ²)",
+    "mcnemar_exact": "McNemar's exact (binomial) test",
+    "mcnemar_chi2_cc": "McNemar's χ² test with continuity correction",
     "fisher_exact": "Fisher's exact test on retained / not retained, variant vs. reference",
     "": "none (descriptive statistic, no p-value)",
 }
+#: Added after the test names when the McNemar variant depends on the row (seed 000 §3.4.1).
+MCNEMAR_RULE = "exact when fewer than 25 candidates flip, χ² otherwise"
 
 CI_TEXT: dict[str, str] = {
     "bootstrap percentile": "bootstrap percentile interval",
@@ -129,6 +133,15 @@ TIER_TEXT: dict[str, tuple[str, str]] = {
 }
 
 BAND_TEXT = {"low": "Low risk", "medium": "Medium risk", "high": "High risk"}
+
+#: Labels of ``meta["counts"]`` keys (others are shown with underscores as spaces).
+COUNT_LABELS = {
+    "jobs": "Jobs", "base_candidates": "Base candidates", "variants": "Variants", "resumes": "Résumés",
+    "scored": "Scored résumé × job pairs", "systems": "Systems", "texts_to_embed": "Texts embedded",
+    "model_calls": "Model calls", "estimated_tokens": "Estimated tokens",
+    "estimated_cost_usd": "Estimated cost (USD)", "tasks": "Plan tasks", "metric_rows": "Metric rows",
+    "paired_candidates_per_variant": "Paired candidates per variant",
+}
 
 _FAMILY_TEXT = {"counterfactual": "Counterfactual", "group": "Group fairness", "merit": "Merit-aware"}
 
@@ -277,7 +290,7 @@ def _header(meta: Mapping[str, Any]) -> dict[str, Any]:
         "seed": _text(meta.get("seed")),
         "tool_version": _text(meta.get("tool_version")),
         "reference": _text(meta.get("reference"), "BASE"),
-        "k": [{"family": _FAMILY_TEXT.get(f, f), "k": _text(v)} for f, v in k.items()],
+        "k": [{"family": str(f), "k": _text(v)} for f, v in k.items()],
         "alpha": fmt_threshold(meta.get("alpha")),
         "n_bootstrap": fmt_int(meta.get("n_bootstrap")),
         "spec_path": _text(meta.get("spec_path")),
@@ -373,9 +386,8 @@ def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -
         systems.append({"id": _text(s.get("id")), "kind": _text(s.get("kind")),
                         "model": _text(s.get("model")), "fingerprint": _text(s.get("fingerprint")),
                         "score_range": rng_text})
-    counts_labels = {"jobs": "Jobs", "base_candidates": "Base candidates", "variants": "Variants",
-                     "resumes": "Résumés", "scored": "Scored résumé × job pairs"}
-    counts = [{"label": counts_labels.get(k, k.replace("_", " ").capitalize()), "value": fmt_int(v)}
+    counts = [{"label": COUNT_LABELS.get(k, k.replace("_", " ").capitalize()),
+               "value": f"{to_float(v):,.2f}" if "cost" in k and not is_missing(v) else fmt_num(v)}
               for k, v in (meta.get("counts") or {}).items()]
     jobs = [{"id": _text(j.get("id")), "title": _text(j.get("title"))} for j in meta.get("jobs") or []]
     return {"axes": axes, "variants": rows, "systems": systems, "jobs": jobs, "counts": counts}
@@ -433,8 +445,12 @@ def _units(
                 rows, diag_headers = _metric_rows(mrecs, info, variant_order, reference, alpha)
                 ks = [r.get("k") for r in mrecs if not is_missing(r.get("k"))]
                 k = fmt_int(ks[0]) if ks else _text((meta.get("k") or {}).get(info["family"]))
-                tests = [str(r.get("test")) for r in mrecs if isinstance(r.get("test"), str) and r.get("test")]
-                test = tests[0] if tests else info["test"]
+                tests = _ordered(str(r.get("test")) for r in mrecs if isinstance(r.get("test"), str) and r.get("test"))
+                if not tests and info["test"]:
+                    tests = [info["test"]]
+                test_text = "; ".join(TEST_TEXT.get(t, t) for t in tests) or TEST_TEXT[""]
+                if any(t.startswith("mcnemar_") for t in tests):
+                    test_text += f" ({MCNEMAR_RULE})"
                 research = thresholds.get("research", {}).get(metric) or {}
                 operational = thresholds.get("operational", {}).get(metric) or {}
                 anchor = _slug("m", system, condition, metric)
@@ -463,8 +479,8 @@ def _units(
                     "short": short,
                     "family_label": _FAMILY_TEXT.get(info["family"], info["family"]),
                     "k": k,
-                    "test_text": TEST_TEXT.get(test, test),
-                    "has_test": bool(test),
+                    "test_text": test_text,
+                    "has_test": bool(tests) or any(not is_missing(r.get("p_value")) for r in mrecs),
                     "ci_text": CI_TEXT.get(info["ci"], info["ci"]),
                     "direction_text": "lower is better" if info["direction"] == "lower" else "higher is better",
                     "research_text": _threshold_text(info["direction"], research, info["classify_abs"]),
@@ -570,7 +586,7 @@ def _threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str]) -> li
         res = thresholds.get("research", {}).get(metric) or {}
         ops = thresholds.get("operational", {}).get(metric) or {}
         cmp = "≤" if info["direction"] == "lower" else "≥"
-        x = "|x| " if info["classify_abs"] else ""
+        x = "|Δ| " if info["classify_abs"] else ""
         rows.append({
             "label": info["label"],
             "direction": "lower is better" if info["direction"] == "lower" else "higher is better",

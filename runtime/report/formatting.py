@@ -20,6 +20,9 @@ from typing import Any
 #: Shown for a missing value.
 MISSING = "—"
 MINUS = "−"
+#: Metric values below this magnitude are floating-point residue (``2.8e-17`` from ``0.84 - 0.84``)
+#: on scales of order one, and are shown as zero. p-values are not affected.
+ZERO_BELOW = 1e-12
 _SUPERSCRIPT = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
 
 
@@ -59,7 +62,7 @@ def fmt_sig(x: Any, digits: int = 4, *, signed: bool = False) -> str:
     v = to_float(x)
     if not math.isfinite(v):
         return MISSING
-    if v == 0:
+    if abs(v) < ZERO_BELOW:
         return f"{0.0:.{digits - 1}f}"
     a = abs(v)
     if a < 1e-4 or a >= 1e6:
