@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pandas as pd
@@ -27,7 +28,7 @@ from runtime.generate import (
 from runtime.generate.base import ERR_K, ERR_M
 from runtime.generate.families import ERR_UNKNOWN_FAMILY
 from runtime.generate.matrix import ERR_SHARED_SLOT, ERR_UNKNOWN_LEVEL, ERR_VARIANT_AXES
-from runtime.generate.render import ERR_UNKNOWN_SLOT
+from runtime.generate.render import ERR_CUE_TEXT, ERR_NOT_HEADER, ERR_UNKNOWN_SLOT, LANGUAGES_LABEL
 
 SEED = 20261129
 K, M = 8, 3
@@ -235,23 +236,54 @@ def test_strip_cue_slots_recovers_the_base(family, matrices, bases):
         assert strip_cue_slots(row.text) == strip_cue_slots(base_rows[row.cv_id])
 
 
+def _cue_line(slot: str, cue: str) -> str:
+    """The header line a (non-empty, stripped) cue writes: the languages cue gets its label."""
+    if slot == "languages" and not cue.lower().startswith("languages:"):
+        return LANGUAGES_LABEL + cue
+    return cue
+
+
+def _header(text: str) -> list[str]:
+    """The lines above PROFESSIONAL SUMMARY (the cue slot block and its blank line)."""
+    lines = text.split("\n")
+    return lines[: lines.index("PROFESSIONAL SUMMARY")]
+
+
 def test_slot_positions_are_fixed():
     base = generate_base_candidates(job_id="j", family="data-analyst", k=1, m=1, seed=3)[0]
     cues = {"name": "N N", "age": "A", "residence": "R", "languages": "L", "disability": "D"}
-    lines = render_resume(base, cues).split("\n")
-    assert lines[:5] == ["N N", "A", "R", "", "PROFESSIONAL SUMMARY"]
-    j = lines.index("LANGUAGES")
-    assert lines[j + 1 : j + 4] == ["L", "", "ADDITIONAL INFORMATION"]
-    assert lines[j + 4] == "D" and lines[j + 5].startswith("Availability:")
-    # each slot alone: removing it gives the text without it; every other line is unchanged
-    for slot in CUE_SLOTS:
-        only = render_resume(base, {slot: cues[slot]})
-        assert strip_cue_slots(only) == base_text(base)
-        added = [ln for ln in only.split("\n") if ln not in base_text(base).split("\n")]
-        assert added == (["LANGUAGES", cues[slot]] if slot == "languages" else [cues[slot]])
-    # empty and absent slots are the same
+    text = render_resume(base, cues)
+    lines = text.split("\n")
+    assert lines[:7] == ["N N", "A", "R", "Languages: L", "D", "", "PROFESSIONAL SUMMARY"]
+    # the body is the base text, unchanged, and has no LANGUAGES section any more
+    assert "\n".join(lines[6:]) == base_text(base)
+    assert "LANGUAGES" not in lines
+    j = lines.index("ADDITIONAL INFORMATION")
+    assert lines[j + 1].startswith("Availability:")
+    assert lines[j + 2 :] == ["References available on request."]
+    # every subset of slots: the non-empty cues in CUE_SLOTS order, one blank line, the base text
+    for r in range(len(CUE_SLOTS) + 1):
+        for subset in itertools.combinations(CUE_SLOTS, r):
+            only = render_resume(base, {slot: cues[slot] for slot in subset})
+            expected = [_cue_line(slot, cues[slot]) for slot in subset]
+            assert _header(only) == ([*expected, ""] if expected else []), subset
+            assert strip_cue_slots(only) == base_text(base)
+    # empty and absent slots are the same: no label, no blank line
     assert render_resume(base, {s: "" for s in CUE_SLOTS}) == base_text(base)
+    assert render_resume(base, {s: None for s in CUE_SLOTS}) == base_text(base)
+    assert render_resume(base, {"languages": "   ", "name": "N N"}).split("\n")[:3] == [
+        "N N", "", "PROFESSIONAL SUMMARY"
+    ]
     assert base_text(base).split("\n")[0] == "PROFESSIONAL SUMMARY"
+
+
+def test_languages_label_is_written_once():
+    base = generate_base_candidates(job_id="j", family="accountant", k=1, m=1, seed=3)[0]
+    for cue, line in [("French (native)", "Languages: French (native)"),
+                      ("Languages: French (native)", "Languages: French (native)"),
+                      ("languages: French", "languages: French")]:
+        assert _header(render_resume(base, {"languages": cue})) == [line, ""]
+        assert strip_cue_slots(render_resume(base, {"languages": cue})) == base_text(base)
 
 
 _ONE_LINE = st.text(
@@ -269,9 +301,8 @@ def test_strip_inverts_render_for_any_cue_text(cues):
         assert "must be one line" in str(exc)
         return
     assert strip_cue_slots(text) == base_text(base)
-    for slot, cue in cues.items():
-        if cue.strip():
-            assert cue.strip() in text.split("\n")
+    expected = [_cue_line(slot, cues[slot].strip()) for slot in CUE_SLOTS if cues[slot].strip()]
+    assert _header(text) == ([*expected, ""] if expected else [])
 
 
 _PROPERTY_BASE = generate_base_candidates(job_id="p", family="marketing-specialist", k=1, m=0, seed=2)[0]
@@ -283,12 +314,23 @@ def test_render_rejects_bad_cues():
         render_resume(base, {"photo": "x"})
     assert str(info.value) == ERR_UNKNOWN_SLOT.format(slot="photo", allowed=", ".join(CUE_SLOTS))
     refused = [("name", "two\nlines"), ("age", "a\u2028b"), ("languages", "EXPERIENCE"),
-               ("disability", "Availability: now")]
+               ("residence", "PROFESSIONAL SUMMARY"), ("disability", "ADDITIONAL INFORMATION"),
+               ("disability", "RQTH\r\nyes")]
     for slot, text in refused:
-        with pytest.raises(ValueError, match="must be one line"):
+        with pytest.raises(ValueError) as info:
             render_resume(base, {slot: text})
+        assert str(info.value) == ERR_CUE_TEXT.format(slot=slot, text=text.strip())
+    # the header is above the body, so an "Availability:" disability line no longer collides
+    accepted = render_resume(base, {"disability": "Availability: now"})
+    assert _header(accepted) == ["Availability: now", ""]
+    assert strip_cue_slots(accepted) == base_text(base)
     with pytest.raises(ValueError, match="not a resume written by render_resume"):
         strip_cue_slots("hello")
+    # lines above the summary that are not a slot block
+    for header in (["x"], ["x", "", ""], ["", "x", ""], ["x", "", "y", ""]):
+        with pytest.raises(ValueError) as info:
+            strip_cue_slots("\n".join([*header, base_text(base)]))
+        assert str(info.value) == ERR_NOT_HEADER.format(heading="PROFESSIONAL SUMMARY")
 
 
 @pytest.mark.parametrize("family", FAMILY_IDS)
@@ -296,18 +338,24 @@ def test_variant_contains_exactly_its_cues(family, matrices):
     axes = example_axes()
     for row in matrices[family].to_dict("records"):
         lines = row["text"].split("\n")
+        header = _header(row["text"])
+        shown = []
         for axis in AXES:
             level = row[axis]
+            slot = axes[axis]["slot"]
             cues = axes[axis]["cues"]
-            mine = [o for o in cues[level] if o]
+            mine = [_cue_line(slot, o) for o in cues[level] if o]
             if mine:
-                assert sum(o in lines for o in mine) == 1, (row["variant"], axis)
+                assert sum(o in header for o in mine) == 1, (row["variant"], axis)
+                shown.append(next(o for o in mine if o in header))
             for other, options in cues.items():
                 if other == level:
                     continue
                 for option in options:
                     if option:
-                        assert option not in lines, (row["variant"], axis, other, option)
+                        assert _cue_line(slot, option) not in lines, (row["variant"], axis, other, option)
+        # the header holds exactly the variant's non-empty cues, in slot order, then a blank line
+        assert header == [*shown, ""], row["variant"]
         # names: also no other level's name anywhere in the text (substring)
         for other, names in axes["sex_gender"]["cues"].items():
             if other != row["sex_gender"]:

@@ -2,7 +2,9 @@
 
 Phase A, :func:`generate_base_candidates`: K identity-neutral base resumes per job, exactly M of
 them clearly matching the job. Phase B, :func:`render_resume`: a base resume with one cue text per
-fixed slot (:data:`CUE_SLOTS`); :func:`strip_cue_slots` removes them again. :func:`pick_cue` chooses
+fixed slot (:data:`CUE_SLOTS`: name, age, residence, languages, disability), all in the
+personal-details header above the body, so that an encoder that truncates at 256 tokens still sees
+every cue; :func:`strip_cue_slots` removes them again. :func:`pick_cue` chooses
 a level's cue per base candidate; :func:`generate_job_matrix` builds the K x (1+N) matrix of one
 job. :func:`example_axes` and :func:`example_variants` are seed 000 Tables 1 and 2. Every random
 draw comes from :func:`runtime.seeding.rng`.

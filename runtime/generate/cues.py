@@ -8,6 +8,9 @@ shares a level shows the same cue (the same name under Female-NA in V04 and V08,
 French-origin and North-African/Arabic-origin full names (common first names and surnames, chosen
 by hand; not taken from a published audit list), dates of birth, commute lines, language lines and
 an RQTH (French recognised-disabled-worker status) line. :func:`example_variants` is Table 2.
+Every cue is written in the resume's header (seed 000 §3.1.2, Phase B; see
+:mod:`runtime.generate.render`); a language option is written after a ``Languages: `` label, so the
+options themselves stay bare ("French (native), Arabic (fluent)"), as in ``specs/example.yaml``.
 
 Age cues are dates of birth only; the base resume's years of experience never change. The Young
 dates (1995-1997) are late enough to read as young and early enough that every base resume's

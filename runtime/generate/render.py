@@ -3,23 +3,29 @@
 Layout of a rendered resume (plain text, one cue per line, no visible markers)::
 
     <name>                         \\
-    <age>                           | header slot block: the non-empty cues among name, age,
-    <residence>                     | residence, in this order, then one blank line
+    <age>                           | header slot block (the personal details of a French CV): the
+    <residence>                     | non-empty cues among name, age, residence, languages and
+    Languages: <languages>          | disability, in this order, then one blank line; the languages
+    <disability>                    | cue is written after a "Languages: " label
                                    /
     PROFESSIONAL SUMMARY           <- first line of the base body, always
     ...base body (experience, education, skills, certifications)...
-
-    LANGUAGES                      \\  languages slot block, only when the cue is non-empty,
-    <languages>                     | always right before ADDITIONAL INFORMATION
-                                   /
     ADDITIONAL INFORMATION         <- base body
-    <disability>                   <- disability slot, right under the heading
-    Availability: ...              <- base body, always starts with "Availability:"
+    Availability: ...
     References available on request.
 
-The base body never writes a line before ``PROFESSIONAL SUMMARY``, never writes a ``LANGUAGES``
-heading, and its ADDITIONAL INFORMATION section always starts with an ``Availability:`` line, so
-:func:`strip_cue_slots` finds every slot from the layout alone:
+Why every cue sits in the header: the systems under audit read the resume as a sequence of tokens,
+and a sentence encoder truncates it (all-MiniLM-L6-v2 keeps the first 256 word-piece tokens; a
+rendered resume of the example audit is about 280-620 tokens long). A cue written after the cut is
+invisible to the encoder, so an axis written there would get score differences of exactly 0 and
+the audit would be blind to it.
+
+With the cues first, the whole cue block ends within the first 120 tokens for every family and
+every cue option of seed 000 Table 1 (at most 54 with the longest options, [CLS] included;
+``tests/test_generate_tokens.py`` checks this against the model's own tokenizer).
+
+The base body never writes a line before ``PROFESSIONAL SUMMARY`` and a cue is never a section
+heading, so :func:`strip_cue_slots` finds the slot block from the layout alone:
 ``strip_cue_slots(render_resume(base, cues)) == render_resume(base, {})`` for all cues.
 """
 
@@ -29,7 +35,7 @@ from collections.abc import Mapping
 
 from runtime.generate.base import BaseCandidate
 
-#: The fixed positions a cue can be written to, in layout order.
+#: The fixed positions a cue can be written to, in layout order (all in the header).
 CUE_SLOTS: tuple[str, ...] = ("name", "age", "residence", "languages", "disability")
 
 SUMMARY_HEADING = "PROFESSIONAL SUMMARY"
@@ -37,9 +43,7 @@ EXPERIENCE_HEADING = "EXPERIENCE"
 EDUCATION_HEADING = "EDUCATION"
 SKILLS_HEADING = "SKILLS"
 CERTIFICATIONS_HEADING = "CERTIFICATIONS"
-LANGUAGES_HEADING = "LANGUAGES"
 ADDITIONAL_HEADING = "ADDITIONAL INFORMATION"
-AVAILABILITY_PREFIX = "Availability:"
 CLOSING_LINE = "References available on request."
 HEADINGS = (
     SUMMARY_HEADING,
@@ -47,14 +51,19 @@ HEADINGS = (
     EDUCATION_HEADING,
     SKILLS_HEADING,
     CERTIFICATIONS_HEADING,
-    LANGUAGES_HEADING,
     ADDITIONAL_HEADING,
 )
+#: Label written before the ``languages`` cue in the header (unless the cue already starts with it).
+LANGUAGES_LABEL = "Languages: "
 
 #: Error messages (asserted by tests).
 ERR_UNKNOWN_SLOT = "unknown cue slot {slot!r}; allowed: {allowed}"
 ERR_CUE_TEXT = "cue for slot {slot!r} must be one line of text that is not a section heading, got {text!r}"
 ERR_NOT_RENDERED = "text is not a resume written by render_resume (no {heading!r} line)"
+ERR_NOT_HEADER = (
+    "text is not a resume written by render_resume (the lines before {heading!r} are not a cue "
+    "slot block: non-empty lines, then one blank line)"
+)
 
 
 def body_lines(base: BaseCandidate) -> list[str]:
@@ -78,58 +87,65 @@ def body_lines(base: BaseCandidate) -> list[str]:
 
 
 def _cue_text(slot: str, text: object) -> str:
+    """The line a cue writes in the header ("" for an empty cue).
+
+    A cue must be one line (any line separator :meth:`str.splitlines` knows is refused) and not a
+    section heading, so that the header can never be read as part of the base body.
+    """
     text = "" if text is None else str(text).strip()
     if not text:
         return ""
-    bad = (
-        len(text.splitlines()) != 1
-        or "\n" in text
-        or text in HEADINGS
-        or (slot == "disability" and text.startswith(AVAILABILITY_PREFIX))
-    )
-    if bad:
+    if len(text.splitlines()) != 1 or "\n" in text or text in HEADINGS:
         raise ValueError(ERR_CUE_TEXT.format(slot=slot, text=text))
+    if slot == "languages" and not text.lower().startswith(LANGUAGES_LABEL.strip().lower()):
+        text = LANGUAGES_LABEL + text
     return text
 
 
+def _header_lines(cues: Mapping[str, str]) -> list[str]:
+    """The header slot block of ``cues`` as lines: one line per non-empty cue, in the order of
+    :data:`CUE_SLOTS`, then one blank line; no line at all when every cue is empty.
+
+    Raises
+    ------
+    ValueError
+        Unknown slot, or a cue that is not a single line or is a section heading.
+    """
+    for slot in cues:
+        if slot not in CUE_SLOTS:
+            raise ValueError(ERR_UNKNOWN_SLOT.format(slot=slot, allowed=", ".join(CUE_SLOTS)))
+    lines = [line for line in (_cue_text(slot, cues.get(slot, "")) for slot in CUE_SLOTS) if line]
+    return [*lines, ""] if lines else []
+
+
 def render_resume(base: BaseCandidate, cues: Mapping[str, str]) -> str:
-    """Write ``base`` with the given cue texts in their fixed slots.
+    """Write ``base`` with the given cue texts in their fixed slots (seed 000 §3.1.2, Phase B).
+
+    Every slot is in the header, above ``PROFESSIONAL SUMMARY``, in the order name, age, residence,
+    languages, disability (see the module docstring for the layout and for why: an encoder that
+    truncates at 256 tokens must still see every cue).
 
     Parameters
     ----------
     base : BaseCandidate
         The identity-neutral resume (Phase A).
     cues : mapping of slot to text
-        Keys from :data:`CUE_SLOTS`. A missing slot, ``""`` or ``None`` writes nothing (the other
-        slots keep their positions relative to the base body).
+        Keys from :data:`CUE_SLOTS`. A missing slot, ``""`` or ``None`` writes nothing (no line, no
+        label); the other cues keep their order. The ``languages`` cue is written after a
+        ``"Languages: "`` label unless it already starts with ``"Languages:"`` (any case).
 
     Returns
     -------
     str
         The resume as plain text (no trailing newline). ``render_resume(base, {})`` is the
-        identity-neutral base text.
+        identity-neutral base text, which starts with ``PROFESSIONAL SUMMARY``.
 
     Raises
     ------
     ValueError
-        Unknown slot, or a cue that is not a single line (or would be read as part of the layout).
+        Unknown slot, or a cue that is not a single line or is a section heading.
     """
-    for slot in cues:
-        if slot not in CUE_SLOTS:
-            raise ValueError(ERR_UNKNOWN_SLOT.format(slot=slot, allowed=", ".join(CUE_SLOTS)))
-    text = {slot: _cue_text(slot, cues.get(slot, "")) for slot in CUE_SLOTS}
-    body = body_lines(base)
-    header = [text[s] for s in ("name", "age", "residence") if text[s]]
-    out = header + [""] if header else []
-    extra = body.index(ADDITIONAL_HEADING)
-    out += body[:extra]
-    if text["languages"]:
-        out += [LANGUAGES_HEADING, text["languages"], ""]
-    out.append(ADDITIONAL_HEADING)
-    if text["disability"]:
-        out.append(text["disability"])
-    out += body[extra + 1 :]
-    return "\n".join(out)
+    return "\n".join([*_header_lines(cues), *body_lines(base)])
 
 
 def base_text(base: BaseCandidate) -> str:
@@ -138,26 +154,24 @@ def base_text(base: BaseCandidate) -> str:
 
 
 def strip_cue_slots(text: str) -> str:
-    """Remove every cue slot (and the layout lines that belong to a slot) from a rendered resume.
+    """Remove the header slot block (every cue, its label and the blank line after the block) from
+    a rendered resume.
 
     ``strip_cue_slots(render_resume(base, cues)) == render_resume(base, {})`` for every ``cues``.
 
     Raises
     ------
     ValueError
-        If ``text`` was not written by :func:`render_resume`.
+        If ``text`` was not written by :func:`render_resume`: no ``PROFESSIONAL SUMMARY`` or
+        ``ADDITIONAL INFORMATION`` line, or lines before ``PROFESSIONAL SUMMARY`` that are not a
+        slot block (non-empty lines followed by exactly one blank line).
     """
     lines = text.split("\n")
     for heading in (SUMMARY_HEADING, ADDITIONAL_HEADING):
         if heading not in lines:
             raise ValueError(ERR_NOT_RENDERED.format(heading=heading))
-    lines = lines[lines.index(SUMMARY_HEADING) :]
-    if LANGUAGES_HEADING in lines:
-        j = lines.index(LANGUAGES_HEADING)
-        del lines[j : j + 3]
-    k = lines.index(ADDITIONAL_HEADING) + 1
-    end = k
-    while end < len(lines) and not lines[end].startswith(AVAILABILITY_PREFIX):
-        end += 1
-    del lines[k:end]
-    return "\n".join(lines)
+    start = lines.index(SUMMARY_HEADING)
+    header = lines[:start]
+    if header and (header[-1] != "" or not all(header[:-1])):
+        raise ValueError(ERR_NOT_HEADER.format(heading=SUMMARY_HEADING))
+    return "\n".join(lines[start:])
