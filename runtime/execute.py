@@ -153,9 +153,6 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
     compiler.errors.InputDataError
         A data file named by the spec is wrong (exit 2).
     """
-    from runtime.analysis import analyse, n_bootstrap_cells
-    from runtime.rank import paired_frame
-
     timings: dict[str, float] = {}
     with stage_timer(timings, "compile"):
         compiled = compile_spec(spec_path)
@@ -176,30 +173,58 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
         "status": "running",
     }
 
-    def save_run() -> None:
-        write_json(run_dir / "run.json", run)
+    folder = RunFolder(run_dir, run)
+    folder.save()
+    try:
+        result = _run_stages(compiled, lock, folder, timings, quiet)
+    except BaseException as err:
+        run["status"] = "failed"
+        run["error"] = f"{type(err).__name__}: {err}"
+        folder.save()
+        raise
+    run["status"] = "done"
+    folder.save()
+    return RunResult(run_dir, result.metrics, result.risk, result.drift, timings, run)
 
-    def write_artifact(name: str, frame: pd.DataFrame) -> None:
-        frame.to_csv(run_dir / name, index=False)
-        run["artifacts"].append(name)
 
-    save_run()
+@dataclass
+class RunFolder:
+    """The run folder and its ``run.json`` record, rewritten after every stage."""
+
+    path: Path
+    run: dict[str, Any]
+
+    def save(self) -> None:
+        write_json(self.path / "run.json", self.run)
+
+    def write_csv(self, name: str, frame: pd.DataFrame) -> None:
+        frame.to_csv(self.path / name, index=False)
+        self.run["artifacts"].append(name)
+
+
+def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, timings: dict[str, float],
+                quiet: bool):
+    """generate -> score -> rank -> analyse -> report; each stage's artifacts are written at once."""
+    from runtime.analysis import analyse, n_bootstrap_cells
+    from runtime.rank import paired_frame
+
+    r, run, run_dir = compiled.resolved, folder.run, folder.path
     with Progress(quiet=quiet) as progress:
         with stage_timer(timings, "generate"):
             resumes = generate_resumes(compiled, progress)
         if resumes is not None:
-            write_artifact("resumes.csv", resumes)
+            folder.write_csv("resumes.csv", resumes)
         jobs = job_texts(compiled)
         with stage_timer(timings, "score"):
             scores = score_all(compiled, resumes, jobs, progress, run["systems_info"])
         check_base_counts(scores, r["analysis"]["k"])
         with stage_timer(timings, "rank"):
             paired = paired_frame(scores, r["axes"], r["variants"]["table"])
-        write_artifact("paired.csv", paired)
+        folder.write_csv("paired.csv", paired)
         n_base = paired.drop_duplicates(["job_id", "cv_id"]).shape[0]
         run["counts"].update({"base_candidates": n_base, "resumes": n_base * len(r["variants"]["table"]),
                               "scored": int(len(paired))})
-        save_run()
+        folder.save()
         with stage_timer(timings, "analyse"):
             advance = progress.task("bootstrap", n_bootstrap_cells(paired, r["variants"]["reference"]))
             result = analyse(paired, reference=r["variants"]["reference"], k=r["analysis"]["k"],
@@ -207,10 +232,10 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
                              seed=r["seed"], thresholds=r["thresholds"],
                              score_range={s["id"]: tuple(s["score_range"]) for s in r["systems"]},
                              progress=advance)
-        write_artifact("metrics.csv", result.metrics)
-        write_artifact("risk.csv", result.risk)
-        write_artifact("drift.csv", result.drift)
-        save_run()
+        folder.write_csv("metrics.csv", result.metrics)
+        folder.write_csv("risk.csv", result.risk)
+        folder.write_csv("drift.csv", result.drift)
+        folder.save()
         with stage_timer(timings, "report"):
             from runtime.report import build_context, render_html, render_pdf
 
@@ -218,12 +243,10 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
                                     meta=report_meta(compiled, lock, run))
             (run_dir / "report.html").write_text(render_html(context), encoding="utf-8")
             run["artifacts"].append("report.html")
-            save_run()
+            folder.save()
             render_pdf(context, run_dir / "report.pdf")
             run["artifacts"].append("report.pdf")
-    run["status"] = "done"
-    save_run()
-    return RunResult(run_dir, result.metrics, result.risk, result.drift, timings, run)
+    return result
 
 
 def gate_tripped(metrics: pd.DataFrame, fail_on: str | None, tier: str = "research") -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -56,4 +58,6 @@ def test_bad_csv_exits_2_without_traceback_and_keeps_run_json(spec, tmp_path):
     assert "Traceback" not in proc.stderr
     assert "unknown column(s) is_match; allowed: job_id, cv_id, variant, score, is_true_match" in proc.stderr
     runs = list((tmp_path / "reports" / "tiny-audit").iterdir())
-    assert (runs[0] / "run.json").exists()
+    run = json.loads((runs[0] / "run.json").read_text())
+    assert run["status"] == "failed" and run["error"].startswith("InputDataError: scores.csv")
+    assert "generate" in run["timings"]

@@ -377,6 +377,7 @@ def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -
                        "differs": v != reference and levels.get(a) != ref_levels.get(a)} for a in axes],
         })
     systems = []
+    info_by_system = meta.get("systems_info") or {}
     for s in meta.get("systems") or []:
         rng = s.get("score_range")
         if isinstance(rng, (list, tuple)) and len(rng) == 2:
@@ -385,7 +386,8 @@ def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -
             rng_text = _text(rng)
         systems.append({"id": _text(s.get("id")), "kind": _text(s.get("kind")),
                         "model": _text(s.get("model")), "fingerprint": _text(s.get("fingerprint")),
-                        "score_range": rng_text})
+                        "score_range": rng_text,
+                        "diagnostic": system_diagnostic(info_by_system.get(s.get("id")) or {})})
     counts = [{"label": COUNT_LABELS.get(k, k.replace("_", " ").capitalize()),
                "value": f"{to_float(v):,.2f}" if "cost" in k and not is_missing(v) else fmt_num(v)}
               for k, v in (meta.get("counts") or {}).items()]
@@ -648,6 +650,18 @@ def _method_notes(meta: Mapping[str, Any], reference: str) -> list[dict[str, str
 
 
 # ------------------------------------------------------------------------------------ public API
+
+
+def system_diagnostic(info: Mapping[str, Any]) -> str:
+    """One sentence on what the system could see: texts cut at the encoder's token window."""
+    if "max_seq_length" not in info:
+        return ""
+    n, cut, limit = info.get("distinct_texts"), info.get("texts_truncated"), info.get("max_seq_length")
+    if not cut:
+        return f"All {n:,} distinct texts fit the encoder's {limit}-token window."
+    return (f"{cut:,} of {n:,} distinct texts exceed the encoder's {limit}-token window (longest "
+            f"{info.get('max_tokens'):,} tokens) and are truncated by the system under test; the "
+            "template generator writes every cue in the résumé header, inside the window.")
 
 
 def build_context(
