@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from compiler.errors import Issue, SpecError
-from compiler.spec import AuditSpec
+from compiler.spec import SYSTEM_KINDS, AuditSpec
 
 MSG_NOT_MAPPING = "the spec must be a YAML mapping at the top level"
 MSG_DUPLICATE_KEY = "duplicate key {key!r}; a key may appear only once in a mapping"
@@ -135,8 +135,9 @@ def read_yaml(path: Path) -> tuple[Any, Any]:
     except DuplicateKeyError as err:
         mark = err.problem_mark
         key = str(err.problem).split('"')[1] if '"' in str(err.problem) else "?"
+        path = _duplicate_key_path(text, key, mark.line, mark.column) or key
         raise SpecError(
-            [Issue(shown, mark.line + 1, mark.column + 1, key, MSG_DUPLICATE_KEY.format(key=key))]
+            [Issue(shown, mark.line + 1, mark.column + 1, path, MSG_DUPLICATE_KEY.format(key=key))]
         ) from None
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
@@ -146,6 +147,35 @@ def read_yaml(path: Path) -> tuple[Any, Any]:
     if not isinstance(doc, dict):
         raise SpecError([Issue(shown, 1, 1, "", MSG_NOT_MAPPING)])
     return _plain(doc), doc
+
+
+def _duplicate_key_path(text: str, key: str, line: int, col: int) -> str | None:
+    """Dotted path of a duplicated key: the mapping holding ``key`` at the same column, above ``line``."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    y = _yaml()
+    y.allow_duplicate_keys = True
+    try:
+        doc = y.load(text)
+    except Exception:  # noqa: BLE001 - best effort; the plain key is still reported
+        return None
+    best: tuple[int, tuple] | None = None
+
+    def walk(node: Any, loc: tuple) -> None:
+        nonlocal best
+        if isinstance(node, CommentedMap):
+            if key in node:
+                kl, kc = node.lc.key(key)
+                if kc == col and kl < line and (best is None or kl > best[0]):
+                    best = (kl, loc + (key,))
+            for k, v in node.items():
+                walk(v, loc + (k,))
+        elif isinstance(node, CommentedSeq):
+            for i, v in enumerate(node):
+                walk(v, loc + (i,))
+
+    walk(doc, ())
+    return dotted(best[1]) if best else None
 
 
 def _unwrap(tp: Any) -> list[Any]:
@@ -201,6 +231,10 @@ def _pydantic_issues(path: Path, doc: Any, err: ValidationError) -> list[Issue]:
             allowed = allowed_keys(AuditSpec, loc[:-1])
             line, col = locate(doc, loc, key=True)
             msg = MSG_UNKNOWN_KEY.format(key=loc[-1], allowed=", ".join(allowed or []))
+        elif e["type"] == "union_tag_not_found":
+            line, col = locate(doc, loc)
+            msg = MSG_MISSING_KEY.format(key="kind") + f"; allowed: {', '.join(SYSTEM_KINDS)}"
+            loc = loc + ("kind",)
         elif e["type"] == "missing":
             line, col = locate(doc, loc[:-1])
             msg = MSG_MISSING_KEY.format(key=loc[-1])

@@ -95,6 +95,18 @@ def write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def existing_lock(spec_path: Path) -> dict[str, Any] | None:
+    """The lock next to ``spec_path`` if it exists and parses, else None (no error)."""
+    try:
+        return json.loads(lock_path(spec_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+#: Keys ``audit execute`` reads from a lock; a lock without one of them is unreadable (exit 3).
+REQUIRED_LOCK_KEYS = ("spec_digest", "resolved_spec", "plan_digest", "created_at", "models", "seed")
+
+
 def read_lock(spec_path: Path, shown: str) -> dict[str, Any]:
     """Load the lock next to ``spec_path``. Raises :class:`LockError` (exit 3) when absent or unreadable."""
     path = lock_path(spec_path)
@@ -102,7 +114,10 @@ def read_lock(spec_path: Path, shown: str) -> dict[str, Any]:
         raise LockError(MSG_NO_LOCK.format(lock=path.name, spec=shown))
     try:
         lock = json.loads(path.read_text(encoding="utf-8"))
-        lock["spec_digest"]["digest"], lock["resolved_spec"]
+        missing = [k for k in REQUIRED_LOCK_KEYS if k not in lock]
+        if missing:
+            raise KeyError(f"missing key(s) {', '.join(missing)}")
+        lock["spec_digest"]["digest"]
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise LockError(MSG_BAD_LOCK.format(lock=path.name, err=err, spec=shown)) from None
     return lock

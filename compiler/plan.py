@@ -84,7 +84,8 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
         "variants": n_var,
         "resumes": resumes,
         "systems": n_sys,
-        "texts_to_embed": None if resumes is None else (resumes + n_jobs) * n_embed_systems,
+        "texts_to_embed": 0 if n_embed_systems == 0 else (
+            None if resumes is None else (resumes + n_jobs) * n_embed_systems),
         "model_calls": 0,
         "estimated_tokens": 0,
         "estimated_cost_usd": 0.0,

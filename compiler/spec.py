@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, create_model
 
 from compiler.catalog import DEFAULT_K, METRICS, default_thresholds
 
@@ -40,13 +40,19 @@ NON_SEMANTIC_KEYS: tuple[str, ...] = ("execution",)
 Id = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)]
 VariantId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=64)]
 Name = Annotated[str, Field(min_length=1, max_length=64)]
+#: A level's cue: one text or a non-empty list of options (a single text is read as a list of one).
+CueOptions = Annotated[
+    list[str],
+    BeforeValidator(lambda v: [v] if isinstance(v, str) else v, json_schema_input_type=Union[str, list[str]]),
+    Field(min_length=1),
+]
 AxisName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
 
 
 class Strict(BaseModel):
     """Base of every spec model: unknown keys are an error."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class Axis(Strict):
@@ -64,7 +70,7 @@ class Axis(Strict):
         description="Reference level (used by design one_at_a_time); default: the reference "
         "variant's level, else the first level.",
     )
-    cues: dict[Name, str | list[str]] = Field(
+    cues: dict[Name, CueOptions] = Field(
         description="Cue text per level: one string or a list of options."
     )
 
@@ -128,6 +134,10 @@ class PrecomputedSystem(Strict):
 
 
 System = Annotated[Union[EmbeddingSystem, PrecomputedSystem], Field(discriminator="kind")]
+#: Allowed ``systems[].kind`` values, in the order of the union above.
+SYSTEM_KINDS: tuple[str, ...] = tuple(
+    m.model_fields["kind"].annotation.__args__[0] for m in (EmbeddingSystem, PrecomputedSystem)
+)
 
 
 class KPerFamily(Strict):
@@ -149,8 +159,8 @@ class Analysis(Strict):
 class Bounds(Strict):
     """PASS / INVESTIGATE bounds of one metric (seed 000 Table 3)."""
 
-    pass_: float = Field(alias="pass")
-    investigate: float
+    pass_: float = Field(alias="pass", ge=0)
+    investigate: float = Field(ge=0)
 
 
 def _tier_model(tier: str) -> type[BaseModel]:
@@ -176,7 +186,11 @@ class Thresholds(Strict):
 class Execution(Strict):
     """How to run, not what to compute: excluded from the spec hash (``NON_SEMANTIC_KEYS``)."""
 
-    out: str | None = Field(default=None, description="Output root; default reports/ beside the spec's repo.")
+    out: str | None = Field(
+        default=None,
+        description="Output root, relative to the spec's folder; default: reports/ in the current "
+        "directory. `audit execute --out` overrides it.",
+    )
     batch_size: int = Field(default=64, ge=1, le=4096)
 
 
@@ -185,7 +199,10 @@ class AuditSpec(Strict):
 
     audit: Id
     title: str = Field(min_length=1)
-    seed: int = Field(ge=0, le=2**63 - 1)
+    seed: StrictInt = Field(
+        ge=0, le=2**53 - 1, description="Every random draw derives from it. At most 2^53-1, the "
+        "largest integer RFC 8785 canonical JSON represents exactly."
+    )
     axes: dict[AxisName, Axis] = Field(min_length=1)
     variants: Variants
     jobs: list[Job] = Field(min_length=1)

@@ -13,6 +13,14 @@ from compiler.errors import Issue, SpecError
 from compiler.load import LoadedSpec
 from compiler.spec import TEMPLATE_FAMILIES
 
+#: Names of a sentence-transformers model's weights files (any ``*.safetensors`` counts too).
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The weights files of a model folder, sorted (empty when there are none)."""
+    return sorted(p for p in folder.rglob("*") if p.name in WEIGHT_FILES or p.suffix == ".safetensors")
+
 MSG_CUE_UNKNOWN_LEVEL = "cue for {level!r}, which is not a level of axis {axis!r}; levels: {levels}"
 MSG_CUE_MISSING = "level {level!r} has no cue; every level needs one ('' writes nothing)"
 MSG_DUP_LEVEL = "level {level!r} is listed twice"
@@ -39,10 +47,25 @@ MSG_SCORE_RANGE = "score_range must be [low, high] with low < high (got {rng})"
 MSG_FILE_MISSING = "file {path!r} does not exist (resolved to {resolved})"
 MSG_FILE_ESCAPES = "path {path!r} leaves the spec's folder {folder}; file references must stay inside it"
 MSG_FILE_ABSOLUTE = "path {path!r} is absolute; file references are relative to the spec's folder"
+MSG_NOT_A_FILE = "path {path!r} is a folder; a file is expected here"
+MSG_NOT_A_FOLDER = "path {path!r} is a file; a sentence-transformers model folder is expected here"
+MSG_NO_WEIGHTS = "model folder {path!r} holds no weights file (model.safetensors or pytorch_model.bin)"
+MSG_NOT_UTF8 = "file {path!r} is not UTF-8 text ({err})"
+MSG_SLOT_TAKEN = "slot {slot!r} is already written by axis {other!r}; each axis needs its own slot"
+MSG_AXIS_REF_CONFLICT = (
+    "reference level {level!r} contradicts the reference variant {ref!r}, which sets {axis} = {given!r}"
+)
+MSG_GENERATED_ID_CLASH = (
+    "reference variant id {ref!r} clashes with a variant id that design one_at_a_time generates "
+    "(V01..V{n:02d}); use another id, e.g. BASE"
+)
 
 
-def resolve_inside(folder: Path, ref: str) -> tuple[Path | None, str | None]:
-    """Resolve a file reference; return (path, None) or (None, error message)."""
+def resolve_inside(folder: Path, ref: str, *, want: str = "file") -> tuple[Path | None, str | None]:
+    """Resolve a reference to a file (``want="file"``) or folder (``"folder"``) inside ``folder``.
+
+    Returns (path, None) or (None, error message).
+    """
     if Path(ref).is_absolute():
         return None, MSG_FILE_ABSOLUTE.format(path=ref)
     root = folder.resolve()
@@ -51,12 +74,24 @@ def resolve_inside(folder: Path, ref: str) -> tuple[Path | None, str | None]:
         return None, MSG_FILE_ESCAPES.format(path=ref, folder=root)
     if not target.exists():
         return None, MSG_FILE_MISSING.format(path=ref, resolved=target)
+    if want == "file" and not target.is_file():
+        return None, MSG_NOT_A_FILE.format(path=ref)
+    if want == "folder" and not target.is_dir():
+        return None, MSG_NOT_A_FOLDER.format(path=ref)
     return target, None
 
 
 def _axes_issues(ls: LoadedSpec) -> list[Issue]:
     out = []
+    slots: dict[str, str] = {}
+    ref_row = ls.spec.variants.table.get(ls.spec.variants.reference, {})
     for name, axis in ls.spec.axes.items():
+        if axis.slot in slots:
+            out.append(ls.issue(("axes", name, "slot"), MSG_SLOT_TAKEN.format(slot=axis.slot, other=slots[axis.slot])))
+        slots.setdefault(axis.slot, name)
+        if axis.reference is not None and ref_row.get(name) not in (None, axis.reference):
+            out.append(ls.issue(("axes", name, "reference"), MSG_AXIS_REF_CONFLICT.format(
+                level=axis.reference, ref=ls.spec.variants.reference, axis=name, given=ref_row[name])))
         seen: set[str] = set()
         for i, level in enumerate(axis.levels):
             if level in seen:
@@ -86,8 +121,12 @@ def _variants_issues(ls: LoadedSpec) -> list[Issue]:
         if v.table and v.reference not in v.table:
             out.append(ls.issue(("variants", "reference"),
                                 MSG_NO_REFERENCE.format(ref=v.reference, variants=", ".join(v.table))))
-    elif set(v.table) - {v.reference}:
-        out.append(ls.issue(("variants", "table"), MSG_ONE_AT_A_TIME_TABLE.format(ref=v.reference)))
+    else:
+        if set(v.table) - {v.reference}:
+            out.append(ls.issue(("variants", "table"), MSG_ONE_AT_A_TIME_TABLE.format(ref=v.reference)))
+        n = sum(len(a.levels) - 1 for a in axes.values())
+        if v.reference in {f"V{i:02d}" for i in range(1, n + 1)}:
+            out.append(ls.issue(("variants", "reference"), MSG_GENERATED_ID_CLASH.format(ref=v.reference, n=n)))
     seen: dict[tuple, str] = {}
     for vid, levels in v.table.items():
         for axis, level in levels.items():
@@ -172,17 +211,24 @@ def _threshold_issues(ls: LoadedSpec) -> list[Issue]:
 
 def _file_issues(ls: LoadedSpec) -> list[Issue]:
     out = []
-    refs: list[tuple[tuple, str]] = []
+    refs: list[tuple[tuple, str, str]] = []
     for i, job in enumerate(ls.spec.jobs):
         if job.description_file:
-            refs.append((("jobs", i, "description_file"), job.description_file))
+            refs.append((("jobs", i, "description_file"), job.description_file, "text"))
     for i, system in enumerate(ls.spec.systems):
         if system.kind == "precomputed":
-            refs.append((("systems", i, "path"), system.path))
+            refs.append((("systems", i, "path"), system.path, "file"))
         elif system.kind == "embedding" and system.model:
-            refs.append((("systems", i, "model"), system.model))
-    for loc, ref in refs:
-        _, err = resolve_inside(ls.folder, ref)
+            refs.append((("systems", i, "model"), system.model, "folder"))
+    for loc, ref, what in refs:
+        path, err = resolve_inside(ls.folder, ref, want="folder" if what == "folder" else "file")
+        if err is None and what == "text":
+            try:
+                path.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                err = MSG_NOT_UTF8.format(path=ref, err=exc.reason)
+        if err is None and what == "folder" and not weight_files(path):
+            err = MSG_NO_WEIGHTS.format(path=ref)
         if err:
             out.append(ls.issue(loc, err))
     return out

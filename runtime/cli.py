@@ -51,7 +51,12 @@ def validate(spec: SpecArg) -> None:
 
     compiled = compile_spec(spec)
     c = compiled.plan["counts"]
-    _console().print(f"[green]valid[/]: {spec} ({c['jobs']} jobs, {c['variants']} variants, {c['systems']} systems)")
+    _console().print(f"[green]valid[/]: {spec} ({_n(c['jobs'], 'job')}, {_n(c['variants'], 'variant')}, "
+                     f"{_n(c['systems'], 'system')})")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 @app.command("compile")
@@ -60,12 +65,18 @@ def compile_(spec: SpecArg) -> None:
     from rich.table import Table
 
     from compiler import compile_spec
-    from compiler.lock import build_lock, lock_path, plan_path, write_json
+    from compiler.lock import build_lock, existing_lock, lock_path, plan_path, write_json
 
     compiled = compile_spec(spec)
     lock = build_lock(compiled.resolved, compiled.plan, spec_file=spec.name)
-    write_json(plan_path(spec), compiled.plan)
-    write_json(lock_path(spec), lock)
+    old = existing_lock(spec)
+    unchanged = old is not None and old.get("spec_digest") == lock["spec_digest"] \
+        and old.get("plan_digest") == lock["plan_digest"]
+    if unchanged:
+        lock = old  # re-compiling an unchanged spec keeps the pre-registration (and its time)
+    else:
+        write_json(plan_path(spec), compiled.plan)
+        write_json(lock_path(spec), lock)
     c = compiled.plan["counts"]
     console = _console()
     table = Table(title=f"audit {compiled.resolved['audit']}: what the run will be", show_header=False)
@@ -81,7 +92,10 @@ def compile_(spec: SpecArg) -> None:
         table.add_row(k, "from the score file" if v is None else str(v))
     console.print(table)
     console.print(f"spec digest sha256:{lock['spec_digest']['digest']}")
-    console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
+    if unchanged:
+        console.print(f"{lock_path(spec)} unchanged: the spec matches its lock of {lock['created_at']}")
+    else:
+        console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
 
 
 @app.command()
@@ -103,6 +117,8 @@ def execute(
         console.print(f"{t:<12} risk {row['risk_score']:.3f} ({row['band']}): {int(row['n_fail'])} FAIL, "
                       f"{int(row['n_investigate'])} INVESTIGATE, {int(row['n_pass'])} PASS")
     console.print(f"run folder: {result.run_dir}")
+    if fail_on is None and tier is not TierName.research:
+        _console(stderr=True).print("note: --tier only selects the tier --fail-on reads; no gate was set")
     hits = gate_tripped(result.metrics, fail_on.value if fail_on else None, tier.value)
     if hits:
         err = _console(stderr=True)
@@ -114,7 +130,7 @@ def execute(
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``audit`` console script: maps user errors to exit codes without a traceback."""
-    from compiler.errors import AuditError
+    from compiler.errors import AuditError, SpecError
 
     try:
         rv = app(args=argv, prog_name="audit", standalone_mode=False)
@@ -127,8 +143,12 @@ def main(argv: list[str] | None = None) -> None:
         show()
         sys.exit(EXIT_INVALID if getattr(err, "exit_code", 2) == 2 else err.exit_code)
     except AuditError as err:
-        for line in str(err).splitlines():
-            print(line if line.startswith("  ") else f"error: {line}", file=sys.stderr)
+        lines = str(err).splitlines()
+        if isinstance(err, SpecError):  # one located issue per line
+            lines = [f"error: {line}" for line in lines]
+        else:  # one message, possibly with detail lines
+            lines = [f"error: {lines[0]}"] + [ln if ln.startswith("  ") else f"  {ln}" for ln in lines[1:]]
+        print("\n".join(lines), file=sys.stderr)
         sys.exit(err.exit_code)
     sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 

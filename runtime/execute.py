@@ -14,11 +14,17 @@ from typing import Any
 import pandas as pd
 
 from compiler import Compiled, compile_spec
+from compiler.errors import AuditError
 from compiler.lock import check_lock, package_versions, read_lock, tool_version, utc_now, write_json
 from compiler.load import display_path
 from runtime.progress import Progress, stage_timer
 
 RUN_SCHEMA_VERSION = "1.0"
+MSG_OUT = "cannot create the run folder under {root}: {err}"
+
+
+class OutputError(AuditError):
+    """The output root cannot be written (exit 2)."""
 CONDITION_DEFAULT = "default"
 
 
@@ -38,15 +44,18 @@ def new_run_dir(root: Path, audit: str, when: str) -> tuple[str, Path]:
     """Create ``root/audit/<UTC stamp>`` (suffix -2, -3... if taken); return (run id, folder)."""
     stamp = when.replace("-", "").replace(":", "")
     base = root / audit
-    base.mkdir(parents=True, exist_ok=True)
     run_id, n = stamp, 1
-    while True:
-        try:
-            (base / run_id).mkdir()
-            return run_id, base / run_id
-        except FileExistsError:
-            n += 1
-            run_id = f"{stamp}-{n}"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        while True:
+            try:
+                (base / run_id).mkdir()
+                return run_id, base / run_id
+            except FileExistsError:
+                n += 1
+                run_id = f"{stamp}-{n}"
+    except OSError as err:
+        raise OutputError(MSG_OUT.format(root=root, err=err)) from None
 
 
 def job_texts(compiled: Compiled) -> dict[str, str | None]:
@@ -160,7 +169,8 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
         lock = read_lock(spec_path, shown)
         check_lock(lock, compiled.resolved)
     r = compiled.resolved
-    root = out or (Path(compiled.loaded.spec.execution.out) if compiled.loaded.spec.execution.out else Path("reports"))
+    knob = compiled.loaded.spec.execution.out
+    root = out or (compiled.loaded.folder / knob if knob else Path("reports"))
     generated_at = utc_now()
     run_id, run_dir = new_run_dir(root, r["audit"], generated_at)
     run: dict[str, Any] = {

@@ -20,9 +20,12 @@ class Progress:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
                                        TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 
+            from rich.console import Console
+
+            # progress goes to stderr so stdout keeps only the results
             self._bar = RichProgress(TextColumn("[bold]{task.description:<28}"), BarColumn(),
                                      MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                                     transient=False)
+                                     console=Console(stderr=True), transient=False)
             self._bar.__enter__()
         return self
 

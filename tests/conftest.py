@@ -59,7 +59,7 @@ def write_spec(tmp_path):
         for name, content in files.items():
             p = tmp_path / name.replace("__", "/")
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(content)
+            p.write_bytes(content.encode("utf-8", "surrogateescape"))  # lets tests write non-UTF-8 bytes
         spec = tmp_path / "spec.yaml"
         spec.write_text(textwrap.dedent(text))
         return spec

@@ -115,3 +115,24 @@ def test_diff_paths():
     old = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
     new = {"a": {"b": 2, "c": [1, 3]}, "e": 1}
     assert diff_paths(old, new) == [("a.b", 1, 2), ("a.c[1]", 2, 3), ("d", 1, "<absent>"), ("e", "<absent>", 1)]
+
+
+def test_recompiling_an_unchanged_spec_keeps_the_lock(write_spec, tmp_path):
+    write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    first = (tmp_path / "spec.lock.json").read_bytes()
+    proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 0 and "unchanged" in proc.stdout
+    assert (tmp_path / "spec.lock.json").read_bytes() == first
+
+
+def test_output_root(write_spec, tmp_path):
+    spec = write_spec(TINY_SPEC + "execution: {out: runs}\n", **{"scores.csv": TINY_SCORES})
+    assert run_cli("compile", str(spec), cwd=tmp_path.parent).returncode == 0
+    proc = run_cli("execute", str(spec), "--quiet", cwd=tmp_path.parent)   # relative to the spec's folder
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "runs" / "tiny-audit").is_dir()
+    (tmp_path / "afile").write_text("x")
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--out", "afile", cwd=tmp_path)
+    assert proc.returncode == 2 and "cannot create the run folder under afile" in proc.stderr
+    assert "Traceback" not in proc.stderr

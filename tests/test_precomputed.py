@@ -41,11 +41,28 @@ def test_scores_pass_through(spec):
     (("j1,c4,V01", "j1,c4,BASE"), "scores.csv: system 'vendor': duplicate (job_id, cv_id, variant) at lines 8, 9"),
     (("0.6,0", "0.6,1"), "scores.csv: system 'vendor': is_true_match differs between variants of the same (job_id, cv_id) at lines 8, 9"),
     (("0.6,0", "0.6,2"), "scores.csv: system 'vendor': is_true_match must be 0 or 1 at line 9"),
+    (("0.6,0", "0.6,true"), "scores.csv: system 'vendor': is_true_match must be 0 or 1 at line 9"),
+    (("j1,c3,V01", "j1,,V01"), "scores.csv: system 'vendor': empty cv_id at line 7"),
+    ((TINY_SCORES[TINY_SCORES.index("\n") + 1:], ""), "scores.csv: system 'vendor': the CSV has a header but no rows"),
+    (("j1,", "j2,"), "scores.csv: system 'vendor': unknown job_id 'j2' at lines 2, 3, 4, 5, 6, 7, 8, 9; jobs in the spec: j1"),
 ])
 def test_bad_csv_names_the_rows(spec, edit, message):
     with pytest.raises(InputDataError) as err:
         _score(spec, TINY_SCORES.replace(*edit))
     assert str(err.value) == message
+
+
+def test_na_is_an_id_not_a_missing_value(spec):
+    out = _score(spec, TINY_SCORES.replace("c3", "NA"))
+    assert "NA" in set(out["cv_id"])
+
+
+def test_a_job_without_rows_is_an_error(write_spec):
+    spec = write_spec(TINY_SPEC.replace("- {id: j1}", "- {id: j1}\n  - {id: j2}"), **{"scores.csv": TINY_SCORES})
+    c = compile_spec(spec)
+    req = ScoreRequest(jobs={"j1": None, "j2": None}, resumes=None, variants=["BASE", "V01"], spec_folder=spec.parent)
+    with pytest.raises(InputDataError, match="job\\(s\\) j2 of the spec have no rows"):
+        adapter_for("precomputed")(c.resolved["systems"][0]).score(req)
 
 
 def test_bad_csv_exits_2_without_traceback_and_keeps_run_json(spec, tmp_path):

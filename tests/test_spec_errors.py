@@ -29,6 +29,19 @@ CASES = {
     "k_smaller_than_shortlist": (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 1, matching_per_job: 1}\njobs:").replace("- {id: j1}", "- {id: data-analyst, description: Analyse data}"), {}),
     "unknown_system_kind": (TINY_SPEC.replace("kind: precomputed", "kind: oracle"), {}),
     "missing_reference": (TINY_SPEC.replace("BASE: {sex_gender: M}", "REF: {sex_gender: M}"), {}),
+    "nested_duplicate_key": (TINY_SPEC.replace("    slot: name\n", "    slot: name\n    slot: age\n"), {}),
+    "missing_system_kind": (TINY_SPEC.replace("kind: precomputed, ", ""), {}),
+    "path_is_a_folder": (TINY_SPEC.replace("path: scores.csv", "path: ."), {}),
+    "empty_cue_list": (TINY_SPEC.replace("F: [Jane Smith]", "F: []"), {}),
+    "two_axes_one_slot": (TINY_SPEC.replace("    BASE: {sex_gender: M}", "    BASE: {sex_gender: M, other: a}").replace(
+        "    V01: {sex_gender: F}", "    V01: {sex_gender: F, other: b}").replace(
+        "axes:\n", "axes:\n  other:\n    slot: name\n    levels: [a, b]\n    cues: {a: A, b: B}\n"), {}),
+    "generated_id_clash": (TINY_SPEC.replace("  reference: BASE\n  table:\n    BASE: {sex_gender: M}\n    V01: {sex_gender: F}",
+                                             "  reference: V01\n  design: one_at_a_time"), {}),
+    "seed_too_large": (TINY_SPEC.replace("seed: 7", "seed: 9007199254740993"), {}),
+    "infinite_threshold": (TINY_SPEC.replace("investigate: 0.05}", "investigate: .inf}"), {}),
+    "boolean_seed": (TINY_SPEC.replace("seed: 7", "seed: true"), {}),
+    "not_utf8_description": (TINY_SPEC.replace("- {id: j1}", "- {id: j1, description_file: jd.md}"), {"jd.md": "caf\udce9"}),
 }
 
 

@@ -26,6 +26,9 @@ MSG_SCORE_RANGE = "score outside score_range [{lo}, {hi}] at {rows} (values {val
 MSG_DUPLICATE = "duplicate (job_id, cv_id, variant) at {rows}"
 MSG_MISSING_CELLS = "{n} missing (job_id, cv_id, variant) cell(s), e.g. {examples}; every base candidate needs a score under every variant"
 MSG_MATCH_VALUES = "is_true_match must be 0 or 1 at {rows}"
+MSG_EMPTY_KEY = "empty {column} at {rows}"
+MSG_NO_ROWS = "the CSV has a header but no rows"
+MSG_JOB_ABSENT = "job(s) {jobs} of the spec have no rows; every job needs a score for every base candidate and variant"
 MSG_MATCH_INCONSISTENT = "is_true_match differs between variants of the same (job_id, cv_id) at {rows}"
 MSG_MATCH_DISAGREES = "is_true_match disagrees with the generator's match flag at {rows}"
 
@@ -55,7 +58,8 @@ class PrecomputedSystem(SystemAdapter):
             raise InputDataError(prefix + msg)
 
         try:
-            df = pd.read_csv(path, dtype={"job_id": str, "cv_id": str, "variant": str}, keep_default_na=True)
+            # every cell as text, nothing turned into NaN: "NA" is a valid id, "" is an error we name
+            df = pd.read_csv(path, dtype=str, keep_default_na=False)
         except (OSError, ValueError, pd.errors.ParserError) as err:
             fail(f"cannot read the CSV: {err}")
         df.columns = [str(c).strip() for c in df.columns]
@@ -65,8 +69,13 @@ class PrecomputedSystem(SystemAdapter):
         unknown = [c for c in df.columns if c not in REQUIRED + OPTIONAL]
         if unknown:
             fail(MSG_COLUMNS_UNKNOWN.format(unknown=", ".join(unknown), allowed=", ".join(REQUIRED + OPTIONAL)))
+        if df.empty:
+            fail(MSG_NO_ROWS)
         for col in ("job_id", "cv_id", "variant"):
-            df[col] = df[col].astype(str).str.strip()
+            df[col] = df[col].str.strip()
+            bad = df[col] == ""
+            if bad.any():
+                fail(MSG_EMPTY_KEY.format(column=col, rows=_rows(bad, df)))
         bad = ~df["job_id"].isin(list(request.jobs))
         if bad.any():
             fail(MSG_UNKNOWN_JOB.format(values=_values(df.loc[bad, "job_id"]), rows=_rows(bad, df),
@@ -75,7 +84,10 @@ class PrecomputedSystem(SystemAdapter):
         if bad.any():
             fail(MSG_UNKNOWN_VARIANT.format(values=_values(df.loc[bad, "variant"]), rows=_rows(bad, df),
                                             allowed=", ".join(request.variants)))
-        score = pd.to_numeric(df["score"], errors="coerce")
+        absent = [j for j in request.jobs if j not in set(df["job_id"])]
+        if absent:
+            fail(MSG_JOB_ABSENT.format(jobs=", ".join(absent)))
+        score = pd.to_numeric(df["score"].str.strip(), errors="coerce")
         bad = score.isna() | ~np.isfinite(score.fillna(0))
         if bad.any():
             fail(MSG_SCORE_NAN.format(rows=_rows(bad, df)))
@@ -103,7 +115,7 @@ class PrecomputedSystem(SystemAdapter):
             ex = "; ".join(f"({r.job_id}, {r.cv_id}, {r.variant})" for r in gaps.head(5).itertuples())
             fail(MSG_MISSING_CELLS.format(n=len(gaps), examples=ex))
         if "is_true_match" in df.columns:
-            m = pd.to_numeric(df["is_true_match"], errors="coerce")
+            m = df["is_true_match"].str.strip().map({"0": 0, "1": 1})
             bad = ~m.isin([0, 1])
             if bad.any():
                 fail(MSG_MATCH_VALUES.format(rows=_rows(bad, df)))
