@@ -25,7 +25,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-SpecArg = Annotated[Path, typer.Argument(help="The audit spec (YAML).", show_default=False)]
+SpecArg = Annotated[Path, typer.Argument(help="The audit spec (YAML).", show_default=False, metavar="SPEC")]
 
 
 class Gate(str, Enum):
@@ -36,6 +36,22 @@ class Gate(str, Enum):
 class TierName(str, Enum):
     research = "research"
     operational = "operational"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from compiler.lock import tool_version
+
+        print(f"audit-compiler {tool_version()}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Correspondence audits of automated hiring systems: validate, compile (lock) and execute a spec."""
 
 
 def _console(stderr: bool = False):

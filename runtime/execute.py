@@ -128,6 +128,13 @@ def check_base_counts(scores: pd.DataFrame, k: dict[str, int]) -> None:
             raise InputDataError(MSG_K_TOO_SMALL.format(job=job, n=n, system=system, family=family, k=kk))
 
 
+def _system_source(system: dict[str, Any]) -> str:
+    """What a resolved system scores with: the model's name or folder, or the score file."""
+    if "model" in system:
+        return system["model"].get("name") or system["model"]["path"]
+    return f"scores from {system['data']['path']}"
+
+
 def report_meta(compiled: Compiled, lock: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """The ``meta`` mapping the report renderer reads."""
     r = compiled.resolved
@@ -139,8 +146,7 @@ def report_meta(compiled: Compiled, lock: dict[str, Any], run: dict[str, Any]) -
         "reference": r["variants"]["reference"], "k": r["analysis"]["k"],
         "alpha": r["analysis"]["alpha"], "n_bootstrap": r["analysis"]["bootstrap"],
         "thresholds": r["thresholds"],
-        "systems": [{"id": s["id"], "kind": s["kind"],
-                     "model": s["model"].get("name") or s["model"].get("path") if "model" in s else s["data"]["path"],
+        "systems": [{"id": s["id"], "kind": s["kind"], "model": _system_source(s),
                      "fingerprint": (s.get("fingerprint") or {"digest": s["data"]["sha256"]})["digest"],
                      "score_range": s["score_range"]} for s in r["systems"]],
         "jobs": [{"id": j["id"], "title": j["title"]} for j in r["jobs"]],
