@@ -6,7 +6,6 @@ stage (a bad score CSV, a PDF renderer failure) never loses what was already com
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,18 +13,19 @@ from typing import Any
 import pandas as pd
 
 from compiler import Compiled, compile_spec
-from compiler.errors import AuditError
+from compiler.errors import AuditError, InputDataError
 from compiler.lock import check_lock, package_versions, read_lock, tool_version, utc_now, write_json
 from compiler.load import display_path
 from runtime.progress import Progress, stage_timer
 
 RUN_SCHEMA_VERSION = "1.0"
+CONDITION_DEFAULT = "default"
 MSG_OUT = "cannot create the run folder under {root}: {err}"
 
 
 class OutputError(AuditError):
     """The output root cannot be written (exit 2)."""
-CONDITION_DEFAULT = "default"
+
 
 
 @dataclass
@@ -119,8 +119,6 @@ MSG_K_TOO_SMALL = (
 
 def check_base_counts(scores: pd.DataFrame, k: dict[str, int]) -> None:
     """Raise :class:`InputDataError` when a job has fewer base candidates than the largest k."""
-    from compiler.errors import InputDataError
-
     family, kk = max(k.items(), key=lambda kv: kv[1])
     counts = scores.groupby(["system", "job_id"])["cv_id"].nunique()
     for (system, job), n in counts.items():
@@ -273,7 +271,3 @@ def gate_tripped(metrics: pd.DataFrame, fail_on: str | None, tier: str = "resear
     bad = {"FAIL"} if fail_on == "FAIL" else {"FAIL", "INVESTIGATE"}
     hits = metrics[metrics[col].isin(bad)]
     return [f"{h.system}/{h.condition} {h.metric} {h.variant}: {getattr(h, col)}" for h in hits.itertuples()]
-
-
-def load_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))

@@ -51,7 +51,7 @@ def test_execution_knobs_do_not_change_the_digest(write_spec):
 
 
 def test_compile_writes_lock(write_spec, tmp_path):
-    spec = write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     lock = json.loads((tmp_path / "spec.lock.json").read_text())

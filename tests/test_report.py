@@ -69,10 +69,6 @@ def make_inputs(*, fail: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     thresholds = default_thresholds()
     gen = np.random.default_rng(20261129)
     n_pairs, jobs = 500, 5
-    # value per metric for a non-reference variant, before adjustments
-    base_value = {"score_delta": 0.0, "marc": 0.0, "flip_rate": 0.0, "retention_rate": 1.0,
-                  "impact_ratio": 1.0, "recall_at_k": 0.84, "ndcg_at_k": 0.78,
-                  "equal_opportunity_gap": 0.0, "equalized_odds_gap": 0.0}
     rows = []
     for metric in METRIC_IDS:
         info = METRICS[metric]

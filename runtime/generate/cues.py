@@ -20,7 +20,7 @@ experience (first role 2019-2021) is plausible; the Older dates are 1964-1969.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from runtime.generate.content import load
 from runtime.seeding import rng
