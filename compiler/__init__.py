@@ -5,14 +5,14 @@ Never imports :mod:`runtime`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from compiler.load import LoadedSpec, load_spec
 from compiler.plan import expand
 from compiler.resolve import resolve
-from compiler.validate import validate
+from compiler.validate import advisories, validate
 
 
 @dataclass
@@ -22,6 +22,7 @@ class Compiled:
     loaded: LoadedSpec
     resolved: dict[str, Any]
     plan: dict[str, Any]
+    warnings: list = field(default_factory=list)
 
 
 def compile_spec(path: str | Path) -> Compiled:
@@ -35,4 +36,4 @@ def compile_spec(path: str | Path) -> Compiled:
     loaded = load_spec(path)
     validate(loaded)
     resolved = resolve(loaded)
-    return Compiled(loaded, resolved, expand(resolved))
+    return Compiled(loaded, resolved, expand(resolved), advisories(loaded))

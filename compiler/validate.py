@@ -251,3 +251,24 @@ def validate(ls: LoadedSpec) -> None:
         issues.extend(check(ls))
     if issues:
         raise SpecError(issues)
+
+
+MSG_RECALL_CAP = (
+    "k.merit ({k}) is below matching_per_job ({m}): Recall@K (seed 000 Eq. 4) can reach at most "
+    "{k}/{m} = {cap:.3g}, under the research PASS bound {bound}; every recall row will show that cap"
+)
+
+
+def advisories(ls: LoadedSpec) -> list[Issue]:
+    """Legal but probably unintended designs (printed as warnings; they do not stop a run)."""
+    out = []
+    c, spec = ls.spec.candidates, ls.spec
+    if c is not None and 0 < spec.analysis.k.merit < c.matching_per_job:
+        b = spec.thresholds.research.recall_at_k
+        bound = b.pass_ if b is not None else METRICS["recall_at_k"].research[0]
+        cap = spec.analysis.k.merit / c.matching_per_job
+        if cap < bound:
+            out.append(ls.issue(("analysis", "k", "merit") if "analysis" in ls.raw else ("candidates",),
+                                MSG_RECALL_CAP.format(k=spec.analysis.k.merit, m=c.matching_per_job,
+                                                      cap=cap, bound=bound)))
+    return out

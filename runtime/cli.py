@@ -66,9 +66,15 @@ def validate(spec: SpecArg) -> None:
     from compiler import compile_spec
 
     compiled = compile_spec(spec)
+    _print_warnings(compiled)
     c = compiled.plan["counts"]
     _console().print(f"[green]valid[/]: {spec} ({_n(c['jobs'], 'job')}, {_n(c['variants'], 'variant')}, "
                      f"{_n(c['systems'], 'system')})")
+
+
+def _print_warnings(compiled) -> None:
+    for w in compiled.warnings:
+        print(f"warning: {w}", file=sys.stderr)
 
 
 def _n(count: int, noun: str) -> str:
@@ -81,9 +87,10 @@ def compile_(spec: SpecArg) -> None:
     from rich.table import Table
 
     from compiler import compile_spec
-    from compiler.lock import build_lock, existing_lock, lock_path, plan_path, write_json
+    from compiler.lock import amend, build_lock, existing_lock, lock_path, plan_path, write_json
 
     compiled = compile_spec(spec)
+    _print_warnings(compiled)
     lock = build_lock(compiled.resolved, compiled.plan, spec_file=spec.name)
     old = existing_lock(spec)
     unchanged = old is not None and old.get("spec_digest") == lock["spec_digest"] \
@@ -91,6 +98,8 @@ def compile_(spec: SpecArg) -> None:
     if unchanged:
         lock = old  # re-compiling an unchanged spec keeps the pre-registration (and its time)
     else:
+        if old is not None and "resolved_spec" in old:
+            lock = amend(old, lock)  # a deliberate change: the earlier entries stay in the lock
         write_json(plan_path(spec), compiled.plan)
         write_json(lock_path(spec), lock)
     c = compiled.plan["counts"]
@@ -101,7 +110,7 @@ def compile_(spec: SpecArg) -> None:
         ("variants (reference included)", c["variants"]), ("resumes", c["resumes"]),
         ("systems", c["systems"]), ("texts to embed (at most)", c["texts_to_embed"]),
         ("model calls", c["model_calls"]), ("estimated tokens / cost", f"{c['estimated_tokens']} / ${c['estimated_cost_usd']:.2f}"),
-        ("plan tasks", c["tasks"]), ("metric rows (9 x variants x systems)", c["metric_rows"]),
+        ("plan tasks", c["tasks"]), ("metric rows (metrics x variants x systems)", c["metric_rows"]),
         ("paired candidates per metric cell", c["paired_candidates_per_variant"]),
     ]
     for k, v in rows:
@@ -110,6 +119,11 @@ def compile_(spec: SpecArg) -> None:
     console.print(f"spec digest sha256:{lock['spec_digest']['digest']}")
     if unchanged:
         console.print(f"{lock_path(spec)} unchanged: the spec matches its lock of {lock['created_at']}")
+    elif lock["amendments"] and lock["amendments"][-1]["amended_at"] == lock["created_at"]:
+        console.print(f"[yellow]amendment {len(lock['amendments'])}[/] of the lock; changed keys:")
+        for line in lock["amendments"][-1]["changes"]:
+            console.print(f"  - {line}", markup=False)
+        console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
     else:
         console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
 
@@ -127,6 +141,9 @@ def execute(
 
     result = run_execute(spec, out=out, quiet=quiet)
     console = _console()
+    for pkg, change in result.run.get("version_changes_since_lock", {}).items():
+        print(f"warning: {pkg} is {change['now']}, the lock recorded {change['locked']} (see run.json)",
+              file=sys.stderr)
     risk = result.risk[(result.risk["system"] == "ALL")].set_index("tier")
     for t in ("research", "operational"):
         row = risk.loc[t]

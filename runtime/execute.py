@@ -149,7 +149,10 @@ def report_meta(compiled: Compiled, lock: dict[str, Any], run: dict[str, Any]) -
                      "score_range": s["score_range"]} for s in r["systems"]],
         "jobs": [{"id": j["id"], "title": j["title"]} for j in r["jobs"]],
         "variants": r["variants"]["table"], "axes": list(r["axes"]),
-        "counts": run["counts"], "amendments": lock.get("amendments", []),
+        "counts": run["counts"],
+        "amendments": [{"amended at (UTC)": a["amended_at"],
+                        "superseded lock": f"{a['previous']['created_at']}, sha256 {a['previous']['spec_digest']['digest']}",
+                        "changed keys": a["changes"]} for a in lock.get("amendments", [])],
         "timings": run["timings"], "versions": run["versions"], "systems_info": run["systems_info"],
     }
 
@@ -185,6 +188,12 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
         "models": lock["models"], "timings": timings, "counts": dict(compiled.plan["counts"]),
         "systems_info": {}, "tasks": [t["id"] for t in compiled.plan["tasks"]], "artifacts": [],
         "status": "running",
+        "execution": {"batch_size": compiled.loaded.spec.execution.batch_size, "out_root": str(root)},
+    }
+    versions_now, versions_locked = run["versions"], lock.get("versions") or {}
+    run["version_changes_since_lock"] = {
+        k: {"locked": versions_locked[k], "now": v} for k, v in versions_now.items()
+        if k in versions_locked and versions_locked[k] != v
     }
 
     folder = RunFolder(run_dir, run)

@@ -1,6 +1,6 @@
 """Every random draw of a run derives from the spec's seed through this module.
 
-``rng(seed, "bootstrap", "score_delta", "V01")`` returns a ``numpy.random.Generator`` whose stream
+``rng(seed, "bootstrap", system, condition, metric, variant)`` returns a ``numpy.random.Generator`` whose stream
 depends only on the spec seed and the labels, never on call order, so adding a metric or a variant
 does not shift the draws of another one (seed 000 §3.5: "All bootstrap resampling uses a fixed
 random seed for reproducibility").

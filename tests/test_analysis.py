@@ -197,20 +197,19 @@ def test_hand_reference_rows(tiny):
         assert r["value"] == value
         assert r["ci_low"] <= value <= r["ci_high"]
         assert "reference variant compared with itself" in r["notes"]
-    # Wilcoxon undefined (all differences zero) -> empty p; Fisher on [[4, 0], [4, 0]] -> 1;
-    # McNemar with no discordant pair -> 1.
-    assert math.isnan(cell(tiny, "score_delta", "BASE")["p_value"])
-    assert math.isnan(cell(tiny, "marc", "BASE")["p_adj"])
-    assert cell(tiny, "impact_ratio", "BASE")["p_value"] == 1.0
-    assert cell(tiny, "flip_rate", "BASE")["p_value"] == 1.0
+    # A reference row tests nothing: no p-value, no test name, never in BH.
+    for metric_id in expected:
+        r = cell(tiny, metric_id, "BASE")
+        assert math.isnan(r["p_value"]) and math.isnan(r["p_adj"]) and r["test"] == ""
+        assert "undefined" not in r["notes"]
 
 
 def test_hand_bh(tiny):
-    # Defined p-values: score_delta V1 0.0546875, marc V1 1, flip BASE 1, flip V1 1,
-    # impact BASE 1, impact V1 1 -> m = 6; BH: 0.0546875 * 6 / 1 = 0.328125, the rest 1.
+    # Defined p-values (reference rows carry none): score_delta V1 0.0546875, marc V1 1,
+    # flip V1 1, impact V1 1 -> m = 4; BH: 0.0546875 * 4 / 1 = 0.21875, the rest 1.
     m = tiny.metrics
-    assert m["p_value"].notna().sum() == 6
-    assert cell(tiny, "score_delta", "V1")["p_adj"] == pytest.approx(0.328125)
+    assert m["p_value"].notna().sum() == 4
+    assert cell(tiny, "score_delta", "V1")["p_adj"] == pytest.approx(0.21875)
     assert (m.loc[m["p_value"] == 1.0, "p_adj"] == 1.0).all()
 
 

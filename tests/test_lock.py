@@ -136,3 +136,21 @@ def test_output_root(write_spec, tmp_path):
     proc = run_cli("execute", "spec.yaml", "--quiet", "--out", "afile", cwd=tmp_path)
     assert proc.returncode == 2 and "cannot create the run folder under afile" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_recompiling_a_changed_spec_records_an_amendment(write_spec, tmp_path):
+    spec = write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    first = json.loads((tmp_path / "spec.lock.json").read_text())
+    spec.write_text(spec.read_text().replace("{pass: 0.03, investigate: 0.05}", "{pass: 0.04, investigate: 0.05}"))
+    proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 0 and "amendment 1" in proc.stdout
+    lock = json.loads((tmp_path / "spec.lock.json").read_text())
+    (amendment,) = lock["amendments"]
+    assert amendment["changes"] == ["thresholds.research.score_delta.pass: 0.03 -> 0.04"]
+    assert amendment["previous"]["spec_digest"] == first["spec_digest"]
+    assert amendment["previous"]["resolved_spec"] == first["resolved_spec"]
+    assert run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path).returncode == 0
+    html = next((tmp_path / "reports" / "tiny-audit").glob("*/report.html")).read_text()
+    assert "Amendment 1" in html and "thresholds.research.score_delta.pass: 0.03 -&gt; 0.04" in html
+    assert first["spec_digest"]["digest"] in html

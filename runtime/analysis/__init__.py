@@ -20,6 +20,7 @@ import pandas as pd
 
 from compiler import catalog
 from runtime.analysis import counterfactual, group, merit  # noqa: F401  (register the metrics)
+from runtime.analysis import stats
 from runtime.analysis.cell import CellResult, Pairing
 from runtime.analysis.classify import (RISK_COLUMNS, bh_adjust, classify, risk_table,
                                        round_significant, tier_bounds)
@@ -46,7 +47,7 @@ _COUNT_COLUMNS = ("n", "k", "n_in_out", "n_out_in", "retained", "slots", "tp", "
 ERR_K = "k must map each family ({families}) to a positive integer, got {got!r}"
 ERR_ALPHA = "alpha must lie in (0, 1), got {got!r}"
 ERR_N_BOOTSTRAP = "n_bootstrap must be a positive integer, got {got!r}"
-NOTE_REFERENCE = "reference variant compared with itself"
+NOTE_REFERENCE = "reference variant compared with itself (no test)"
 
 
 @dataclass(frozen=True)
@@ -123,14 +124,22 @@ def _pairing(cohort: Cohort, variant: str, *, k: Mapping[str, int], n_bootstrap:
 
 
 def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]:
+    """One metrics row. A reference row keeps its value and interval but carries no test: comparing
+    a sample with itself tests nothing, so its p-value stays empty and never enters BH (a self-
+    comparison's p = 1 would only inflate the number of tests, m)."""
     info = catalog.METRICS[metric_id]
-    notes = ([NOTE_REFERENCE] if pairing.is_reference else []) + list(res.notes)
+    notes = list(res.notes)
+    p_value, test = float(res.p_value), res.test
+    if pairing.is_reference:
+        suffix = stats.NOTE_TEST_UNDEFINED.split("}")[-1]  # "... p-value left empty"
+        notes = [NOTE_REFERENCE] + [n for n in notes if not n.endswith(suffix)]
+        p_value, test = math.nan, ""
     row: dict[str, object] = {
         "family": info.family, "metric": metric_id, "system": pairing.system,
         "condition": pairing.condition, "variant": pairing.variant,
         "reference": pairing.reference, "n": pairing.n, "value": float(res.value),
         "ci_low": float(res.ci_low), "ci_high": float(res.ci_high),
-        "p_value": float(res.p_value), "p_adj": math.nan, "test": res.test,
+        "p_value": p_value, "p_adj": math.nan, "test": test,
         "direction": info.direction, "status": "", "status_operational": "",
         "notes": "; ".join(notes), "k": pairing.k_of(metric_id),
     }

@@ -411,7 +411,8 @@ def _metric_rows(
         out.append({
             "variant": v,
             "is_reference": v == reference,
-            "value": fmt_sig(r.get("value"), signed=signed),
+            # shown at the precision it was classified with, so a value beside a boundary reads right
+            "value": fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed),
             "ci": fmt_ci(r.get("ci_low"), r.get("ci_high"), signed=signed),
             "p": fmt_p(r.get("p_value")),
             "p_adj": fmt_p(p_adj),

@@ -91,7 +91,11 @@ class EmbeddingSystem(SystemAdapter):
         cos = np.einsum("ij,ij->i", res_vec, jv)
         tok = model.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
         limit = model.max_seq_length
+        import torch
+
         request.info[self.id] = {
+            "batch_size": request.batch_size,
+            "torch_threads": torch.get_num_threads(),
             "distinct_texts": len(texts),
             "max_seq_length": limit,
             "texts_truncated": int(sum(len(t) > limit for t in tok)),
