@@ -335,7 +335,8 @@ def test_header_shows_configuration_and_full_digest(html):
 def test_tables_show_numbers_formatted_and_missing_as_dash(context):
     marc = next(m for m in context["units"][0]["metrics"] if m["id"] == "marc")
     v06 = next(r for r in marc["rows"] if r["variant"] == "V06")
-    assert v06["value"] == "0.5630" and v06["status"] == "INVESTIGATE"
+    # values are shown at the 6 significant digits they are classified with
+    assert v06["value"] == "0.563000" and v06["status"] == "INVESTIGATE"
     assert marc["diag_headers"] == ["MARC (rank units)"] and v06["diagnostics"] == ["5.630"]
     assert marc["rows"][0]["variant"] == REFERENCE and marc["rows"][0]["p"] == "—"
     recall = next(m for m in context["units"][0]["metrics"] if m["id"] == "recall_at_k")
@@ -476,3 +477,11 @@ def test_pdf_is_deterministic(context, tmp_path):
     render_pdf(context, tmp_path / "a.pdf")
     render_pdf(context, tmp_path / "sub" / "b.pdf")
     assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "sub" / "b.pdf").read_bytes()
+
+
+def test_a_value_beside_a_boundary_reads_as_classified():
+    from runtime.report.formatting import fmt_sig
+
+    # 0.020004 rounds (6 s.d.) to 0.020004 > 0.02: INVESTIGATE; 4 digits would have shown 0.02000
+    assert fmt_sig(0.020004, 6) == "0.0200040"
+    assert fmt_sig(0.79996, 6) == "0.799960"
