@@ -616,12 +616,17 @@ def _method_notes(meta: Mapping[str, Any], reference: str) -> list[dict[str, str
          "text": "All p-values of the run (every system, condition, metric and variant that has a test) "
                  "are adjusted together with the Benjamini–Hochberg false-discovery-rate procedure; "
                  f"p_adj is the adjusted value and is shown in bold when below α = {alpha}. Metrics "
-                 "without a test have no p-value (—)."},
+                 f"without a test have no p-value (—), and neither do the rows of {reference} itself: "
+                 "a sample compared with itself tests nothing."},
         {"title": "Confidence intervals",
          "text": f"95% intervals are percentile intervals (2.5th and 97.5th percentiles) of {nb} "
-                 "bootstrap resamples drawn from generators seeded by the spec's seed, except the flip "
-                 "rate (Wilson score interval) and the retention rate with a single job (Wilson interval "
-                 "on pooled counts)."},
+                 "bootstrap resamples drawn from generators seeded by the spec's seed (over candidates "
+                 "for score delta and MARC, over jobs for retention, impact ratio, Recall@K and nDCG@K), "
+                 "except the flip rate (Wilson score interval) and, with a single job, retention, impact "
+                 "ratio and Recall@K (Wilson interval on pooled counts; nDCG@K has none). The two gap "
+                 "metrics bootstrap the signed TPR/FPR differences over paired candidates and map that "
+                 "interval to the absolute gap, so a gap of 0 stays inside its interval. A percentile "
+                 "interval that misses its estimate is widened to include it, with a note."},
         {"title": "Classification",
          "text": f"Each value is rounded to {CLASSIFY_SIGNIFICANT_DIGITS} significant digits before it "
                  "is compared with its thresholds, so that floating-point noise (0.05 stored as "
@@ -634,6 +639,13 @@ def _method_notes(meta: Mapping[str, Any], reference: str) -> list[dict[str, str
          "text": "Ranks are computed within each system, condition, replicate, job and variant: score "
                  "descending, ties broken by cv_id ascending, rank 1 = best. Scores are normalised to "
                  "[0, 1] by each system's score range before score deltas are computed."},
+        {"title": "What the design implies",
+         "text": f"Every job ranks all of its candidates under each variant, so its top-K holds exactly K "
+                 f"candidates under both {reference} and the variant: flip-in and flip-out counts are "
+                 "equal and McNemar's test cannot reject (p = 1, or close to it with the χ² form); the "
+                 "flip rate itself still measures churn. The reference's retention is 1 by construction, "
+                 "so the impact ratio equals the retention rate and differs only in its test and "
+                 "interval. Recall@K (Eq. 4) cannot exceed K/P in a job with P > K true matches."},
         {"title": "Two threshold tiers",
          "text": "Both tiers were declared in the spec and hash-locked before any result was computed. "
                  "The research tier is the stringent, primary one; the operational tier is a separately "
