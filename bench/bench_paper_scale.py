@@ -28,13 +28,13 @@ REPO = Path(__file__).resolve().parent.parent
 def main() -> int:
     spec = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "specs" / "paper-scale.yaml"
     from compiler import compile_spec
-    from compiler.lock import lock_path
     from runtime.analysis import analyse
     from runtime.execute import execute, job_texts
     from runtime.systems.embedding import load_model, model_dir
 
-    if not lock_path(spec).exists():
-        subprocess.run([sys.executable, "-m", "runtime.cli", "compile", str(spec)], check=True)
+    # compile every time: an unchanged spec keeps its lock, a changed one is amended
+    subprocess.run([sys.executable, "-m", "runtime.cli", "compile", str(spec)], check=True,
+                   stdout=subprocess.DEVNULL)
     out = Path(tempfile.mkdtemp(prefix="bench-"))
     try:
         t0 = time.perf_counter()
