@@ -10,7 +10,7 @@ from pathlib import Path
 
 from compiler.catalog import METRICS, TIERS
 from compiler.errors import Issue, SpecError
-from compiler.load import LoadedSpec
+from compiler.load import LoadedSpec, dotted
 from compiler.spec import TEMPLATE_FAMILIES
 
 #: Names of a sentence-transformers model's weights files (any ``*.safetensors`` counts too).
@@ -154,14 +154,10 @@ def _ids_issues(ls: LoadedSpec) -> list[Issue]:
         key = "jobs" if what == "job" else "systems"
         for i, item in enumerate(items):
             if item.id in first:
-                where = dotted_index(key, first[item.id])
+                where = dotted((key, first[item.id]))
                 out.append(ls.issue((key, i, "id"), MSG_DUP_ID.format(what=what, id=item.id, first=where)))
             first.setdefault(item.id, i)
     return out
-
-
-def dotted_index(key: str, i: int) -> str:
-    return f"{key}[{i}]"
 
 
 def _design_issues(ls: LoadedSpec) -> list[Issue]:

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+# CUE_SLOTS (the fixed positions a cue is written to, in layout order, all in the header) is defined
+# once, by the spec models, so the spec's ``slot`` choices and this layout cannot drift apart.
+from compiler.spec import CUE_SLOTS
 from runtime.generate.base import BaseCandidate
-
-#: The fixed positions a cue can be written to, in layout order (all in the header).
-CUE_SLOTS: tuple[str, ...] = ("name", "age", "residence", "languages", "disability")
 
 SUMMARY_HEADING = "PROFESSIONAL SUMMARY"
 EXPERIENCE_HEADING = "EXPERIENCE"
