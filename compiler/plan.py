@@ -95,6 +95,11 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
     }
     plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "audit": resolved["audit"],
             "spec_digest": digest(resolved), "counts": counts, "tasks": tasks}
+    from compiler.power import minimum_detectable_effects
+
+    mde = minimum_detectable_effects(resolved)
+    if mde:  # only specs with analysis.effect_size (seed 003 §3.7)
+        plan["sensitivity"] = mde
     return plan
 
 

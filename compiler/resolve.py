@@ -71,9 +71,26 @@ def variant_table(spec: AuditSpec) -> dict[str, dict[str, str]]:
     """The full variant table, reference first.
 
     ``one_at_a_time`` derives ``V01, V02, ...``: one variant per non-reference level, axes and
-    levels in the order written, every other axis at its reference level.
+    levels in the order written, every other axis at its reference level. ``factorial`` derives the
+    full cross of the axes' levels (seed 003 §3.5, Study 1), in ``itertools.product`` order of the
+    levels as written; the reference combination is the reference variant, the others are
+    ``V01, V02, ...``.
     """
     ref = spec.variants.reference
+    if spec.variants.design == "factorial":
+        import itertools
+
+        base = axis_reference_levels(spec)
+        names = list(spec.axes)
+        table = {ref: dict(base)}
+        n = 0
+        for combo in itertools.product(*(spec.axes[a].levels for a in names)):
+            levels = dict(zip(names, combo))
+            if levels == base:
+                continue
+            n += 1
+            table[f"V{n:02d}"] = levels
+        return table
     if spec.variants.design == "explicit":
         table = {ref: dict(spec.variants.table[ref])}
         table.update({v: dict(lv) for v, lv in spec.variants.table.items() if v != ref})
@@ -157,8 +174,51 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
         "jobs": jobs,
         "candidates": spec.candidates.model_dump() if spec.candidates else None,
         "systems": systems,
-        "analysis": spec.analysis.model_dump(),
+        "analysis": _resolved_analysis(spec, ref_levels),
         "thresholds": thresholds,
     }
     assert not set(NON_SEMANTIC_KEYS) & set(resolved)
     return resolved
+
+
+def effect_contrasts(spec: AuditSpec, ref_levels: dict[str, str]) -> list[dict[str, str]]:
+    """The effect-size contrasts, explicit (seed 003 §3.7).
+
+    Default: every non-reference level of every axis (family: the axis name), then every
+    non-reference variant (family ``variants``). Each entry is ``{"kind": "axis", "axis", "level",
+    "reference", "family"}`` or ``{"kind": "variant", "variant", "reference", "family"}``.
+    """
+    es = spec.analysis.effect_size
+    ref = spec.variants.reference
+    if es is not None and es.contrasts is not None:
+        out = []
+        for c in es.contrasts:
+            if c.variant is not None:
+                out.append({"kind": "variant", "variant": c.variant, "reference": ref,
+                            "family": c.family or "variants"})
+            else:
+                out.append({"kind": "axis", "axis": c.axis, "level": c.level,
+                            "reference": ref_levels[c.axis], "family": c.family or c.axis})
+        return out
+    out = [{"kind": "axis", "axis": name, "level": level, "reference": ref_levels[name], "family": name}
+           for name, axis in spec.axes.items() for level in axis.levels if level != ref_levels[name]]
+    out += [{"kind": "variant", "variant": v, "reference": ref, "family": "variants"}
+            for v in variant_table(spec) if v != ref]
+    return out
+
+
+def _resolved_analysis(spec: AuditSpec, ref_levels: dict[str, str]) -> dict[str, Any]:
+    """``analysis`` with effect_size and validity made explicit; keys absent when not declared, so
+    the digest of a spec without them is unchanged."""
+    out = spec.analysis.model_dump(exclude={"effect_size", "validity"})
+    es = spec.analysis.effect_size
+    if es is not None:
+        out["effect_size"] = {**es.model_dump(exclude={"contrasts"}),
+                              "contrasts": effect_contrasts(spec, ref_levels)}
+    if spec.analysis.validity is not None:
+        v = spec.analysis.validity.model_dump()
+        pc = v["positive_control"]
+        if pc["contrast"] == "axis":
+            pc["reference"] = ref_levels.get(pc["axis"])
+        out["validity"] = v
+    return out

@@ -76,14 +76,15 @@ class Axis(Strict):
 
 
 class Variants(Strict):
-    """Treatments: an explicit table, or one variant per non-reference level (one_at_a_time)."""
+    """Treatments: an explicit table, one variant per non-reference level (one_at_a_time), or the full
+    cross of the declared axes (factorial; seed 003 §3.5, Study 1)."""
 
     reference: VariantId = Field(default="BASE", description="The reference variant.")
-    design: Literal["explicit", "one_at_a_time"] = "explicit"
+    design: Literal["explicit", "one_at_a_time", "factorial"] = "explicit"
     table: dict[VariantId, dict[Name, Name]] = Field(
         default_factory=dict,
         description="variant id -> {axis: level}. Required for design explicit; for "
-        "one_at_a_time only the reference row may be given.",
+        "one_at_a_time and factorial only the reference row may be given.",
     )
 
 
@@ -152,12 +153,97 @@ class KPerFamily(Strict):
     merit: int = Field(default=DEFAULT_K["merit"], ge=1)
 
 
+
+#: Controls the effect-size models may adjust for (seed 003 §3.7: occupation, seniority, model,
+#: prompt). ``seniority`` is read from a ``seniority`` column of the paired frame when there is one.
+EFFECT_CONTROLS: tuple[str, ...] = ("job", "seniority", "system", "condition")
+#: What a contrast may be pooled over by DerSimonian-Laird random effects (seed 003 §3.7).
+POOL_UNITS: tuple[str, ...] = ("condition", "job", "system")
+
+
+class Contrast(Strict):
+    """One contrast: an axis level against that axis's reference level, pooled over the other axes
+    (Welch), or a variant against the reference variant, paired by base candidate (paired t).
+
+    Give ``axis`` and ``level``, or ``variant``.
+    """
+
+    axis: AxisName | None = Field(default=None, description="Axis of an axis-level contrast.")
+    level: Name | None = Field(default=None, description="Level compared with the axis's reference level.")
+    variant: VariantId | None = Field(default=None, description="Variant compared with the reference variant.")
+    family: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=64)] | None = Field(
+        default=None, description="Benjamini-Hochberg family; default: the axis name, or 'variants'.")
+
+
+class EffectSize(Strict):
+    """Effect sizes with equivalence tests, models and sensitivity (seed 003 §3.7)."""
+
+    sesoi: float = Field(default=0.2, gt=0, le=5, description="Smallest effect size of interest, |d|.")
+    contrasts: list[Contrast] | None = Field(
+        default=None, min_length=1,
+        description="Default: every non-reference level of every axis, and every variant.")
+    controls: list[Literal["job", "seniority", "system", "condition"]] = Field(
+        default_factory=lambda: ["job", "system", "condition"],
+        description="Fixed effects of the OLS and mixed models, besides the axis indicators.")
+    pool_over: Literal["condition", "job", "system"] = Field(
+        default="condition", description="Units a contrast is pooled over (DerSimonian-Laird).")
+    wild_bootstrap: int = Field(default=999, ge=99, le=99_999,
+                                description="Wild cluster bootstrap draws (fewer than 30 templates).")
+    power: float = Field(default=0.8, gt=0, lt=1, description="Power of the minimum detectable effect.")
+    planted_shift_se: float = Field(
+        default=2.0, gt=0, le=100,
+        description="Self-test: shift planted per variant, in standard errors of its paired difference.")
+
+
+class PositiveControl(Strict):
+    """A quality contrast the instrument must detect (seed 003 §3.7): matching against non-matching
+    base candidates (``contrast: match``) or an axis level against its reference (``contrast: axis``)."""
+
+    contrast: Literal["match", "axis"] = "match"
+    axis: AxisName | None = None
+    level: Name | None = None
+    min_d: float = Field(default=0.5, gt=0, le=10, description="Cohen's d the contrast must reach.")
+    direction: Literal["higher", "lower", "either"] = Field(
+        default="higher", description="Sign d must have (match: matching candidates score higher).")
+
+
+class ManipulationCheck(Strict):
+    """A condition expected to move scores relative to another, in a stated direction."""
+
+    condition: Name
+    against: Name = Field(default="default", description="The comparison condition.")
+    direction: Literal["lower", "higher"]
+    min_d: float = Field(default=0.0, ge=0, le=10, description="|d| the shift must reach.")
+
+
+class DistributionCheck(Strict):
+    """Scores keep enough spread and stay off the ceiling (normalised score scale [0, 1])."""
+
+    min_sd: float = Field(default=0.01, ge=0, le=1, description="Smallest allowed SD of normalised scores.")
+    ceiling: float = Field(default=0.95, gt=0, le=1, description="Normalised score counted as at the ceiling.")
+    max_ceiling_share: float = Field(default=0.5, ge=0, le=1,
+                                     description="Largest allowed share of scores at or above the ceiling.")
+
+
+class Validity(Strict):
+    """The validity protocol of seed 003 §3.7: positive control, manipulation checks, distribution."""
+
+    positive_control: PositiveControl
+    manipulation_checks: list[ManipulationCheck] = Field(default_factory=list)
+    distribution: DistributionCheck = Field(default_factory=DistributionCheck)
+
+
 class Analysis(Strict):
-    """Analysis settings (seed 000 §3.4-3.5)."""
+    """Analysis settings (seed 000 §3.4-3.5; effect sizes and validity: seed 003 §3.7)."""
 
     k: KPerFamily = Field(default_factory=KPerFamily)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     bootstrap: int = Field(default=1000, ge=100, le=100_000, description="Bootstrap resamples.")
+    effect_size: EffectSize | None = Field(
+        default=None, description="Effect sizes, equivalence tests and models (seed 003 §3.7).")
+    validity: Validity | None = Field(
+        default=None, description="Validity protocol (seed 003 §3.7); a failed check makes the "
+        "verdict INCONCLUSIVE (exit 5).")
 
 
 class Bounds(Strict):

@@ -115,7 +115,9 @@ def _variants_issues(ls: LoadedSpec) -> list[Issue]:
     spec, out = ls.spec, []
     v = spec.variants
     axes = spec.axes
-    if v.design == "explicit":
+    if v.design == "factorial":
+        pass  # compiler.validate_effects.factorial_issues
+    elif v.design == "explicit":
         if len(v.table) < 2:
             out.append(ls.issue(("variants",), MSG_EXPLICIT_EMPTY))
         if v.table and v.reference not in v.table:
@@ -231,6 +233,15 @@ def _file_issues(ls: LoadedSpec) -> list[Issue]:
 
 
 CHECKS = (_axes_issues, _variants_issues, _ids_issues, _design_issues, _threshold_issues, _file_issues)
+
+
+def _effect_checks(ls: LoadedSpec) -> list[Issue]:
+    from compiler.validate_effects import CHECKS as EFFECT_CHECKS
+
+    return [issue for check in EFFECT_CHECKS for issue in check(ls)]
+
+
+CHECKS += (_effect_checks,)
 
 
 def validate(ls: LoadedSpec) -> None:

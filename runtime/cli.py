@@ -1,7 +1,8 @@
 """The ``audit`` command line: validate, compile (lock), execute.
 
 Exit codes: 0 done; 1 internal error (traceback kept); 2 invalid spec, data file or usage;
-3 lock missing or mismatched; 4 the ``--fail-on`` gate tripped.
+3 lock missing or mismatched; 4 the ``--fail-on`` gate tripped; 5 the validity protocol's verdict
+is INCONCLUSIVE (seed 003 §3.7).
 Heavy libraries (pandas, torch, sentence-transformers) are imported inside the commands that need
 them, so ``audit --help`` and ``audit validate`` start fast.
 """
@@ -16,6 +17,7 @@ from typing import Annotated, Optional
 import typer
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_LOCK, EXIT_GATE = 0, 1, 2, 3, 4
+EXIT_INCONCLUSIVE = 5
 
 app = typer.Typer(
     name="audit",
@@ -116,6 +118,7 @@ def compile_(spec: SpecArg) -> None:
     for k, v in rows:
         table.add_row(k, "from the score file" if v is None else str(v))
     console.print(table)
+    _print_mde(console, compiled.plan.get("sensitivity"))
     console.print(f"spec digest sha256:{lock['spec_digest']['digest']}")
     if unchanged:
         console.print(f"{lock_path(spec)} unchanged: the spec matches its lock of {lock['created_at']}")
@@ -126,6 +129,22 @@ def compile_(spec: SpecArg) -> None:
         console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
     else:
         console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
+
+
+def _print_mde(console, rows) -> None:
+    """Compile-time minimum detectable effects (seed 003 §3.7), one line per contrast x metric."""
+    if not rows:
+        return
+    from rich.table import Table
+
+    table = Table(title=f"minimum detectable |d| (power {rows[0]['power']:g}, α = {rows[0]['alpha']:g}, two-sided)")
+    for col in ("contrast", "metric", "test", "n", "MDE |d|"):
+        table.add_column(col)
+    for r in rows:
+        n = str(r["n_treatment"]) if r["test"] != "welch_t" else f"{r['n_treatment']} vs {r['n_reference']}"
+        table.add_row(r["contrast"], r["metric"], r["test"], n,
+                      "—" if r["mde_d"] is None else f"{r['mde_d']:.3f}")
+    console.print(table)
 
 
 @app.command()
@@ -158,6 +177,17 @@ def execute(
         err.print(f"--fail-on {fail_on.value} ({tier.value} tier) tripped by {len(hits)} row(s):")
         for h in hits[:20]:
             err.print(f"  {h}")
+    validity = result.run.get("validity")
+    if validity:
+        console.print(f"validity protocol: {validity['verdict']}")
+    if validity and validity["verdict"] == "INCONCLUSIVE":
+        err = _console(stderr=True)
+        err.print("INCONCLUSIVE: the instrument failed a validity check (seed 003 §3.7); its results "
+                  "cannot support a finding of no bias:", markup=False)
+        for line in validity["failed"]:
+            err.print(f"  {line}", markup=False)
+        raise typer.Exit(EXIT_INCONCLUSIVE)
+    if hits:
         raise typer.Exit(EXIT_GATE)
 
 

@@ -259,17 +259,54 @@ def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, tim
         folder.write_csv("risk.csv", result.risk)
         folder.write_csv("drift.csv", result.drift)
         folder.save()
+        effects = None
+        if r["analysis"].get("effect_size") or r["analysis"].get("validity"):
+            with stage_timer(timings, "effects"):
+                effects = run_effects(compiled, paired, result.metrics)
+            folder.write_csv("effects.csv", effects.long_frame())
+            run["validity"] = {"verdict": effects.verdict, "failed": list(effects.failed)}
+            folder.save()
         with stage_timer(timings, "report"):
             from runtime.report import build_context, render_html, render_pdf
 
             context = build_context(metrics=result.metrics, risk=result.risk, drift=result.drift,
                                     meta=report_meta(compiled, lock, run))
+            if effects is not None:
+                from runtime.report.effects_context import add_effects
+
+                add_effects(context, effects)
             (run_dir / "report.html").write_text(render_html(context), encoding="utf-8")
             run["artifacts"].append("report.html")
             folder.save()
             render_pdf(context, run_dir / "report.pdf")
             run["artifacts"].append("report.pdf")
     return result
+
+
+#: Bootstrap resamples of the self-test's metric suite: its detection reads p-values, which do not
+#: depend on the bootstrap (only the intervals do), so a small count keeps the stage fast.
+SELF_TEST_BOOTSTRAP = 100
+
+
+def run_effects(compiled: Compiled, paired: pd.DataFrame, metrics: pd.DataFrame):
+    """The effect-size family and validity protocol (seed 003 §3.7) of a run, as the spec declares."""
+    from runtime.analysis import analyse
+    from runtime.analysis.effects import analyse_effects
+
+    r = compiled.resolved
+
+    def suite(frame: pd.DataFrame) -> pd.DataFrame:
+        return analyse(frame, reference=r["variants"]["reference"], k=r["analysis"]["k"],
+                       alpha=r["analysis"]["alpha"], n_bootstrap=SELF_TEST_BOOTSTRAP, seed=r["seed"],
+                       thresholds=r["thresholds"],
+                       score_range={s["id"]: tuple(s["score_range"]) for s in r["systems"]}).metrics
+
+    mde = compiled.plan.get("sensitivity")
+    if not mde:  # precomputed scores: K is known only now
+        from compiler.power import minimum_detectable_effects
+
+        mde = minimum_detectable_effects(r, k_total=int(paired.drop_duplicates(["job_id", "cv_id"]).shape[0]))
+    return analyse_effects(paired, r, metrics=metrics, analyse_metrics=suite, mde=mde)
 
 
 def gate_tripped(metrics: pd.DataFrame, fail_on: str | None, tier: str = "research") -> list[str]:

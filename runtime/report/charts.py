@@ -227,3 +227,75 @@ def metric_chart_svg(
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
     return _clean_svg(buf.getvalue(), title=title)
+
+
+#: Forest-plot colours (seed 003 Figure 1): meaningful (|d| ≥ SESOI and q < α) vs the rest.
+FOREST_MEANINGFUL = "#1f5fa8"
+FOREST_OTHER = "#6b7480"
+
+
+def forest_plot_svg(
+    *,
+    chart_id: str,
+    title: str,
+    labels: Sequence[str],
+    d: Sequence[float],
+    ci_low: Sequence[float],
+    ci_high: Sequence[float],
+    meaningful: Sequence[bool],
+    sesoi: float,
+) -> str:
+    """Forest plot of Cohen's d with 95% CIs and the ±SESOI band (seed 003 Figure 1), inline SVG.
+
+    Parameters
+    ----------
+    chart_id : str
+        Stable id; salts the SVG ids.
+    title : str
+        Accessible title.
+    labels, d, ci_low, ci_high, meaningful : sequences of equal length
+        One row per contrast, drawn top to bottom; NaN d draws "undefined".
+    sesoi : float
+        Half-width of the shaded negligible band (|d| < SESOI); a dashed line marks d = 0.
+    """
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    def _f(v: float) -> float:
+        return float(v) if v is not None and math.isfinite(float(v)) else math.nan
+
+    n = len(labels)
+    vals, lows, highs = [_f(v) for v in d], [_f(v) for v in ci_low], [_f(v) for v in ci_high]
+    finite = [x for x in vals + lows + highs if math.isfinite(x)] + [sesoi, -sesoi]
+    lo, hi = min(finite), max(finite)
+    pad = 0.08 * (hi - lo or 1.0)
+    rc = {"svg.fonttype": "none", "svg.hashsalt": f"audit-compiler-report:{chart_id}", "svg.id": None,
+          "font.family": "DejaVu Sans", "font.size": 8.0, "axes.spines.top": False,
+          "axes.spines.right": False}
+    with matplotlib.rc_context(rc):
+        height = 0.9 + 0.22 * n
+        fig = Figure(figsize=(7.2, height), dpi=72)
+        FigureCanvasAgg(fig)
+        ax = fig.add_axes((0.36, 0.55 / height, 0.6, 1 - 0.75 / height))
+        ax.axvspan(-sesoi, sesoi, color="#e8ecf1", zorder=0, label=f"|d| < {sesoi:g} (negligible)")
+        ax.axvline(0, color="#333333", linestyle="--", linewidth=0.8, zorder=1)
+        ys = list(range(n))[::-1]
+        for y, v, a, b, m in zip(ys, vals, lows, highs, meaningful):
+            colour = FOREST_MEANINGFUL if m else FOREST_OTHER
+            if math.isfinite(v):
+                if math.isfinite(a) and math.isfinite(b):
+                    ax.plot([a, b], [y, y], color=colour, linewidth=1.4, zorder=3)
+                ax.plot([v], [y], marker="s" if m else "o", color=colour, markersize=5, zorder=4)
+            else:
+                ax.text(0, y, "undefined", ha="center", va="center", fontsize=7, color="#555555")
+        ax.set_yticks(ys)
+        ax.set_yticklabels(labels, fontsize=7.5)
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlim(lo - pad, hi + pad)
+        ax.set_xlabel("Cohen's d (paired contrasts: d_z), 95% CI")
+        ax.tick_params(axis="y", length=0)
+        ax.grid(axis="x", color="#e3e6ea", linewidth=0.6, zorder=0)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return _clean_svg(buf.getvalue(), title=title)

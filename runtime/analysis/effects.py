@@ -1,0 +1,100 @@
+"""The effect-size family and the validity protocol of one run (seed 003 §3.7), frames in and out.
+
+:func:`analyse_effects` runs, as the resolved spec declares them: the contrasts
+(:mod:`.effect_size`), the regression specifications (:mod:`.models`), DerSimonian–Laird pooling
+(:mod:`.pooling`), the validity protocol (:mod:`.validity`) and the planted-bias self-test
+(:mod:`.sensitivity`). :meth:`EffectsResult.long_frame` is ``effects.csv``: every number, one
+``section`` per table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+NOT_ASSESSED = "NOT ASSESSED"
+#: ``section`` value -> attribute of :class:`EffectsResult`, in ``effects.csv`` order.
+SECTIONS = {"contrast": "contrasts", "model": "models", "pooling": "pooling", "validity": "validity",
+            "self_test": "self_test", "mde": "mde"}
+
+
+@dataclass
+class EffectsResult:
+    """Frames of the family; ``verdict`` is VALID, INCONCLUSIVE or NOT ASSESSED (no protocol)."""
+
+    contrasts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    models: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pooling: pd.DataFrame = field(default_factory=pd.DataFrame)
+    validity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    self_test: pd.DataFrame = field(default_factory=pd.DataFrame)
+    mde: pd.DataFrame = field(default_factory=pd.DataFrame)
+    verdict: str = NOT_ASSESSED
+    failed: tuple[str, ...] = ()
+    sesoi: float = 0.2
+    alpha: float = 0.05
+
+    def long_frame(self) -> pd.DataFrame:
+        """All tables stacked with a leading ``section`` column (``effects.csv``)."""
+        parts = []
+        for name, attr in SECTIONS.items():
+            frame = getattr(self, attr)
+            if frame is not None and len(frame):
+                parts.append(frame.assign(section=name))
+        if not parts:
+            return pd.DataFrame(columns=["section"])
+        out = pd.concat(parts, ignore_index=True, sort=False)
+        return out[["section"] + [c for c in out.columns if c != "section"]]
+
+
+def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metrics: pd.DataFrame,
+                    analyse_metrics: Callable[[pd.DataFrame], pd.DataFrame],
+                    mde: list[dict] | None = None) -> EffectsResult:
+    """Run what ``resolved["analysis"]`` declares (``effect_size`` and/or ``validity``).
+
+    Parameters
+    ----------
+    paired : pandas.DataFrame
+        The paired frame of the run.
+    resolved : Mapping
+        The resolved spec (``compiler.resolve.resolve``).
+    metrics : pandas.DataFrame
+        The run's seed 000 metrics (observed values of the self-test).
+    analyse_metrics : callable
+        Recomputes the seed 000 metrics on a planted copy.
+    mde : list of dict, optional
+        Compile-time minimum detectable effects (``plan["sensitivity"]``).
+    """
+    from runtime.analysis.effect_size import effect_sizes
+    from runtime.analysis.models import fit_models
+    from runtime.analysis.pooling import pool_contrasts
+    from runtime.analysis.sensitivity import planted_self_test
+    from runtime.analysis.validity import check_validity
+    from runtime.seeding import derive_seed
+
+    an = resolved["analysis"]
+    alpha, reference = an["alpha"], resolved["variants"]["reference"]
+    axes = list(resolved["axes"])
+    out = EffectsResult(alpha=alpha)
+    es = an.get("effect_size")
+    if es:
+        out.sesoi = es["sesoi"]
+        out.contrasts = effect_sizes(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"], alpha=alpha)
+        out.models = fit_models(paired, axes={a: v["reference"] for a, v in resolved["axes"].items()},
+                                controls=es["controls"], alpha=alpha, wild_bootstrap=es["wild_bootstrap"],
+                                seed=derive_seed(resolved["seed"], "wild_bootstrap") % (2**32))
+        out.pooling = pool_contrasts(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"],
+                                     pool_over=es["pool_over"])
+        out.self_test = planted_self_test(paired, reference=reference, shift_se=es["planted_shift_se"],
+                                          alpha=alpha, sesoi=es["sesoi"], axes=axes,
+                                          observed_metrics=metrics, observed_effects=out.contrasts,
+                                          analyse_metrics=analyse_metrics)
+        out.mde = pd.DataFrame(mde or [])
+    if an.get("validity"):
+        v = check_validity(paired, config=an["validity"], reference=reference, axes=axes,
+                           score_range={s["id"]: tuple(s["score_range"]) for s in resolved["systems"]},
+                           alpha=alpha)
+        out.validity, out.verdict, out.failed = v.checks, v.verdict, v.failed
+    return out

@@ -1,0 +1,129 @@
+"""Report context of the effect-size family and the validity protocol (seed 003 §3.7; no I/O).
+
+:func:`add_effects` adds ``context["effects"]`` (read by ``_validity.html.j2`` at the top of the
+report and ``_effects.html.j2`` as a section) and a table-of-contents entry. Everything is formatted
+here; the templates only loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from runtime.report.charts import forest_plot_svg
+from runtime.report.formatting import fmt_ci, fmt_int, fmt_p, fmt_sig, is_missing
+
+CHECK_LABELS = {
+    "positive_control": "Positive control",
+    "manipulation_check": "Manipulation check",
+    "distribution_sd": "Distribution: spread",
+    "distribution_ceiling": "Distribution: ceiling",
+}
+MODEL_LABELS = {
+    "ols": "OLS",
+    "ols_cluster_candidate": "OLS, SEs clustered by résumé instance",
+    "ols_cluster_template": "OLS, SEs clustered by base template",
+    "mixedlm": "Mixed model, random intercept per base template",
+    "wild_bootstrap": "Wild cluster bootstrap (template, Rademacher)",
+}
+METHOD = (
+    "Cohen's d uses the pooled standard deviation (axis contrasts, pooled over the other axes; Welch "
+    "t-test p) or the standard deviation of the paired differences (variant contrasts: d_z; paired "
+    "t-test p). Intervals of d are exact noncentral-t intervals (Steiger & Fouladi). q: "
+    "Benjamini–Hochberg within each family. Meaningful: |d| ≥ SESOI and q < α (seed 003 §3.7). "
+    "TOST: two one-sided tests against ±SESOI (statsmodels ttost_ind / ttost_paired); the achieved "
+    "equivalence margin is the largest |endpoint| of the 90% CI of d, the tightest bound at which "
+    "equivalence would still be concluded."
+)
+
+
+def _b(x: Any) -> bool:
+    """A boolean cell (bool, numpy bool, or the strings True/False read back from CSV)."""
+    if x is None or (isinstance(x, float) and x != x):
+        return False
+    return str(x) in ("True", "true", "1", "1.0")
+
+
+def _t(x: Any) -> str:
+    """A text cell; missing (None, NaN) is the empty string."""
+    if x is None or (isinstance(x, float) and x != x):
+        return ""
+    return str(x)
+
+
+def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float) -> list[dict[str, Any]]:
+    units = []
+    for i, ((system, condition), sub) in enumerate(contrasts.groupby(["system", "condition"], sort=True)):
+        sub = sub.reset_index(drop=True)
+        svg = forest_plot_svg(chart_id=f"forest-{i}", title=f"Forest plot of d, {system}, {condition}",
+                              labels=list(sub["contrast"]), d=list(sub["d"]), ci_low=list(sub["ci_low"]),
+                              ci_high=list(sub["ci_high"]), meaningful=[_b(m) for m in sub["meaningful"]],
+                              sesoi=sesoi)
+        rows = [{"contrast": r.contrast, "family": r.family, "test": r.test,
+                 "n": fmt_int(r.n_treatment) if r.test == "paired_t" else f"{fmt_int(r.n_treatment)} / {fmt_int(r.n_reference)}",
+                 "diff": fmt_sig(r.mean_diff, signed=True), "d": fmt_sig(r.d, 3, signed=True),
+                 "ci": fmt_ci(r.ci_low, r.ci_high, 3, signed=True), "p": fmt_p(r.p_value),
+                 "q": fmt_p(r.q_value), "meaningful": _b(r.meaningful), "tost_p": fmt_p(r.tost_p),
+                 "equivalent": _b(r.equivalent), "margin": fmt_sig(r.margin, 3),
+                 "notes": _t(r.notes)} for r in sub.itertuples()]
+        units.append({"system": system, "condition": condition, "svg": svg, "rows": rows,
+                      "n_meaningful": sum(r["meaningful"] for r in rows),
+                      "n_equivalent": sum(r["equivalent"] for r in rows), "n": len(rows)})
+    return units
+
+
+def add_effects(context: dict[str, Any], effects) -> None:
+    """Add ``context["effects"]`` from a :class:`runtime.analysis.effects.EffectsResult`."""
+    v = effects.validity
+    checks = [] if v is None or not len(v) else [
+        {"check": CHECK_LABELS.get(r.check, r.check), "system": r.system, "condition": r.condition,
+         "description": r.description,
+         "value": fmt_sig(r.value, 4, signed=r.statistic == "cohens_d"),
+         "ci": "" if is_missing(r.ci_low) else fmt_ci(r.ci_low, r.ci_high, 3, signed=True),
+         "q": "" if is_missing(r.q_value) else fmt_p(r.q_value), "n": fmt_int(r.n),
+         "passed": _b(r.passed), "detail": _t(r.detail)}
+        for r in v.itertuples()]
+    models = []
+    m = effects.models
+    if m is not None and len(m):
+        for r in m.itertuples():
+            models.append({"model": MODEL_LABELS.get(r.model, r.model), "term": _t(r.term) or "—",
+                           "coef": fmt_sig(r.coef, signed=True), "se": fmt_sig(r.se),
+                           "ci": "" if is_missing(r.ci_low) else fmt_ci(r.ci_low, r.ci_high, signed=True),
+                           "p": fmt_p(r.p_value), "d": fmt_sig(r.d, 3, signed=True),
+                           "clusters": fmt_int(r.n_clusters), "notes": _t(r.notes)})
+    icc = None
+    if m is not None and len(m) and (m["model"] == "mixedlm").any() and m.loc[m["model"] == "mixedlm", "icc"].notna().any():
+        icc = fmt_sig(m.loc[m["model"] == "mixedlm", "icc"].dropna().iloc[0], 3)
+    pooling = [] if effects.pooling is None or not len(effects.pooling) else [
+        {"contrast": r.contrast, "group": r.group, "units": r.units, "k": fmt_int(r.k_units),
+         "pooled": _b(r.pooled), "d": fmt_sig(r.d_re, 3, signed=True),
+         "ci": fmt_ci(r.ci_low, r.ci_high, 3, signed=True), "margin": fmt_sig(r.margin, 3),
+         "tau2": fmt_sig(r.tau2, 3), "q": fmt_sig(r.q, 3), "q_df": fmt_int(r.q_df),
+         "i2": "" if is_missing(r.i2) else f"{100 * float(r.i2):.0f}%",
+         "notes": _t(r.notes)} for r in effects.pooling.itertuples()]
+    st = effects.self_test
+    self_test = []
+    if st is not None and len(st):
+        for (system, condition, metric), sub in st.groupby(["system", "condition", "metric"], sort=False):
+            self_test.append({"system": system, "condition": condition, "metric": metric,
+                              "detected": int(sub["detected"].sum()), "n": len(sub),
+                              "variants": ", ".join(sub.loc[sub["detected"], "variant"]) or "—",
+                              "shift_se": fmt_sig(sub["shift_se"].iloc[0], 3)})
+    mde = [] if effects.mde is None or not len(effects.mde) else [
+        {"contrast": r.contrast, "metric": r.metric, "test": r.test,
+         "n": fmt_int(r.n_treatment) if r.test != "welch_t" else f"{fmt_int(r.n_treatment)} / {fmt_int(r.n_reference)}",
+         "mde": fmt_sig(r.mde_d, 3)} for r in effects.mde.itertuples()]
+    contrasts = effects.contrasts
+    context["effects"] = {
+        "verdict": effects.verdict, "failed": list(effects.failed),
+        "declared": effects.verdict != "NOT ASSESSED", "checks": checks,
+        "sesoi": f"{effects.sesoi:g}", "alpha": f"{effects.alpha:g}",
+        "units": [] if contrasts is None or not len(contrasts) else _forest_units(contrasts, effects.sesoi, effects.alpha),
+        "models": models, "icc": icc, "pooling": pooling, "self_test": self_test, "mde": mde,
+        "method": METHOD,
+    }
+    toc = context.setdefault("toc", [])
+    at = next((i for i, t in enumerate(toc) if t.get("anchor") == "drift"), len(toc))
+    toc.insert(at, {"anchor": "effects", "title": "Validity protocol and effect sizes"})
