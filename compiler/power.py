@@ -39,7 +39,11 @@ def minimum_detectable_effects(resolved: dict[str, Any], *, k_total: int | None 
     cand = resolved.get("candidates")
     if not es or (cand is None and k_total is None):
         return []
+    import numpy as np
     from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    def _solve(power_class, **kw) -> float:  # solve_power returns a 0-d or 1-element array
+        return float(np.ravel(power_class().solve_power(alpha=alpha, power=power, **kw))[0])
 
     alpha, power = resolved["analysis"]["alpha"], es["power"]
     if k_total is None:
@@ -49,8 +53,8 @@ def minimum_detectable_effects(resolved: dict[str, Any], *, k_total: int | None 
     for c in es["contrasts"]:
         if c["kind"] == "variant":
             label = f"{c['variant']} vs {c['reference']}"
-            mde = float(TTestPower().solve_power(nobs=k_total, alpha=alpha, power=power))
-            mde_w = float(TTestPower().solve_power(nobs=k_total * 3 / math.pi, alpha=alpha, power=power))
+            mde = _solve(TTestPower, nobs=k_total)
+            mde_w = _solve(TTestPower, nobs=k_total * 3 / math.pi)
             rows.append(dict(zip(MDE_COLUMNS, (label, c["family"], "effect_size_dz", "paired_t", k_total,
                                                k_total, alpha, power, mde))))
             rows.append(dict(zip(MDE_COLUMNS, (label, c["family"], "score_delta", "wilcoxon (ARE 3/π)",
@@ -59,8 +63,7 @@ def minimum_detectable_effects(resolved: dict[str, Any], *, k_total: int | None 
             label = f"{c['axis']}: {c['level']} vs {c['reference']}"
             n1 = k_total * sum(1 for lv in table.values() if lv[c["axis"]] == c["level"])
             n0 = k_total * sum(1 for lv in table.values() if lv[c["axis"]] == c["reference"])
-            mde = (float(TTestIndPower().solve_power(nobs1=n1, ratio=n0 / n1, alpha=alpha, power=power))
-                   if n1 >= 2 and n0 >= 2 else None)
+            mde = _solve(TTestIndPower, nobs1=n1, ratio=n0 / n1) if n1 >= 2 and n0 >= 2 else None
             rows.append(dict(zip(MDE_COLUMNS, (label, c["family"], "effect_size_d", "welch_t", n1, n0,
                                                alpha, power, mde))))
     return rows

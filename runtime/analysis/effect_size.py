@@ -67,9 +67,12 @@ def _nc_limit(t: float, df: float, target: float) -> float:
     from scipy.stats import nct
 
     def f(nc: float) -> float:
-        return float(nct.cdf(t, df, nc)) - target
+        v = float(nct.cdf(t, df, nc))
+        if math.isnan(v):  # scipy's nct.cdf is nan far in a tail, where it is ~1 (nc << t) or ~0
+            v = 1.0 if nc < t else 0.0
+        return v - target
 
-    width = 10.0 * math.sqrt(1.0 + t * t / (2.0 * df))
+    width = 4.0 * math.sqrt(1.0 + t * t / (2.0 * df))
     lo, hi = t - width, t + width
     for _ in range(60):
         if f(lo) > 0 > f(hi):

@@ -1,0 +1,291 @@
+"""Effect sizes, models, pooling, validity and the self-test (seed 003 §3.7) against the libraries.
+
+Every data set is generated inside the test from a seed; expected values come from scipy,
+statsmodels and wildboottest called directly (and a different root finder for the d intervals).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import optimize, stats
+
+from runtime.analysis.effect_size import effect_sizes, independent_contrast, paired_contrast
+from runtime.analysis.models import fit_models
+from runtime.analysis.pooling import pool_contrasts
+from runtime.analysis.sensitivity import plant_shift
+from runtime.analysis.validity import INCONCLUSIVE, VALID, check_validity
+
+
+def _nc_bisect(t: float, df: float, target: float) -> float:
+    """Independent inversion of the noncentral t (bisection on a wide bracket)."""
+    return optimize.bisect(lambda nc: stats.nct.cdf(t, df, nc) - target, t - 60, t + 60, xtol=1e-12)
+
+
+def _paired_frame(seed: int, *, n_jobs=2, k=30, conditions=("default",), effects=None, sd_noise=3.0,
+                  match_effect=12.0, systems=("s1",)) -> pd.DataFrame:
+    """A factorial paired frame (sex_gender x age_signal) with a base-candidate intercept."""
+    rng = np.random.default_rng(seed)
+    effects = effects or {"F": 2.0, "Older": 0.0}
+    variants = {"BASE": ("M", "Young"), "V01": ("M", "Older"), "V02": ("F", "Young"), "V03": ("F", "Older")}
+    rows = []
+    for system in systems:
+        for ci, cond in enumerate(conditions):
+            for j in range(n_jobs):
+                for c in range(k):
+                    m = int(c < k // 2)
+                    base = rng.normal(50, 8) + match_effect * m - 5 * ci
+                    for v, (g, a) in variants.items():
+                        s = base + rng.normal(0, sd_noise) + (effects["F"] if g == "F" else 0) \
+                            + (effects["Older"] if a == "Older" else 0)
+                        rows.append({"system": system, "condition": cond, "replicate": 0, "job_id": f"j{j}",
+                                     "cv_id": f"c{c:03d}", "variant": v, "score": s, "rank": 0,
+                                     "is_true_match": m, "sex_gender": g, "age_signal": a})
+    return pd.DataFrame(rows)
+
+
+CONTRASTS = [
+    {"kind": "axis", "axis": "sex_gender", "level": "F", "reference": "M", "family": "sex_gender"},
+    {"kind": "axis", "axis": "age_signal", "level": "Older", "reference": "Young", "family": "age_signal"},
+    {"kind": "variant", "variant": "V02", "reference": "BASE", "family": "variants"},
+    {"kind": "variant", "variant": "V03", "reference": "BASE", "family": "variants"},
+]
+
+
+@pytest.mark.parametrize("seed", [101, 202])
+def test_independent_contrast_equals_scipy_and_statsmodels(seed):
+    from statsmodels.stats.weightstats import ttost_ind
+
+    rng = np.random.default_rng(seed)
+    x1, x0 = rng.normal(0.3, 1.0, 57), rng.normal(0.0, 1.4, 83)
+    res = independent_contrast(x1, x0, sesoi=0.2)
+    n1, n0 = len(x1), len(x0)
+    sp = math.sqrt(((n1 - 1) * x1.var(ddof=1) + (n0 - 1) * x0.var(ddof=1)) / (n1 + n0 - 2))
+    d = (x1.mean() - x0.mean()) / sp
+    assert res["d"] == pytest.approx(d, rel=1e-12)
+    assert res["p_value"] == pytest.approx(stats.ttest_ind(x1, x0, equal_var=False).pvalue, rel=1e-12)
+    assert res["tost_p"] == pytest.approx(ttost_ind(x1, x0, -0.2 * sp, 0.2 * sp, usevar="unequal")[0], rel=1e-12)
+    t = stats.ttest_ind(x1, x0, equal_var=True).statistic
+    scale = math.sqrt(1 / n1 + 1 / n0)
+    df = n1 + n0 - 2
+    assert res["ci_low"] == pytest.approx(_nc_bisect(t, df, 0.975) * scale, abs=1e-8)
+    assert res["ci_high"] == pytest.approx(_nc_bisect(t, df, 0.025) * scale, abs=1e-8)
+    lo90, hi90 = _nc_bisect(t, df, 0.95) * scale, _nc_bisect(t, df, 0.05) * scale
+    assert res["margin"] == pytest.approx(max(abs(lo90), abs(hi90)), abs=1e-8)
+    # the exact interval is close to the large-sample one (Hedges & Olkin) at this n
+    se = math.sqrt((n1 + n0) / (n1 * n0) + d * d / (2 * (n1 + n0)))
+    assert res["ci_low"] == pytest.approx(d - 1.959964 * se, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", [303, 404])
+def test_paired_contrast_equals_scipy_and_statsmodels(seed):
+    from statsmodels.stats.weightstats import ttost_paired
+
+    rng = np.random.default_rng(seed)
+    x0 = rng.normal(50, 10, 64)
+    x1 = x0 + rng.normal(0.4, 2.0, 64)
+    res = paired_contrast(x1, x0, sesoi=0.2)
+    diff = x1 - x0
+    sd = diff.std(ddof=1)
+    assert res["d"] == pytest.approx(diff.mean() / sd, rel=1e-12)
+    assert res["p_value"] == pytest.approx(stats.ttest_rel(x1, x0).pvalue, rel=1e-12)
+    assert res["tost_p"] == pytest.approx(ttost_paired(x1, x0, -0.2 * sd, 0.2 * sd)[0], rel=1e-12)
+    t, n = stats.ttest_rel(x1, x0).statistic, len(x1)
+    assert res["ci_low"] == pytest.approx(_nc_bisect(t, n - 1, 0.975) / math.sqrt(n), abs=1e-8)
+    assert res["ci_high"] == pytest.approx(_nc_bisect(t, n - 1, 0.025) / math.sqrt(n), abs=1e-8)
+    lo90, hi90 = _nc_bisect(t, n - 1, 0.95) / math.sqrt(n), _nc_bisect(t, n - 1, 0.05) / math.sqrt(n)
+    assert res["margin"] == pytest.approx(max(abs(lo90), abs(hi90)), abs=1e-8)
+
+
+def test_zero_variance_leaves_d_undefined():
+    res = paired_contrast(np.full(10, 0.5), np.full(10, 0.5), sesoi=0.2)
+    assert math.isnan(res.get("d", math.nan)) and "zero variance" in res["notes"]
+
+
+def test_effect_sizes_bh_within_family_and_joint_criterion():
+    from statsmodels.stats.multitest import multipletests
+
+    paired = _paired_frame(7, effects={"F": 6.0, "Older": 0.3}, conditions=("default", "casual"))
+    out = effect_sizes(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
+    assert len(out) == 8  # 4 contrasts x 2 conditions
+    for fam, sub in out.groupby("family"):
+        assert np.allclose(sub["q_value"], multipletests(sub["p_value"], method="fdr_bh")[1])
+    expect = (out["d"].abs() >= 0.2) & (out["q_value"] < 0.05)
+    assert (out["meaningful"] == expect).all()
+    v02 = out[(out["contrast"] == "V02 vs BASE") & (out["condition"] == "default")].iloc[0]
+    assert v02["meaningful"] and v02["d"] > 1  # a 6-point shift against 3-point noise
+
+
+def test_mixedlm_and_cluster_models_equal_statsmodels_directly():
+    import statsmodels.formula.api as smf
+
+    paired = _paired_frame(11, n_jobs=3, k=15, effects={"F": 1.5, "Older": -1.0})
+    out = fit_models(paired, axes={"sex_gender": "M", "age_signal": "Young"}, controls=["job"],
+                     alpha=0.05, wild_bootstrap=999, seed=5)
+    df = paired.assign(F=(paired["sex_gender"] == "F").astype(float),
+                       O=(paired["age_signal"] == "Older").astype(float),
+                       template=paired["job_id"] + "/" + paired["cv_id"])
+    mres = smf.mixedlm("score ~ F + O + C(job_id)", df, groups=df["template"]).fit(reml=True)
+    mixed = out[out["model"] == "mixedlm"].set_index("term")
+    assert mixed.loc["sex_gender[F]", "coef"] == pytest.approx(mres.fe_params["F"], rel=1e-6)
+    assert mixed.loc["age_signal[Older]", "coef"] == pytest.approx(mres.fe_params["O"], rel=1e-6)
+    assert mixed.loc["sex_gender[F]", "se"] == pytest.approx(mres.bse_fe["F"], rel=1e-5)
+    var_t = float(mres.cov_re.iloc[0, 0])
+    icc = var_t / (var_t + mres.scale)
+    assert mixed["icc"].iloc[0] == pytest.approx(icc, rel=1e-6)
+    assert 0.5 < icc < 1  # base-candidate intercepts (SD 8 + match) dominate the noise (SD 3)
+    ols = smf.ols("score ~ F + O + C(job_id)", df)
+    by_template = ols.fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(df["template"])[0]})
+    ct = out[out["model"] == "ols_cluster_template"].set_index("term")
+    assert ct.loc["sex_gender[F]", "se"] == pytest.approx(by_template.bse["F"], rel=1e-8)
+    assert ct.loc["sex_gender[F]", "p_value"] == pytest.approx(by_template.pvalues["F"], rel=1e-8)
+    assert ct["n_clusters"].iloc[0] == 45
+    # 45 templates >= 30: no wild bootstrap, and the report row says so
+    wild = out[out["model"] == "wild_bootstrap"]
+    assert len(wild) == 1 and "45 templates" in wild["notes"].iloc[0]
+
+
+def test_wild_cluster_bootstrap_equals_wildboottest_directly():
+    import statsmodels.api as sm
+    from wildboottest.wildboottest import wildboottest
+
+    paired = _paired_frame(13, n_jobs=1, k=12, effects={"F": 1.0, "Older": 0.0})
+    out = fit_models(paired, axes={"sex_gender": "M", "age_signal": "Young"}, controls=["job"],
+                     alpha=0.05, wild_bootstrap=999, seed=42)
+    wild = out[out["model"] == "wild_bootstrap"].set_index("term")
+    assert len(wild) == 2 and wild["n_clusters"].iloc[0] == 12
+    X = pd.DataFrame({"const": 1.0, "sex_gender[F]": (paired["sex_gender"] == "F").astype(float),
+                      "age_signal[Older]": (paired["age_signal"] == "Older").astype(float)})
+    cluster = pd.factorize(paired["job_id"] + "/" + paired["cv_id"])[0]
+    direct = wildboottest(sm.OLS(paired["score"], X), B=999, cluster=cluster, param="sex_gender[F]",
+                          weights_type="rademacher", seed=42, parallel=False, show=False)
+    assert wild.loc["sex_gender[F]", "p_value"] == pytest.approx(float(np.ravel(direct["p-value"].iloc[0])[0]))
+    assert wild.loc["sex_gender[F]", "statistic"] == pytest.approx(float(np.ravel(direct["statistic"].iloc[0])[0]))
+
+
+def test_dersimonian_laird_equals_combine_effects():
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    # conditions that differ in the F effect: heterogeneous, tau^2 > 0
+    frames = [_paired_frame(17 + i, k=40, effects={"F": e, "Older": 0.0}, conditions=(c,))
+              for i, (c, e) in enumerate([("a", 0.0), ("b", 4.0), ("c", 8.0)])]
+    paired = pd.concat(frames, ignore_index=True)
+    contrast = [CONTRASTS[2]]
+    per = effect_sizes(paired, contrasts=contrast, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
+    res = combine_effects(per["d"].to_numpy(), per["var_d"].to_numpy(), method_re="dl")
+    assert res.tau2 > 0
+    pooled = pool_contrasts(paired, contrasts=contrast, axes=["sex_gender", "age_signal"], sesoi=0.2,
+                            pool_over="condition").iloc[0]
+    assert pooled["pooled"] and pooled["k_units"] == 3
+    assert pooled["tau2"] == pytest.approx(res.tau2, rel=1e-10)
+    assert pooled["i2"] == pytest.approx(res.i2, rel=1e-10)
+    assert pooled["q"] == pytest.approx(res.q, rel=1e-10)
+    assert pooled["d_re"] == pytest.approx(res.mean_effect_re, rel=1e-10)
+
+
+#: Seed of a homogeneous draw (Q < k - 1) for the truncation test.
+SEED_HOMOG = 70
+
+
+def test_dersimonian_laird_truncates_tau2_at_zero():
+    """statsmodels 0.15 returns a negative DL tau^2 when Q < k - 1; DL defines it as max(0, .)."""
+    frames = [_paired_frame(SEED_HOMOG + i, k=40, effects={"F": 2.0, "Older": 0.0}, conditions=(c,))
+              for i, c in enumerate(["a", "b", "c", "d"])]
+    paired = pd.concat(frames, ignore_index=True)
+    contrast = [CONTRASTS[2]]
+    per = effect_sizes(paired, contrasts=contrast, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
+    w = 1 / per["var_d"].to_numpy()
+    d = per["d"].to_numpy()
+    q = float((w * (d - (w * d).sum() / w.sum()) ** 2).sum())
+    pooled = pool_contrasts(paired, contrasts=contrast, axes=["sex_gender", "age_signal"], sesoi=0.2,
+                            pool_over="condition").iloc[0]
+    assert pooled["q"] == pytest.approx(q, rel=1e-10)
+    if q < 3:  # homogeneous draw: the truncation branch
+        from statsmodels.stats.meta_analysis import combine_effects
+
+        assert combine_effects(d, per["var_d"].to_numpy(), method_re="dl").tau2 < 0  # untruncated
+        assert pooled["tau2"] == 0 and pooled["i2"] == 0
+        assert pooled["d_re"] == pytest.approx((w * d).sum() / w.sum(), rel=1e-10)
+    else:
+        pytest.fail(f"seeded draw expected to be homogeneous, Q = {q}")
+
+
+def test_single_condition_cannot_pool():
+    paired = _paired_frame(3)
+    out = pool_contrasts(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2,
+                         pool_over="condition")
+    assert not out["pooled"].any()
+    assert out["notes"].str.startswith("cannot pool: a single condition (default)").all()
+    by_job = pool_contrasts(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2,
+                            pool_over="job")
+    assert by_job["pooled"].all() and (by_job["k_units"] == 2).all()
+
+
+VALIDITY = {"positive_control": {"contrast": "match", "min_d": 0.5, "direction": "higher"},
+            "manipulation_checks": [],
+            "distribution": {"min_sd": 0.01, "ceiling": 0.95, "max_ceiling_share": 0.5}}
+
+
+def _validity(paired, config=VALIDITY):
+    return check_validity(paired, config=config, reference="BASE", axes=["sex_gender", "age_signal"],
+                          score_range={"s1": (0.0, 100.0)}, alpha=0.05)
+
+
+def test_validity_passes_for_a_content_sensitive_system():
+    res = _validity(_paired_frame(5))
+    assert res.verdict == VALID, res.failed
+    pc = res.checks[res.checks["check"] == "positive_control"].iloc[0]
+    assert pc["value"] > 1 and pc["q_value"] < 0.05
+
+
+@pytest.mark.parametrize("kind", ["constant", "random"])
+def test_content_blind_system_is_inconclusive(kind):
+    paired = _paired_frame(9)
+    rng = np.random.default_rng(99)
+    paired["score"] = 50.0 if kind == "constant" else rng.uniform(0, 100, len(paired))
+    res = _validity(paired)
+    assert res.verdict == INCONCLUSIVE
+    failed = set(res.checks.loc[~res.checks["passed"], "check"])
+    assert "positive_control" in failed
+    if kind == "constant":
+        assert "distribution_sd" in failed
+
+
+def test_manipulation_check_direction_and_missing_condition():
+    paired = _paired_frame(21, conditions=("default", "borderline"))  # borderline is 5 points lower
+    ok = dict(VALIDITY, manipulation_checks=[{"condition": "borderline", "against": "default",
+                                              "direction": "lower", "min_d": 0.2}])
+    assert _validity(paired, ok).verdict == VALID
+    wrong = dict(VALIDITY, manipulation_checks=[{"condition": "borderline", "against": "default",
+                                                 "direction": "higher", "min_d": 0.0}])
+    assert _validity(paired, wrong).verdict == INCONCLUSIVE
+    absent = dict(VALIDITY, manipulation_checks=[{"condition": "casual", "against": "default",
+                                                  "direction": "lower", "min_d": 0.0}])
+    res = _validity(paired, absent)
+    assert res.verdict == INCONCLUSIVE and "not in the data" in res.failed[0]
+
+
+def test_ceiling_check_fails_when_scores_pile_up_at_the_top():
+    paired = _paired_frame(23)
+    paired["score"] = np.clip(paired["score"] + 60, 0, 100)
+    res = _validity(paired)
+    assert res.verdict == INCONCLUSIVE
+    assert "distribution_ceiling" in set(res.checks.loc[~res.checks["passed"], "check"])
+
+
+def test_plant_shift_sets_paired_t_to_the_planted_se():
+    paired = _paired_frame(31, n_jobs=2, k=100, effects={"F": 3.0, "Older": -1.0})
+    planted, plants = plant_shift(paired, reference="BASE", shift_se=2.0)
+    out = effect_sizes(planted, contrasts=CONTRASTS[2:], axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
+    assert np.allclose(out["statistic"], 2.0)
+    assert (out["q_value"] < 0.05).all()  # n = 200: p = 2·t.sf(2, 199) = 0.047
+    base = paired[paired["variant"] == "BASE"].reset_index(drop=True)
+    assert np.array_equal(planted[planted["variant"] == "BASE"].sort_values(["job_id", "cv_id"])["score"].to_numpy(),
+                          base.sort_values(["job_id", "cv_id"])["score"].to_numpy())
+    assert set(plants.columns) >= {"system", "condition", "variant", "se", "shift"}
+
+
+

@@ -1,0 +1,153 @@
+"""The effect-size family and validity protocol through the real CLI (precomputed scores).
+
+A system that ignores resume content must come out INCONCLUSIVE (exit 5), never PASS; the planted
+shift must show in the sensitivity table; effects.csv must carry the numbers the report shows.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import run_cli
+
+SPEC = """\
+audit: effects-cli
+title: Effect sizes through the CLI
+seed: 11
+axes:
+  sex_gender:
+    slot: name
+    levels: [M, F]
+    cues: {M: John Smith, F: Jane Smith}
+  age_signal:
+    slot: age
+    levels: [Young, Older]
+    cues: {Young: "Graduation year: 2018", Older: "Graduation year: 1993"}
+variants:
+  reference: BASE
+  design: factorial
+jobs:
+  - {id: j1}
+  - {id: j2}
+systems:
+  - {id: vendor, kind: precomputed, path: scores.csv, score_range: [0, 100]}
+analysis:
+  k: {counterfactual: 5, group: 5, merit: 5}
+  effect_size: {sesoi: 0.2, planted_shift_se: 2.0}
+  validity:
+    positive_control: {contrast: match, min_d: 0.5}
+"""
+VARIANTS = {"BASE": ("M", "Young"), "V01": ("M", "Older"), "V02": ("F", "Young"), "V03": ("F", "Older")}
+
+
+def scores_csv(kind: str, *, seed: int, k: int = 60) -> str:
+    """Scores of a content-sensitive system (``good``), a constant one, or a seeded random one."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for job in ("j1", "j2"):
+        for c in range(k):
+            match = int(c < k // 2)
+            base = rng.normal(45, 8) + 15 * match
+            for v, (g, _a) in VARIANTS.items():
+                if kind == "good":
+                    score = base + rng.normal(0, 3) + (1.0 if g == "F" else 0.0)
+                elif kind == "constant":
+                    score = 50.0
+                else:
+                    score = rng.uniform(0, 100)
+                rows.append({"job_id": job, "cv_id": f"c{c:03d}", "variant": v, "score": round(score, 6),
+                             "is_true_match": match})
+    return pd.DataFrame(rows).to_csv(index=False)
+
+
+def _run(write_spec, tmp_path, kind, seed=2024):
+    spec = write_spec(SPEC, **{"scores.csv": scores_csv(kind, seed=seed)})
+    assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
+    return proc, run_dir
+
+
+@pytest.mark.parametrize("kind", ["constant", "random"])
+def test_content_blind_system_is_inconclusive_exit_5(write_spec, tmp_path, kind):
+    proc, run_dir = _run(write_spec, tmp_path, kind)
+    assert proc.returncode == 5, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "INCONCLUSIVE" in proc.stderr and "positive_control" in proc.stderr
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "done" and run["validity"]["verdict"] == "INCONCLUSIVE"
+    html = (run_dir / "report.html").read_text()
+    top = html[: html.index('<nav class="toc">')]
+    assert "Validity protocol: INCONCLUSIVE" in top  # said at the top, before the contents
+    effects = pd.read_csv(run_dir / "effects.csv")
+    pc = effects[(effects["section"] == "validity") & (effects["check"] == "positive_control")]
+    assert not pc["passed"].astype(bool).any()
+    if kind == "constant":
+        sd = effects[(effects["section"] == "validity") & (effects["check"] == "distribution_sd")]
+        assert sd["value"].iloc[0] == 0 and not bool(sd["passed"].iloc[0])
+
+
+def test_content_sensitive_system_is_valid_and_reports_everything(write_spec, tmp_path):
+    proc, run_dir = _run(write_spec, tmp_path, "good")
+    assert proc.returncode == 0, proc.stderr
+    assert "validity protocol: VALID" in proc.stdout
+    effects = pd.read_csv(run_dir / "effects.csv")
+    assert set(effects["section"]) == {"contrast", "model", "pooling", "validity", "self_test", "mde"}
+    contrasts = effects[effects["section"] == "contrast"]
+    assert set(contrasts["contrast"]) == {"sex_gender: F vs M", "age_signal: Older vs Young",
+                                          "V01 vs BASE", "V02 vs BASE", "V03 vs BASE"}
+    # the report shows effects.csv's numbers
+    html = (run_dir / "report.html").read_text()
+    v02 = contrasts[contrasts["contrast"] == "V02 vs BASE"].iloc[0]
+    assert f"{v02['d']:+.3f}".replace("-", "−") in html
+    assert "Forest plot of d" in html and "Validity protocol: VALID" in html
+    # planted 2 SE per variant, n = 120 base candidates: the paired t detects every plant
+    st = effects[effects["section"] == "self_test"]
+    dz = st[st["metric"] == "effect_size_dz"]
+    assert len(dz) == 3 and dz["detected"].astype(bool).all()
+    assert np.allclose(dz["shift"], 2.0 * dz["se"])
+    assert {"score_delta", "marc", "flip_rate"} <= set(st["metric"])
+    assert "Variants detected" in html
+    # one condition: DL says it cannot pool
+    pool = effects[effects["section"] == "pooling"]
+    assert pool["notes"].str.startswith("cannot pool").all()
+    # compile-time MDE (precomputed: from the score file's K = 120)
+    mde = effects[effects["section"] == "mde"]
+    from statsmodels.stats.power import TTestPower
+
+    paired_mde = mde[(mde["metric"] == "effect_size_dz")]["mde_d"].iloc[0]
+    assert paired_mde == pytest.approx(float(np.ravel(TTestPower().solve_power(nobs=120, alpha=0.05, power=0.8))[0]))
+
+
+def test_planted_shift_detected_by_score_delta_at_a_larger_shift(write_spec, tmp_path):
+    spec = write_spec(SPEC.replace("planted_shift_se: 2.0", "planted_shift_se: 5.0"),
+                      **{"scores.csv": scores_csv("good", seed=7)})
+    assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
+    st = pd.read_csv(run_dir / "effects.csv").query("section == 'self_test'")
+    for metric in ("effect_size_dz", "score_delta"):
+        assert st[st["metric"] == metric]["detected"].astype(bool).all(), metric
+
+
+def test_compile_prints_minimum_detectable_effects(write_spec, tmp_path):
+    text = SPEC.replace("jobs:\n  - {id: j1}\n  - {id: j2}",
+                        "jobs:\n  - {id: data-analyst, description: Analyse data}").replace(
+        "systems:\n  - {id: vendor, kind: precomputed, path: scores.csv, score_range: [0, 100]}",
+        "candidates: {base_per_job: 50, matching_per_job: 25}\nsystems:\n  - {id: m, kind: embedding}")
+    spec = write_spec(text)
+    proc = run_cli("compile", spec.name, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    assert "minimum detectable |d|" in proc.stdout
+    assert f"{TTestPower().solve_power(nobs=50, alpha=0.05, power=0.8):.3f}" in proc.stdout
+    # axis contrast: 2 of 4 factorial variants at each level -> 100 vs 100 resumes
+    assert f"{TTestIndPower().solve_power(nobs1=100, ratio=1.0, alpha=0.05, power=0.8):.3f}" in proc.stdout
+    plan = json.loads((tmp_path / "spec.plan.json").read_text())
+    assert len(plan["sensitivity"]) == 2 + 3 * 2  # 2 axis rows + 3 variants x (d_z, score_delta)
