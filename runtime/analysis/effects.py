@@ -21,6 +21,10 @@ SECTIONS = {"contrast": "contrasts", "model": "models", "pooling": "pooling", "v
             "self_test": "self_test", "mde": "mde"}
 
 
+#: Integer columns of ``effects.csv`` (stacking the tables would otherwise print them as floats).
+COUNT_COLUMNS = ("n_treatment", "n_reference", "n_obs", "n_clusters", "k_units", "q_df", "n")
+
+
 @dataclass
 class EffectsResult:
     """Frames of the family; ``verdict`` is VALID, INCONCLUSIVE or NOT ASSESSED (no protocol)."""
@@ -46,6 +50,8 @@ class EffectsResult:
         if not parts:
             return pd.DataFrame(columns=["section"])
         out = pd.concat(parts, ignore_index=True, sort=False)
+        counts = [c for c in COUNT_COLUMNS if c in out.columns]
+        out[counts] = out[counts].astype("Float64").round().astype("Int64")  # counts print as integers
         return out[["section"] + [c for c in out.columns if c != "section"]]
 
 
