@@ -289,3 +289,34 @@ def test_plant_shift_sets_paired_t_to_the_planted_se():
 
 
 
+
+
+def test_planted_self_test_table_shows_which_metrics_detect_2_se():
+    from compiler.catalog import default_thresholds
+    from runtime.analysis import analyse
+    from runtime.analysis.sensitivity import planted_self_test
+    from runtime.rank import rank_within_groups
+
+    paired = _paired_frame(37, n_jobs=2, k=60, effects={"F": 0.0, "Older": 0.0})
+    paired = rank_within_groups(paired.drop(columns=["rank"]))
+    settings = dict(reference="BASE", k={"counterfactual": 10, "group": 10, "merit": 10}, alpha=0.05,
+                    n_bootstrap=100, seed=1, thresholds=default_thresholds(), score_range={"s1": (0.0, 100.0)})
+
+    def suite(frame):
+        return analyse(frame, **settings).metrics
+
+    observed = suite(paired)
+    eff = effect_sizes(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
+    table = planted_self_test(paired, reference="BASE", shift_se=2.0, alpha=0.05, sesoi=0.2,
+                              axes=["sex_gender", "age_signal"], observed_metrics=observed,
+                              observed_effects=eff, analyse_metrics=suite)
+    assert len(table) == 3 * (1 + 9)  # 3 variants x (d_z + the nine seed 000 metrics)
+    dz = table[table["metric"] == "effect_size_dz"]
+    assert dz["detected"].all() and np.allclose(dz["p_adj_null"], 1.0)  # null copy: t = 0 exactly
+    # a shift shared by every candidate of a variant moves no rank: rank metrics equal the null copy's
+    for metric in ("marc", "flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k"):
+        sub = table[table["metric"] == metric]
+        assert not sub["detected"].any(), metric
+        assert np.allclose(sub["value_planted"], sub["value_null"], equal_nan=True), metric
+    sd = table[table["metric"] == "score_delta"]
+    assert np.allclose(sd["value_planted"], sd["shift"] / 100.0)  # normalised by score_range

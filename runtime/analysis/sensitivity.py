@@ -9,8 +9,13 @@ score_i(reference) per base candidate, n base candidates and SE = sd(diff)/sqrt(
 so the paired differences keep their spread and their mean becomes exactly ``shift_se`` standard
 errors (the paired t statistic of the planted copy is ``shift_se``). The copy is re-ranked and every
 metric is recomputed: the effect-size paired contrast (d_z, paired t, BH over variants) and the
-seed 000 metric suite (:func:`runtime.analysis.analyse`, BH over the run). A metric **detects** the
-plant when its adjusted p-value is below α. The result is the sensitivity table: which metrics
+seed 000 metric suite (:func:`runtime.analysis.analyse`, BH over the run). The same is done on the
+**null copy** (shift 0: each variant's differences centred on zero). A metric **detects** the plant
+when its adjusted p-value is below α on the planted copy and not on the null copy; a metric that is
+significant on the null copy as well reacts to something other than the planted shift (for
+example ``impact_ratio``'s Fisher test, which compares selections that differ at any shift), and is
+reported as not detecting it. Rank-based metrics cannot see the plant at all: a shift that is the
+same for every base candidate of a variant moves no rank within that variant. The result is the sensitivity table: which metrics
 would have flagged a bias of that size. A variant whose differences have zero spread gets no plant
 (SE = 0) and is reported as such.
 
@@ -26,9 +31,10 @@ import numpy as np
 import pandas as pd
 
 SELF_TEST_COLUMNS = ("system", "condition", "variant", "metric", "shift_se", "shift", "se",
-                     "value_observed", "value_planted", "p_adj_observed", "p_adj_planted", "detected",
-                     "notes")
+                     "value_observed", "value_null", "value_planted", "p_adj_observed", "p_adj_null",
+                     "p_adj_planted", "detected", "notes")
 NOTE_ZERO_SE = "paired differences have zero spread: nothing can be planted (SE = 0)"
+NOTE_NULL_SIG = "significant on the null copy too: it does not isolate the planted shift"
 EFFECT_METRIC = "effect_size_dz"
 
 
@@ -92,38 +98,46 @@ def planted_self_test(paired: pd.DataFrame, *, reference: str, shift_se: float, 
     from runtime.analysis.effect_size import effect_sizes
 
     planted, plants = plant_shift(paired, reference=reference, shift_se=shift_se)
+    null, _ = plant_shift(paired, reference=reference, shift_se=0.0)
     variants = [{"kind": "variant", "variant": v, "reference": reference, "family": "variants"}
                 for v in sorted(plants["variant"].unique())]
-    planted_eff = effect_sizes(planted, contrasts=variants, axes=axes, sesoi=sesoi, alpha=alpha)
-    planted_met = analyse_metrics(planted)
-    obs_eff = observed_effects[observed_effects["kind"] == "variant"] if len(observed_effects) else observed_effects
+    key = ["system", "condition", "variant"]
+    eff = {}
+    for name, frame in (("planted", planted), ("null", null)):
+        e = effect_sizes(frame, contrasts=variants, axes=axes, sesoi=sesoi, alpha=alpha)
+        eff[name] = e.assign(metric=EFFECT_METRIC, value=e["d"], p_adj=e["q_value"])[key + ["metric", "value", "p_adj"]]
+    met = {name: analyse_metrics(frame)[key + ["metric", "value", "p_adj"]]
+           for name, frame in (("planted", planted), ("null", null))}
+    obs_eff = observed_effects[observed_effects["kind"] == "variant"] if len(observed_effects) else None
+    observed = [observed_metrics[key + ["metric", "value", "p_adj"]]]
+    if obs_eff is not None:
+        observed.append(obs_eff.assign(metric=EFFECT_METRIC, value=obs_eff["d"], p_adj=obs_eff["q_value"])[
+            key + ["metric", "value", "p_adj"]])
+    obs = pd.concat(observed, ignore_index=True).set_index(key + ["metric"])
+    nul = pd.concat([eff["null"], met["null"]], ignore_index=True).set_index(key + ["metric"])
+    planted_all = pd.concat([eff["planted"], met["planted"]], ignore_index=True)
+    plant_of = plants.set_index(key)
     rows = []
-    plant_of = plants.set_index(["system", "condition", "variant"])
-    for r in planted_eff.itertuples():
-        p = plant_of.loc[(r.system, r.condition, r.variant)]
-        o = obs_eff[(obs_eff["system"] == r.system) & (obs_eff["condition"] == r.condition)
-                    & (obs_eff["variant"] == r.variant)] if len(obs_eff) else obs_eff
-        rows.append(_row(r.system, r.condition, r.variant, EFFECT_METRIC, shift_se, p,
-                         o["d"].iloc[0] if len(o) else math.nan, r.d,
-                         o["q_value"].iloc[0] if len(o) else math.nan, r.q_value, alpha))
-    obs = observed_metrics.set_index(["system", "condition", "metric", "variant"])
-    for r in planted_met[planted_met["variant"] != reference].itertuples():
-        p = plant_of.loc[(r.system, r.condition, r.variant)]
-        k = (r.system, r.condition, r.metric, r.variant)
-        o = obs.loc[k] if k in obs.index else None
-        rows.append(_row(r.system, r.condition, r.variant, r.metric, shift_se, p,
-                         o["value"] if o is not None else math.nan, r.value,
-                         o["p_adj"] if o is not None else math.nan, r.p_adj, alpha))
+    for r in planted_all[planted_all["variant"] != reference].itertuples():
+        k = (r.system, r.condition, r.variant, r.metric)
+        rows.append(_row(k, shift_se, plant_of.loc[k[:3]], obs.loc[k] if k in obs.index else None,
+                         nul.loc[k] if k in nul.index else None, r.value, r.p_adj, alpha))
     return pd.DataFrame(rows, columns=list(SELF_TEST_COLUMNS))
 
 
-def _row(system, condition, variant, metric, shift_se, plant: Mapping, v_obs, v_pl, q_obs, q_pl, alpha):
+def _f(x) -> float:
+    return float(x) if x is not None and not pd.isna(x) else math.nan
+
+
+def _row(k, shift_se, plant: Mapping, obs, null, v_pl, q_pl, alpha) -> dict[str, object]:
     se = float(plant["se"])
-    q_pl = float(q_pl) if q_pl is not None and not pd.isna(q_pl) else math.nan
-    return {"system": system, "condition": condition, "variant": variant, "metric": metric,
+    q_pl, q_null = _f(q_pl), _f(null["p_adj"]) if null is not None else math.nan
+    null_sig = math.isfinite(q_null) and q_null < alpha
+    detected = bool(se > 0 and math.isfinite(q_pl) and q_pl < alpha and not null_sig)
+    notes = NOTE_ZERO_SE if se <= 0 else (NOTE_NULL_SIG if null_sig else "")
+    return {"system": k[0], "condition": k[1], "variant": k[2], "metric": k[3],
             "shift_se": shift_se, "shift": float(plant["shift"]), "se": se,
-            "value_observed": float(v_obs) if not pd.isna(v_obs) else math.nan,
-            "value_planted": float(v_pl) if not pd.isna(v_pl) else math.nan,
-            "p_adj_observed": float(q_obs) if not pd.isna(q_obs) else math.nan,
-            "p_adj_planted": q_pl, "detected": bool(se > 0 and math.isfinite(q_pl) and q_pl < alpha),
-            "notes": "" if se > 0 else NOTE_ZERO_SE}
+            "value_observed": _f(obs["value"]) if obs is not None else math.nan,
+            "value_null": _f(null["value"]) if null is not None else math.nan, "value_planted": _f(v_pl),
+            "p_adj_observed": _f(obs["p_adj"]) if obs is not None else math.nan, "p_adj_null": q_null,
+            "p_adj_planted": q_pl, "detected": detected, "notes": notes}
