@@ -38,7 +38,7 @@ MODEL_COLUMNS = ("model", "term", "axis", "level", "reference", "coef", "se", "c
                  "statistic", "p_value", "d", "n_obs", "n_clusters", "icc", "var_template",
                  "var_residual", "notes")
 CONTROL_COLUMNS = {"job": "job_id", "seniority": "seniority", "system": "system", "condition": "condition"}
-NOTE_NO_CONTROL = "control {control!r}: {why}; left out"
+NOTE_NO_CONTROL = "control {control!r} left out: {why}"
 NOTE_WILD_SKIPPED = "wild cluster bootstrap not run: {n} templates (run below {cap})"
 NOTE_FIT_FAILED = "{model} could not be fitted: {err}"
 

@@ -89,6 +89,7 @@ def add_effects(context: dict[str, Any], effects) -> None:
     if m is not None and len(m):
         for r in m.itertuples():
             models.append({"model": MODEL_LABELS.get(r.model, r.model), "term": _t(r.term) or "—",
+                           "model_id": r.model,
                            "coef": fmt_sig(r.coef, signed=True), "se": fmt_sig(r.se),
                            "ci": "" if is_missing(r.ci_low) else fmt_ci(r.ci_low, r.ci_high, signed=True),
                            "p": fmt_p(r.p_value), "d": fmt_sig(r.d, 3, signed=True),
@@ -121,7 +122,9 @@ def add_effects(context: dict[str, Any], effects) -> None:
         "declared": effects.verdict != "NOT ASSESSED", "checks": checks,
         "sesoi": f"{effects.sesoi:g}", "alpha": f"{effects.alpha:g}",
         "units": [] if contrasts is None or not len(contrasts) else _forest_units(contrasts, effects.sesoi, effects.alpha),
-        "models": models, "icc": icc, "pooling": pooling, "self_test": self_test, "mde": mde,
+        "models": models, "icc": icc,
+        "model_notes": list(dict.fromkeys(part for r in models for part in r["notes"].split("; ") if part)),
+        "pooling": pooling, "self_test": self_test, "mde": mde,
         "method": METHOD,
     }
     toc = context.setdefault("toc", [])
