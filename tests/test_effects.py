@@ -320,3 +320,22 @@ def test_planted_self_test_table_shows_which_metrics_detect_2_se():
         assert np.allclose(sub["value_planted"], sub["value_null"], equal_nan=True), metric
     sd = table[table["metric"] == "score_delta"]
     assert np.allclose(sd["value_planted"], sd["shift"] / 100.0)  # normalised by score_range
+
+
+def test_models_with_several_conditions_and_systems_use_the_controls():
+    import statsmodels.formula.api as smf
+
+    paired = _paired_frame(51, n_jobs=2, k=20, conditions=("default", "borderline"), systems=("s1", "s2"),
+                           effects={"F": 2.0, "Older": 0.0})
+    out = fit_models(paired, axes={"sex_gender": "M", "age_signal": "Young"},
+                     controls=["job", "system", "condition"], alpha=0.05, wild_bootstrap=999, seed=5)
+    assert not out["notes"].str.contains("left out").any()
+    df = paired.assign(F=(paired["sex_gender"] == "F").astype(float),
+                       O=(paired["age_signal"] == "Older").astype(float))
+    ref = smf.ols("score ~ F + O + C(job_id) + C(system) + C(condition)", df).fit()
+    ols = out[out["model"] == "ols"].set_index("term")
+    assert ols.loc["sex_gender[F]", "coef"] == pytest.approx(ref.params["F"], rel=1e-9)
+    assert ols.loc["sex_gender[F]", "se"] == pytest.approx(ref.bse["F"], rel=1e-9)
+    # a résumé instance is scored by both systems under both conditions: 4 rows per cluster
+    cand = out[out["model"] == "ols_cluster_candidate"]
+    assert cand["n_clusters"].iloc[0] == len(paired) // 4
