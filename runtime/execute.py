@@ -212,8 +212,7 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
 
     try:
         result = _run_stages(compiled, lock, folder, timings, quiet)
-        with stage_timer(timings, "sign"):
-            seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish)
+        seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings)
     except BaseException as err:
         run["status"] = "failed"
         run["error"] = f"{type(err).__name__}: {err}"
@@ -280,6 +279,7 @@ def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, tim
             from runtime.sign import provenance_context
 
             context["provenance"] = provenance_context(run_dir, run, folder.keys)
+            context["toc"].append({"anchor": "provenance", "title": "Reproduction and signature"})
             (run_dir / "report.html").write_text(render_html(context), encoding="utf-8")
             run["artifacts"].append("report.html")
             folder.save()

@@ -298,18 +298,21 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
 
 
 def seal_run(folder, *, lock: dict[str, Any], resolved: dict[str, Any], keys, git: dict[str, Any] | None,
-             finish) -> dict[str, Any]:
+             finish, timings: dict[str, float] | None = None) -> dict[str, Any]:
     """Sign the PDF, copy the public key material, let ``finish()`` write run.json the last time,
     then write the manifest and its envelope. Returns the manifest."""
     from runtime.keys import copy_public
+    from runtime.progress import stage_timer
 
     run_dir, run = folder.path, folder.run
     if keys is not None:
-        if (run_dir / "report.pdf").exists():
-            run["pdf_signature"] = sign_pdf(
-                run_dir / "report.pdf", keys, reason=f"audit {run['audit']} run {run['run_id']}: report as generated",
-                extra_lines=[f"Spec sha256 {lock['spec_digest']['digest'][:16]}... seed {run['seed']}"])
-        run["artifacts"] += copy_public(keys, run_dir)
+        with stage_timer(timings if timings is not None else {}, "sign"):
+            if (run_dir / "report.pdf").exists():
+                run["pdf_signature"] = sign_pdf(
+                    run_dir / "report.pdf", keys,
+                    reason=f"audit {run['audit']} run {run['run_id']}: report as generated",
+                    extra_lines=[f"Spec sha256 {lock['spec_digest']['digest'][:16]}... seed {run['seed']}"])
+            run["artifacts"] += copy_public(keys, run_dir)
     run["signed"] = keys is not None
     finish()
     manifest = build_manifest(run_dir, run=run, lock=lock, resolved=resolved, git=git,
