@@ -151,14 +151,20 @@ def execute(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     fail_on: Annotated[Optional[Gate], typer.Option("--fail-on", help="Exit 4 when any metric has this status (INVESTIGATE includes FAIL).")] = None,
     tier: Annotated[TierName, typer.Option("--tier", help="Threshold tier the gate reads.")] = TierName.research,
-    key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Signing keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys. Without keys the run is written unsigned.", show_default=False)] = None,
+    key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Signing keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys. A named directory without keys is an error; an empty default means an unsigned run.", show_default=False)] = None,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     from runtime.execute import execute as run_execute, gate_tripped
-    from runtime.keys import default_key_dir, load_keys
+    import os
+
+    from compiler.errors import AuditError
+    from runtime.keys import KEY_DIR_ENV, default_key_dir, load_keys
 
     kd = key_dir or default_key_dir()
     keys = load_keys(kd)  # before any work: a broken key directory stops the run at once (exit 2)
+    if keys is None and (key_dir is not None or os.environ.get(KEY_DIR_ENV)):
+        raise AuditError(f"no signing keys in {kd} (named by {'--key-dir' if key_dir else '$' + KEY_DIR_ENV}); "
+                         f"create them with `audit keygen --key-dir {kd}`")
     if keys is None:
         _console(stderr=True).print(
             f"[bold red]warning: UNSIGNED run[/]: no signing keys in {kd}. The report and manifest will not be "

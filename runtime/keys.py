@@ -27,6 +27,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cryptography.exceptions import UnsupportedAlgorithm
+
 from compiler.errors import AuditError
 
 MANIFEST_KEY, MANIFEST_PUB = "manifest.key", "manifest.pub"
@@ -47,7 +49,7 @@ MSG_PEM_PAIR = "--cert and --key go together (an organisation's PEM certificate 
 MSG_BOTH = "give either --p12 or --cert/--key, not both"
 
 
-class KeyError_(AuditError):
+class KeyMaterialError(AuditError):
     """Key material is missing, incomplete or unreadable (exit 2)."""
 
     exit_code = 2
@@ -121,7 +123,7 @@ def _read(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as err:
-        raise KeyError_(MSG_UNREADABLE.format(file=path, err=err.strerror or err)) from None
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=err.strerror or err)) from None
 
 
 def _load_private(path: Path, data: bytes | None = None):
@@ -130,8 +132,8 @@ def _load_private(path: Path, data: bytes | None = None):
     data = _read(path) if data is None else data
     try:
         return serialization.load_pem_private_key(data, password=None)
-    except (ValueError, TypeError) as err:
-        raise KeyError_(MSG_UNREADABLE.format(file=path, err=err)) from None
+    except (ValueError, TypeError, UnsupportedAlgorithm) as err:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=err)) from None
 
 
 def load_certs(path: Path, data: bytes | None = None) -> list:
@@ -141,8 +143,8 @@ def load_certs(path: Path, data: bytes | None = None) -> list:
     data = _read(path) if data is None else data
     try:
         certs = x509.load_pem_x509_certificates(data) if b"-----BEGIN" in data else [x509.load_der_x509_certificate(data)]
-    except ValueError as err:
-        raise KeyError_(MSG_UNREADABLE.format(file=path, err=err)) from None
+    except (ValueError, UnsupportedAlgorithm) as err:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=err)) from None
     return certs
 
 
@@ -153,10 +155,10 @@ def load_public_key(path: Path):
 
     try:
         key = serialization.load_pem_public_key(_read(path))
-    except ValueError as err:
-        raise KeyError_(MSG_UNREADABLE.format(file=path, err=err)) from None
+    except (ValueError, UnsupportedAlgorithm) as err:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=err)) from None
     if not isinstance(key, Ed25519PublicKey):
-        raise KeyError_(f"{path} is not an Ed25519 public key")
+        raise KeyMaterialError(f"{path} is not an Ed25519 public key")
     return key
 
 
@@ -167,10 +169,10 @@ def _load_p12(path: Path, data: bytes | None = None):
     password = os.environ.get(P12_PASSWORD_ENV, "").encode() or None
     try:
         key, cert, extra = pkcs12.load_key_and_certificates(data, password)
-    except ValueError as err:
-        raise KeyError_(MSG_UNREADABLE.format(file=path, err=f"{err} (password from ${P12_PASSWORD_ENV})")) from None
+    except (ValueError, UnsupportedAlgorithm) as err:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=f"{err} (password from ${P12_PASSWORD_ENV})")) from None
     if key is None or cert is None:
-        raise KeyError_(MSG_UNREADABLE.format(file=path, err="it holds no private key with its certificate"))
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err="it holds no private key with its certificate"))
     return key, cert, list(extra or [])
 
 
@@ -186,7 +188,7 @@ def load_keys(key_dir: Path) -> SigningKeys | None:
 
     Raises
     ------
-    KeyError_
+    KeyMaterialError
         The directory is incomplete (e.g. a manifest key but no certificate) or a file is unreadable.
     """
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -196,19 +198,19 @@ def load_keys(key_dir: Path) -> SigningKeys | None:
     if not present:
         return None
     if MANIFEST_KEY not in present:
-        raise KeyError_(MSG_PARTIAL.format(dir=key_dir, detail=f"no {MANIFEST_KEY}"))
+        raise KeyMaterialError(MSG_PARTIAL.format(dir=key_dir, detail=f"no {MANIFEST_KEY}"))
     manifest_key = _load_private(key_dir / MANIFEST_KEY)
     if not isinstance(manifest_key, Ed25519PrivateKey):
-        raise KeyError_(MSG_NOT_ED25519.format(file=key_dir / MANIFEST_KEY))
+        raise KeyMaterialError(MSG_NOT_ED25519.format(file=key_dir / MANIFEST_KEY))
     if SIGNER_P12 in present:
         pdf_key, cert, chain = _load_p12(key_dir / SIGNER_P12)
     elif {SIGNER_KEY, SIGNER_CRT} <= present:
         pdf_key = _load_private(key_dir / SIGNER_KEY)
         cert, *chain = load_certs(key_dir / SIGNER_CRT)
     else:
-        raise KeyError_(MSG_PARTIAL.format(dir=key_dir, detail=f"no {SIGNER_CRT} with {SIGNER_KEY}, and no {SIGNER_P12}"))
+        raise KeyMaterialError(MSG_PARTIAL.format(dir=key_dir, detail=f"no {SIGNER_CRT} with {SIGNER_KEY}, and no {SIGNER_P12}"))
     if not _same_key(pdf_key, cert):
-        raise KeyError_(MSG_MISMATCH.format(key=key_dir / (SIGNER_P12 if SIGNER_P12 in present else SIGNER_KEY),
+        raise KeyMaterialError(MSG_MISMATCH.format(key=key_dir / (SIGNER_P12 if SIGNER_P12 in present else SIGNER_KEY),
                                             cert=key_dir / (SIGNER_P12 if SIGNER_P12 in present else SIGNER_CRT)))
     return SigningKeys(key_dir, manifest_key, pdf_key, cert, chain)
 
@@ -266,25 +268,25 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
 
     Raises
     ------
-    KeyError_
+    KeyMaterialError
         Files exist and ``force`` is false; imported material is unreadable or does not match.
     """
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
     if (cert is None) != (key is None):
-        raise KeyError_(MSG_PEM_PAIR)
+        raise KeyMaterialError(MSG_PEM_PAIR)
     if p12 is not None and cert is not None:
-        raise KeyError_(MSG_BOTH)
+        raise KeyMaterialError(MSG_BOTH)
     key_dir = Path(key_dir)
     taken = [n for n in (MANIFEST_KEY, MANIFEST_PUB, SIGNER_KEY, SIGNER_CRT, SIGNER_P12) if (key_dir / n).exists()]
     if taken and not force:
-        raise KeyError_(MSG_EXISTS.format(dir=key_dir, files=", ".join(taken)))
+        raise KeyMaterialError(MSG_EXISTS.format(dir=key_dir, files=", ".join(taken)))
     # read and check every input before writing anything
     if manifest_key is not None:
         mkey = _load_private(manifest_key)
         if not isinstance(mkey, ed25519.Ed25519PrivateKey):
-            raise KeyError_(MSG_NOT_ED25519.format(file=manifest_key))
+            raise KeyMaterialError(MSG_NOT_ED25519.format(file=manifest_key))
     else:
         mkey = ed25519.Ed25519PrivateKey.generate()
     pdf_files: dict[str, bytes] = {}
@@ -296,7 +298,7 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
         kdata, cdata = _read(key), _read(cert)
         pkey, (c, *_) = _load_private(key, kdata), load_certs(cert, cdata)
         if not _same_key(pkey, c):
-            raise KeyError_(MSG_MISMATCH.format(key=key, cert=cert))
+            raise KeyMaterialError(MSG_MISMATCH.format(key=key, cert=cert))
         pdf_files[SIGNER_KEY] = pkey.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                    serialization.NoEncryption())
         pdf_files[SIGNER_CRT] = cdata if b"-----BEGIN" in cdata else c.public_bytes(serialization.Encoding.PEM)

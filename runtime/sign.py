@@ -17,6 +17,7 @@ Seed 000 §3.7: every result traces to one locked configuration and seed.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import subprocess
@@ -269,8 +270,6 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
     signer = signers.SimpleSigner(signing_cert=cert, signing_key=signing_key,
                                   cert_registry=SimpleCertificateStore.from_certs([cert, *chain]))
     data = Path(path).read_bytes()
-    import io
-
     writer = IncrementalPdfFileWriter(io.BytesIO(data), strict=False)
     found = signature_box(writer.prev)
     if found is None:

@@ -60,6 +60,7 @@ class Trust:
     certs: list = field(default_factory=list)
     source: str = ""
     pinned: bool = True
+    problems: list = field(default_factory=list)  # (file, reason) for unreadable key material in the run folder
 
 
 def resolve_trust(*, pubkey: Path | None, cert: Path | None, key_dir: Path | None,
@@ -84,15 +85,15 @@ def resolve_trust(*, pubkey: Path | None, cert: Path | None, key_dir: Path | Non
         if t.public_key is None and (run_dir / K.MANIFEST_PUB).is_file():
             try:
                 t.public_key = K.load_public_key(run_dir / K.MANIFEST_PUB)
-            except K.KeyError_:
-                pass
+            except K.KeyMaterialError as err:
+                t.problems.append((K.MANIFEST_PUB, f"unreadable ({err})"))
             t.pinned = False
             sources.append(f"{K.MANIFEST_PUB} inside the run folder")
         if not t.certs and (run_dir / K.SIGNER_CRT).is_file():
             try:
                 t.certs = K.load_certs(run_dir / K.SIGNER_CRT)
-            except K.KeyError_:
-                pass
+            except K.KeyMaterialError as err:
+                t.problems.append((K.SIGNER_CRT, f"unreadable ({err})"))
             t.pinned = False
             sources.append(f"{K.SIGNER_CRT} inside the run folder")
     t.source = ", ".join(sources)
@@ -279,6 +280,8 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
     """Verify a run folder; see the module docstring for the checks."""
     run_dir = Path(run_dir)
     report = Report()
+    for file, reason in trust.problems:
+        report.fail(file, reason)
     stmt = check_envelope(run_dir, trust, report)
     if stmt is not None:
         report.manifest = stmt.get("predicate")
@@ -286,7 +289,7 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
         if trust.public_key is not None and (run_dir / K.MANIFEST_PUB).is_file():
             try:
                 same = K.key_id(K.load_public_key(run_dir / K.MANIFEST_PUB)) == K.key_id(trust.public_key)
-            except K.KeyError_:
+            except K.KeyMaterialError:
                 same = False
             if not same:
                 report.fail(K.MANIFEST_PUB, "is not the public key the envelope verifies with")

@@ -314,9 +314,17 @@ def test_verify_spec_option(signed_run, key_dir, tmp_path):
 
 def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write_spec):
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
-    env = _cli_env(AUDIT_KEY_DIR=str(tmp_path / "nothing"))
+    env = _cli_env(XDG_CONFIG_HOME=str(tmp_path / "config"))  # an empty default key directory
+    env.pop("AUDIT_KEY_DIR", None)
     cli = [os.sys.executable, "-c", "from runtime.cli import main; main()"]
     assert subprocess.run([*cli, "compile", "spec.yaml"], cwd=tmp_path, env=env).returncode == 0
+    # a key directory named on purpose but empty is an error, not an unsigned run
+    for extra, named in ((["--key-dir", "nokeys"], "--key-dir"), ([], "$AUDIT_KEY_DIR")):
+        e = env if extra else {**env, "AUDIT_KEY_DIR": "nokeys"}
+        proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", *extra], cwd=tmp_path, env=e,
+                              capture_output=True, text=True)
+        assert proc.returncode == 2 and f"error: no signing keys in nokeys (named by {named})" in proc.stderr
+        assert not (tmp_path / "reports").exists()
     proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet"], cwd=tmp_path, env=env, capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
