@@ -243,10 +243,11 @@ def verify(
     console = _console()
     for note in report.notes:
         console.print(f"ok  {note}", markup=False)
-    if not trust.pinned:
+    if report.unpinned:
         _console(stderr=True).print(
-            "note: signer not pinned: checked against key material inside the run folder or PDF, which proves "
-            "nothing changed since signing but not who signed; pass --pubkey/--cert (or --key-dir) to pin it.")
+            f"note: signer not pinned: checked against {', '.join(report.unpinned)} from the checked files "
+            "themselves, which proves nothing changed since signing but not who signed; pass --pubkey/--cert "
+            "(or --key-dir) to pin it.", markup=False)
     if report.failures:
         err = _console(stderr=True)
         err.print(f"[bold red]verification FAILED[/] for {path}: {len(report.failures)} problem(s)")

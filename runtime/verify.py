@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ class Report:
     failures: list[Failure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     manifest: dict[str, Any] | None = None
+    unpinned: list[str] = field(default_factory=list)  # key material taken from the checked files themselves
 
     @property
     def ok(self) -> bool:
@@ -59,7 +61,8 @@ class Trust:
     public_key: Any = None
     certs: list = field(default_factory=list)
     source: str = ""
-    pinned: bool = True
+    pub_pinned: bool = True
+    cert_pinned: bool = True
     problems: list = field(default_factory=list)  # (file, reason) for unreadable key material in the run folder
 
 
@@ -87,14 +90,14 @@ def resolve_trust(*, pubkey: Path | None, cert: Path | None, key_dir: Path | Non
                 t.public_key = K.load_public_key(run_dir / K.MANIFEST_PUB)
             except K.KeyMaterialError as err:
                 t.problems.append((K.MANIFEST_PUB, f"unreadable ({err})"))
-            t.pinned = False
+            t.pub_pinned = False
             sources.append(f"{K.MANIFEST_PUB} inside the run folder")
         if not t.certs and (run_dir / K.SIGNER_CRT).is_file():
             try:
                 t.certs = K.load_certs(run_dir / K.SIGNER_CRT)
             except K.KeyMaterialError as err:
                 t.problems.append((K.SIGNER_CRT, f"unreadable ({err})"))
-            t.pinned = False
+            t.cert_pinned = False
             sources.append(f"{K.SIGNER_CRT} inside the run folder")
     t.source = ", ".join(sources)
     return t
@@ -210,6 +213,8 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
     from cryptography.hazmat.primitives import serialization
 
     roots = [a_x509.Certificate.load(c.public_bytes(serialization.Encoding.DER)) for c in trust.certs]
+    if not roots:
+        trust.cert_pinned = False  # only the PDF's own embedded certificate is left to check against
     facts: dict[str, Any] = {}
     for sig in sigs:
         try:
@@ -279,6 +284,7 @@ def check_spec(spec: Path, locked: str | None, report: Report, resolved_locked: 
 def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Report:
     """Verify a run folder; see the module docstring for the checks."""
     run_dir = Path(run_dir)
+    trust = dataclasses.replace(trust)  # pinning decisions below must not leak into the caller's object
     report = Report()
     for file, reason in trust.problems:
         report.fail(file, reason)
@@ -293,8 +299,23 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
                 same = False
             if not same:
                 report.fail(K.MANIFEST_PUB, "is not the public key the envelope verifies with")
-    if (run_dir / "report.pdf").is_file():
-        check_pdf(run_dir / "report.pdf", trust, report)
+    facts = check_pdf(run_dir / "report.pdf", trust, report) if (run_dir / "report.pdf").is_file() else None
+    failed = {f.file for f in report.failures}
+    # pin transitively: the pinned manifest key signs signer.crt's hash; the pinned certificate signs
+    # the PDF, whose metadata names the manifest key
+    if (not trust.cert_pinned and trust.pub_pinned and stmt is not None and not failed & {K.SIGNER_CRT, ENVELOPE}
+            and K.SIGNER_CRT in {s["name"] for s in stmt.get("subject", [])}):
+        trust.cert_pinned = True
+        report.notes.append(f"{K.SIGNER_CRT}: authenticated by the pinned manifest signature")
+    named = pdf_metadata((facts or {}).get("keywords", "")).get("manifest-ed25519")
+    if facts and facts.get("field") and trust.public_key is not None and named:
+        if named != K.key_id(trust.public_key):
+            report.fail(K.MANIFEST_PUB, f"the signed report.pdf names manifest key {named[:16]}..., "
+                                        f"not {K.key_id(trust.public_key)[:16]}...")
+        elif not trust.pub_pinned and trust.cert_pinned:
+            trust.pub_pinned = True
+            report.notes.append(f"{K.MANIFEST_PUB}: the key named in the signed report.pdf")
+    report.unpinned = [n for n, ok in ((K.MANIFEST_PUB, trust.pub_pinned), (K.SIGNER_CRT, trust.cert_pinned)) if not ok]
     if spec is not None:
         m = report.manifest or {}
         check_spec(spec, ((m.get("lock") or {}).get("spec_digest") or {}).get("digest"), report,
@@ -304,8 +325,10 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
 
 def verify_pdf(pdf: Path, *, trust: Trust, spec: Path | None = None) -> Report:
     """Verify a lone report.pdf: its PAdES signature, and optionally that ``spec`` matches its lock digest."""
+    trust = dataclasses.replace(trust)
     report = Report()
     facts = check_pdf(pdf, trust, report, name=str(pdf))
+    report.unpinned = [] if trust.cert_pinned else ["the certificate embedded in the PDF"]
     meta = pdf_metadata((facts or {}).get("keywords", ""))
     if meta:
         report.notes.append(f"PDF metadata: spec sha256 {meta.get('spec-sha256', '?')}, seed {meta.get('seed', '?')}")

@@ -175,6 +175,7 @@ def test_pyhanko_validation_of_the_pdf_is_intact_and_valid(signed_run, key_dir):
         digest = lock["spec_digest"]["digest"]
         assert f"spec-sha256:{digest}" in str(info["/Keywords"]) and "seed:7" in str(info["/Keywords"])
         assert digest in str(info["/Subject"])
+        assert f"manifest-ed25519:{K.load_keys(key_dir).keyid}" in str(info["/Keywords"])
     # the footer of every page carries the digest and the seed
     text = subprocess.run(["pdftotext", "-layout", str(signed_run / "report.pdf"), "-"], capture_output=True,
                           text=True, check=True).stdout
@@ -241,6 +242,15 @@ def test_verify_works_on_a_copy_with_only_the_public_key_and_certificate(signed_
                            "--pubkey", str(given / "manifest.pub"), "--cert", str(given / "signer.crt")],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+    assert "not pinned" not in proc.stderr
+    # either one is enough: the manifest signs signer.crt's hash; the signed PDF names the manifest key
+    for given_one in (["--pubkey", str(given / "manifest.pub")], ["--cert", str(given / "signer.crt")]):
+        proc = subprocess.run([os.sys.executable, "-c", "from runtime.cli import main; main()", "verify", str(copy),
+                               *given_one], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert "not pinned" not in proc.stderr, given_one
+        assert ("authenticated by the pinned manifest signature" in proc.stdout if given_one[0] == "--pubkey"
+                else "the key named in the signed report.pdf" in proc.stdout)
     # without any pinned key, the folder's own copies are used and the output says it is not pinned
     proc = subprocess.run([os.sys.executable, "-c", "from runtime.cli import main; main()", "verify", str(copy)],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
@@ -275,6 +285,11 @@ def test_resigned_folder_with_a_substituted_key_fails_against_the_pinned_key(sig
                                                 run_dir=copy)).failures  # the old PDF signature is Jane's
     report = verify_run(copy, trust=_trust(key_dir))
     assert {f.file for f in report.failures} >= {"manifest.dsse.json"}
+    # holding only Jane's certificate is enough to catch it: her signed PDF names her manifest key
+    only_cert = resolve_trust(pubkey=None, cert=key_dir / "signer.crt", key_dir=tmp_path / "none", run_dir=copy)
+    report = verify_run(copy, trust=only_cert)
+    assert any(f.file == "manifest.pub" and "the signed report.pdf names manifest key" in f.reason
+               for f in report.failures), [str(f) for f in report.failures]
 
 
 def test_verify_a_lone_pdf_and_appended_bytes(signed_run, key_dir, tmp_path):
@@ -283,6 +298,9 @@ def test_verify_a_lone_pdf_and_appended_bytes(signed_run, key_dir, tmp_path):
     proc = run_cli("verify", str(pdf), "--cert", str(key_dir / "signer.crt"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "PDF metadata: spec sha256" in proc.stdout and "seed 7" in proc.stdout
+    assert "not pinned" not in proc.stderr
+    proc = run_cli("verify", str(pdf), "--key-dir", str(tmp_path / "none"), cwd=tmp_path)
+    assert proc.returncode == 0 and "signer not pinned: checked against the certificate embedded in the PDF" in proc.stderr
     with open(pdf, "ab") as fh:
         fh.write(b"\n% appended\n")
     proc = run_cli("verify", str(pdf), "--cert", str(key_dir / "signer.crt"), cwd=tmp_path)
