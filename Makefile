@@ -22,9 +22,14 @@ install: $(BIN)/audit
 system-deps:
 	@command -v pdftotext >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null); } || { echo "install poppler-utils (pdftotext) for the PDF tests"; exit 1; }
 
+# Signing keys of the example: created once in the git-ignored .keys/ (self-signed; see `audit keygen`).
+KEYS ?= .keys
+
 example: install
+	@[ -f $(KEYS)/manifest.key ] || $(BIN)/audit keygen --key-dir $(KEYS) --signer "audit-compiler example (self-signed)"
 	$(BIN)/audit compile specs/example.yaml
-	$(BIN)/audit execute specs/example.yaml
+	$(BIN)/audit execute specs/example.yaml --key-dir $(KEYS)
+	$(BIN)/audit verify "$$(ls -d reports/example-ats-audit/*/ | tail -n 1)" --key-dir $(KEYS) --spec specs/example.yaml
 
 test: install system-deps
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q

@@ -32,7 +32,8 @@ def main() -> int:
     from runtime.execute import execute, job_texts
     from runtime.systems.embedding import load_model, model_dir
 
-    # compile every time: an unchanged spec keeps its lock, a changed one is amended
+    # compile every time: an unchanged spec keeps its lock; a changed one is refused (exit 3) until
+    # amended on purpose with `audit compile specs/paper-scale.yaml --amend --reason "..."`
     subprocess.run([sys.executable, "-m", "runtime.cli", "compile", str(spec)], check=True,
                    stdout=subprocess.DEVNULL)
     out = Path(tempfile.mkdtemp(prefix="bench-"))

@@ -32,9 +32,17 @@ MSG_NO_LOCK = "no lock at {lock}; run `audit compile {spec}` first (the lock pre
 MSG_BAD_LOCK = "the lock {lock} is unreadable ({err}); run `audit compile {spec}` to recreate it"
 MSG_MISMATCH = (
     "the spec no longer matches its lock {lock} (locked digest {old}, now {new}). Changed keys:\n{changes}\n"
-    "Results must trace to the locked spec (seed 000 §3.7). Revert the change, or re-run "
-    "`audit compile` to lock a new version on purpose."
+    "Results must trace to the locked spec (seed 000 §3.7). Revert the change, or amend the lock on "
+    "purpose: `audit compile {spec} --amend --reason \"why\"`."
 )
+MSG_AMEND_REQUIRED = (
+    "the spec differs from its lock {lock} (locked {created_at}, digest {old}; now {new}). Changed keys:\n"
+    "{changes}\n"
+    "A locked spec is a pre-registration (seed 000 §3.7): changing it is an amendment, kept in the lock "
+    "and listed in every report. Revert the change, or amend on purpose with\n"
+    "  audit compile {spec} --amend --reason \"why the change is needed\""
+)
+MSG_REASON_REQUIRED = "--amend needs --reason \"...\": the reason is recorded in the lock and printed in the report"
 
 
 def tool_version() -> str:
@@ -139,23 +147,39 @@ def diff_paths(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any
     return [] if old == new else [(prefix, old, new)]
 
 
-def amend(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+def amend(old: dict[str, Any], new: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
     """Return ``new`` carrying the amendment chain: every earlier lock entry is kept, with the keys
     that changed, so that a threshold changed after the fact stays visible (seed 000 §3.7).
 
     Each amendment records the superseded entry (digest, lock time, plan digest, resolved spec) and
-    ``changes``: ``"key.path: old -> new"`` lines from :func:`diff_paths`.
+    ``changes``: ``"key.path: old -> new"`` lines from :func:`diff_paths`, and the ``reason`` given
+    with ``audit compile --amend --reason``.
     """
     changes = diff_paths(old.get("resolved_spec", {}), new["resolved_spec"])
     entry = {
         "amended_at": new["created_at"],
+        "reason": reason,
         "changes": [f"{p}: {json.dumps(a)} -> {json.dumps(b)}" for p, a, b in changes],
         "previous": {k: old.get(k) for k in ("spec_digest", "created_at", "plan_digest", "resolved_spec")},
     }
     return {**new, "amendments": list(old.get("amendments") or []) + [entry]}
 
 
-def check_lock(lock: dict[str, Any], resolved: dict[str, Any]) -> None:
+def change_lines(old_resolved: dict[str, Any], resolved: dict[str, Any]) -> str:
+    """``  - key.path: locked X, now Y`` lines for every changed key."""
+    changes = diff_paths(old_resolved, resolved) or [("(whole spec)", "?", "?")]
+    return "\n".join(f"  - {p}: locked {json.dumps(a)}, now {json.dumps(b)}" for p, a, b in changes)
+
+
+def require_amendment(old: dict[str, Any], new: dict[str, Any], *, spec: str) -> LockError:
+    """The error ``audit compile`` raises (exit 3) when the spec differs from its lock without ``--amend``."""
+    return LockError(MSG_AMEND_REQUIRED.format(
+        lock=Path(old.get("spec_file", "spec")).stem + ".lock.json", created_at=old.get("created_at"),
+        old=old["spec_digest"]["digest"][:12], new=new["spec_digest"]["digest"][:12],
+        changes=change_lines(old.get("resolved_spec", {}), new["resolved_spec"]), spec=spec))
+
+
+def check_lock(lock: dict[str, Any], resolved: dict[str, Any], spec: str = "SPEC") -> None:
     """Raise :class:`LockError` naming the changed keys when ``resolved`` differs from the lock."""
     new = digest(resolved)["digest"]
     old = lock["spec_digest"]["digest"]
@@ -164,4 +188,4 @@ def check_lock(lock: dict[str, Any], resolved: dict[str, Any]) -> None:
     changes = diff_paths(lock["resolved_spec"], resolved) or [("(whole spec)", "?", "?")]
     lines = "\n".join(f"  - {p}: locked {json.dumps(a)}, now {json.dumps(b)}" for p, a, b in changes)
     raise LockError(MSG_MISMATCH.format(lock=Path(lock.get("spec_file", "spec")).stem + ".lock.json",
-                                        old=old[:12], new=new[:12], changes=lines))
+                                        old=old[:12], new=new[:12], changes=lines, spec=spec))

@@ -1,8 +1,9 @@
 """The ``audit`` command line: validate, compile (lock), execute.
 
 Exit codes: 0 done; 1 internal error (traceback kept); 2 invalid spec, data file or usage;
-3 lock missing or mismatched; 4 the ``--fail-on`` gate tripped; 5 the validity protocol's verdict
-is INCONCLUSIVE (seed 003 §3.7).
+3 lock missing or mismatched (or a changed spec compiled without ``--amend``); 4 the ``--fail-on``
+gate tripped; 5 the validity protocol's verdict is INCONCLUSIVE (seed 003 §3.7); 6 ``audit verify``
+found a failure.
 Heavy libraries (pandas, torch, sentence-transformers) are imported inside the commands that need
 them, so ``audit --help`` and ``audit validate`` start fast.
 """
@@ -18,6 +19,7 @@ import typer
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_LOCK, EXIT_GATE = 0, 1, 2, 3, 4
 EXIT_INCONCLUSIVE = 5
+EXIT_VERIFY = 6  # `audit verify` found a failure
 
 app = typer.Typer(
     name="audit",
@@ -84,13 +86,22 @@ def _n(count: int, noun: str) -> str:
 
 
 @app.command("compile")
-def compile_(spec: SpecArg) -> None:
+def compile_(
+    spec: SpecArg,
+    amend_: Annotated[bool, typer.Option("--amend", help="Accept a change to a locked spec as an amendment (needs --reason).")] = False,
+    reason: Annotated[Optional[str], typer.Option("--reason", help="Why the locked spec changes; recorded in the lock and the report.")] = None,
+) -> None:
     """Validate, expand into a plan and write the lock (<spec>.lock.json) and plan (<spec>.plan.json)."""
     from rich.table import Table
 
     from compiler import compile_spec
-    from compiler.lock import amend, build_lock, existing_lock, lock_path, plan_path, write_json
+    from compiler.errors import AuditError
+    from compiler.load import display_path
+    from compiler.lock import (MSG_REASON_REQUIRED, amend, build_lock, existing_lock, lock_path, plan_path,
+                               require_amendment, write_json)
 
+    if amend_ and not (reason and reason.strip()):
+        raise AuditError(MSG_REASON_REQUIRED)
     compiled = compile_spec(spec)
     _print_warnings(compiled)
     lock = build_lock(compiled.resolved, compiled.plan, spec_file=spec.name)
@@ -99,9 +110,13 @@ def compile_(spec: SpecArg) -> None:
         and old.get("plan_digest") == lock["plan_digest"]
     if unchanged:
         lock = old  # re-compiling an unchanged spec keeps the pre-registration (and its time)
+        if amend_:
+            print("note: nothing to amend: the spec matches its lock", file=sys.stderr)
     else:
         if old is not None and "resolved_spec" in old:
-            lock = amend(old, lock)  # a deliberate change: the earlier entries stay in the lock
+            if not amend_:
+                raise require_amendment(old, lock, spec=display_path(spec))
+            lock = amend(old, lock, reason=reason.strip())  # a deliberate change: earlier entries stay
         write_json(plan_path(spec), compiled.plan)
         write_json(lock_path(spec), lock)
     c = compiled.plan["counts"]
@@ -123,7 +138,8 @@ def compile_(spec: SpecArg) -> None:
     if unchanged:
         console.print(f"{lock_path(spec)} unchanged: the spec matches its lock of {lock['created_at']}")
     elif lock["amendments"] and lock["amendments"][-1]["amended_at"] == lock["created_at"]:
-        console.print(f"[yellow]amendment {len(lock['amendments'])}[/] of the lock; changed keys:")
+        console.print(f"[yellow]amendment {len(lock['amendments'])}[/] of the lock "
+                      f"(reason: {lock['amendments'][-1].get('reason')}); changed keys:", markup=True)
         for line in lock["amendments"][-1]["changes"]:
             console.print(f"  - {line}", markup=False)
         console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
@@ -154,11 +170,26 @@ def execute(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     fail_on: Annotated[Optional[Gate], typer.Option("--fail-on", help="Exit 4 when any metric has this status (INVESTIGATE includes FAIL).")] = None,
     tier: Annotated[TierName, typer.Option("--tier", help="Threshold tier the gate reads.")] = TierName.research,
+    key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Signing keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys. A named directory without keys is an error; an empty default means an unsigned run.", show_default=False)] = None,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     from runtime.execute import execute as run_execute, gate_tripped
+    import os
 
-    result = run_execute(spec, out=out, quiet=quiet)
+    from compiler.errors import AuditError
+    from runtime.keys import KEY_DIR_ENV, default_key_dir, load_keys
+
+    kd = key_dir or default_key_dir()
+    keys = load_keys(kd)  # before any work: a broken key directory stops the run at once (exit 2)
+    if keys is None and (key_dir is not None or os.environ.get(KEY_DIR_ENV)):
+        raise AuditError(f"no signing keys in {kd} (named by {'--key-dir' if key_dir else '$' + KEY_DIR_ENV}); "
+                         f"create them with `audit keygen --key-dir {kd}`")
+    if keys is None:
+        _console(stderr=True).print(
+            f"[bold red]warning: UNSIGNED run[/]: no signing keys in {kd}. The report and manifest will not be "
+            "signed and `audit verify` will fail on this run. Create keys with `audit keygen` "
+            "(or pass --key-dir).")
+    result = run_execute(spec, out=out, quiet=quiet, keys=keys)
     console = _console()
     for pkg, change in result.run.get("version_changes_since_lock", {}).items():
         print(f"warning: {pkg} is {change['now']}, the lock recorded {change['locked']} (see run.json)",
@@ -169,6 +200,9 @@ def execute(
         console.print(f"{t:<12} risk {row['risk_score']:.3f} ({row['band']}): {int(row['n_fail'])} FAIL, "
                       f"{int(row['n_investigate'])} INVESTIGATE, {int(row['n_pass'])} PASS")
     console.print(f"run folder: {result.run_dir}")
+    if keys is not None:
+        console.print(f"signed: report.pdf (PAdES, {keys.signer_name()}) and manifest.dsse.json "
+                      f"(Ed25519 {keys.keyid[:16]}...); check with `audit verify {result.run_dir}`", markup=False)
     if fail_on is None and tier is not TierName.research:
         _console(stderr=True).print("note: --tier only selects the tier --fail-on reads; no gate was set")
     hits = gate_tripped(result.metrics, fail_on.value if fail_on else None, tier.value)
@@ -189,6 +223,68 @@ def execute(
         raise typer.Exit(EXIT_INCONCLUSIVE)
     if hits:
         raise typer.Exit(EXIT_GATE)
+
+
+@app.command()
+def keygen(
+    key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Where to write the keys; default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys.", show_default=False)] = None,
+    signer: Annotated[str, typer.Option("--signer", help="Common name on the self-signed certificate: the responsible person or organisation.")] = "audit-compiler signer",
+    organisation: Annotated[Optional[str], typer.Option("--organisation", help="Organisation name on the certificate.")] = None,
+    days: Annotated[int, typer.Option("--days", min=1, help="Validity of the self-signed certificate.")] = 1825,
+    p12: Annotated[Optional[Path], typer.Option("--p12", help="Use an organisation's PKCS#12 file for PDF signing (password in $AUDIT_P12_PASSWORD).")] = None,
+    cert: Annotated[Optional[Path], typer.Option("--cert", help="Use an organisation's PEM certificate (chain after it) for PDF signing; with --key.")] = None,
+    key: Annotated[Optional[Path], typer.Option("--key", help="The PEM private key of --cert.")] = None,
+    manifest_key: Annotated[Optional[Path], typer.Option("--manifest-key", help="Use an existing Ed25519 private key (PEM) for the manifest.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace existing keys.")] = False,
+) -> None:
+    """Create signing keys: Ed25519 for the run manifest, an X.509 certificate and key for the PDF."""
+    from runtime.keys import cert_fingerprint, default_key_dir, keygen as make_keys
+
+    kd = key_dir or default_key_dir()
+    keys = make_keys(kd, signer=signer, organisation=organisation, days=days, force=force, p12=p12, cert=cert,
+                     key=key, manifest_key=manifest_key)
+    console = _console()
+    console.print(f"wrote signing keys to {kd} (private keys mode 0600; they never enter a run folder)", markup=False)
+    console.print(f"  manifest key: Ed25519, key id {keys.keyid}")
+    console.print(f"  PDF signer:   {keys.signer_name()}, certificate sha256 {cert_fingerprint(keys.pdf_cert)}",
+                  markup=False)
+    console.print(f"  valid until:  {keys.pdf_cert.not_valid_after_utc:%Y-%m-%d}")
+    console.print("Give manifest.pub and signer.crt to whoever verifies your reports: "
+                  "`audit verify RUN_DIR --pubkey manifest.pub --cert signer.crt`.")
+
+
+@app.command()
+def verify(
+    path: Annotated[Path, typer.Argument(help="A run folder, or a report.pdf.", show_default=False, metavar="RUN_DIR|PDF")],
+    spec: Annotated[Optional[Path], typer.Option("--spec", help="Also check that this spec resolves to the run's locked digest.")] = None,
+    pubkey: Annotated[Optional[Path], typer.Option("--pubkey", help="The signer's Ed25519 public key (PEM), e.g. manifest.pub.")] = None,
+    cert: Annotated[Optional[Path], typer.Option("--cert", help="Trusted certificate(s) for the PDF signature (PEM), e.g. signer.crt.")] = None,
+    key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Take manifest.pub and signer.crt from here when --pubkey/--cert are not given.", show_default=False)] = None,
+) -> None:
+    """Check a run's signatures and hashes (exit 0), or name each failing file and reason (exit 6)."""
+    from compiler.errors import AuditError
+    from runtime.verify import resolve_trust, verify_pdf, verify_run
+
+    if not path.exists():
+        raise AuditError(f"{path}: no such run folder or PDF")
+    is_dir = path.is_dir()
+    trust = resolve_trust(pubkey=pubkey, cert=cert, key_dir=key_dir, run_dir=path if is_dir else None)
+    report = verify_run(path, trust=trust, spec=spec) if is_dir else verify_pdf(path, trust=trust, spec=spec)
+    console = _console()
+    for note in report.notes:
+        console.print(f"ok  {note}", markup=False)
+    if report.unpinned:
+        _console(stderr=True).print(
+            f"note: signer not pinned: checked against {', '.join(report.unpinned)} from the checked files "
+            "themselves, which proves nothing changed since signing but not who signed; pass --pubkey/--cert "
+            "(or --key-dir) to pin it.", markup=False)
+    if report.failures:
+        err = _console(stderr=True)
+        err.print(f"[bold red]verification FAILED[/] for {path}: {len(report.failures)} problem(s)")
+        for f in report.failures:
+            err.print(f"  FAIL {f}", markup=False)
+        raise typer.Exit(EXIT_VERIFY)
+    console.print(f"[green]verified[/]: {path}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -150,15 +150,18 @@ def report_meta(compiled: Compiled, lock: dict[str, Any], run: dict[str, Any]) -
         "jobs": [{"id": j["id"], "title": j["title"]} for j in r["jobs"]],
         "variants": r["variants"]["table"], "axes": list(r["axes"]),
         "counts": run["counts"],
-        "amendments": [{"amended at (UTC)": a["amended_at"],
+        "amendments": [{"reason": a.get("reason") or "(none recorded)", "amended at (UTC)": a["amended_at"],
                         "superseded lock": f"{a['previous']['created_at']}, sha256 {a['previous']['spec_digest']['digest']}",
                         "changed keys": a["changes"]} for a in lock.get("amendments", [])],
         "timings": run["timings"], "versions": run["versions"], "systems_info": run["systems_info"],
     }
 
 
-def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) -> RunResult:
+def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, keys=None) -> RunResult:
     """Run a locked spec end to end and write the run folder.
+
+    With ``keys`` (:class:`runtime.keys.SigningKeys`) the PDF is signed and the manifest is signed
+    into ``manifest.dsse.json``; without, ``manifest.json`` is written unsigned (runtime.sign).
 
     Raises
     ------
@@ -174,8 +177,11 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
         compiled = compile_spec(spec_path)
         shown = display_path(spec_path)
         lock = read_lock(spec_path, shown)
-        check_lock(lock, compiled.resolved)
+        check_lock(lock, compiled.resolved, shown)
     r = compiled.resolved
+    from runtime.sign import git_info, reproduce_commands, seal_run
+
+    git = git_info(spec_path)  # before the run folder exists: it must not make the tree dirty
     knob = compiled.loaded.spec.execution.out
     root = out or (compiled.loaded.folder / knob if knob else Path("reports"))
     generated_at = utc_now()
@@ -189,6 +195,7 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
         "systems_info": {}, "tasks": [t["id"] for t in compiled.plan["tasks"]], "artifacts": [],
         "status": "running",
         "execution": {"batch_size": compiled.loaded.spec.execution.batch_size, "out_root": str(root)},
+        "spec_git": git, "reproduce": reproduce_commands(spec_shown=shown, git=git, tool_version=tool_version()),
     }
     versions_now, versions_locked = run["versions"], lock.get("versions") or {}
     run["version_changes_since_lock"] = {
@@ -196,17 +203,21 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False) ->
         if k in versions_locked and versions_locked[k] != v
     }
 
-    folder = RunFolder(run_dir, run)
+    folder = RunFolder(run_dir, run, keys)
     folder.save()
+
+    def finish() -> None:  # the last write of run.json; the manifest hashes it next
+        run["status"] = "done"
+        folder.save()
+
     try:
         result = _run_stages(compiled, lock, folder, timings, quiet)
+        seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings)
     except BaseException as err:
         run["status"] = "failed"
         run["error"] = f"{type(err).__name__}: {err}"
         folder.save()
         raise
-    run["status"] = "done"
-    folder.save()
     return RunResult(run_dir, result.metrics, result.risk, result.drift, timings, run)
 
 
@@ -216,6 +227,7 @@ class RunFolder:
 
     path: Path
     run: dict[str, Any]
+    keys: Any = None  # runtime.keys.SigningKeys, or None for an unsigned run
 
     def save(self) -> None:
         write_json(self.path / "run.json", self.run)
@@ -275,6 +287,10 @@ def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, tim
                 from runtime.report.effects_context import add_effects
 
                 add_effects(context, effects)
+            from runtime.sign import provenance_context
+
+            context["provenance"] = provenance_context(run_dir, run, folder.keys)
+            context["toc"].append({"anchor": "provenance", "title": "Reproduction and signature"})
             (run_dir / "report.html").write_text(render_html(context), encoding="utf-8")
             run["artifacts"].append("report.html")
             folder.save()

@@ -143,7 +143,7 @@ def test_recompiling_a_changed_spec_records_an_amendment(write_spec, tmp_path):
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
     first = json.loads((tmp_path / "spec.lock.json").read_text())
     spec.write_text(spec.read_text().replace("{pass: 0.03, investigate: 0.05}", "{pass: 0.04, investigate: 0.05}"))
-    proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
+    proc = run_cli("compile", "spec.yaml", "--amend", "--reason", "tier aligned with policy", cwd=tmp_path)
     assert proc.returncode == 0 and "amendment 1" in proc.stdout
     lock = json.loads((tmp_path / "spec.lock.json").read_text())
     (amendment,) = lock["amendments"]

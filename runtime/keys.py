@@ -1,0 +1,340 @@
+"""Signing keys: an Ed25519 key for the run manifest and an X.509 certificate with its key for the PDF.
+
+A **key directory** holds (file names are the contract; ``audit keygen`` writes them):
+
+=====================  ==========================================================================
+``manifest.key``       Ed25519 private key, PKCS#8 PEM, mode 0600 (signs ``manifest.dsse.json``)
+``manifest.pub``       its public key, SubjectPublicKeyInfo PEM (copied into every run folder)
+``signer.key``         private key of the PDF-signing certificate, PKCS#8 PEM, mode 0600
+``signer.crt``         the certificate, PEM, then any chain certificates (copied into every run folder)
+``signer.p12``         instead of the two above: an organisation's PKCS#12 file, its password in
+                       ``$AUDIT_P12_PASSWORD`` (empty when unset)
+=====================  ==========================================================================
+
+Private keys never leave this directory: a run folder receives only ``manifest.pub`` and
+``signer.crt``. The default directory is ``$AUDIT_KEY_DIR`` or
+``$XDG_CONFIG_HOME/audit-compiler/keys`` (``~/.config/audit-compiler/keys``).
+
+EU AI Act Annex IV 2(g) asks for test reports "dated and signed by the responsible persons"; the
+certificate's subject is that person or organisation.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.exceptions import UnsupportedAlgorithm
+
+from compiler.errors import AuditError
+
+MANIFEST_KEY, MANIFEST_PUB = "manifest.key", "manifest.pub"
+SIGNER_KEY, SIGNER_CRT, SIGNER_P12 = "signer.key", "signer.crt", "signer.p12"
+P12_PASSWORD_ENV = "AUDIT_P12_PASSWORD"
+KEY_DIR_ENV = "AUDIT_KEY_DIR"
+#: RSA keeps the PDF signature readable by every PDF viewer (Ed25519 PDF signatures are not yet).
+RSA_BITS = 3072
+DEFAULT_DAYS = 1825
+
+MSG_EXISTS = "the key directory {dir} already has {files}; pass --force to replace them (earlier runs stay verifiable only with the old public key and certificate)"
+MSG_PARTIAL = ("the key directory {dir} is incomplete: {detail}. Run `audit keygen --key-dir {dir}` "
+               "(or remove the directory to run unsigned)")
+MSG_UNREADABLE = "cannot read {file}: {err}"
+MSG_MISMATCH = "{key} is not the private key of the certificate {cert}"
+MSG_NOT_ED25519 = "{file} is not an Ed25519 private key (the manifest is signed with Ed25519)"
+MSG_PEM_PAIR = "--cert and --key go together (an organisation's PEM certificate and its private key)"
+MSG_BOTH = "give either --p12 or --cert/--key, not both"
+
+
+class KeyMaterialError(AuditError):
+    """Key material is missing, incomplete or unreadable (exit 2)."""
+
+    exit_code = 2
+
+
+def default_key_dir() -> Path:
+    """``$AUDIT_KEY_DIR``, else ``$XDG_CONFIG_HOME/audit-compiler/keys`` (``~/.config/...``)."""
+    if os.environ.get(KEY_DIR_ENV):
+        return Path(os.environ[KEY_DIR_ENV])
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "audit-compiler" / "keys"
+
+
+def key_id(public_key) -> str:
+    """Key id of an Ed25519 public key: sha256 hex of its 32 raw bytes."""
+    from cryptography.hazmat.primitives import serialization
+
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()
+
+
+def cert_fingerprint(cert) -> str:
+    """sha256 hex of a certificate's DER encoding."""
+    from cryptography.hazmat.primitives import hashes
+
+    return cert.fingerprint(hashes.SHA256()).hex()
+
+
+@dataclass
+class SigningKeys:
+    """Loaded key material of a key directory (private parts stay in memory only)."""
+
+    key_dir: Path
+    manifest_key: object                  # Ed25519PrivateKey
+    pdf_key: object                       # RSA / EC / Ed25519 private key
+    pdf_cert: object                      # cryptography x509.Certificate
+    pdf_chain: list = field(default_factory=list)
+
+    @property
+    def public_key(self):
+        return self.manifest_key.public_key()
+
+    @property
+    def keyid(self) -> str:
+        return key_id(self.public_key)
+
+    def public_pem(self) -> bytes:
+        from cryptography.hazmat.primitives import serialization
+
+        return self.public_key.public_bytes(serialization.Encoding.PEM,
+                                            serialization.PublicFormat.SubjectPublicKeyInfo)
+
+    def cert_pem(self) -> bytes:
+        from cryptography.hazmat.primitives import serialization
+
+        return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in [self.pdf_cert, *self.pdf_chain])
+
+    def signer_name(self) -> str:
+        return subject_name(self.pdf_cert)
+
+
+def subject_name(cert) -> str:
+    """The certificate subject's common name (or the whole subject when it has none)."""
+    from cryptography.x509.oid import NameOID
+
+    cns = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(cns[0].value) if cns else cert.subject.rfc4514_string()
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=err.strerror or err)) from None
+
+
+def _load_private(path: Path, data: bytes | None = None):
+    from cryptography.hazmat.primitives import serialization
+
+    data = _read(path) if data is None else data
+    try:
+        return serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as err:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=err)) from None
+
+
+def load_certs(path: Path, data: bytes | None = None) -> list:
+    """Every certificate of a PEM (or single DER) file, in file order."""
+    from cryptography import x509
+
+    data = _read(path) if data is None else data
+    try:
+        certs = x509.load_pem_x509_certificates(data) if b"-----BEGIN" in data else [x509.load_der_x509_certificate(data)]
+    except (ValueError, UnsupportedAlgorithm) as err:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=err)) from None
+    return certs
+
+
+def load_public_key(path: Path):
+    """An Ed25519 public key from a PEM file."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        key = serialization.load_pem_public_key(_read(path))
+    except (ValueError, UnsupportedAlgorithm) as err:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=err)) from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise KeyMaterialError(f"{path} is not an Ed25519 public key")
+    return key
+
+
+def _load_p12(path: Path, data: bytes | None = None):
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    data = _read(path) if data is None else data
+    password = os.environ.get(P12_PASSWORD_ENV, "").encode() or None
+    try:
+        key, cert, extra = pkcs12.load_key_and_certificates(data, password)
+    except (ValueError, UnsupportedAlgorithm) as err:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=f"{err} (password from ${P12_PASSWORD_ENV})")) from None
+    if key is None or cert is None:
+        raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err="it holds no private key with its certificate"))
+    return key, cert, list(extra or [])
+
+
+def _same_key(private, cert) -> bool:
+    from cryptography.hazmat.primitives import serialization
+
+    fmt = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return private.public_key().public_bytes(*fmt) == cert.public_key().public_bytes(*fmt)
+
+
+def load_keys(key_dir: Path) -> SigningKeys | None:
+    """Load a key directory; None when it holds no key at all (the run is then unsigned).
+
+    Raises
+    ------
+    KeyMaterialError
+        The directory is incomplete (e.g. a manifest key but no certificate) or a file is unreadable.
+    """
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key_dir = Path(key_dir)
+    present = {n for n in (MANIFEST_KEY, SIGNER_KEY, SIGNER_CRT, SIGNER_P12) if (key_dir / n).is_file()}
+    if not present:
+        return None
+    if MANIFEST_KEY not in present:
+        raise KeyMaterialError(MSG_PARTIAL.format(dir=key_dir, detail=f"no {MANIFEST_KEY}"))
+    manifest_key = _load_private(key_dir / MANIFEST_KEY)
+    if not isinstance(manifest_key, Ed25519PrivateKey):
+        raise KeyMaterialError(MSG_NOT_ED25519.format(file=key_dir / MANIFEST_KEY))
+    if SIGNER_P12 in present:
+        pdf_key, cert, chain = _load_p12(key_dir / SIGNER_P12)
+    elif {SIGNER_KEY, SIGNER_CRT} <= present:
+        pdf_key = _load_private(key_dir / SIGNER_KEY)
+        cert, *chain = load_certs(key_dir / SIGNER_CRT)
+    else:
+        raise KeyMaterialError(MSG_PARTIAL.format(dir=key_dir, detail=f"no {SIGNER_CRT} with {SIGNER_KEY}, and no {SIGNER_P12}"))
+    if not _same_key(pdf_key, cert):
+        raise KeyMaterialError(MSG_MISMATCH.format(key=key_dir / (SIGNER_P12 if SIGNER_P12 in present else SIGNER_KEY),
+                                            cert=key_dir / (SIGNER_P12 if SIGNER_P12 in present else SIGNER_CRT)))
+    return SigningKeys(key_dir, manifest_key, pdf_key, cert, chain)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.chmod(path, 0o600)
+
+
+def self_signed_certificate(key, name: str, days: int, organisation: str | None = None):
+    """A self-signed X.509 certificate for PDF signing (digitalSignature + nonRepudiation)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import NameOID
+
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, name)]
+    if organisation:
+        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organisation))
+    subject = x509.Name(attrs)
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject).issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=True, key_encipherment=False,
+                                     data_encipherment=False, key_agreement=False, key_cert_sign=False,
+                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+
+
+def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days: int = DEFAULT_DAYS,
+           force: bool = False, p12: Path | None = None, cert: Path | None = None, key: Path | None = None,
+           manifest_key: Path | None = None) -> SigningKeys:
+    """Create (or import) the key material of a key directory and return it loaded.
+
+    Parameters
+    ----------
+    key_dir : Path
+        Created with mode 0700 when absent.
+    signer : str
+        Common name of the self-signed certificate (the responsible person or organisation).
+    p12, cert, key : Path, optional
+        An organisation's PKCS#12 file (password in ``$AUDIT_P12_PASSWORD``), or its PEM certificate
+        (chain after it) and private key; copied into the directory instead of a self-signed pair.
+    manifest_key : Path, optional
+        An existing Ed25519 private key (PEM) to use for the manifest instead of a new one.
+
+    Raises
+    ------
+    KeyMaterialError
+        Files exist and ``force`` is false; imported material is unreadable or does not match.
+    """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+
+    if (cert is None) != (key is None):
+        raise KeyMaterialError(MSG_PEM_PAIR)
+    if p12 is not None and cert is not None:
+        raise KeyMaterialError(MSG_BOTH)
+    key_dir = Path(key_dir)
+    taken = [n for n in (MANIFEST_KEY, MANIFEST_PUB, SIGNER_KEY, SIGNER_CRT, SIGNER_P12) if (key_dir / n).exists()]
+    if taken and not force:
+        raise KeyMaterialError(MSG_EXISTS.format(dir=key_dir, files=", ".join(taken)))
+    # read and check every input before writing anything
+    if manifest_key is not None:
+        mkey = _load_private(manifest_key)
+        if not isinstance(mkey, ed25519.Ed25519PrivateKey):
+            raise KeyMaterialError(MSG_NOT_ED25519.format(file=manifest_key))
+    else:
+        mkey = ed25519.Ed25519PrivateKey.generate()
+    pdf_files: dict[str, bytes] = {}
+    if p12 is not None:
+        data = _read(p12)
+        _load_p12(p12, data)
+        pdf_files[SIGNER_P12] = data
+    elif cert is not None:
+        kdata, cdata = _read(key), _read(cert)
+        pkey, (c, *_) = _load_private(key, kdata), load_certs(cert, cdata)
+        if not _same_key(pkey, c):
+            raise KeyMaterialError(MSG_MISMATCH.format(key=key, cert=cert))
+        pdf_files[SIGNER_KEY] = pkey.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                   serialization.NoEncryption())
+        pdf_files[SIGNER_CRT] = cdata if b"-----BEGIN" in cdata else c.public_bytes(serialization.Encoding.PEM)
+    else:
+        pkey = rsa.generate_private_key(public_exponent=65537, key_size=RSA_BITS)
+        c = self_signed_certificate(pkey, signer, days, organisation)
+        pdf_files[SIGNER_KEY] = pkey.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                   serialization.NoEncryption())
+        pdf_files[SIGNER_CRT] = c.public_bytes(serialization.Encoding.PEM)
+
+    key_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(key_dir, 0o700)
+    for n in taken:
+        (key_dir / n).unlink()
+    _write_private(key_dir / MANIFEST_KEY, mkey.private_bytes(serialization.Encoding.PEM,
+                                                              serialization.PrivateFormat.PKCS8,
+                                                              serialization.NoEncryption()))
+    (key_dir / MANIFEST_PUB).write_bytes(mkey.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    for name, data in pdf_files.items():
+        if name == SIGNER_CRT:
+            (key_dir / name).write_bytes(data)
+        else:
+            _write_private(key_dir / name, data)
+    loaded = load_keys(key_dir)
+    assert loaded is not None
+    if SIGNER_P12 in pdf_files:  # the certificate is public: keep a PEM copy beside the PKCS#12 file
+        (key_dir / SIGNER_CRT).write_bytes(loaded.cert_pem())
+    return loaded
+
+
+def copy_public(keys: SigningKeys, folder: Path) -> list[str]:
+    """Write the public key and the certificate (never a private key) into ``folder``."""
+    (folder / MANIFEST_PUB).write_bytes(keys.public_pem())
+    (folder / SIGNER_CRT).write_bytes(keys.cert_pem())
+    return [MANIFEST_PUB, SIGNER_CRT]
+
+
+__all__ = ["SigningKeys", "load_keys", "keygen", "default_key_dir", "copy_public", "key_id"]

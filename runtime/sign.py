@@ -1,0 +1,335 @@
+"""Seal a run: sign the PDF (PAdES B-B), then write ``manifest.json`` and its signed DSSE envelope.
+
+Order (so that every hash covers the final bytes): the report is rendered, the PDF is signed in
+place, the public key and certificate are copied in, ``run.json`` is written for the last time,
+then every file of the run folder is hashed into ``manifest.json`` and the in-toto Statement over
+them is signed into ``manifest.dsse.json``. Those two are the only files the manifest does not list.
+
+DSSE (Dead Simple Signing Envelope, github.com/secure-systems-lab/dsse, protocol v1.0.2): the
+signature covers ``PAE(payloadType, payload)``. PAE is six lines, implemented here: the maintained
+Python DSSE code lives inside sigstore/securesystemslib with their dependency trees, so the encoding is
+written out and tested against the specification's own test vector (tests/test_sign.py).
+in-toto Statement v1 (github.com/in-toto/attestation, spec/v1/statement.md): ``_type``, ``subject``
+(name + sha256 per artifact), ``predicateType``, ``predicate`` (the manifest).
+Seed 000 §3.7: every result traces to one locked configuration and seed.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from compiler.hashing import canonical_json, file_digest
+from compiler.lock import utc_now
+
+MANIFEST, ENVELOPE = "manifest.json", "manifest.dsse.json"
+#: Files of a run folder the manifest does not (cannot) list.
+SEAL_FILES = (MANIFEST, ENVELOPE)
+MANIFEST_SCHEMA_VERSION = "1.0"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "urn:audit-compiler:manifest:v1"
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+SIGNATURE_FIELD = "AuditSignature"
+SIGNATURE_BOX_ID = "signature-box"
+#: The signature box of the report template, in mm (runtime/report/templates/_signature.html.j2).
+SIGNATURE_BOX_MM = (100.0, 30.0)
+
+
+# ----------------------------------------------------------------------------------------- DSSE
+
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """DSSE v1 pre-authentication encoding: ``"DSSEv1" SP LEN(type) SP type SP LEN(body) SP body``.
+
+    LEN is the ASCII decimal byte length, no leading zeros (DSSE protocol.md, "Signature Definition").
+    """
+    t = payload_type.encode("utf-8")
+    return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
+
+
+def dsse_sign(payload: bytes, payload_type: str, private_key, keyid: str) -> dict[str, Any]:
+    """A DSSE JSON envelope with one Ed25519 signature over ``pae(payload_type, payload)``."""
+    sig = private_key.sign(pae(payload_type, payload))
+    return {"payloadType": payload_type, "payload": base64.b64encode(payload).decode("ascii"),
+            "signatures": [{"keyid": keyid, "sig": base64.b64encode(sig).decode("ascii")}]}
+
+
+def render_json(value: Any) -> bytes:
+    """The exact bytes audit-compiler writes for a JSON file of the seal (verify compares them)."""
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+# ------------------------------------------------------------------------------------ provenance
+
+def _git(folder: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=True,
+                          timeout=30, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"}).stdout.strip()
+
+
+def git_info(spec_path: Path) -> dict[str, Any] | None:
+    """Commit and dirty flag of the git repository holding the spec; None outside git (or no git).
+
+    Returns
+    -------
+    dict or None
+        ``commit`` (hex, None before the first commit), ``dirty`` (any uncommitted change in the
+        repository, untracked files included, ignored ones not), ``spec_path`` (the spec relative to
+        the repository root, POSIX form).
+    """
+    folder = Path(spec_path).resolve().parent
+    try:
+        root = Path(_git(folder, "rev-parse", "--show-toplevel"))
+        try:
+            commit = _git(folder, "rev-parse", "--verify", "HEAD")
+        except subprocess.CalledProcessError:
+            commit = None
+        dirty = bool(_git(folder, "status", "--porcelain"))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    try:
+        rel = Path(spec_path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        rel = Path(spec_path).name
+    return {"commit": commit, "dirty": dirty, "spec_path": rel}
+
+
+def reproduce_commands(*, spec_shown: str, git: dict[str, Any] | None, tool_version: str) -> list[str]:
+    """Shell lines that re-run the audit with the same spec and seed (metrics.csv byte-identical).
+
+    With git: check out the recorded commit and run from the repository root; without: run from
+    the folder ``audit execute`` ran in. The spec's lock pins everything else.
+    """
+    lines = [f"pip install 'audit-compiler=={tool_version}'"]
+    spec = spec_shown
+    if git and git.get("commit"):
+        lines.append(f"git checkout {git['commit']}   # from the root of the spec's repository")
+        spec = git["spec_path"]
+    q = spec if all(c.isalnum() or c in "/._-" for c in spec) else "'" + spec.replace("'", "'\\''") + "'"
+    lines.append(f"audit compile {q} && audit execute {q}")
+    return lines
+
+
+def amendment_chain(lock: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every amendment of the lock: time, reason, changed keys and the superseded digest."""
+    out = []
+    for a in lock.get("amendments") or []:
+        prev = a.get("previous") or {}
+        out.append({"amended_at": a.get("amended_at"), "reason": a.get("reason"), "changes": a.get("changes", []),
+                    "previous_spec_digest": prev.get("spec_digest"), "previous_created_at": prev.get("created_at")})
+    return out
+
+
+# -------------------------------------------------------------------------------------- manifest
+
+def artifact_paths(run_dir: Path) -> list[str]:
+    """Every file under ``run_dir`` (POSIX paths, sorted), except the manifest and its envelope."""
+    out = []
+    for p in sorted(Path(run_dir).rglob("*")):
+        rel = p.relative_to(run_dir).as_posix()
+        if p.is_file() and rel not in SEAL_FILES:
+            out.append(rel)
+    return out
+
+
+def build_manifest(run_dir: Path, *, run: dict[str, Any], lock: dict[str, Any], resolved: dict[str, Any],
+                   git: dict[str, Any] | None, signing: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest (the Statement's predicate): artifacts with sha256, lock, seed, versions, provenance."""
+    artifacts = []
+    for rel in artifact_paths(run_dir):
+        path = run_dir / rel
+        artifacts.append({"path": rel, "sha256": file_digest(path)["digest"], "bytes": path.stat().st_size})
+    return {
+        "schema_version": MANIFEST_SCHEMA_VERSION, "kind": "audit-manifest",
+        "run_id": run["run_id"], "audit": run["audit"], "generated_at": utc_now(),
+        "run_generated_at": run["generated_at"], "status": run["status"],
+        "artifacts": artifacts,
+        "lock": {"spec_file": run["spec_file"], "spec_digest": lock["spec_digest"],
+                 "plan_digest": lock["plan_digest"], "created_at": lock["created_at"],
+                 "amendments": amendment_chain(lock)},
+        "seed": run["seed"], "tool": run["tool"], "versions": run["versions"], "models": run["models"],
+        "spec_git": git, "reproduce": run.get("reproduce"),
+        "signing": signing, "resolved_spec": resolved,
+    }
+
+
+def statement(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The in-toto Statement v1 whose subjects are the manifest's artifacts."""
+    return {"_type": STATEMENT_TYPE,
+            "subject": [{"name": a["path"], "digest": {"sha256": a["sha256"]}} for a in manifest["artifacts"]],
+            "predicateType": PREDICATE_TYPE, "predicate": manifest}
+
+
+def write_seal(run_dir: Path, manifest: dict[str, Any], keys) -> list[str]:
+    """Write ``manifest.json`` and, with keys, ``manifest.dsse.json``; return the names written.
+
+    ``manifest.json`` is the predicate as it reads back from the signed canonical payload (keys sorted,
+    RFC 8785 numbers), so that verify can require it byte for byte.
+    """
+    (run_dir / MANIFEST).write_bytes(render_json(json.loads(canonical_json(manifest))))
+    if keys is None:
+        return [MANIFEST]
+    payload = canonical_json(statement(manifest))
+    envelope = dsse_sign(payload, PAYLOAD_TYPE, keys.manifest_key, keys.keyid)
+    (run_dir / ENVELOPE).write_bytes(render_json(envelope))
+    return [MANIFEST, ENVELOPE]
+
+
+def signing_record(keys) -> dict[str, Any] | None:
+    """What the manifest says about the keys (public facts only)."""
+    if keys is None:
+        return None
+    from runtime.keys import MANIFEST_PUB, SIGNER_CRT, cert_fingerprint
+
+    return {"manifest": {"algorithm": "ed25519", "keyid": keys.keyid, "public_key_file": MANIFEST_PUB,
+                         "envelope": ENVELOPE, "payload_type": PAYLOAD_TYPE},
+            "pdf": {"profile": "PAdES B-B", "signer": keys.signer_name(),
+                    "certificate_sha256": cert_fingerprint(keys.pdf_cert), "certificate_file": SIGNER_CRT,
+                    "field": SIGNATURE_FIELD}}
+
+
+# ------------------------------------------------------------------------------------------- PDF
+
+def _name_tree_lookup(node, name: str):
+    """Value of ``name`` in a PDF name tree (ISO 32000-1 §7.9.6), or None."""
+    node = node.get_object()
+    if "/Names" in node:
+        arr = node["/Names"]
+        for i in range(0, len(arr), 2):
+            if str(arr[i]) == name:
+                return arr[i + 1].get_object()
+    for kid in node.get("/Kids", []):
+        kid = kid.get_object()
+        lo, hi = (str(x) for x in kid["/Limits"]) if "/Limits" in kid else (None, None)
+        if lo is not None and not (lo <= name <= hi):
+            continue
+        found = _name_tree_lookup(kid, name)
+        if found is not None:
+            return found
+    return None
+
+
+def _page_refs(ref):
+    """Indirect references of every page, in order (walks the page tree's /Kids)."""
+    node = ref.get_object()
+    if node.get("/Type") == "/Page":
+        yield ref
+        return
+    kids = node["/Kids"]
+    for i in range(len(kids)):
+        yield from _page_refs(kids.raw_get(i))
+
+
+def signature_box(reader, box_id: str = SIGNATURE_BOX_ID) -> tuple[int, tuple[float, float, float, float]] | None:
+    """Page index and rectangle (PDF points) of the element ``id=box_id``, from WeasyPrint's named
+    destination (its top-left corner) and the box's fixed size; None when the report has no box."""
+    root = reader.root
+    tree = root.get("/Names", {}).get("/Dests") if "/Names" in root else None
+    dest = _name_tree_lookup(tree, box_id) if tree is not None else None
+    if dest is None and "/Dests" in root:
+        dest = root["/Dests"].get_object().get("/" + box_id)
+    if dest is None:
+        return None
+    if hasattr(dest, "keys") and "/D" in dest:
+        dest = dest["/D"]
+    page_ref, x, y = dest.raw_get(0), float(dest[2]), float(dest[3])
+    pages = [ref.idnum for ref in _page_refs(root.raw_get("/Pages"))]
+    page = pages.index(page_ref.idnum)
+    w, h = (v * 72 / 25.4 for v in SIGNATURE_BOX_MM)
+    return page, (x, y - h, x + w, y)
+
+
+def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
+             extra_lines: list[str] | None = None) -> dict[str, Any]:
+    """Sign ``path`` in place, PAdES B-B (pyHanko), with a visible box showing signer and time.
+
+    The box is drawn over the report's ``#signature-box`` element (last page); without one, it goes
+    in the bottom-left corner of the last page.
+
+    Returns
+    -------
+    dict
+        ``page`` (0-based), ``box`` (PDF points), ``signer``.
+    """
+    from asn1crypto import keys as a_keys, x509 as a_x509
+    from cryptography.hazmat.primitives import serialization
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+    from pyhanko.pdf_utils.text import TextBoxStyle
+    from pyhanko.sign import fields, signers
+    from pyhanko.stamp import TextStampStyle
+    from pyhanko_certvalidator.registry import SimpleCertificateStore
+
+    der = serialization.Encoding.DER
+    signing_key = a_keys.PrivateKeyInfo.load(keys.pdf_key.private_bytes(
+        der, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    cert = a_x509.Certificate.load(keys.pdf_cert.public_bytes(der))
+    chain = [a_x509.Certificate.load(c.public_bytes(der)) for c in keys.pdf_chain]
+    signer = signers.SimpleSigner(signing_cert=cert, signing_key=signing_key,
+                                  cert_registry=SimpleCertificateStore.from_certs([cert, *chain]))
+    data = Path(path).read_bytes()
+    writer = IncrementalPdfFileWriter(io.BytesIO(data), strict=False)
+    found = signature_box(writer.prev)
+    if found is None:
+        n = int(writer.prev.root["/Pages"]["/Count"])
+        w, h = (v * 72 / 25.4 for v in SIGNATURE_BOX_MM)
+        found = (n - 1, (40.0, 60.0, 40.0 + w, 60.0 + h))
+    page, box = found
+    text = "Digitally signed (PAdES B-B) by\n%(signer)s\nTime: %(ts)s"
+    params = {}
+    for i, line in enumerate(extra_lines or []):
+        text += f"\n%(line{i})s"
+        params[f"line{i}"] = line
+    style = TextStampStyle(stamp_text=text, timestamp_format="%Y-%m-%d %H:%M:%S %Z", border_width=1,
+                           text_box_style=TextBoxStyle(font_size=8))
+    meta = signers.PdfSignatureMetadata(field_name=SIGNATURE_FIELD, subfilter=fields.SigSeedSubFilter.PADES,
+                                        md_algorithm="sha256", reason=reason, location=location,
+                                        name=keys.signer_name())
+    pdf_signer = signers.PdfSigner(meta, signer=signer, stamp_style=style,
+                                   new_field_spec=fields.SigFieldSpec(SIGNATURE_FIELD, on_page=page,
+                                                                      box=tuple(int(round(v)) for v in box)))
+    out = io.BytesIO()
+    pdf_signer.sign_pdf(writer, output=out, appearance_text_params=params)
+    Path(path).write_bytes(out.getvalue())
+    return {"page": page, "box": [int(round(v)) for v in box], "signer": keys.signer_name()}
+
+
+def seal_run(folder, *, lock: dict[str, Any], resolved: dict[str, Any], keys, git: dict[str, Any] | None,
+             finish, timings: dict[str, float] | None = None) -> dict[str, Any]:
+    """Sign the PDF, copy the public key material, let ``finish()`` write run.json the last time,
+    then write the manifest and its envelope. Returns the manifest."""
+    from runtime.keys import copy_public
+    from runtime.progress import stage_timer
+
+    run_dir, run = folder.path, folder.run
+    if keys is not None:
+        with stage_timer(timings if timings is not None else {}, "sign"):
+            if (run_dir / "report.pdf").exists():
+                run["pdf_signature"] = sign_pdf(
+                    run_dir / "report.pdf", keys,
+                    reason=f"audit {run['audit']} run {run['run_id']}: report as generated",
+                    extra_lines=[f"Spec sha256 {lock['spec_digest']['digest'][:16]}... seed {run['seed']}"])
+            run["artifacts"] += copy_public(keys, run_dir)
+    run["signed"] = keys is not None
+    finish()
+    manifest = build_manifest(run_dir, run=run, lock=lock, resolved=resolved, git=git,
+                              signing=signing_record(keys))
+    write_seal(run_dir, manifest, keys)
+    return manifest
+
+
+def provenance_context(run_dir: Path, run: dict[str, Any], keys) -> dict[str, Any]:
+    """The report's ``provenance`` context: reproduction commands, expected hashes, signer."""
+    from runtime.keys import cert_fingerprint
+
+    def sha(name: str) -> str | None:
+        p = run_dir / name
+        return file_digest(p)["digest"] if p.exists() else None
+
+    ctx = {"commands": run.get("reproduce") or [], "git": run.get("spec_git"), "signed": keys is not None,
+           "metrics_sha256": sha("metrics.csv"), "paired_sha256": sha("paired.csv")}
+    if keys is not None:
+        ctx.update(signer=keys.signer_name(), keyid=keys.keyid, cert_sha256=cert_fingerprint(keys.pdf_cert))
+    return ctx

@@ -1,0 +1,495 @@
+"""Signed runs (issue 5): DSSE/in-toto manifest, PAdES-signed PDF, `audit verify`, keys, provenance.
+
+One signed run is made per test session (precomputed scores, so no model is loaded); tests that
+tamper with it work on copies.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from compiler.hashing import canonical_json, file_digest
+from conftest import TINY_SCORES, TINY_SPEC, run_cli
+from runtime import keys as K
+from runtime.sign import ENVELOPE, MANIFEST, PAYLOAD_TYPE, PREDICATE_TYPE, pae
+from runtime.verify import resolve_trust, verify_run
+
+SIGNER = "Jane Auditor"
+
+
+def _cli_env(**extra: str) -> dict[str, str]:
+    return {**os.environ, **extra}
+
+
+@pytest.fixture(scope="session")
+def key_dir(tmp_path_factory) -> Path:
+    kd = tmp_path_factory.mktemp("keys") / "keys"
+    K.keygen(kd, signer=SIGNER, organisation="Acme Audits")
+    return kd
+
+
+@pytest.fixture(scope="session")
+def signed_run(tmp_path_factory, key_dir) -> Path:
+    """A signed run of the tiny precomputed spec: (run folder, spec folder)."""
+    work = tmp_path_factory.mktemp("signed")
+    (work / "spec.yaml").write_text(TINY_SPEC)
+    (work / "scores.csv").write_text(TINY_SCORES)
+    assert run_cli("compile", "spec.yaml", cwd=work).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert "UNSIGNED" not in proc.stderr
+    return next((work / "reports" / "tiny-audit").iterdir())
+
+
+def _trust(key_dir: Path):
+    return resolve_trust(pubkey=key_dir / K.MANIFEST_PUB, cert=key_dir / K.SIGNER_CRT, key_dir=None, run_dir=None)
+
+
+# ------------------------------------------------------------------------------------------ DSSE
+
+#: DSSE protocol.md "Test Vectors" (secure-systems-lab/dsse v1.0.2): ECDSA P-256 key and the
+#: signature another implementation made over the PAE of ("http://example.com/HelloWorld", "hello world").
+SPEC_X = 46950820868899156662930047687818585632848591499744589407958293238635476079160
+SPEC_Y = 5640078356564379163099075877009565129882514886557779369047442380624545832820
+SPEC_D = 97358161215184420915383655311931858321456579547487070936769975997791359926199
+SPEC_SIG = "A3JqsQGtVsJ2O2xqrI5IcnXip5GToJ3F+FnZ+O88SjtR6rDAajabZKciJTfUiHqJPcIAriEGAHTVeCUjW2JIZA=="
+
+
+def test_pae_matches_the_dsse_spec_vector():
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+    got = pae("http://example.com/HelloWorld", b"hello world")
+    assert got == b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    # the spec's signature, made by the reference implementation, verifies over our PAE bytes
+    pub = ec.EllipticCurvePublicNumbers(SPEC_X, SPEC_Y, ec.SECP256R1()).public_key()
+    assert ec.derive_private_key(SPEC_D, ec.SECP256R1()).public_key().public_numbers() == pub.public_numbers()
+    raw = base64.b64decode(SPEC_SIG)
+    sig = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    pub.verify(sig, got, ec.ECDSA(hashes.SHA256()))
+    # lengths count UTF-8 bytes, not characters
+    assert pae("t\u00e9", "\u00e9".encode()) == b"DSSEv1 3 t\xc3\xa9 2 \xc3\xa9"
+
+
+# ----------------------------------------------------------------------------------- fresh run
+
+def test_verify_passes_on_a_fresh_run(signed_run, key_dir):
+    proc = run_cli("verify", str(signed_run), "--key-dir", str(key_dir), cwd=signed_run.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert "DSSE signature: valid" in proc.stdout and "PDF signature (report.pdf): intact, valid, trusted" in proc.stdout
+    assert f"verified: {signed_run}" in proc.stdout
+    assert "not pinned" not in proc.stderr
+
+
+def test_manifest_lists_every_file_and_the_provenance(signed_run, key_dir):
+    files = sorted(p.name for p in signed_run.iterdir())
+    assert files == sorted(["drift.csv", "manifest.dsse.json", "manifest.json", "manifest.pub", "metrics.csv",
+                            "paired.csv", "report.html", "report.pdf", "risk.csv", "run.json", "signer.crt"])
+    env = json.loads((signed_run / ENVELOPE).read_text())
+    assert env["payloadType"] == PAYLOAD_TYPE == "application/vnd.in-toto+json"
+    payload = base64.b64decode(env["payload"])
+    stmt = json.loads(payload)
+    assert canonical_json(stmt) == payload
+    assert stmt["_type"] == "https://in-toto.io/Statement/v1" and stmt["predicateType"] == PREDICATE_TYPE
+    assert {s["name"]: s["digest"]["sha256"] for s in stmt["subject"]} == {
+        f: file_digest(signed_run / f)["digest"] for f in files if f not in (MANIFEST, ENVELOPE)}
+    manifest = json.loads((signed_run / MANIFEST).read_text())
+    assert manifest == stmt["predicate"]
+    lock = json.loads((signed_run.parents[2] / "spec.lock.json").read_text())
+    assert manifest["lock"]["spec_digest"] == lock["spec_digest"] and manifest["seed"] == 7
+    assert manifest["lock"]["amendments"] == []
+    assert manifest["models"] == lock["models"] and manifest["versions"]["numpy"]
+    assert manifest["spec_git"] is None  # a temporary folder is not in a git repository
+    assert manifest["generated_at"].endswith("Z")
+    keys = K.load_keys(key_dir)
+    assert manifest["signing"]["manifest"]["keyid"] == keys.keyid == env["signatures"][0]["keyid"]
+    assert manifest["signing"]["pdf"]["signer"] == SIGNER
+    run = json.loads((signed_run / "run.json").read_text())
+    assert run["status"] == "done" and run["signed"] is True
+    # the public material in the run folder is the key directory's
+    assert (signed_run / "manifest.pub").read_bytes() == (key_dir / "manifest.pub").read_bytes()
+    assert (signed_run / "signer.crt").read_bytes() == (key_dir / "signer.crt").read_bytes()
+
+
+def test_no_private_key_bytes_in_the_run_folder(signed_run, key_dir):
+    from cryptography.hazmat.primitives import serialization as ser
+
+    keys = K.load_keys(key_dir)
+    secrets = [
+        (key_dir / "manifest.key").read_bytes(), (key_dir / "signer.key").read_bytes(),
+        keys.manifest_key.private_bytes(ser.Encoding.Raw, ser.PrivateFormat.Raw, ser.NoEncryption()),
+        keys.manifest_key.private_bytes(ser.Encoding.DER, ser.PrivateFormat.PKCS8, ser.NoEncryption()),
+        keys.pdf_key.private_bytes(ser.Encoding.DER, ser.PrivateFormat.PKCS8, ser.NoEncryption()),
+        keys.pdf_key.private_numbers().d.to_bytes(384, "big").lstrip(b"\0"),
+        keys.pdf_key.private_numbers().p.to_bytes(192, "big").lstrip(b"\0"),
+    ]
+    secrets += [base64.b64encode(s) for s in secrets[2:]] + [s.hex().encode() for s in secrets[2:]]
+    for path in signed_run.rglob("*"):
+        data = path.read_bytes()
+        for s in secrets:
+            assert s not in data, path.name
+        assert b"PRIVATE KEY" not in data, path.name
+    assert oct((key_dir / "manifest.key").stat().st_mode & 0o777) == "0o600"
+    assert oct((key_dir / "signer.key").stat().st_mode & 0o777) == "0o600"
+
+
+def test_pyhanko_validation_of_the_pdf_is_intact_and_valid(signed_run, key_dir):
+    from pyhanko.pdf_utils.reader import PdfFileReader
+    from pyhanko.sign.validation import validate_pdf_signature
+    from pyhanko.sign.validation.status import SignatureCoverageLevel
+    from pyhanko.keys import load_cert_from_pemder
+    from pyhanko_certvalidator import ValidationContext
+
+    root = load_cert_from_pemder(str(key_dir / "signer.crt"))
+    with open(signed_run / "report.pdf", "rb") as fh:
+        reader = PdfFileReader(fh)
+        (sig,) = reader.embedded_signatures
+        status = validate_pdf_signature(sig, ValidationContext(trust_roots=[root], allow_fetching=False))
+        assert status.intact and status.valid and status.trusted and status.bottom_line
+        assert status.coverage == SignatureCoverageLevel.ENTIRE_FILE
+        assert sig.sig_object["/SubFilter"] == "/ETSI.CAdES.detached"  # PAdES
+        assert status.signing_cert.subject.native["common_name"] == SIGNER
+        # visible: a widget with a real rectangle on the last page, whose appearance names signer and time
+        field = sig.sig_field
+        x1, y1, x2, y2 = (float(v) for v in field["/Rect"])
+        assert x2 - x1 > 200 and y2 - y1 > 60
+        n_pages = int(reader.root["/Pages"]["/Count"])
+        pages = [p.idnum for p in __import__("runtime.sign", fromlist=["_page_refs"])._page_refs(
+            reader.root.raw_get("/Pages"))]
+        assert pages.index(field.raw_get("/P").idnum) == n_pages - 1
+        appearance = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), field["/AP"]["/N"].data)
+        assert f"({SIGNER}) Tj".encode() in appearance and b"(Digitally signed (PAdES B-B) by) Tj" in appearance
+        assert re.search(rb"\(Time: 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d", appearance)
+        info = reader.trailer["/Info"]
+        lock = json.loads((signed_run.parents[2] / "spec.lock.json").read_text())
+        digest = lock["spec_digest"]["digest"]
+        assert f"spec-sha256:{digest}" in str(info["/Keywords"]) and "seed:7" in str(info["/Keywords"])
+        assert digest in str(info["/Subject"])
+        assert f"manifest-ed25519:{K.load_keys(key_dir).keyid}" in str(info["/Keywords"])
+    # the footer of every page carries the digest and the seed
+    text = subprocess.run(["pdftotext", "-layout", str(signed_run / "report.pdf"), "-"], capture_output=True,
+                          text=True, check=True).stdout
+    pages_text = text.split("\f")[:-1]
+    assert len(pages_text) == n_pages
+    assert all(f"{digest} · seed 7" in p for p in pages_text)
+
+
+# ---------------------------------------------------------------------------------- tampering
+
+def _flip(path: Path, pos: int, rng: random.Random) -> None:
+    data = bytearray(path.read_bytes())
+    data[pos] ^= rng.randrange(1, 256)
+    path.write_bytes(bytes(data))
+
+
+def test_flipping_any_byte_of_any_file_fails_naming_that_file(signed_run, key_dir, tmp_path):
+    """Seeded loop: every file of the run folder (the manifest and envelope included), its first and
+    last byte and random positions; each case on a fresh copy of the folder."""
+    rng = random.Random(20261129)
+    trust = _trust(key_dir)
+    names = sorted(p.name for p in signed_run.iterdir())
+    cases = 0
+    for name in names:
+        size = (signed_run / name).stat().st_size
+        for pos in sorted({0, size - 1, *(rng.randrange(size) for _ in range(24))}):
+            copy = tmp_path / f"{name}-{pos}"
+            shutil.copytree(signed_run, copy)
+            _flip(copy / name, pos, rng)
+            report = verify_run(copy, trust=trust)
+            assert not report.ok, (name, pos)
+            assert name in {f.file for f in report.failures}, (name, pos, [str(f) for f in report.failures])
+            shutil.rmtree(copy)
+            cases += 1
+    assert cases >= 20 * len(names)
+
+
+def test_verify_cli_exit_6_names_each_failing_file(signed_run, key_dir, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(signed_run, copy)
+    with open(copy / "metrics.csv", "a") as fh:
+        fh.write("score_delta,x\n")
+    (copy / "notes.txt").write_text("added later")
+    (copy / "drift.csv").unlink()
+    proc = run_cli("verify", str(copy), "--key-dir", str(key_dir), cwd=tmp_path)
+    assert proc.returncode == 6
+    assert "Traceback" not in proc.stderr
+    assert "FAIL metrics.csv: sha256" in proc.stderr and "(modified after signing)" in proc.stderr
+    assert "FAIL notes.txt: not in the signed manifest (added after signing)" in proc.stderr
+    assert "FAIL drift.csv: missing (listed in the signed manifest)" in proc.stderr
+    assert "3 problem(s)" in proc.stderr
+
+
+def test_verify_works_on_a_copy_with_only_the_public_key_and_certificate(signed_run, tmp_path):
+    """Another machine: no key directory, only manifest.pub and signer.crt handed over."""
+    copy = tmp_path / "elsewhere" / "run"
+    shutil.copytree(signed_run, copy)
+    given = tmp_path / "given"
+    given.mkdir()
+    shutil.copy(signed_run / "manifest.pub", given / "manifest.pub")
+    shutil.copy(signed_run / "signer.crt", given / "signer.crt")
+    env = _cli_env(AUDIT_KEY_DIR=str(tmp_path / "no-keys-here"))
+    proc = subprocess.run([os.sys.executable, "-c", "from runtime.cli import main; main()", "verify", str(copy),
+                           "--pubkey", str(given / "manifest.pub"), "--cert", str(given / "signer.crt")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "not pinned" not in proc.stderr
+    # either one is enough: the manifest signs signer.crt's hash; the signed PDF names the manifest key
+    for given_one in (["--pubkey", str(given / "manifest.pub")], ["--cert", str(given / "signer.crt")]):
+        proc = subprocess.run([os.sys.executable, "-c", "from runtime.cli import main; main()", "verify", str(copy),
+                               *given_one], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert "not pinned" not in proc.stderr, given_one
+        assert ("authenticated by the pinned manifest signature" in proc.stdout if given_one[0] == "--pubkey"
+                else "the key named in the signed report.pdf" in proc.stdout)
+    # without any pinned key, the folder's own copies are used and the output says it is not pinned
+    proc = subprocess.run([os.sys.executable, "-c", "from runtime.cli import main; main()", "verify", str(copy)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and "signer not pinned" in proc.stderr
+
+
+def test_verify_with_another_signers_key_fails(signed_run, tmp_path):
+    other = tmp_path / "other"
+    K.keygen(other, signer="Mallory")
+    proc = run_cli("verify", str(signed_run), "--key-dir", str(other), cwd=tmp_path)
+    assert proc.returncode == 6
+    assert "FAIL manifest.dsse.json: the signature does not verify with the Ed25519 key" in proc.stderr
+    assert "FAIL report.pdf: signature 'AuditSignature': signer certificate not trusted" in proc.stderr
+
+
+def test_resigned_folder_with_a_substituted_key_fails_against_the_pinned_key(signed_run, key_dir, tmp_path):
+    """An attacker edits metrics.csv, re-signs with their own key and ships their manifest.pub."""
+    from runtime.sign import build_manifest, write_seal
+
+    copy = tmp_path / "run"
+    shutil.copytree(signed_run, copy)
+    mallory = K.keygen(tmp_path / "mallory", signer=SIGNER)
+    (copy / "metrics.csv").write_text("forged\n")
+    K.copy_public(mallory, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    run = json.loads((copy / "run.json").read_text())
+    lock = {"spec_digest": manifest["lock"]["spec_digest"], "plan_digest": manifest["lock"]["plan_digest"],
+            "created_at": manifest["lock"]["created_at"]}
+    write_seal(copy, build_manifest(copy, run=run, lock=lock, resolved=manifest["resolved_spec"], git=None,
+                                    signing=None), mallory)
+    assert verify_run(copy, trust=resolve_trust(pubkey=None, cert=None, key_dir=tmp_path / "none",
+                                                run_dir=copy)).failures  # the old PDF signature is Jane's
+    report = verify_run(copy, trust=_trust(key_dir))
+    assert {f.file for f in report.failures} >= {"manifest.dsse.json"}
+    # holding only Jane's certificate is enough to catch it: her signed PDF names her manifest key
+    only_cert = resolve_trust(pubkey=None, cert=key_dir / "signer.crt", key_dir=tmp_path / "none", run_dir=copy)
+    report = verify_run(copy, trust=only_cert)
+    assert any(f.file == "manifest.pub" and "the signed report.pdf names manifest key" in f.reason
+               for f in report.failures), [str(f) for f in report.failures]
+
+
+def test_verify_a_lone_pdf_and_appended_bytes(signed_run, key_dir, tmp_path):
+    pdf = tmp_path / "report.pdf"
+    shutil.copy(signed_run / "report.pdf", pdf)
+    proc = run_cli("verify", str(pdf), "--cert", str(key_dir / "signer.crt"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "PDF metadata: spec sha256" in proc.stdout and "seed 7" in proc.stdout
+    assert "not pinned" not in proc.stderr
+    proc = run_cli("verify", str(pdf), "--key-dir", str(tmp_path / "none"), cwd=tmp_path)
+    assert proc.returncode == 0 and "signer not pinned: checked against the certificate embedded in the PDF" in proc.stderr
+    with open(pdf, "ab") as fh:
+        fh.write(b"\n% appended\n")
+    proc = run_cli("verify", str(pdf), "--cert", str(key_dir / "signer.crt"), cwd=tmp_path)
+    assert proc.returncode == 6, proc.stdout
+    assert "not the entire file" in proc.stderr
+
+
+def test_verify_spec_option(signed_run, key_dir, tmp_path):
+    spec_dir = signed_run.parents[2]
+    proc = run_cli("verify", str(signed_run), "--key-dir", str(key_dir), "--spec", str(spec_dir / "spec.yaml"),
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "matches the run's locked digest" in proc.stdout
+    other = tmp_path / "edited"
+    other.mkdir()
+    (other / "spec.yaml").write_text(TINY_SPEC.replace("{pass: 0.03, investigate: 0.05}", "{pass: 0.04, investigate: 0.05}"))
+    (other / "scores.csv").write_text(TINY_SCORES)
+    proc = run_cli("verify", str(signed_run), "--key-dir", str(key_dir), "--spec", str(other / "spec.yaml"),
+                   cwd=tmp_path)
+    assert proc.returncode == 6
+    assert "the run was locked at" in proc.stderr
+    assert "thresholds.research.score_delta.pass: run 0.03, spec 0.04" in proc.stderr
+    proc = run_cli("verify", str(signed_run / "report.pdf"), "--key-dir", str(key_dir), "--spec",
+                   str(other / "spec.yaml"), cwd=tmp_path)
+    assert proc.returncode == 6 and "the run was locked at" in proc.stderr
+
+
+# -------------------------------------------------------------------------------------- unsigned
+
+def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write_spec):
+    write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    env = _cli_env(XDG_CONFIG_HOME=str(tmp_path / "config"))  # an empty default key directory
+    env.pop("AUDIT_KEY_DIR", None)
+    cli = [os.sys.executable, "-c", "from runtime.cli import main; main()"]
+    assert subprocess.run([*cli, "compile", "spec.yaml"], cwd=tmp_path, env=env).returncode == 0
+    # a key directory named on purpose but empty is an error, not an unsigned run
+    for extra, named in ((["--key-dir", "nokeys"], "--key-dir"), ([], "$AUDIT_KEY_DIR")):
+        e = env if extra else {**env, "AUDIT_KEY_DIR": "nokeys"}
+        proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", *extra], cwd=tmp_path, env=e,
+                              capture_output=True, text=True)
+        assert proc.returncode == 2 and f"error: no signing keys in nokeys (named by {named})" in proc.stderr
+        assert not (tmp_path / "reports").exists()
+    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "UNSIGNED run" in proc.stderr and "audit keygen" in proc.stderr
+    run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
+    assert (run_dir / MANIFEST).exists() and not (run_dir / ENVELOPE).exists()
+    assert json.loads((run_dir / "run.json").read_text())["signed"] is False
+    assert "This run is not signed" in (run_dir / "report.html").read_text()
+    proc = subprocess.run([*cli, "verify", str(run_dir)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 6
+    assert "FAIL manifest.dsse.json: missing: the run is not signed" in proc.stderr
+    assert "FAIL report.pdf: has no signature" in proc.stderr
+
+
+# ------------------------------------------------------------------------------------------ keys
+
+def test_keygen_cli_refuses_to_overwrite_and_forces(tmp_path):
+    kd = tmp_path / "k"
+    proc = run_cli("keygen", "--key-dir", str(kd), "--signer", "Ann Example", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert {p.name for p in kd.iterdir()} == {"manifest.key", "manifest.pub", "signer.key", "signer.crt"}
+    first = (kd / "manifest.pub").read_bytes()
+    proc = run_cli("keygen", "--key-dir", str(kd), cwd=tmp_path)
+    assert proc.returncode == 2 and "already has manifest.key" in proc.stderr and "--force" in proc.stderr
+    assert (kd / "manifest.pub").read_bytes() == first
+    assert run_cli("keygen", "--key-dir", str(kd), "--force", cwd=tmp_path).returncode == 0
+    assert (kd / "manifest.pub").read_bytes() != first
+    cert = K.load_keys(kd).pdf_cert
+    from cryptography import x509
+
+    ku = cert.extensions.get_extension_for_class(x509.KeyUsage).value
+    assert ku.digital_signature and ku.content_commitment
+
+
+def test_incomplete_key_directory_stops_execute_before_any_work(tmp_path, write_spec):
+    write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    kd = tmp_path / "k"
+    K.keygen(kd, signer="x")
+    (kd / "signer.key").unlink()
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(kd), cwd=tmp_path)
+    assert proc.returncode == 2 and "is incomplete" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "reports").exists()
+
+
+def _org_material(tmp_path: Path):
+    """An organisation's CA and a signing certificate it issued (PEM files and a PKCS#12 file)."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization as ser
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import pkcs12
+    from cryptography.x509.oid import NameOID
+
+    now = dt.datetime.now(dt.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Acme Root CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(1).not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=30))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
+                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Acme Compliance Office")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(2)
+            .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=30))
+            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=True, key_encipherment=False,
+                                         data_encipherment=False, key_agreement=False, key_cert_sign=False,
+                                         crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+            .sign(ca_key, hashes.SHA256()))
+    files = {
+        "ca.pem": ca.public_bytes(ser.Encoding.PEM),
+        "org.crt": leaf.public_bytes(ser.Encoding.PEM) + ca.public_bytes(ser.Encoding.PEM),
+        "org.key": key.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.TraditionalOpenSSL, ser.NoEncryption()),
+        "org.p12": pkcs12.serialize_key_and_certificates(b"org", key, leaf, [ca],
+                                                         ser.BestAvailableEncryption(b"s3cret")),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    return {name: tmp_path / name for name in files}
+
+
+@pytest.mark.parametrize("form", ["p12", "pem"])
+def test_an_organisations_certificate_signs_the_pdf(tmp_path, write_spec, form):
+    org = _org_material(tmp_path)
+    kd = tmp_path / "k"
+    env = _cli_env(AUDIT_P12_PASSWORD="s3cret")
+    cli = [os.sys.executable, "-c", "from runtime.cli import main; main()"]
+    args = ["--p12", str(org["org.p12"])] if form == "p12" else ["--cert", str(org["org.crt"]), "--key", str(org["org.key"])]
+    proc = subprocess.run([*cli, "keygen", "--key-dir", str(kd), *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "Acme Compliance Office" in proc.stdout
+    write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    assert subprocess.run([*cli, "compile", "spec.yaml"], cwd=tmp_path, env=env, capture_output=True).returncode == 0
+    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--key-dir", str(kd)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
+    # the organisation's CA is the trust root; the run folder carries the chain
+    proc = subprocess.run([*cli, "verify", str(run_dir), "--pubkey", str(kd / "manifest.pub"), "--cert",
+                           str(org["ca.pem"])], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "Acme Compliance Office" in proc.stdout
+    chain = K.load_certs(run_dir / "signer.crt")
+    assert [K.subject_name(c) for c in chain] == ["Acme Compliance Office", "Acme Root CA"]
+    assert not any(b"PRIVATE KEY" in p.read_bytes() for p in run_dir.iterdir())
+
+
+def test_keygen_rejects_a_key_that_does_not_match_the_certificate(tmp_path):
+    org = _org_material(tmp_path)
+    other = tmp_path / "other.key"
+    K.keygen(tmp_path / "k0", signer="x")
+    shutil.copy(tmp_path / "k0" / "signer.key", other)
+    proc = run_cli("keygen", "--key-dir", str(tmp_path / "k"), "--cert", str(org["org.crt"]), "--key", str(other),
+                   cwd=tmp_path)
+    assert proc.returncode == 2 and "is not the private key of the certificate" in proc.stderr
+    assert not (tmp_path / "k").exists()
+    proc = run_cli("keygen", "--key-dir", str(tmp_path / "k"), "--cert", str(org["org.crt"]), cwd=tmp_path)
+    assert proc.returncode == 2 and "--cert and --key go together" in proc.stderr
+
+
+# ------------------------------------------------------------------------------------------ git
+
+def test_git_commit_and_dirty_flag_are_recorded(tmp_path, write_spec, key_dir):
+    write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / ".gitignore").write_text("reports/\n")
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "pre-register"], cwd=tmp_path, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), "--out", "reports/a",
+                   cwd=tmp_path).returncode == 0
+    (tmp_path / "notes.md").write_text("uncommitted")
+    assert run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), "--out", "reports/b",
+                   cwd=tmp_path).returncode == 0
+    clean = json.loads(next((tmp_path / "reports/a/tiny-audit").glob("*/manifest.json")).read_text())
+    dirty = json.loads(next((tmp_path / "reports/b/tiny-audit").glob("*/manifest.json")).read_text())
+    assert clean["spec_git"] == {"commit": head, "dirty": False, "spec_path": "spec.yaml"}
+    assert dirty["spec_git"] == {"commit": head, "dirty": True, "spec_path": "spec.yaml"}
+    assert clean["reproduce"][-2:] == [f"git checkout {head}   # from the root of the spec's repository",
+                                       "audit compile spec.yaml && audit execute spec.yaml"]
+    html = next((tmp_path / "reports/b/tiny-audit").glob("*/report.html")).read_text()
+    assert "uncommitted changes" in html and head[:12] in html
