@@ -144,6 +144,9 @@ def execute(
     for pkg, change in result.run.get("version_changes_since_lock", {}).items():
         print(f"warning: {pkg} is {change['now']}, the lock recorded {change['locked']} (see run.json)",
               file=sys.stderr)
+    if result.causal is not None:  # population design (seed 001): verdicts instead of a risk score
+        _population_summary(result, console, fail_on)
+        return
     risk = result.risk[(result.risk["system"] == "ALL")].set_index("tier")
     for t in ("research", "operational"):
         row = risk.loc[t]
@@ -159,6 +162,21 @@ def execute(
         for h in hits[:20]:
             err.print(f"  {h}")
         raise typer.Exit(EXIT_GATE)
+
+
+def _population_summary(result, console, fail_on: Gate | None) -> None:
+    """Print each system x job verdict of a population run; exit 4 when --fail-on trips on its status."""
+    eff = result.causal[result.causal["term"] == "TE"]
+    for row in eff.itertuples():
+        console.print(f"{row.system} / {row.job_id}: {row.status} · {row.attribute} "
+                      f"({row.x1} vs {row.x0}) · cases {row.cases or '-'}: {row.verdict}")
+    console.print(f"run folder: {result.run_dir}")
+    if fail_on is not None:
+        bad = {"FAIL"} if fail_on is Gate.FAIL else {"FAIL", "INVESTIGATE"}
+        hits = eff[eff["status"].isin(bad)]
+        if len(hits):
+            _console(stderr=True).print(f"--fail-on {fail_on.value} tripped by {len(hits)} system/job verdict(s)")
+            raise typer.Exit(EXIT_GATE)
 
 
 def main(argv: list[str] | None = None) -> None:
