@@ -18,8 +18,8 @@ E[Y_{x1,B_{x1,R_x0},R_x0}] (Eq. 10). Then (Eqs. 1-5)
     NDE = E[Y_{x1,W_x0}] - E[Y_x0]
     NIE = E[Y_x1] - E[Y_{x1,W_x0}]
     BIE = 1/2 (E[Y_x1] - psi_9 + psi_10 - E[Y_{x1,W_x0}])
-    RIE = NIE - BIE  (= 1/2 (E[Y_x1] - psi_10 + psi_9 - E[Y_{x1,W_x0}]), Eq. 5, written so that
-                     NIE = BIE + RIE holds exactly in floating point too)
+    RIE = 1/2 (E[Y_x1] - psi_10 + psi_9 - E[Y_{x1,W_x0}])
+    (NIE is computed as BIE + RIE and TE as NDE + NIE, so both identities hold exactly in floating point)
 
 Each psi is estimated by the doubly robust, cross-fitted DML-UCA estimator of seed 001 Lemma 1
 (Jung et al. 2024) with the influence function of Eq. 11 generalised to (a, b, c):
@@ -386,16 +386,17 @@ def _estimate(*, x, y, z, b, r, seed, folds, n_bootstrap, alpha, params) -> PSER
 def effects_from_quantities(psi: np.ndarray) -> dict[str, np.ndarray]:
     """TE, NDE, NIE, BIE, RIE from the five quantities (last axis in :data:`QUANTITIES` order).
 
-    Eqs. 1-5 of seed 001; RIE is computed as NIE - BIE, equal to Eq. 5 algebraically, so that
-    NIE = BIE + RIE holds exactly.
+    Eqs. 1-5 of seed 001. BIE and RIE follow Eqs. 4 and 5; NIE is computed as BIE + RIE and TE as
+    NDE + NIE, equal to Eqs. 3 and 1 algebraically, so that NIE = BIE + RIE and TE = NDE + NIE hold
+    exactly in floating point too (a reader summing the rows of ``causal.csv`` gets the same number).
     """
     psi = np.asarray(psi, dtype=float)
     y0, y1, yw, y9, y10 = (psi[..., j] for j in range(5))
-    te = y1 - y0
     nde = yw - y0
-    nie = y1 - yw
     bie = 0.5 * ((y1 - y9) + (y10 - yw))
-    rie = nie - bie
+    rie = 0.5 * ((y1 - y10) + (y9 - yw))
+    nie = bie + rie
+    te = nde + nie
     return {"TE": te, "NDE": nde, "NIE": nie, "BIE": bie, "RIE": rie}
 
 
