@@ -68,7 +68,8 @@ def validate(spec: SpecArg) -> None:
     compiled = compile_spec(spec)
     _print_warnings(compiled)
     c = compiled.plan["counts"]
-    _console().print(f"[green]valid[/]: {spec} ({_n(c['jobs'], 'job')}, {_n(c['variants'], 'variant')}, "
+    what = _n(c["profiles"], "profile") if "profiles" in c else _n(c["variants"], "variant")
+    _console().print(f"[green]valid[/]: {spec} ({_n(c['jobs'], 'job')}, {what}, "
                      f"{_n(c['systems'], 'system')})")
 
 
@@ -113,6 +114,10 @@ def compile_(spec: SpecArg) -> None:
         ("plan tasks", c["tasks"]), ("metric rows (metrics x variants x systems)", c["metric_rows"]),
         ("paired candidates per metric cell", c["paired_candidates_per_variant"]),
     ]
+    if "profiles" in c:  # population design (seed 001): no variants, no matrix
+        rows = [("jobs", c["jobs"]), ("profiles (per job x jobs)", c["profiles"]), ("systems", c["systems"]),
+                ("texts to embed (at most)", c["texts_to_embed"]), ("plan tasks", c["tasks"]),
+                ("causal rows (5 quantities + 5 effects) x systems", c["metric_rows"])]
     for k, v in rows:
         table.add_row(k, "from the score file" if v is None else str(v))
     console.print(table)

@@ -145,8 +145,12 @@ def _model(kind: str, params: Mapping, cats: list[bool], seed: int):
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
     cls = HistGradientBoostingClassifier if kind == "clf" else HistGradientBoostingRegressor
-    mask = np.asarray(cats, dtype=bool) if any(cats) else None
-    return cls(learning_rate=LEARNING_RATE, early_stopping=False, categorical_features=mask,
+    # Category codes enter as numbers (ordinal splits), not as native categories: scikit-learn's
+    # native-category path re-encodes the input on every fit and predict (over half the run time
+    # at 60k rows), and after the App. C.4 grouping every categorical has <= 5 levels, which a
+    # depth >= 2 tree isolates with two threshold splits. ``cats`` is kept for the record.
+    del cats
+    return cls(learning_rate=LEARNING_RATE, early_stopping=False, categorical_features=None,
                random_state=seed % (2**32), **params)
 
 
@@ -163,12 +167,25 @@ class _Constant:
         return np.column_stack([np.full(len(X), 1 - self.value), np.full(len(X), self.value)])
 
 
+class _Numpy:
+    """A fitted booster fed plain float arrays (no per-call pandas validation)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def predict(self, X):
+        return self.model.predict(np.asarray(X, dtype=float))
+
+    def predict_proba(self, X):
+        return self.model.predict_proba(np.asarray(X, dtype=float))
+
+
 def _fit(kind: str, X: pd.DataFrame, y: np.ndarray, params: Mapping, cats: list[bool], seed: int):
     if X.shape[1] == 0:
         return _Constant(float(np.mean(y)))
     if kind == "clf" and len(np.unique(y)) < 2:
         return _Constant(float(y[0]))
-    return _model(kind, params, cats, seed).fit(X, y)
+    return _Numpy(_model(kind, params, cats, seed).fit(np.asarray(X, dtype=float), y))
 
 
 def _proba(model, X: pd.DataFrame) -> np.ndarray:
@@ -191,6 +208,7 @@ def search_params(kind: str, X: pd.DataFrame, y: np.ndarray, cats: list[bool], *
         X, y = X.iloc[idx].reset_index(drop=True), y[idx]
     if X.shape[1] == 0 or (kind == "clf" and len(np.unique(y)) < 2):
         return {"max_iter": 100, "max_depth": 3, "l2_regularization": 1.0}
+    X = np.asarray(X, dtype=float)
     cv = (StratifiedKFold if kind == "clf" else KFold)(SEARCH_CV, shuffle=True, random_state=seed % (2**32))
     splits = list(cv.split(X, y))
     best, best_loss = None, np.inf
@@ -199,8 +217,8 @@ def search_params(kind: str, X: pd.DataFrame, y: np.ndarray, cats: list[bool], *
     for cand in ParameterSampler(PARAM_GRID, n_iter=n_candidates, random_state=seed % (2**32)):
         loss = 0.0
         for tr, va in splits:
-            m = _model(kind, cand, cats, seed).fit(X.iloc[tr], y[tr])
-            pred = m.predict_proba(X.iloc[va])[:, 1] if kind == "clf" else m.predict(X.iloc[va])
+            m = _model(kind, cand, cats, seed).fit(X[tr], y[tr])
+            pred = m.predict_proba(X[va])[:, 1] if kind == "clf" else m.predict(X[va])
             loss += float(np.mean((pred - y[va]) ** 2)) * len(va)  # Brier score / MSE
         if loss < best_loss - 1e-12:
             best, best_loss = cand, loss
