@@ -174,7 +174,9 @@ def _population_summary(result, console, fail_on: Gate | None) -> None:
     eff = result.causal[result.causal["term"] == "TE"]
     for row in eff.itertuples():
         console.print(f"{row.system} / {row.job_id}: {row.status} · {row.attribute} "
-                      f"({row.x1} vs {row.x0}) · cases {row.cases or '-'}: {row.verdict}")
+                      f"({row.x1} vs {row.x0}) · cases {row.cases or '-'}: {row.verdict}"
+                      + (" · positivity violated: NDE/NIE/BIE/RIE unreliable (see report)"
+                         if row.positivity == "violated" else ""))
     console.print(f"run folder: {result.run_dir}")
     if fail_on is not None:
         bad = {"FAIL"} if fail_on is Gate.FAIL else {"FAIL", "INVESTIGATE"}

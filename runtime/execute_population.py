@@ -23,8 +23,8 @@ from runtime.progress import stage_timer
 
 #: Columns of ``causal.csv``.
 CAUSAL_COLUMNS = ("system", "job_id", "attribute", "x0", "x1", "kind", "term", "estimate", "se", "ci_low",
-                  "ci_high", "significant", "n", "n_x0", "n_x1", "cases", "verdict", "status", "p1_source",
-                  "folds", "n_bootstrap", "alpha")
+                  "ci_high", "significant", "n", "n_x0", "n_x1", "cases", "verdict", "status", "positivity",
+                  "clipped_p_x_rz", "clipped_p_x_brz", "p1_source", "folds", "n_bootstrap", "alpha")
 VARIANT = "population"
 
 MSG_MICRO_VALUE = "{path}:{line}: column {col!r} ({field}): {value!r} is not allowed; allowed: {allowed}"
@@ -157,7 +157,10 @@ def causal_rows(*, system: str, job_id: str, profiles: pd.DataFrame, scores: np.
     status = "FAIL" if sig["NDE"] or sig["RIE"] else "INVESTIGATE" if any(sig.values()) else "PASS"
     base = {"system": system, "job_id": job_id, "attribute": x_attr, "x0": x0, "x1": x1, "n": res.n,
             "n_x0": n0, "n_x1": n1, "cases": ",".join(verdict.cases), "verdict": verdict.label,
-            "status": status, "p1_source": str(prof["p1_source"].iloc[0]), "folds": estimation["folds"],
+            "status": status, "positivity": res.diagnostics["positivity"],
+            "clipped_p_x_rz": res.diagnostics["clipped_share"]["p_x_rz"],
+            "clipped_p_x_brz": res.diagnostics["clipped_share"]["p_x_brz"],
+            "p1_source": str(prof["p1_source"].iloc[0]), "folds": estimation["folds"],
             "n_bootstrap": estimation["bootstrap"], "alpha": estimation["alpha"]}
     rows = []
     for t in res.table.itertuples():

@@ -130,28 +130,34 @@ def _scores(tmp: Path, n: int, seed: int, fn) -> None:
 
 
 @pytest.mark.slow
-def test_end_to_end_precomputed_proxy_verdict(write_spec, tmp_path):
-    """A score that reads only the first name's gender typicality: RIE, proxy discrimination (C4)."""
+def test_end_to_end_precomputed_first_name_score(write_spec, tmp_path):
+    """A score that reads only the first name's gender typicality. SSA first names nearly determine
+    gender, so positivity fails for the mediator split: TE is significant and identified, the run
+    flags positivity as violated, and the report says the path split is unreliable."""
     spec = write_spec(POP_SPEC)
     g = np.random.default_rng(1)
     _scores(tmp_path, 400, 11, lambda p, f: 60 + 5 * (f["first_name_gender"] == "male-typical") + g.normal(0, 2, len(p)))
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
     proc = run_cli("execute", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "cases C4: proxy discrimination" in proc.stdout
+    assert "positivity violated" in proc.stdout
     run = next((tmp_path / "out" / "pop-audit").iterdir())
     causal = pd.read_csv(run / "causal.csv")
     eff = causal[causal.kind == "effect"].set_index("term")
     assert eff.loc["NIE", "estimate"] == eff.loc["BIE", "estimate"] + eff.loc["RIE", "estimate"]
     assert eff.loc["TE", "estimate"] == eff.loc["NDE", "estimate"] + eff.loc["NIE", "estimate"]
-    assert bool(eff.loc["RIE", "significant"]) and not bool(eff.loc["NDE", "significant"])
-    assert set(causal["status"]) == {"FAIL"} and set(causal["cases"]) == {"C4"}
+    prof = pd.read_csv(run / "profiles.csv")
+    typical = grouped_features(prof)["first_name_gender"] == "male-typical"
+    truth = 5 * (typical[prof.gender == "male"].mean() - typical[prof.gender == "female"].mean())  # Z-free score
+    assert bool(eff.loc["TE", "significant"]) and abs(eff.loc["TE", "estimate"] - truth) < 3 * eff.loc["TE", "se"]
+    assert set(causal["positivity"]) == {"violated"} and causal["clipped_p_x_rz"].iloc[0] > 0.5
     html = (run / "report.html").read_text()
-    assert "Causal decomposition" in html and "proxy discrimination" in html and "bundled approximation" in html
+    assert "Causal decomposition" in html and "Positivity warning" in html and "bundled approximation" in html
     assert "<svg" in html and "do not apply" in html
+    status = causal["status"].iloc[0]
     # determinism: the same spec and seed give byte-identical causal.csv
-    proc = run_cli("execute", spec.name, "--quiet", "--out", "out", "--fail-on", "FAIL", cwd=tmp_path)
-    assert proc.returncode == 4
+    proc = run_cli("execute", spec.name, "--quiet", "--out", "out", "--fail-on", "INVESTIGATE", cwd=tmp_path)
+    assert proc.returncode == (4 if status in ("FAIL", "INVESTIGATE") else 0)
     runs = sorted((tmp_path / "out" / "pop-audit").iterdir())
     assert (runs[0] / "causal.csv").read_bytes() == (runs[1] / "causal.csv").read_bytes()
 

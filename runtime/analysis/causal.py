@@ -69,6 +69,10 @@ PARAM_GRID: dict[str, list] = {
 LEARNING_RATE = 0.3
 #: Propensities are clipped to [CLIP, 1 - CLIP] before they enter a weight.
 CLIP = 0.01
+#: Share of clipped propensities (P(X|R,Z) or P(X|B,R,Z)) above which positivity is called violated:
+#: the mediators then nearly determine X, and NDE/NIE/BIE/RIE extrapolate beyond the data (TE does not
+#: use those propensities and stays identified).
+POSITIVITY_LIMIT = 0.05
 #: Candidates drawn from :data:`PARAM_GRID` and rows used by the hyperparameter search.
 SEARCH_CANDIDATES = 12
 SEARCH_ROWS = 6000
@@ -396,8 +400,10 @@ def _estimate(*, x, y, z, b, r, seed, folds, n_bootstrap, alpha, params) -> PSER
         rows.append(("effect", name, float(eff_point[name]), float(np.std(d, ddof=1)), lo, hi,
                      bool(lo > 0 or hi < 0)))
     table = pd.DataFrame(rows, columns=["kind", "term", "estimate", "se", "ci_low", "ci_high", "significant"])
+    shares = {k: v / n for k, v in clipped.items()}
     diagnostics = {"folds": folds, "n_bootstrap": n_bootstrap, "alpha": alpha, "n_x0": n0, "n_x1": n1,
-                   "clipped_share": {k: v / n for k, v in clipped.items()}}
+                   "clipped_share": shares,
+                   "positivity": "violated" if max(shares["p_x_rz"], shares["p_x_brz"]) > POSITIVITY_LIMIT else "ok"}
     return PSEResult(table=table, n=n, params=params, diagnostics=diagnostics, phi=phi)
 
 

@@ -88,6 +88,16 @@ def build_population_context(*, causal: pd.DataFrame, profiles: pd.DataFrame, me
             "readings": [{"case": c, "name": CASES[c][0], "text": CASES[c][1]} for c in verdict.cases]
                         or [{"case": "—", "name": verdict.label, "text": verdict.reading}],
             "chart_svg": chart,
+            "positivity": first["positivity"],
+            "positivity_text": (
+                f"Positivity warning: the mediators nearly determine {first['attribute']} "
+                f"(P(X|R,Z) clipped to [0.01, 0.99] for {first['clipped_p_x_rz']:.0%} of profiles, P(X|B,R,Z) for "
+                f"{first['clipped_p_x_brz']:.0%}). Profiles of one level with the other level's mediator values "
+                "(e.g. men with female-typical first names) are too rare, so E[Y_x1,W_x0] and the Eq. 9-10 terms "
+                "are extrapolated: NDE, NIE, BIE and RIE, and the cases built on them, are not reliable here. "
+                "TE needs only P(X|Z) and stays identified. Remedies: coarser or fewer R mediators, or more "
+                "profiles with atypical names (microdata)."
+                if first["positivity"] == "violated" else ""),
             "effects": [{"term": t, "estimate": _fmt(r.estimate), "ci": fmt_ci(r.ci_low, r.ci_high, 4, signed=True),
                          "se": fmt_sig(r.se, 3), "significant": sig[t], "text": EFFECT_TEXT[t]}
                         for t, r in eff.iterrows()],
@@ -161,7 +171,8 @@ def build_population_context(*, causal: pd.DataFrame, profiles: pd.DataFrame, me
         "notes": notes, "timings": timings, "versions": versions,
         "amendments": meta.get("amendments") or [],
         "summary": [{"system": u["system"], "job": u["job"], "status": u["status"], "cases": ", ".join(u["cases"]) or "—",
-                     "verdict": u["verdict"], "anchor": u["anchor"]} for u in units],
+                     "verdict": u["verdict"], "anchor": u["anchor"],
+                     "positivity": u["positivity"]} for u in units],
     }
 
 
