@@ -40,12 +40,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--bootstrap", type=int, default=500)
     ap.add_argument("--json", type=Path, default=None, help="write the summary here")
+    ap.add_argument("--search", type=int, default=12, help="grid points of the pilot search (100 = whole C.5 grid)")
     args = ap.parse_args()
 
     scm = LinearSCM()
     truth = scm.truth()
     pilot = scm.sample(args.n, rng(args.seed, "pilot"))
-    params = estimate_pse(**pilot, seed=args.seed, n_bootstrap=10).params
+    params = estimate_pse(**pilot, seed=args.seed, n_bootstrap=10, search_candidates=args.search).params
     print(f"hyperparameters from the pilot draw: {json.dumps(params)}")
     est = {e: [] for e in EFFECTS}
     se = {e: [] for e in EFFECTS}
@@ -61,7 +62,7 @@ def main() -> int:
             hit[e].append(t.loc[e, "ci_low"] <= truth[e] <= t.loc[e, "ci_high"])
         if (rep + 1) % 20 == 0:
             print(f"  {rep + 1} replications, {time.perf_counter() - t0:.0f} s", flush=True)
-    summary = {"reps": args.reps, "n": args.n, "folds": 5, "bootstrap": args.bootstrap, "seed": args.seed,
+    summary = {"reps": args.reps, "n": args.n, "search_candidates": args.search, "folds": 5, "bootstrap": args.bootstrap, "seed": args.seed,
                "params": params, "effects": {}}
     print(f"\n{args.reps} replications, n = {args.n}, 5 folds, {args.bootstrap} multiplier draws")
     print(f"{'effect':<6} {'truth':>7} {'mean est':>9} {'bias':>8} {'mean SE':>8} {'bias/SE':>8} "

@@ -247,7 +247,8 @@ def _with_x(X: pd.DataFrame, value: int) -> pd.DataFrame:
 
 def estimate_pse(*, x: np.ndarray, y: np.ndarray, z: pd.DataFrame, b: pd.DataFrame, r: pd.DataFrame,
                  seed: int, folds: int = 5, n_bootstrap: int = 500, alpha: float = 0.05,
-                 params: Mapping[str, Mapping] | None = None, n_threads: int = 1) -> PSEResult:
+                 params: Mapping[str, Mapping] | None = None, n_threads: int = 1,
+                 search_candidates: int = SEARCH_CANDIDATES) -> PSEResult:
     """Estimate TE, NDE, NIE, BIE and RIE with DML-UCA (seed 001 §3.2, Lemma 1, App. C).
 
     Parameters
@@ -270,6 +271,8 @@ def estimate_pse(*, x: np.ndarray, y: np.ndarray, z: pd.DataFrame, b: pd.DataFra
         1 - confidence level of the percentile CIs.
     params : mapping, optional
         Hyperparameters per nuisance (:data:`NUISANCES`); searched (App. C.5) when not given.
+    search_candidates : int
+        Grid points tried by the App. C.5 search (100 = the whole grid).
     n_threads : int
         OpenMP threads of the boosted trees (default 1: many small fits run fastest single-threaded,
         and more threads than free cores slow them down by an order of magnitude).
@@ -288,10 +291,10 @@ def estimate_pse(*, x: np.ndarray, y: np.ndarray, z: pd.DataFrame, b: pd.DataFra
 
     with threadpool_limits(limits=n_threads, user_api="openmp"):
         return _estimate(x=x, y=y, z=z, b=b, r=r, seed=seed, folds=folds, n_bootstrap=n_bootstrap,
-                         alpha=alpha, params=params)
+                         alpha=alpha, params=params, search_candidates=search_candidates)
 
 
-def _estimate(*, x, y, z, b, r, seed, folds, n_bootstrap, alpha, params) -> PSEResult:
+def _estimate(*, x, y, z, b, r, seed, folds, n_bootstrap, alpha, params, search_candidates) -> PSEResult:
     x = np.asarray(x)
     y = np.asarray(y, dtype=float)
     n = len(y)
@@ -328,10 +331,10 @@ def _estimate(*, x, y, z, b, r, seed, folds, n_bootstrap, alpha, params) -> PSER
 
     if params is None:
         params = {
-            "p_x_z": search_params("clf", Xz, x, cz, seed=s("search", "p_x_z")),
-            "p_x_rz": search_params("clf", Xrz, x, crz, seed=s("search", "p_x_rz")),
-            "p_x_brz": search_params("clf", Xbrz, x, cbrz, seed=s("search", "p_x_brz")),
-            "mu3": search_params("reg", X3, y, c3, seed=s("search", "mu3")),
+            "p_x_z": search_params("clf", Xz, x, cz, seed=s("search", "p_x_z"), n_candidates=search_candidates),
+            "p_x_rz": search_params("clf", Xrz, x, crz, seed=s("search", "p_x_rz"), n_candidates=search_candidates),
+            "p_x_brz": search_params("clf", Xbrz, x, cbrz, seed=s("search", "p_x_brz"), n_candidates=search_candidates),
+            "mu3": search_params("reg", X3, y, c3, seed=s("search", "mu3"), n_candidates=search_candidates),
         }
     params = {k: dict(v) for k, v in params.items()}
 
