@@ -14,6 +14,11 @@ Measured on 2026-11-29 (200 replications, n = 3000; bench/results/causal_coverag
 coverage TE 97.5%, NDE 92.0%, NIE 95.0%, BIE 93.0%, RIE 93.5% (Monte Carlo SE about 1.5-1.9 points);
 bias/SE TE +0.07, NDE +0.18, NIE -0.08, BIE +0.02, RIE -0.15 (Monte Carlo SE of bias/SE about 0.07).
 NDE's coverage and the NDE and RIE biases miss the goal; the other cells meet it.
+With the pilot search over the whole C.5 grid (--search 100; *_fullgrid.*): coverage TE 97.5%,
+NDE 89.5%, NIE 93.0%, BIE 92.0%, RIE 94.5%; bias/SE +0.08, +0.26, -0.14, -0.09, -0.10. NDE is biased
+upwards (about +0.01, 0.2-0.25 SE) and its SE is about 7% too small in both runs: the goal is not met
+for NDE. A suspect, not verified: P(X|R,Z) is not additive in R and Z in this SCM, and the chosen
+depth-1 propensity models are additive.
 """
 
 from __future__ import annotations
