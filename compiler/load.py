@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from compiler.errors import Issue, SpecError
-from compiler.spec import SYSTEM_KINDS, AuditSpec
+from compiler.spec import GENERATOR_TAGS, SYSTEM_KINDS, AuditSpec
 
 MSG_NOT_MAPPING = "the spec must be a YAML mapping at the top level"
 MSG_DUPLICATE_KEY = "duplicate key {key!r}; a key may appear only once in a mapping"
@@ -209,6 +209,9 @@ def allowed_keys(model: type[BaseModel], loc: tuple) -> list[str] | None:
                     kind = t.model_fields.get("kind")
                     if kind is not None and part in typing.get_args(kind.annotation):
                         nxt.append(t)
+                    gen = t.model_fields.get("generator")  # candidates union tag (template, population)
+                    if gen is not None and part in typing.get_args(gen.annotation):
+                        nxt.append(t)
                 elif typing.get_origin(t) in (list, tuple) and isinstance(part, int):
                     nxt.extend(typing.get_args(t)[:1])
                 elif typing.get_origin(t) is dict:
@@ -235,6 +238,11 @@ def _pydantic_issues(path: Path, doc: Any, err: ValidationError) -> list[Issue]:
             line, col = locate(doc, loc)
             msg = MSG_MISSING_KEY.format(key="kind") + f"; allowed: {', '.join(SYSTEM_KINDS)}"
             loc = loc + ("kind",)
+        elif e["type"] == "invalid_generator":
+            loc = loc + ("generator",)
+            line, col = locate(doc, loc)
+            got = e["input"].get("generator") if isinstance(e["input"], dict) else None
+            msg = e["msg"] + (f" (got {got!r})" if got is not None else "")
         elif e["type"] == "missing":
             line, col = locate(doc, loc[:-1])
             msg = MSG_MISSING_KEY.format(key=loc[-1])
@@ -244,7 +252,7 @@ def _pydantic_issues(path: Path, doc: Any, err: ValidationError) -> list[Issue]:
             msg = e["msg"]
             if "input" in e and not isinstance(e["input"], (dict, list)):
                 msg += f" (got {e['input']!r})"
-        loc = tuple(p for p in loc if p not in ("embedding", "precomputed", "[key]"))
+        loc = tuple(p for p in loc if p not in ("embedding", "precomputed", "[key]", *GENERATOR_TAGS))
         issues.append(Issue(shown, line, col, dotted(loc), msg))
     return issues
 

@@ -36,6 +36,10 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
         K per job when there is no generator (all systems precomputed): counted from the score files
         by the caller; unknown at compile time otherwise.
     """
+    from compiler.population import expand_population, is_population
+
+    if is_population(resolved):  # seed 001 population design: no counterfactual matrix
+        return expand_population(resolved, PLAN_SCHEMA_VERSION)
     seed = resolved["seed"]
     variants = resolved["variants"]["table"]
     cand = resolved["candidates"]

@@ -156,6 +156,9 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
         else:
             systems.append({"id": s.id, "kind": s.kind, "data": _file_ref(folder, s.path),
                             "score_range": list(s.score_range)})
+    from compiler.population import is_population, resolve_candidates
+
+    population = is_population(ls)
     resolved = {
         "audit": spec.audit,
         "title": spec.title,
@@ -169,10 +172,11 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
             }
             for name, axis in spec.axes.items()
         },
-        "variants": {"reference": spec.variants.reference, "design": spec.variants.design,
-                     "table": variant_table(spec)},
+        "variants": {"reference": None, "design": None, "table": {}} if population else {
+            "reference": spec.variants.reference, "design": spec.variants.design, "table": variant_table(spec)},
         "jobs": jobs,
-        "candidates": spec.candidates.model_dump() if spec.candidates else None,
+        "candidates": resolve_candidates(ls) if population else (
+            spec.candidates.model_dump() if spec.candidates else None),
         "systems": systems,
         "analysis": _resolved_analysis(spec, ref_levels),
         "thresholds": thresholds,

@@ -169,7 +169,7 @@ def _design_issues(ls: LoadedSpec) -> list[Issue]:
     if c is None:
         if needs_text:
             out.append(ls.issue(("candidates",), MSG_NO_CANDIDATES.format(systems=", ".join(needs_text))))
-    else:
+    elif c.generator == "template":
         if c.matching_per_job > c.base_per_job:
             out.append(ls.issue(("candidates", "matching_per_job"),
                                 MSG_M_GT_K.format(m=c.matching_per_job, k=c.base_per_job)))
@@ -253,8 +253,13 @@ def validate(ls: LoadedSpec) -> None:
         With one located issue per problem (levels, variants, reference, ids, M <= K, K >= k,
         threshold order, file references).
     """
-    issues: list[Issue] = []
+    from compiler.population import is_population, population_issues
+
+    issues: list[Issue] = population_issues(ls)
+    population = is_population(ls)
     for check in CHECKS:
+        if check in (_axes_issues, _variants_issues) and (population or "variants" not in ls.raw):
+            continue  # a population design has no counterfactual matrix (seed 001 §4)
         issues.extend(check(ls))
     if issues:
         raise SpecError(issues)
@@ -270,7 +275,7 @@ def advisories(ls: LoadedSpec) -> list[Issue]:
     """Legal but probably unintended designs (printed as warnings; they do not stop a run)."""
     out = []
     c, spec = ls.spec.candidates, ls.spec
-    if c is not None and 0 < spec.analysis.k.merit < c.matching_per_job:
+    if c is not None and c.generator == "template" and 0 < spec.analysis.k.merit < c.matching_per_job:
         b = spec.thresholds.research.recall_at_k
         bound = b.pass_ if b is not None else METRICS["recall_at_k"].research[0]
         cap = spec.analysis.k.merit / c.matching_per_job

@@ -72,7 +72,8 @@ def validate(spec: SpecArg) -> None:
     compiled = compile_spec(spec)
     _print_warnings(compiled)
     c = compiled.plan["counts"]
-    _console().print(f"[green]valid[/]: {spec} ({_n(c['jobs'], 'job')}, {_n(c['variants'], 'variant')}, "
+    what = _n(c["profiles"], "profile") if "profiles" in c else _n(c["variants"], "variant")
+    _console().print(f"[green]valid[/]: {spec} ({_n(c['jobs'], 'job')}, {what}, "
                      f"{_n(c['systems'], 'system')})")
 
 
@@ -130,6 +131,10 @@ def compile_(
         ("plan tasks", c["tasks"]), ("metric rows (metrics x variants x systems)", c["metric_rows"]),
         ("paired candidates per metric cell", c["paired_candidates_per_variant"]),
     ]
+    if "profiles" in c:  # population design (seed 001): no variants, no matrix
+        rows = [("jobs", c["jobs"]), ("profiles (per job x jobs)", c["profiles"]), ("systems", c["systems"]),
+                ("texts to embed (at most)", c["texts_to_embed"]), ("plan tasks", c["tasks"]),
+                ("causal rows (5 quantities + 5 effects) x systems", c["metric_rows"])]
     for k, v in rows:
         table.add_row(k, "from the score file" if v is None else str(v))
     console.print(table)
@@ -194,6 +199,9 @@ def execute(
     for pkg, change in result.run.get("version_changes_since_lock", {}).items():
         print(f"warning: {pkg} is {change['now']}, the lock recorded {change['locked']} (see run.json)",
               file=sys.stderr)
+    if result.causal is not None:  # population design (seed 001): verdicts instead of a risk score
+        _population_summary(result, console, fail_on)
+        return
     risk = result.risk[(result.risk["system"] == "ALL")].set_index("tier")
     for t in ("research", "operational"):
         row = risk.loc[t]
@@ -285,6 +293,21 @@ def verify(
             err.print(f"  FAIL {f}", markup=False)
         raise typer.Exit(EXIT_VERIFY)
     console.print(f"[green]verified[/]: {path}")
+def _population_summary(result, console, fail_on: Gate | None) -> None:
+    """Print each system x job verdict of a population run; exit 4 when --fail-on trips on its status."""
+    eff = result.causal[result.causal["term"] == "TE"]
+    for row in eff.itertuples():
+        console.print(f"{row.system} / {row.job_id}: {row.status} · {row.attribute} "
+                      f"({row.x1} vs {row.x0}) · cases {row.cases or '-'}: {row.verdict}"
+                      + (" · positivity violated: NDE/NIE/BIE/RIE unreliable (see report)"
+                         if row.positivity == "violated" else ""))
+    console.print(f"run folder: {result.run_dir}")
+    if fail_on is not None:
+        bad = {"FAIL"} if fail_on is Gate.FAIL else {"FAIL", "INVESTIGATE"}
+        hits = eff[eff["status"].isin(bad)]
+        if len(hits):
+            _console(stderr=True).print(f"--fail-on {fail_on.value} tripped by {len(hits)} system/job verdict(s)")
+            raise typer.Exit(EXIT_GATE)
 
 
 def main(argv: list[str] | None = None) -> None:

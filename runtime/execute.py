@@ -38,6 +38,7 @@ class RunResult:
     drift: pd.DataFrame
     timings: dict[str, float] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
+    causal: pd.DataFrame | None = None  # population designs (seed 001): causal.csv
 
 
 def new_run_dir(root: Path, audit: str, when: str) -> tuple[str, Path]:
@@ -218,7 +219,8 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
         run["error"] = f"{type(err).__name__}: {err}"
         folder.save()
         raise
-    return RunResult(run_dir, result.metrics, result.risk, result.drift, timings, run)
+    return RunResult(run_dir, result.metrics, result.risk, result.drift, timings, run,
+                     causal=getattr(result, "causal", None))
 
 
 @dataclass
@@ -243,6 +245,10 @@ def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, tim
     from runtime.analysis import analyse, n_bootstrap_cells
     from runtime.rank import paired_frame
 
+    if (compiled.resolved["candidates"] or {}).get("generator") == "population":
+        from runtime.execute_population import run_population  # seed 001: no counterfactual matrix
+
+        return run_population(compiled, lock, folder, timings, quiet, report_meta)
     r, run, run_dir = compiled.resolved, folder.run, folder.path
     with Progress(quiet=quiet) as progress:
         with stage_timer(timings, "generate"):

@@ -36,6 +36,8 @@ PREDICATE_TYPE = "urn:audit-compiler:manifest:v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 SIGNATURE_FIELD = "AuditSignature"
 SIGNATURE_BOX_ID = "signature-box"
+#: Result tables whose bytes a re-run with the same spec and seed reproduces (listed in the report).
+REPRODUCIBLE_RESULTS = ("metrics.csv", "paired.csv", "effects.csv", "causal.csv")
 #: The signature box of the report template, in mm (runtime/report/templates/_signature.html.j2).
 SIGNATURE_BOX_MM = (100.0, 30.0)
 
@@ -329,7 +331,9 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys) -> dict[str, An
         return file_digest(p)["digest"] if p.exists() else None
 
     ctx = {"commands": run.get("reproduce") or [], "git": run.get("spec_git"), "signed": keys is not None,
-           "metrics_sha256": sha("metrics.csv"), "paired_sha256": sha("paired.csv")}
+           "metrics_sha256": sha("metrics.csv"), "paired_sha256": sha("paired.csv"),
+           # the result tables a re-run reproduces byte for byte, whichever this design writes
+           "results": [{"name": n, "sha256": sha(n)} for n in REPRODUCIBLE_RESULTS if sha(n)]}
     if keys is not None:
         ctx.update(signer=keys.signer_name(), keyid=keys.keyid, cert_sha256=cert_fingerprint(keys.pdf_cert))
     return ctx

@@ -34,7 +34,7 @@ def render_html(context: dict[str, Any]) -> str:
     return _environment().get_template(TEMPLATE).render(**context)
 
 
-def render_pdf(context: dict[str, Any], path: Path) -> None:
+def render_pdf(context: dict[str, Any], path: Path, *, html: str | None = None) -> None:
     """Write the report as an A4 PDF to ``path`` (WeasyPrint; same content as :func:`render_html`).
 
     Raises
@@ -46,7 +46,7 @@ def render_pdf(context: dict[str, Any], path: Path) -> None:
         import weasyprint
     except ImportError as exc:  # pragma: no cover - weasyprint is a hard dependency
         raise ImportError("rendering the PDF report needs WeasyPrint: pip install 'weasyprint>=61'") from exc
-    html = render_html(context)
+    html = render_html(context) if html is None else html  # html: another template's rendering
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     weasyprint.HTML(string=html, base_url=None).write_pdf(str(path))
