@@ -192,7 +192,8 @@ def test_microdata_source_and_bad_value(write_spec, tmp_path):
     assert "Microdata" in (run / "report.html").read_text()
     micro.loc[5, "SEX"] = "F"
     micro.to_csv(tmp_path / "pums.csv", index=False)
-    assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
+    assert run_cli("compile", spec.name, "--amend", "--reason", "microdata corrected",
+                   cwd=tmp_path).returncode == 0
     proc = run_cli("execute", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "pums.csv:7: column 'SEX' (gender): 'F' is not allowed; allowed: female, male" in proc.stderr
