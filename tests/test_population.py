@@ -156,10 +156,22 @@ def test_end_to_end_precomputed_first_name_score(write_spec, tmp_path):
     assert "<svg" in html and "do not apply" in html
     status = causal["status"].iloc[0]
     # determinism: the same spec and seed give byte-identical causal.csv
-    proc = run_cli("execute", spec.name, "--quiet", "--out", "out", "--fail-on", "INVESTIGATE", cwd=tmp_path)
+    # the re-run is signed (issue 5): the population report carries the reproduction and signature
+    # section, and `audit verify` checks the manifest, every file's hash and the PDF signature
+    assert run_cli("keygen", "--key-dir", "keys", "--signer", "Pop Auditor", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", spec.name, "--quiet", "--out", "out", "--fail-on", "INVESTIGATE",
+                   "--key-dir", "keys", cwd=tmp_path)
     assert proc.returncode == (4 if status in ("FAIL", "INVESTIGATE") else 0)
     runs = sorted((tmp_path / "out" / "pop-audit").iterdir())
     assert (runs[0] / "causal.csv").read_bytes() == (runs[1] / "causal.csv").read_bytes()
+    assert (runs[1] / "manifest.dsse.json").exists() and not (runs[0] / "manifest.dsse.json").exists()
+    signed_html = (runs[1] / "report.html").read_text()
+    assert "Reproduction and signature" in signed_html and "causal.csv</code> sha256" in signed_html
+    proc = run_cli("verify", str(runs[1]), "--key-dir", "keys", "--spec", spec.name, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (runs[1] / "causal.csv").write_bytes((runs[1] / "causal.csv").read_bytes() + b" ")
+    proc = run_cli("verify", str(runs[1]), "--key-dir", "keys", cwd=tmp_path)
+    assert proc.returncode == 6 and "causal.csv" in proc.stderr
 
 
 @pytest.mark.slow
