@@ -95,6 +95,15 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
     }
     plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "audit": resolved["audit"],
             "spec_digest": digest(resolved), "counts": counts, "tasks": tasks}
+    uses_llm = (cand or {}).get("generator") == "llm" or any(
+        s["kind"] in ("llm_score", "llm_compare") for s in resolved["systems"])
+    if uses_llm:  # calls and tokens per stage; cost only where litellm knows the price
+        from compiler.llm import estimate
+
+        est = estimate(resolved)
+        counts.update({"model_calls": est["calls"], "estimated_tokens": est["tokens"],
+                       "estimated_cost_usd": est["cost_usd"] if est["cost_known"] else None})
+        plan["llm_estimate"] = est
     return plan
 
 

@@ -109,13 +109,15 @@ def compile_(spec: SpecArg) -> None:
         ("jobs", c["jobs"]), ("base candidates (K x jobs)", c["base_candidates"]),
         ("variants (reference included)", c["variants"]), ("resumes", c["resumes"]),
         ("systems", c["systems"]), ("texts to embed (at most)", c["texts_to_embed"]),
-        ("model calls", c["model_calls"]), ("estimated tokens / cost", f"{c['estimated_tokens']} / ${c['estimated_cost_usd']:.2f}"),
+        ("model calls", c["model_calls"]), ("estimated tokens / cost", _tokens_cost(c)),
         ("plan tasks", c["tasks"]), ("metric rows (metrics x variants x systems)", c["metric_rows"]),
         ("paired candidates per metric cell", c["paired_candidates_per_variant"]),
     ]
     for k, v in rows:
         table.add_row(k, "from the score file" if v is None else str(v))
     console.print(table)
+    if "llm_estimate" in compiled.plan:
+        _print_llm_estimate(console, compiled.plan["llm_estimate"])
     console.print(f"spec digest sha256:{lock['spec_digest']['digest']}")
     if unchanged:
         console.print(f"{lock_path(spec)} unchanged: the spec matches its lock of {lock['created_at']}")
@@ -126,6 +128,27 @@ def compile_(spec: SpecArg) -> None:
         console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
     else:
         console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
+
+
+def _tokens_cost(c: dict) -> str:
+    cost = c["estimated_cost_usd"]
+    return f"{c['estimated_tokens']} / " + ("unknown (see below)" if cost is None else f"${cost:.2f}")
+
+
+def _print_llm_estimate(console, est: dict) -> None:
+    """Calls, tokens and cost per LLM stage (compiler.llm.estimate); says where the price is unknown."""
+    from rich.table import Table
+
+    table = Table(title="LLM calls per stage (output tokens counted at max_tokens: an upper bound)")
+    for col in ("stage", "model", "calls", "input tokens", "output tokens", "cost (USD)"):
+        table.add_column(col)
+    for st in est["stages"]:
+        cost = "unknown: litellm has no price for this model" if st["cost_usd"] is None else f"{st['cost_usd']:.4f}"
+        table.add_row(st["stage"], st["model"], str(st["calls"]), str(st["input_tokens"]),
+                      str(st["output_tokens"]), cost)
+    console.print(table)
+    methods = sorted({st["method"] for st in est["stages"]})
+    console.print(f"tokens counted with {', '.join(methods)}")
 
 
 @app.command()
