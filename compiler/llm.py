@@ -97,6 +97,8 @@ def endpoint(spec_obj: Any) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ estimates (compile time)
 
+#: Output-token cap of one flagging-agent answer (seed 000 §3.1.4: a short free-text analysis).
+FLAGGING_MAX_TOKENS = 160
 #: Characters per token used when litellm is not installed (rough, English text).
 CHARS_PER_TOKEN = 4
 
@@ -163,6 +165,8 @@ def estimate(resolved: dict[str, Any], *, typical_resume_chars: int = 2200) -> d
 
     if cand.get("generator") == "llm":
         ep = cand["endpoint"]
+        # generated resumes are as long as the JSON schema lets them be (runtime.generate.llm)
+        resume = "x " * max(60, ep["max_tokens"] * 3 // max(k, 1) // 2)
         t = cand["templates"]
         n_jobs = len(jobs)
         if cand["agents"]["descriptor"]:
@@ -176,7 +180,8 @@ def estimate(resolved: dict[str, Any], *, typical_resume_chars: int = 2200) -> d
         if cand["agents"]["translate_to"]:
             add("generate: stage 2 translation", ep, n_res, t["translate"] + resume, ep["max_tokens"])
         if cand["agents"]["flagging"]:
-            add("generate: stage 3 flagging", ep, n_res, t["flagging"] + resume, ep["max_tokens"])
+            add("generate: stage 3 flagging", ep, n_res, t["flagging"] + resume,
+                min(ep["max_tokens"], FLAGGING_MAX_TOKENS))
         if cand["agents"]["classifier"]:
             add("generate: axis classifier", {**ep, "temperature": 0}, n_res, t["classifier"] + resume, 60)
     n_resumes = len(jobs) * k * n_var

@@ -90,7 +90,8 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
         "estimated_tokens": 0,
         "estimated_cost_usd": 0.0,
         "tasks": len(tasks),
-        "metric_rows": len(METRIC_IDS) * n_var * n_sys,
+        "metric_rows": len(METRIC_IDS) * n_var * sum(len(s.get("conditions") or [None])
+                                                     for s in resolved["systems"]),
         "paired_candidates_per_variant": k_total,
     }
     plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "audit": resolved["audit"],

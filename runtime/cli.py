@@ -110,7 +110,7 @@ def compile_(spec: SpecArg) -> None:
         ("variants (reference included)", c["variants"]), ("resumes", c["resumes"]),
         ("systems", c["systems"]), ("texts to embed (at most)", c["texts_to_embed"]),
         ("model calls", c["model_calls"]), ("estimated tokens / cost", _tokens_cost(c)),
-        ("plan tasks", c["tasks"]), ("metric rows (metrics x variants x systems)", c["metric_rows"]),
+        ("plan tasks", c["tasks"]), ("metric rows (metrics x variants x systems x conditions)", c["metric_rows"]),
         ("paired candidates per metric cell", c["paired_candidates_per_variant"]),
     ]
     for k, v in rows:

@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from compiler.errors import AuditError
+from compiler.llm import FLAGGING_MAX_TOKENS
 from runtime.generate.matrix import MATRIX_COLUMNS
 
 #: Tries per agent call whose answer lacks items (a new attempt number each time).
@@ -330,7 +331,8 @@ def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str 
 
             async def fl(row):
                 row["flag"] = await agents.per_resume("flagging", env.from_string(c["templates"]["flagging"]).render(
-                    resume=row["text"]), (row["job_id"], row["cv_id"], row["variant"]), schema=None)
+                    resume=row["text"]), (row["job_id"], row["cv_id"], row["variant"]), schema=None,
+                    max_tokens=min(c["endpoint"]["max_tokens"], FLAGGING_MAX_TOKENS))
                 adv(1)
 
             await asyncio.gather(*[fl(x) for x in rows])

@@ -25,6 +25,7 @@ REASON_EMPTY = "empty answer"
 REASON_NO_SCORE = "no score found"
 REASON_NOT_NUMBER = "score is not a number: {value!r}"
 REASON_RANGE = "score {value} outside [{lo}, {hi}]"
+REASON_TRUNCATED = "answer ends inside an unclosed object right after the score (cut off by max_tokens?)"
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _SCORE_KV = re.compile(r"""["']?\bscore\b["']?\s*[:=]\s*["']?(-?\d+(?:\.\d+)?)""", re.I)
@@ -108,6 +109,9 @@ def parse_score(text: str | None, *, lo: float = 0.0, hi: float = 100.0) -> Scor
                     return _check(v, lo, hi, "json")
     m = _SCORE_KV.search(text)
     if m:
+        if m.end(1) == len(text.rstrip()) and text.count("{") > text.count("}"):
+            # '{"score": 7' may be a cut-off 75: never guess
+            return ScoreParse(False, None, REASON_TRUNCATED, "key-value")
         return _check(float(m.group(1)), lo, hi, "key-value")
     m = _BARE_NUMBER.match(text)
     if m:

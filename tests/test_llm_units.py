@@ -1,0 +1,104 @@
+"""LLM plumbing without a server: replicate averaging, exclusion of unscored cells, manipulation
+check, cache keys, model families, compile-time estimate (hand-computed values)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from compiler.llm import model_family
+from runtime.generate.llm import _match_variants, manipulation_check
+from runtime.llm.cache import ResponseCache, request_key
+from runtime.llm.client import Endpoint, LlmClient
+from runtime.systems.llm import RESPONSE_COLUMNS, aggregate
+
+
+def _resp(rows):
+    out = []
+    for cond, job, cv, var, rep, att, valid, score in rows:
+        out.append({"system": "s", "condition": cond, "job_id": job, "cv_id": cv, "variant": var,
+                    "replicate": rep, "attempt": att, "cached": False, "valid": valid,
+                    "score": score if valid else None, "reason": "" if valid else "no score found",
+                    "method": "json", "raw_text": "x"})
+    return pd.DataFrame(out, columns=list(RESPONSE_COLUMNS))
+
+
+RESUMES = pd.DataFrame({"job_id": ["j"] * 4, "cv_id": ["c1", "c1", "c2", "c2"],
+                        "variant": ["BASE", "V01"] * 2, "is_true_match": [1, 1, 0, 0]})
+
+
+def test_replicates_are_averaged_and_invalid_answers_never_defaulted():
+    resp = _resp([
+        ("a", "j", "c1", "BASE", 0, 0, True, 60), ("a", "j", "c1", "BASE", 1, 0, False, None),
+        ("a", "j", "c1", "BASE", 1, 1, True, 70),                       # retry after an invalid answer
+        ("a", "j", "c1", "V01", 0, 0, True, 50), ("a", "j", "c1", "V01", 1, 0, True, 40),
+        ("a", "j", "c2", "BASE", 0, 0, True, 20), ("a", "j", "c2", "BASE", 1, 0, True, 30),
+        ("a", "j", "c2", "V01", 0, 0, False, None), ("a", "j", "c2", "V01", 0, 1, False, None),
+        ("a", "j", "c2", "V01", 1, 0, False, None), ("a", "j", "c2", "V01", 1, 1, False, None),
+    ])
+    scores, validity = aggregate(resp, RESUMES, system_id="s", conditions=["a"], replicates=2)
+    # c1: BASE mean(60, 70) = 65, V01 mean(50, 40) = 45; c2/V01 has no valid answer: c2 is excluded
+    assert scores[["cv_id", "variant", "score"]].values.tolist() == [["c1", "BASE", 65.0], ["c1", "V01", 45.0]]
+    assert (scores["replicate"] == 0).all() and (scores["condition"] == "a").all()
+    (v,) = validity
+    assert (v["answers"], v["valid"], v["invalid"]) == (11, 6, 5)
+    assert v["valid_response_rate"] == pytest.approx(6 / 11)
+    assert v["cells_without_valid_answer"] == 1 and v["excluded_base_candidates"] == ["j/c2"]
+    assert v["min_valid_replicates"] == 2
+
+
+def test_manipulation_check_rates_by_hand():
+    table = {"BASE": {"sex": "M", "age": "Y"}, "V01": {"sex": "F", "age": "Y"}}
+    rows = [
+        {"variant": "BASE", "classified": {"sex": "M", "age": "Y"}, "defaulted": []},
+        {"variant": "BASE", "classified": {"sex": "M", "age": "Y"}, "defaulted": ["sex", "age"]},
+        {"variant": "V01", "classified": {"sex": "F", "age": "O"}, "defaulted": []},
+        {"variant": "V01", "classified": {"sex": "M", "age": "Y"}, "defaulted": ["sex"]},
+    ]
+    m = manipulation_check(rows, table).set_index(["variant", "axis"])
+    assert m.loc[("BASE", "sex"), ["n", "classified_as_intended", "defaulted"]].tolist() == [2, 2, 1]
+    assert m.loc[("V01", "sex"), "rate"] == 0.5 and m.loc[("V01", "sex"), "defaulted"] == 1
+    assert m.loc[("V01", "age"), "rate"] == 0.5
+
+
+def test_phase_b_items_matched_by_label_then_position():
+    table = ["BASE", "V01"]
+    assert _match_variants([{"candidate_type": "V01", "full_resume_text": "b"},
+                            {"candidate_type": "BASE", "full_resume_text": "a"}], table) == {"BASE": "a", "V01": "b"}
+    assert _match_variants([{"header": "Resume 1", "full_resume_text": "a"},
+                            {"header": "Resume 2", "full_resume_text": "b"}], table) == {"BASE": "a", "V01": "b"}
+    # one unlabelled item short: no guessing by position
+    assert _match_variants([{"full_resume_text": "a"}], table) == {}
+
+
+def test_cache_key_covers_replicate_attempt_and_messages_but_never_the_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_KEY", "sk-secret-123")
+    ep = Endpoint(model="openai/x", api_base="http://h/v1", api_key_env="MY_KEY")
+    client = LlmClient(ep, ResponseCache(tmp_path / "c.sqlite"))
+    msgs = [{"role": "user", "content": "hi"}]
+    base = client.request_record(msgs, replicate=0, attempt=0, seed=1, schema=None, temperature=None,
+                                 max_tokens=None)
+    keys = {request_key(base)}
+    for kw in ({"replicate": 1}, {"attempt": 1}, {"seed": 2}, {"temperature": 0.0}):
+        rec = client.request_record(msgs, **{**dict(replicate=0, attempt=0, seed=1, schema=None,
+                                                    temperature=None, max_tokens=None), **kw})
+        keys.add(request_key(rec))
+    keys.add(request_key(client.request_record([{"role": "user", "content": "hi!"}], replicate=0, attempt=0,
+                                               seed=1, schema=None, temperature=None, max_tokens=None)))
+    assert len(keys) == 6
+    assert "sk-secret-123" not in repr(base)
+    client.cache.put(base, '{"score": 5}', {})
+    assert client.cache.get(base) == ('{"score": 5}', {}) and len(client.cache) == 1
+    assert (tmp_path / "c.sqlite").read_bytes().find(b"sk-secret-123") == -1
+
+
+@pytest.mark.parametrize("model, family", [
+    ("openai/gpt-4o-mini", "OpenAI GPT"), ("gpt-4.1", "OpenAI GPT"), ("anthropic/claude-3-5-haiku", "Anthropic Claude"),
+    ("gemini/gemini-2.5-flash-lite", "Google Gemini"), ("ollama/llama3.1:8b", "Meta Llama"),
+    ("openai/smollm2-135m", "SmolLM"), ("together_ai/mistralai/Mixtral-8x7B", "Mistral"),
+    ("openai/my-own-model", "my-own-model"),
+])
+def test_model_family(model, family):
+    assert model_family(model) == family
