@@ -55,7 +55,7 @@ def requests(n: int, tag: str) -> list[list[dict[str, str]]]:
 
 def plain(url: str, batch, concurrency: int) -> float:
     body = {"model": serve.MODEL_ALIAS, "temperature": 0.7, "max_tokens": MAX_TOKENS, "seed": 1,
-            "response_format": response_format("json_schema", score_schema(0, 100))}
+            "response_format": response_format("json_object_schema", score_schema(0, 100))}
 
     def one(msgs):
         data = json.dumps({**body, "messages": msgs}).encode()
@@ -74,7 +74,8 @@ def runtime(url: str, batch, concurrency: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         cache = ResponseCache(Path(tmp) / "bench.sqlite")
         client = LlmClient(Endpoint(model=MODEL, api_base=url, temperature=0.7, max_tokens=MAX_TOKENS,
-                                    concurrency=concurrency, who="bench"), cache)
+                                    response_format="json_object_schema", concurrency=concurrency,
+                                    who="bench"), cache)
         schema = score_schema(0, 100)
 
         async def one(msgs):

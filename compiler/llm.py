@@ -166,7 +166,7 @@ def estimate(resolved: dict[str, Any], *, typical_resume_chars: int = 2200) -> d
     if cand.get("generator") == "llm":
         ep = cand["endpoint"]
         # generated resumes are as long as the JSON schema lets them be (runtime.generate.llm)
-        resume = "x " * max(60, ep["max_tokens"] * 3 // max(k, 1) // 2)
+        resume = "x " * max(60, ep["max_tokens"] * 2 // max(k, 1) // 2)
         t = cand["templates"]
         n_jobs = len(jobs)
         if cand["agents"]["descriptor"]:

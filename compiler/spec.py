@@ -135,9 +135,11 @@ class LlmEndpoint(Strict):
         default=None, description="Name of the environment variable that holds the API key.")
     temperature: float = Field(default=0.7, ge=0, le=2)
     max_tokens: int = Field(default=128, ge=1, le=32_768)
-    response_format: Literal["json_schema", "json_object", "none"] = Field(
-        default="json_schema", description="Structured-output request; json_schema where the provider "
-        "supports it, json_object otherwise, none to rely on tolerant extraction alone.")
+    response_format: Literal["json_schema", "json_object_schema", "json_object", "none"] = Field(
+        default="json_schema", description="Structured-output request: json_schema (OpenAI style; litellm "
+        "translates it for providers that support it), json_object_schema ({type: json_object, schema: "
+        "...}, what llama-cpp-python's server turns into a grammar), json_object (JSON mode, no schema), "
+        "none (tolerant extraction alone).")
 
 
 class LlmSystemBase(LlmEndpoint):

@@ -132,7 +132,7 @@ def compile_(spec: SpecArg) -> None:
 
 def _tokens_cost(c: dict) -> str:
     cost = c["estimated_cost_usd"]
-    return f"{c['estimated_tokens']} / " + ("unknown (see below)" if cost is None else f"${cost:.2f}")
+    return f"{c['estimated_tokens']} / " + ("unknown (see below)" if cost is None else f"${cost:.4f}")
 
 
 def _print_llm_estimate(console, est: dict) -> None:
@@ -143,12 +143,15 @@ def _print_llm_estimate(console, est: dict) -> None:
     for col in ("stage", "model", "calls", "input tokens", "output tokens", "cost (USD)"):
         table.add_column(col)
     for st in est["stages"]:
-        cost = "unknown: litellm has no price for this model" if st["cost_usd"] is None else f"{st['cost_usd']:.4f}"
+        cost = "unknown" if st["cost_usd"] is None else f"{st['cost_usd']:.4f}"
         table.add_row(st["stage"], st["model"], str(st["calls"]), str(st["input_tokens"]),
                       str(st["output_tokens"]), cost)
     console.print(table)
     methods = sorted({st["method"] for st in est["stages"]})
-    console.print(f"tokens counted with {', '.join(methods)}")
+    console.print(f"tokens counted with {', '.join(methods)}", markup=False)
+    for model in sorted({st["model"] for st in est["stages"] if st["cost_usd"] is None}):
+        console.print(f"cost unknown for {model}: litellm's cost map has no price for it "
+                      "(the total above leaves it out)", markup=False)
 
 
 @app.command()

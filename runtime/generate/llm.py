@@ -37,8 +37,9 @@ from runtime.generate.matrix import MATRIX_COLUMNS
 
 #: Tries per agent call whose answer lacks items (a new attempt number each time).
 MAX_ATTEMPTS = 3
-#: Characters per output token assumed when capping resume length in the JSON schema.
-CHARS_PER_TOKEN = 3
+#: Characters per output token assumed when capping resume length in the JSON schema (low on
+#: purpose: a weak model's odd strings take more tokens, and a cut-off answer is not JSON).
+CHARS_PER_TOKEN = 2
 
 MSG_SHORT = ("LLM generator, job {job!r}: {stage} returned {got} of {want} {what} after {n} attempts "
              "(raw answers in generation_trail.json); raise candidates.max_tokens or lower K")
@@ -185,6 +186,13 @@ class _Agents:
         max_chars = max(160, budget * CHARS_PER_TOKEN // len(table) - 60)
         schema = resumes_schema(len(table), max_chars, key="variants",
                                 item={"candidate_type": {"type": "string", "enum": table}})
+        if self.c["endpoint"]["response_format"] == "json_object_schema":
+            # grammar-constrained servers: one item per variant, in table order (prefixItems + const),
+            # so a weak model cannot repeat or skip a variant
+            arr = schema["properties"]["variants"]
+            item = arr.pop("items")
+            arr["prefixItems"] = [{**item, "properties": {**item["properties"], "candidate_type": {"const": v}}}
+                                  for v in table]
         prompt = self.env.from_string(self.t["phase_b"]).render(
             job_title=job["title"], resume=base,
             variants=[{"id": v, "descriptor": descriptors[v]["descriptor"]} for v in table])
@@ -350,6 +358,8 @@ def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str 
         asyncio.run(run_all())
     finally:
         cache.close()
+        # answers arrive in any order; the trail lists them in a fixed one
+        trail["calls"].sort(key=lambda x: (x["stage"], [str(v) for v in x["labels"]], x["attempt"]))
         gen_info["llm_calls"] = counters.as_dict()
         if folder is not None:
             from compiler.lock import write_json

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -87,6 +88,8 @@ def _litellm():
         raise RuntimeError(MISSING_LITELLM) from err
     litellm.telemetry = False
     litellm.suppress_debug_info = True
+    # each stage runs its own event loop (asyncio.run): litellm's logging worker notes the change
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     return litellm
 
 
@@ -104,12 +107,15 @@ def transient(err: BaseException) -> bool:
 
 def response_format(kind: str, schema: dict[str, Any] | None, name: str = "answer") -> dict[str, Any] | None:
     """The ``response_format`` parameter: OpenAI-style ``json_schema`` (litellm translates it for
-    providers that support structured output; llama.cpp's server turns it into a grammar),
-    ``json_object``, or None."""
+    providers that support structured output), ``json_object`` with a ``schema`` key
+    (``json_object_schema``: llama-cpp-python's server compiles it into a grammar), plain
+    ``json_object``, or None (free-form answer, tolerant extraction only)."""
     if kind == "none":
         return None
     if kind == "json_schema" and schema is not None:
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    if kind == "json_object_schema" and schema is not None:
+        return {"type": "json_object", "schema": schema}
     return {"type": "json_object"}
 
 

@@ -24,7 +24,7 @@ from typing import Any
 REASON_EMPTY = "empty answer"
 REASON_NO_SCORE = "no score found"
 REASON_NOT_NUMBER = "score is not a number: {value!r}"
-REASON_RANGE = "score {value} outside [{lo}, {hi}]"
+REASON_RANGE = "score {value:g} outside [{lo:g}, {hi:g}]"
 REASON_TRUNCATED = "answer ends inside an unclosed object right after the score (cut off by max_tokens?)"
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)

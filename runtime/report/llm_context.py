@@ -41,8 +41,8 @@ def llm_context(llm: Mapping[str, Any] | None) -> dict[str, Any] | None:
     } for m in gen.get("manipulation_check") or []]
     phase_a = [{"job": j, "requested": fmt_int(p["requested_matching"]), "labelled": fmt_int(p["labelled_matching"])}
                for j, p in (gen.get("phase_a") or {}).items() if p]
-    reps = sorted({int(r) for r in (llm.get("replicates") or {}).values()})
+    reps = [f"{s} {int(r)}" for s, r in (llm.get("replicates") or {}).items()]
     return {"validity": validity, "calls": calls, "manipulation": manip, "generator": bool(gen),
             "generator_model": gen.get("model", ""), "flags": gen.get("flags", 0),
             "followups": gen.get("followups", 0), "phase_a": phase_a,
-            "replicates": ", ".join(str(r) for r in reps) or "—"}
+            "replicates": ", ".join(reps) or "—"}

@@ -33,15 +33,21 @@ RESPONSE_COLUMNS = ("system", "condition", "job_id", "cv_id", "variant", "replic
                     "cached", "valid", "score", "reason", "method", "raw_text")
 
 
-def render_messages(resolved: dict[str, Any], condition: dict[str, Any], *, job_title: str,
-                    job_description: str, resume: str, reference: str | None) -> list[dict[str, str]]:
-    """The chat messages of one request: system prompt, then the condition's text followed by the
-    output instruction (the same for every condition, so every answer is parsed the same way)."""
+def _compile(template: str):
     from jinja2 import Environment, StrictUndefined
 
-    env = Environment(undefined=StrictUndefined, keep_trailing_newline=False)
-    user = env.from_string(condition["template"]).render(
-        job_title=job_title, job_description=job_description, resume=resume, reference=reference or "")
+    return Environment(undefined=StrictUndefined, keep_trailing_newline=False).from_string(template)
+
+
+def render_messages(resolved: dict[str, Any], condition: dict[str, Any], *, job_title: str,
+                    job_description: str, resume: str, reference: str | None,
+                    compiled=None) -> list[dict[str, str]]:
+    """The chat messages of one request: system prompt, then the condition's text followed by the
+    output instruction (the same for every condition, so every answer is parsed the same way).
+    ``compiled`` is the condition's jinja2 template already compiled (optional, for speed)."""
+    template = compiled or _compile(condition["template"])
+    user = template.render(job_title=job_title, job_description=job_description, resume=resume,
+                           reference=reference or "")
     return [{"role": "system", "content": resolved["system_prompt"].strip()},
             {"role": "user", "content": user.strip() + "\n\n" + resolved["output_instruction"].strip()}]
 
@@ -89,10 +95,11 @@ class LlmScreener(SystemAdapter):
         titles = {j: m["title"] for j, m in opts["jobs"].items()}
         cells = []
         for cond in r["conditions"]:
+            template = _compile(cond["template"])
             for row in resumes.itertuples(index=False):
                 msgs = render_messages(r, cond, job_title=titles[row.job_id],
                                        job_description=request.jobs[row.job_id] or "",
-                                       resume=row.text, reference=refs[row.job_id])
+                                       resume=row.text, reference=refs[row.job_id], compiled=template)
                 for rep in range(r["replicates"]):
                     cells.append(_Cell(cond, row.job_id, row.cv_id, row.variant, rep, msgs))
         counters = CallCounters()
@@ -101,7 +108,7 @@ class LlmScreener(SystemAdapter):
         info.update({"model": r["endpoint"]["model"], "api_key_env": r["endpoint"]["api_key_env"],
                      "replicates": r["replicates"], "conditions": [c["id"] for c in r["conditions"]],
                      "requests_planned": len(cells), "cache": str(opts["llm_cache"])})
-        advance = request.progress(f"{self.kind} ({self.id}) calls", len(cells)) \
+        advance = request.progress(f"{self.id}: LLM requests", len(cells)) \
             if request.progress else None
         ep = Endpoint.from_resolved(r["endpoint"], who=f"system {self.id!r}",
                                     concurrency=opts["llm_concurrency"].get(self.id, 4),
