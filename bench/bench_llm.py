@@ -8,10 +8,11 @@ concurrency 1, 4 and 8, sends the same N screening requests twice:
 - **runtime**: :class:`runtime.llm.client.LlmClient` (litellm, tenacity, semaphore, SQLite cache
   on a fresh file, so every request is a real call) plus :func:`runtime.llm.parsing.parse_score`.
 
-Both send identical messages, ``response_format`` (JSON schema), ``max_tokens``, temperature and
-seed. Reported: calls/s of each and the ratio runtime / plain (goal >= 0.9). The order alternates
-per concurrency level (plain first, then runtime first) so that a warming machine favours neither.
-Speed is only ever reported as this ratio (absolute calls/s depend on the machine).
+Both send the very same requests (messages, ``response_format`` with the JSON schema,
+``max_tokens``, temperature, seed), so the server does the same work for both. They go in
+``--rounds`` rounds that alternate which side runs first, so that load from other processes on a
+shared machine falls on both alike. Reported: calls/s of each and the ratio runtime / plain
+(goal >= 0.9); the absolute calls/s depend on the machine, the ratio is the result.
 
 Run: ``.venv/bin/python bench/bench_llm.py [--n 24]``  (or ``make bench-llm``)
 """
@@ -97,6 +98,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=24, help="requests per method and concurrency level")
     ap.add_argument("--levels", default="1,4,8")
+    ap.add_argument("--rounds", type=int, default=6, help="alternating rounds per concurrency level")
     args = ap.parse_args()
     proc, url = serve.start()
     try:
@@ -104,14 +106,24 @@ def main() -> None:
 
         runtime(url, requests(2, "warm-up"), 1)  # load the model pages, warm litellm's client
         print(f"{'concurrency':>11} {'plain calls/s':>14} {'runtime calls/s':>16} {'ratio':>7}")
-        for i, c in enumerate(int(x) for x in args.levels.split(",")):
-            a, b = requests(args.n, f"plain-{c}"), requests(args.n, f"runtime-{c}")
-            if i % 2 == 0:
-                p = plain(url, a, c)
-                r = runtime(url, b, c)
-            else:
-                r = runtime(url, b, c)
-                p = plain(url, a, c)
+        for c in (int(x) for x in args.levels.split(",")):
+            # the very same requests (messages, seed) for both: the model writes the same answers, so
+            # both sides generate the same number of tokens; only the client path differs. The
+            # requests are sent in rounds, alternating which side goes first, so that load from
+            # other processes on a shared machine falls on both sides alike.
+            t_plain = t_runtime = 0.0
+            size = max(c, args.n // args.rounds)
+            for k in range(args.rounds):
+                batch = requests(size, f"level-{c}-round-{k}")
+                order = (plain, runtime) if k % 2 == 0 else (runtime, plain)
+                for fn in order:
+                    dt = size / fn(url, batch, c)
+                    if fn is plain:
+                        t_plain += dt
+                    else:
+                        t_runtime += dt
+            n = size * args.rounds
+            p, r = n / t_plain, n / t_runtime
             print(f"{c:>11} {p:>14.2f} {r:>16.2f} {r / p:>7.3f}", flush=True)
     finally:
         serve.stop(proc)
