@@ -102,3 +102,28 @@ def test_cache_key_covers_replicate_attempt_and_messages_but_never_the_key(tmp_p
 ])
 def test_model_family(model, family):
     assert model_family(model) == family
+
+
+def test_default_descriptor_names_levels_and_first_cue():
+    from runtime.generate.llm import default_descriptor
+
+    cues = {"sex": {"F": ["Fatima Rahmani", "Nadia B"], "M": ["John"]}, "dis": {"No": [""], "Yes": ["RQTH"]}}
+    assert default_descriptor({"sex": "F", "dis": "No"}, cues) == \
+        'sex = F (for example: "Fatima Rahmani"); dis = No (no signal)'
+
+
+def test_validity_rows_join_metrics_without_a_status():
+    from runtime.analysis import COLUMNS
+    from runtime.execute import with_validity_rows
+
+    metrics = pd.DataFrame([{c: None for c in COLUMNS}]).astype({"n": "Int64"})
+    meta = {"validity": [{"system": "s", "condition": "baseline", "answers": 11, "valid": 6, "invalid": 5,
+                          "valid_response_rate": 6 / 11, "cells_without_valid_answer": 1,
+                          "excluded_base_candidates": ["j/c2"]}]}
+    out = with_validity_rows(metrics, meta)
+    row = out.iloc[-1]
+    assert list(out.columns) == list(COLUMNS)
+    assert (row["family"], row["metric"], row["variant"], int(row["n"]), row["status"]) == \
+        ("llm_validity", "valid_response_rate", "ALL", 11, "")
+    assert row["value"] == pytest.approx(6 / 11) and "1 base candidate(s) excluded" in row["notes"]
+    assert with_validity_rows(metrics, None) is metrics
