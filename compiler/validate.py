@@ -248,8 +248,6 @@ MSG_BAD_TEMPLATE = "prompt template {path!r} does not parse as jinja2: {err}"
 
 def _llm_issues(ls: LoadedSpec) -> list[Issue]:
     """LLM systems: reference resumes per job, distinct conditions, custom templates that parse."""
-    from jinja2 import Environment, TemplateSyntaxError
-
     out = []
     job_ids = [j.id for j in ls.spec.jobs]
     families = {j.id: j.family or (j.id if j.id in TEMPLATE_FAMILIES else None) for j in ls.spec.jobs}
@@ -265,6 +263,8 @@ def _llm_issues(ls: LoadedSpec) -> list[Issue]:
             if not isinstance(cond, str):
                 path, err = resolve_inside(ls.folder, cond.prompt_file)
                 if err is None:
+                    from jinja2 import Environment, TemplateSyntaxError
+
                     try:
                         Environment().parse(path.read_text(encoding="utf-8"))
                     except (TemplateSyntaxError, UnicodeDecodeError) as exc:

@@ -127,3 +127,59 @@ def test_validity_rows_join_metrics_without_a_status():
         ("llm_validity", "valid_response_rate", "ALL", 11, "")
     assert row["value"] == pytest.approx(6 / 11) and "1 base candidate(s) excluded" in row["notes"]
     assert with_validity_rows(metrics, None) is metrics
+
+
+LLM_SPEC = """\
+audit: llm-errors
+title: LLM spec checks
+seed: 3
+axes:
+  sex_gender:
+    slot: name
+    levels: [M, F]
+    cues: {M: [John Smith], F: [Jane Smith]}
+variants:
+  reference: BASE
+  table:
+    BASE: {sex_gender: M}
+    V01: {sex_gender: F}
+jobs:
+  - {id: data-analyst, title: Data Analyst, description: SQL and dashboards.}
+candidates: {base_per_job: 4, matching_per_job: 2}
+systems:
+  - id: cmp
+    kind: llm_compare
+    model: openai/gpt-4o-mini
+    api_key_env: OPENAI_API_KEY
+    conditions: [baseline, {id: mine, prompt_file: mine.j2}%s]
+    references: {data-analyst: ref.txt%s}
+analysis:
+  k: {counterfactual: 2, group: 2, merit: 2}
+"""
+
+
+def test_custom_condition_and_reference_are_locked_by_content(write_spec):
+    from compiler import compile_spec
+    from compiler.hashing import digest
+
+    spec = write_spec(LLM_SPEC % ("", ""), **{"mine.j2": "Rate {{ resume }} for {{ job_title }}.",
+                                              "ref.txt": "Reference resume."})
+    r = compile_spec(spec).resolved["systems"][0]
+    assert [c["id"] for c in r["conditions"]] == ["baseline", "mine"]
+    assert r["conditions"][1]["sha256"] == digest("Rate {{ resume }} for {{ job_title }}.")["digest"]
+    assert r["references"]["data-analyst"]["text"] == "Reference resume."
+    assert r["endpoint"]["api_key_env"] == "OPENAI_API_KEY" and "api_key" not in r["endpoint"]
+
+
+def test_llm_spec_errors_are_located(write_spec):
+    from compiler import compile_spec
+    from compiler.errors import SpecError
+
+    spec = write_spec(LLM_SPEC % (", baseline", ", nurse: ref.txt"),
+                      **{"mine.j2": "Rate {{ resume ", "ref.txt": "Reference resume."})
+    with pytest.raises(SpecError) as err:
+        compile_spec(spec)
+    msg = str(err.value)
+    assert "spec.yaml:22:62: systems[0].conditions[2]: condition 'baseline' is listed twice" in msg
+    assert "spec.yaml:22:52: systems[0].conditions[1].prompt_file: prompt template 'mine.j2' does not parse as jinja2" in msg
+    assert "spec.yaml:23:41: systems[0].references.nurse: references names job 'nurse', which is not a job of the spec; jobs: data-analyst" in msg
