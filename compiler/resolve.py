@@ -14,7 +14,7 @@ from typing import Any
 from compiler.catalog import default_thresholds
 from compiler.hashing import digest, file_digest
 from compiler.load import LoadedSpec
-from compiler.spec import NON_SEMANTIC_KEYS, TEMPLATE_FAMILIES, AuditSpec
+from compiler.spec import LLM_SYSTEM_KINDS, NON_SEMANTIC_KEYS, TEMPLATE_FAMILIES, AuditSpec
 from compiler.validate import WEIGHT_FILES, resolve_inside, weight_files
 
 #: The embedding model used when ``systems[].model`` is not given (shipped in a PyPI package).
@@ -153,6 +153,8 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
             fingerprint, all_files = model_fingerprints(path)
             systems.append({"id": s.id, "kind": s.kind, "model": model, "fingerprint": fingerprint,
                             "model_files": all_files, "score_range": list(s.score_range)})
+        elif s.kind in LLM_SYSTEM_KINDS:
+            systems.append(_llm_system(s, folder, spec))
         else:
             systems.append({"id": s.id, "kind": s.kind, "data": _file_ref(folder, s.path),
                             "score_range": list(s.score_range)})
@@ -175,8 +177,7 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
         "variants": {"reference": None, "design": None, "table": {}} if population else {
             "reference": spec.variants.reference, "design": spec.variants.design, "table": variant_table(spec)},
         "jobs": jobs,
-        "candidates": resolve_candidates(ls) if population else (
-            spec.candidates.model_dump() if spec.candidates else None),
+        "candidates": resolve_candidates(ls) if population else _candidates(spec),
         "systems": systems,
         "analysis": _resolved_analysis(spec, ref_levels),
         "thresholds": thresholds,
@@ -226,3 +227,48 @@ def _resolved_analysis(spec: AuditSpec, ref_levels: dict[str, str]) -> dict[str,
             pc["reference"] = ref_levels.get(pc["axis"])
         out["validity"] = v
     return out
+
+
+def _llm_system(s: Any, folder: Path, spec: AuditSpec) -> dict[str, Any]:
+    """Resolved ``llm_score`` / ``llm_compare`` system: endpoint, prompts (text and sha256), references.
+
+    Only the *name* of the API-key variable is kept (``endpoint.api_key_env``), never its value.
+    """
+    from compiler import llm
+
+    out: dict[str, Any] = {
+        "id": s.id, "kind": s.kind, "endpoint": llm.endpoint(s), "replicates": s.replicates,
+        "max_invalid_retries": s.max_invalid_retries, "score_range": list(s.score_range),
+        "conditions": llm.condition_templates(s, folder),
+        "system_prompt": llm.template_text(f"system_{s.kind}.j2"),
+        "output_instruction": llm.template_text(f"output_{s.kind}.j2"),
+        # a hosted model has no weights file to hash: its identity is the model string (+ server)
+        "fingerprint": digest({"model": s.model, "api_base": s.api_base}),
+    }
+    if s.kind == "llm_compare":
+        refs = {}
+        for job in spec.jobs:
+            if job.id in s.references:
+                path, _ = resolve_inside(folder, s.references[job.id])
+                text = path.read_text(encoding="utf-8")
+                refs[job.id] = {"source": s.references[job.id], "text": text,
+                                "sha256": digest(text)["digest"]}
+            else:
+                refs[job.id] = {"source": "template generator (identity-neutral, matching)",
+                                "text": None, "sha256": None}
+        out["references"] = refs
+    return out
+
+
+def _candidates(spec: AuditSpec) -> dict[str, Any] | None:
+    """Resolved candidates block; for the LLM generator, the endpoint and every stage's template."""
+    c = spec.candidates
+    if c is None:
+        return None
+    if c.generator != "llm":
+        return c.model_dump()
+    from compiler import llm
+
+    return {"generator": "llm", "base_per_job": c.base_per_job, "matching_per_job": c.matching_per_job,
+            "endpoint": llm.endpoint(c), "agents": c.agents.model_dump(),
+            "templates": {stage: llm.template_text(name) for stage, name in llm.GENERATOR_TEMPLATES.items()}}

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictInt, Tag, create_model
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictInt, Tag,
+                      create_model)
 
 from compiler.catalog import DEFAULT_K, METRICS, default_thresholds
 
@@ -187,19 +188,111 @@ class PopulationCandidates(Strict):
     estimation: CausalEstimation = Field(default_factory=CausalEstimation)
 
 
-def _generator_tag(value: object) -> str:
+#: Built-in prompt conditions of the LLM systems (seed 003 §3.5); texts in ``compiler/prompts/``.
+LLM_CONDITIONS: tuple[str, ...] = ("baseline", "fairness", "naturalistic", "realistic_context")
+LlmConditionName = Literal["baseline", "fairness", "naturalistic", "realistic_context"]
+
+
+class LlmCondition(Strict):
+    """A custom prompt condition: a jinja2 template file (see ``compiler/prompts/README.md``)."""
+
+    id: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+    prompt_file: str = Field(description="jinja2 template, relative to the spec's folder.")
+
+
+class LlmEndpoint(Strict):
+    """Where and how an LLM is called (any litellm model string).
+
+    Only the *name* of the environment variable holding the API key is stored (``api_key_env``);
+    the key itself is read at call time and never written anywhere.
+    """
+
+    model: str = Field(min_length=1, description="litellm model string, e.g. openai/gpt-4o-mini.")
+    api_base: str | None = Field(default=None, description="Base URL of an OpenAI-compatible server.")
+    api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = Field(
+        default=None, description="Name of the environment variable that holds the API key.")
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    max_tokens: int = Field(default=128, ge=1, le=32_768)
+    response_format: Literal["json_schema", "json_object_schema", "json_object", "none"] = Field(
+        default="json_schema", description="Structured-output request: json_schema (OpenAI style; litellm "
+        "translates it for providers that support it), json_object_schema ({type: json_object, schema: "
+        "...}, what llama-cpp-python's server turns into a grammar), json_object (JSON mode, no schema), "
+        "none (tolerant extraction alone).")
+
+
+class LlmSystemBase(LlmEndpoint):
+    """Shared fields of ``llm_score`` and ``llm_compare`` (seed 001 §5.1, seed 003 §3.4-3.5)."""
+
+    id: Id
+    replicates: int = Field(default=1, ge=1, le=100, description="Stochastic evaluations per resume; "
+                            "averaged per candidate before ranking (seed 003 §3.5).")
+    conditions: list[LlmConditionName | LlmCondition] = Field(
+        default_factory=lambda: ["baseline"], min_length=1,
+        description="Prompt framings: built-in names or {id, prompt_file}.")
+    max_invalid_retries: int = Field(default=2, ge=0, le=10, description="Re-asks after an unparseable "
+                                     "or out-of-range answer; each invalid answer is recorded.")
+    score_range: tuple[float, float] = Field(default=(0.0, 100.0), description="[low, high] of the "
+                                             "score scale; score_delta uses (s-low)/(high-low).")
+
+
+class LlmScoreSystem(LlmSystemBase):
+    """Absolute 0-100 suitability score of one resume against one job (seed 001 §5.1, Appendix D)."""
+
+    kind: Literal["llm_score"]
+
+
+class LlmCompareSystem(LlmSystemBase):
+    """Reference-anchored 0-100 score: 50 = as suitable as a fixed reference (seed 003 §3.4)."""
+
+    kind: Literal["llm_compare"]
+    references: dict[Id, str] = Field(
+        default_factory=dict, description="job id -> reference resume file (relative to the spec). "
+        "A job left out uses an identity-neutral matching resume of the template generator, drawn "
+        "once from the seed and held invariant across every variant.")
+
+
+class LlmAgents(Strict):
+    """Optional agents of the LLM generator (seed 000 §3.1.1, §3.1.3, §3.1.4, §3.2)."""
+
+    descriptor: bool = Field(default=False, description="Stage 0: an agent writes each variant's "
+                             "descriptor from its axis levels.")
+    translate_to: str | None = Field(default=None, description="Stage 2: translate every resume "
+                                     "into this language (e.g. French); none: no translation.")
+    flagging: bool = Field(default=False, description="Stage 3: a flagging agent's free-text "
+                           "analysis goes into the audit trail.")
+    classifier: bool = Field(default=True, description="Axis classifier (manipulation check).")
+
+
+class LlmCandidates(LlmEndpoint):
+    """LLM generation agents (seed 000 §3.1): Phase A K base resumes as one JSON array, Phase B one
+    call per base resume injecting every variant."""
+
+    generator: Literal["llm"]
+    base_per_job: int = Field(ge=1, le=1000, description="K: base candidates per job.")
+    matching_per_job: int = Field(ge=0, description="M: base candidates that match the job.")
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    max_tokens: int = Field(default=1024, ge=16, le=32_768)
+    agents: LlmAgents = Field(default_factory=LlmAgents)
+
+
+#: Allowed ``candidates.generator`` values (``template`` when the key is left out).
+GENERATORS: tuple[str, ...] = ("template", "llm", "population")
+GENERATOR_TAGS = GENERATORS  # alias kept for callers of the population branch
+
+
+def _generator_tag(value: object) -> str | None:
+    """``candidates.generator``, ``template`` when absent (specs written before the LLM generator)."""
     if isinstance(value, dict):
-        return str(value.get("generator", "template"))
-    return str(getattr(value, "generator", "template"))
+        return value.get("generator", "template")
+    return getattr(value, "generator", None)
 
 
-#: The candidates generators, told apart by ``generator`` (absent = template).
 CandidatesSpec = Annotated[
-    Union[Annotated[Candidates, Tag("template")], Annotated[PopulationCandidates, Tag("population")]],
+    Union[Annotated[Candidates, Tag("template")], Annotated[LlmCandidates, Tag("llm")],
+          Annotated[PopulationCandidates, Tag("population")]],
     Discriminator(_generator_tag, custom_error_type="invalid_generator",
-                  custom_error_message="unknown generator; allowed: template, population"),
+                  custom_error_message=f"unknown generator; allowed: {', '.join(GENERATORS)}"),
 ]
-GENERATOR_TAGS: tuple[str, ...] = ("template", "population")
 
 
 class EmbeddingSystem(Strict):
@@ -230,11 +323,15 @@ class PrecomputedSystem(Strict):
     )
 
 
-System = Annotated[Union[EmbeddingSystem, PrecomputedSystem], Field(discriminator="kind")]
+System = Annotated[Union[EmbeddingSystem, PrecomputedSystem, LlmScoreSystem, LlmCompareSystem],
+                   Field(discriminator="kind")]
 #: Allowed ``systems[].kind`` values, in the order of the union above.
 SYSTEM_KINDS: tuple[str, ...] = tuple(
-    m.model_fields["kind"].annotation.__args__[0] for m in (EmbeddingSystem, PrecomputedSystem)
+    m.model_fields["kind"].annotation.__args__[0]
+    for m in (EmbeddingSystem, PrecomputedSystem, LlmScoreSystem, LlmCompareSystem)
 )
+#: System kinds scored by an LLM.
+LLM_SYSTEM_KINDS: tuple[str, ...] = ("llm_score", "llm_compare")
 
 
 class KPerFamily(Strict):
@@ -374,6 +471,14 @@ class Execution(Strict):
         "directory. `audit execute --out` overrides it.",
     )
     batch_size: int = Field(default=64, ge=1, le=4096)
+    llm_concurrency: dict[str, Annotated[int, Field(ge=1, le=256)]] = Field(
+        default_factory=dict, description="Concurrent LLM calls per system id (key 'generator' for the "
+        "LLM generator); default 4.")
+    llm_cache: str | None = Field(default=None, description="SQLite response cache, relative to the "
+                                  "spec's folder; default: .audit-cache/llm.sqlite there.")
+    llm_retries: int = Field(default=6, ge=0, le=50, description="Retries with exponential backoff on "
+                             "429, 5xx, timeouts and lost connections.")
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout, seconds.")
 
 
 class AuditSpec(Strict):

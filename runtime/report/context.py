@@ -21,6 +21,7 @@ import pandas as pd
 
 from compiler.catalog import METRICS, RISK_BANDS, CLASSIFY_SIGNIFICANT_DIGITS, default_thresholds
 from runtime.report.charts import metric_chart_svg
+from runtime.report.llm_context import llm_context
 from runtime.report.formatting import (
     MISSING,
     fmt_ci,
@@ -729,6 +730,7 @@ def build_context(
         *[{"anchor": u["anchor"], "title": f"Results: system {u['system']}, condition {u['condition']}"}
           for u in units],
         {"anchor": "drift", "title": "Qualification drift"},
+        *([{"anchor": "llm", "title": "LLM screeners and generation agents"}] if meta.get("llm") else []),
         {"anchor": "appendix", "title": "Amendments, thresholds and method"},
     ]
     return {
@@ -740,6 +742,7 @@ def build_context(
         "design": _design(meta, variant_order, reference),
         "units": units,
         "drift": _drift(drift, units, variant_order),
+        "llm": llm_context(meta.get("llm")),
         "amendments": _amendments(meta),
         "thresholds": _threshold_table(thresholds, metric_ids),
         "method_notes": _method_notes(meta, reference),

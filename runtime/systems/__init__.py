@@ -28,7 +28,7 @@ def system(kind: str) -> Callable[[type[SystemAdapter]], type[SystemAdapter]]:
 
 def registered() -> dict[str, type[SystemAdapter]]:
     """Kind -> adapter class, after importing the built-in adapters."""
-    from runtime.systems import embedding, precomputed  # noqa: F401  (registration side effect)
+    from runtime.systems import embedding, llm, precomputed  # noqa: F401  (registration side effect)
 
     return dict(_REGISTRY)
 

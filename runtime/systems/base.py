@@ -37,6 +37,11 @@ class ScoreRequest:
     batch_size: int = 64
     progress: Callable[[str, int], Callable[[int], None]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    #: Run settings some adapters need (LLM systems: seed, job titles and families, cache path,
+    #: concurrency, retries, timeout).
+    options: dict[str, Any] = field(default_factory=dict)
+    #: Extra files for the run folder, name -> data frame (LLM systems: every raw answer).
+    artifacts: dict[str, Any] = field(default_factory=dict)
 
 
 class SystemAdapter:

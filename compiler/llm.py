@@ -1,0 +1,214 @@
+"""LLM systems and the LLM generator at compile time: prompt templates, model families, estimates.
+
+The compiler never imports :mod:`runtime`; both read the prompt templates through this module.
+litellm is imported lazily (only to count tokens and read prices when the spec uses an LLM).
+
+Sources: seed 003 §3.4-3.5 and Appendix B (reference-anchored comparison, prompt framings),
+seed 001 §5.1 and Appendix D (absolute 0-100 score), seed 000 §3.1 (generation agents) and
+§2.4 / §3.3 (same-family generator and evaluator: self-preference risk).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from compiler.hashing import digest
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+
+#: JSON schema of every screener answer (the integer range is the system's score_range).
+def score_schema(lo: float, hi: float) -> dict[str, Any]:
+    """JSON schema of a screener's answer: ``{"score": integer in [lo, hi]}``."""
+    return {"type": "object", "properties": {"score": {"type": "integer", "minimum": int(lo),
+                                                       "maximum": int(hi)}},
+            "required": ["score"], "additionalProperties": False}
+
+
+#: Generator stages and their template names (seed 000 §3.1).
+GENERATOR_TEMPLATES = {
+    "descriptor": "gen_descriptor.j2", "phase_a": "gen_phase_a.j2", "phase_b": "gen_phase_b.j2",
+    "followup": "gen_followup.j2", "translate": "gen_translate.j2", "flagging": "gen_flagging.j2",
+    "classifier": "gen_classifier.j2",
+}
+
+MSG_SAME_FAMILY = (
+    "the generator ({gen}) and system {system!r} ({model}) are both from the {family} model family: "
+    "measured bias may reflect the model's preference for its own writing (seed 000 §2.4, §3.3); "
+    "use a screener from another family, or report this confound"
+)
+
+#: Substrings that name a model family in a litellm model string (first match wins).
+FAMILY_MARKERS = (
+    ("smollm", "SmolLM"), ("gpt-", "OpenAI GPT"), ("o1", "OpenAI GPT"), ("o3", "OpenAI GPT"),
+    ("claude", "Anthropic Claude"), ("gemini", "Google Gemini"), ("gemma", "Google Gemma"),
+    ("llama", "Meta Llama"), ("mistral", "Mistral"), ("mixtral", "Mistral"), ("qwen", "Qwen"),
+    ("deepseek", "DeepSeek"), ("phi", "Microsoft Phi"), ("command", "Cohere Command"),
+)
+
+
+def model_family(model: str) -> str:
+    """The model family named by a litellm model string (provider prefix ignored), or the bare
+    model name when no known family marker appears.
+
+    >>> model_family("openai/gpt-4o-mini"), model_family("ollama/llama3.1:8b")
+    ('OpenAI GPT', 'Meta Llama')
+    """
+    name = model.split("/", 1)[-1].lower()
+    for marker, family in FAMILY_MARKERS:
+        if re.search(rf"(^|[^a-z]){re.escape(marker)}", name):
+            return family
+    return name
+
+
+def template_text(name: str, *, folder: Path | None = None) -> str:
+    """Text of a built-in template (``name`` under :data:`PROMPTS_DIR`) or of a custom file."""
+    path = (folder / name) if folder is not None else PROMPTS_DIR / name
+    return path.read_text(encoding="utf-8")
+
+
+def condition_templates(system: Any, folder: Path) -> list[dict[str, Any]]:
+    """Resolved prompt conditions of an LLM system: ``{id, source, template, sha256}``.
+
+    The template text goes into the resolved spec (it is short), so that the run reads exactly
+    the prompt that was locked, and editing a prompt changes the spec digest.
+    """
+    out = []
+    for cond in system.conditions:
+        if isinstance(cond, str):
+            text = template_text(f"{cond}.j2")
+            out.append({"id": cond, "source": "built-in", "template": text,
+                        "sha256": digest(text)["digest"]})
+        else:
+            text = template_text(cond.prompt_file, folder=folder)
+            out.append({"id": cond.id, "source": cond.prompt_file, "template": text,
+                        "sha256": digest(text)["digest"]})
+    return out
+
+
+def endpoint(spec_obj: Any) -> dict[str, Any]:
+    """The semantic fields of an LLM endpoint (the key itself is never read here)."""
+    return {"model": spec_obj.model, "api_base": spec_obj.api_base, "api_key_env": spec_obj.api_key_env,
+            "temperature": spec_obj.temperature, "max_tokens": spec_obj.max_tokens,
+            "response_format": spec_obj.response_format}
+
+
+# ------------------------------------------------------------------ estimates (compile time)
+
+#: Output-token cap of one flagging-agent answer (seed 000 §3.1.4: a short free-text analysis).
+FLAGGING_MAX_TOKENS = 160
+#: Characters per token used when litellm is not installed (rough, English text).
+CHARS_PER_TOKEN = 4
+
+
+def count_tokens(model: str, text: str) -> tuple[int, str]:
+    """(tokens, method) of ``text`` for ``model``: litellm's ``token_counter`` (the model's own
+    tokenizer where litellm knows it, else tiktoken's cl100k), or len/4 without litellm."""
+    try:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+    except ImportError:
+        return max(1, len(text) // CHARS_PER_TOKEN), "characters / 4 (litellm not installed)"
+    return int(litellm.token_counter(model=model, text=text)), "litellm.token_counter"
+
+
+def model_price(model: str) -> tuple[float, float] | None:
+    """(USD per input token, USD per output token) from litellm's local cost map, or None."""
+    try:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+    except ImportError:
+        return None
+    name = model
+    info = litellm.model_cost.get(name) or litellm.model_cost.get(name.split("/", 1)[-1])
+    if not info or info.get("input_cost_per_token") is None:
+        return None
+    return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token") or 0.0)
+
+
+def estimate(resolved: dict[str, Any], *, typical_resume_chars: int = 2200) -> dict[str, Any]:
+    """Calls, tokens and cost per LLM stage of a resolved spec.
+
+    Each stage's prompt is rendered with placeholder text of typical length (the job's own
+    description when it is inline or a file; a resume of ``typical_resume_chars`` characters) and
+    counted with :func:`count_tokens`; output tokens are counted at ``max_tokens`` (an upper bound).
+    Cost is given only where litellm's cost map knows the model's price; ``cost_usd`` is None and
+    ``price`` says so otherwise.
+
+    Returns
+    -------
+    dict
+        ``{"stages": [{stage, model, calls, input_tokens, output_tokens, cost_usd, price,
+        method}], "calls", "tokens", "cost_usd", "cost_known"}``.
+    """
+    from jinja2 import Environment, StrictUndefined
+
+    env = Environment(undefined=StrictUndefined, keep_trailing_newline=True)
+    stages: list[dict[str, Any]] = []
+    jobs = resolved["jobs"]
+    n_var = len(resolved["variants"]["table"])
+    cand = resolved.get("candidates") or {}
+    k = cand.get("base_per_job", 0) or 0
+    resume = "x " * (typical_resume_chars // 2)
+    job_text = "y " * 600
+
+    def add(stage: str, ep: dict[str, Any], calls: int, prompt: str, out_tokens: int) -> None:
+        tin, method = count_tokens(ep["model"], prompt)
+        price = model_price(ep["model"])
+        cost = None if price is None else calls * (tin * price[0] + out_tokens * price[1])
+        stages.append({"stage": stage, "model": ep["model"], "calls": calls, "input_tokens": calls * tin,
+                       "output_tokens": calls * out_tokens, "cost_usd": cost,
+                       "price": "litellm cost map" if price else "unknown to litellm (no cost estimate)",
+                       "method": method})
+
+    if cand.get("generator") == "llm":
+        ep = cand["endpoint"]
+        # generated resumes are as long as the JSON schema lets them be (runtime.generate.llm)
+        resume = "x " * max(60, ep["max_tokens"] * 2 // max(k, 1) // 2)
+        t = cand["templates"]
+        n_jobs = len(jobs)
+        if cand["agents"]["descriptor"]:
+            add("generate: stage 0 descriptor", ep, n_jobs, t["descriptor"] + "v " * 40 * n_var, 60 * n_var)
+        add("generate: phase A base resumes", ep, n_jobs,
+            env.from_string(t["phase_a"]).render(job_title="job", job_description=job_text, k=k,
+                                                 m=cand["matching_per_job"]), ep["max_tokens"])
+        add("generate: phase B variants", ep, n_jobs * k, t["phase_b"] + resume + "v " * 30 * n_var,
+            ep["max_tokens"])
+        n_res = n_jobs * k * n_var
+        if cand["agents"]["translate_to"]:
+            add("generate: stage 2 translation", ep, n_res, t["translate"] + resume, ep["max_tokens"])
+        if cand["agents"]["flagging"]:
+            add("generate: stage 3 flagging", ep, n_res, t["flagging"] + resume,
+                min(ep["max_tokens"], FLAGGING_MAX_TOKENS))
+        if cand["agents"]["classifier"]:
+            add("generate: axis classifier", {**ep, "temperature": 0}, n_res, t["classifier"] + resume, 60)
+    n_resumes = len(jobs) * k * n_var
+    for s in resolved["systems"]:
+        if s["kind"] not in ("llm_score", "llm_compare"):
+            continue
+        ep = s["endpoint"]
+        for cond in s["conditions"]:
+            ref = resume if s["kind"] == "llm_compare" else ""
+            prompt = (s["system_prompt"] + env.from_string(cond["template"]).render(
+                job_title="job", job_description=job_text, resume=resume, reference=ref)
+                + s["output_instruction"])
+            add(f"score: {s['id']} / {cond['id']}", ep, n_resumes * s["replicates"], prompt,
+                ep["max_tokens"])
+    known = all(st["cost_usd"] is not None for st in stages)
+    return {"stages": stages, "calls": sum(st["calls"] for st in stages),
+            "tokens": sum(st["input_tokens"] + st["output_tokens"] for st in stages),
+            "cost_usd": sum(st["cost_usd"] or 0.0 for st in stages), "cost_known": known}
+
+
+def same_family_pairs(resolved: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(generator model, system id, system model, family) for every LLM screener of the generator's
+    family (seed 000 §2.4)."""
+    cand = resolved.get("candidates") or {}
+    if cand.get("generator") != "llm":
+        return []
+    gen = cand["endpoint"]["model"]
+    fam = model_family(gen)
+    return [(gen, s["id"], s["endpoint"]["model"], fam) for s in resolved["systems"]
+            if s["kind"] in ("llm_score", "llm_compare") and model_family(s["endpoint"]["model"]) == fam]

@@ -1,0 +1,48 @@
+"""Report context of the LLM section: valid-response rates, call counts, manipulation check, flags.
+
+Sources: seed 003 §3.5 and §3.7 (replicates, the share of valid answers; the manipulation check),
+seed 000 §3.1.4 and §3.2 (flagging agent in the audit trail; axis classifier with safe defaults).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from runtime.report.formatting import fmt_int
+
+
+def _pct(x: Any) -> str:
+    try:
+        return f"{100 * float(x):.1f}%"
+    except (TypeError, ValueError):
+        return "—"
+
+
+def llm_context(llm: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Formatted rows for ``_llm.html.j2``, or None when the run used no LLM."""
+    if not llm:
+        return None
+    validity = [{
+        "system": v["system"], "condition": v["condition"], "answers": fmt_int(v["answers"]),
+        "valid": fmt_int(v["valid"]), "invalid": fmt_int(v["invalid"]),
+        "rate": _pct(v["valid_response_rate"]), "replicates": fmt_int(v["replicates"]),
+        "unscored": fmt_int(v["cells_without_valid_answer"]),
+        "excluded": ", ".join(v["excluded_base_candidates"]) or "none",
+        "low": v["valid_response_rate"] < 1.0,
+    } for v in llm.get("validity") or []]
+    calls = [{"who": who, **{k: fmt_int(c.get(k, 0)) for k in ("calls", "from_cache", "retries", "invalid",
+                                                                "tokens_in", "tokens_out")}}
+             for who, c in (llm.get("calls") or {}).items()]
+    gen = llm.get("generator") or {}
+    manip = [{
+        "variant": m["variant"], "axis": m["axis"], "intended": m["intended"], "n": fmt_int(m["n"]),
+        "ok": fmt_int(m["classified_as_intended"]), "rate": _pct(m["rate"]),
+        "defaulted": fmt_int(m["defaulted"]), "low": (m["rate"] or 0) < 0.8,
+    } for m in gen.get("manipulation_check") or []]
+    phase_a = [{"job": j, "requested": fmt_int(p["requested_matching"]), "labelled": fmt_int(p["labelled_matching"])}
+               for j, p in (gen.get("phase_a") or {}).items() if p]
+    reps = [f"{s} {int(r)}" for s, r in (llm.get("replicates") or {}).items()]
+    return {"validity": validity, "calls": calls, "manipulation": manip, "generator": bool(gen),
+            "generator_model": gen.get("model", ""), "flags": gen.get("flags", 0),
+            "followups": gen.get("followups", 0), "phase_a": phase_a,
+            "replicates": ", ".join(reps) or "—"}

