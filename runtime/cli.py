@@ -3,7 +3,8 @@
 Exit codes: 0 done; 1 internal error (traceback kept); 2 invalid spec, data file or usage;
 3 lock missing or mismatched (or a changed spec compiled without ``--amend``); 4 the ``--fail-on``
 gate tripped; 5 the validity protocol's verdict is INCONCLUSIVE (seed 003 §3.7); 6 ``audit verify``
-found a failure.
+found a failure; 7 a system under test could not be reached (an LLM server still failing after the
+retries); what was received is cached.
 Heavy libraries (pandas, torch, sentence-transformers) are imported inside the commands that need
 them, so ``audit --help`` and ``audit validate`` start fast.
 """
@@ -20,6 +21,7 @@ import typer
 EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_LOCK, EXIT_GATE = 0, 1, 2, 3, 4
 EXIT_INCONCLUSIVE = 5
 EXIT_VERIFY = 6  # `audit verify` found a failure
+EXIT_UNAVAILABLE = 7  # a system under test could not be reached (runtime.llm.client.LlmUnavailable)
 
 app = typer.Typer(
     name="audit",

@@ -33,9 +33,19 @@ MISSING_LITELLM = "LLM systems need litellm and tenacity: pip install 'audit-com
 
 
 class LlmUnavailable(AuditError):
-    """The model server kept failing (retries exhausted) or refused a request; nothing is lost."""
+    """The model server kept failing (retries exhausted) or refused a request; nothing is lost.
 
-    exit_code = 1
+    Exit 7: not a bug (1) and not a finding (4/5): the system under test could not be reached, and a
+    CI gate must not read it as either. Answers received so far are in the cache.
+    """
+
+    exit_code = 7
+
+
+class LlmKeyUnset(LlmUnavailable):
+    """The environment variable named by ``api_key_env`` is not set: a set-up error (exit 2)."""
+
+    exit_code = 2
 
 
 @dataclass
@@ -145,7 +155,7 @@ class LlmClient:
         if self.ep.api_key_env:
             key = os.environ.get(self.ep.api_key_env)
             if not key:
-                raise LlmUnavailable(MSG_KEY_UNSET.format(name=self.ep.api_key_env, who=self.ep.who))
+                raise LlmKeyUnset(MSG_KEY_UNSET.format(name=self.ep.api_key_env, who=self.ep.who))
             return key
         # an OpenAI-compatible local server without auth still needs a non-empty key in the client
         return "no-key" if self.ep.api_base else None
