@@ -154,7 +154,10 @@ def causal_rows(*, system: str, job_id: str, profiles: pd.DataFrame, scores: np.
     eff = res.table[res.table["kind"] == "effect"].set_index("term")
     verdict = classify_cases(eff["significant"].to_dict(), eff["estimate"].to_dict())
     sig = eff["significant"].to_dict()
-    status = "FAIL" if sig["NDE"] or sig["RIE"] else "INVESTIGATE" if any(sig.values()) else "PASS"
+    # FAIL: a direct or proxy (redlining) path is significant. INVESTIGATE: another effect is, or
+    # positivity is violated, so NDE/NIE/BIE/RIE are extrapolated and no PASS can be granted for them.
+    status = ("FAIL" if sig["NDE"] or sig["RIE"] else
+              "INVESTIGATE" if any(sig.values()) or res.diagnostics["positivity"] == "violated" else "PASS")
     base = {"system": system, "job_id": job_id, "attribute": x_attr, "x0": x0, "x1": x1, "n": res.n,
             "n_x0": n0, "n_x1": n1, "cases": ",".join(verdict.cases), "verdict": verdict.label,
             "status": status, "positivity": res.diagnostics["positivity"],

@@ -155,6 +155,7 @@ def test_end_to_end_precomputed_first_name_score(write_spec, tmp_path):
     assert "Causal decomposition" in html and "Positivity warning" in html and "bundled approximation" in html
     assert "<svg" in html and "do not apply" in html
     status = causal["status"].iloc[0]
+    assert status in ("INVESTIGATE", "FAIL")  # positivity violated: no PASS for extrapolated paths
     # determinism: the same spec and seed give byte-identical causal.csv
     # the re-run is signed (issue 5): the population report carries the reproduction and signature
     # section, and `audit verify` checks the manifest, every file's hash and the PDF signature

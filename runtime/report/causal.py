@@ -154,7 +154,9 @@ def build_population_context(*, causal: pd.DataFrame, profiles: pd.DataFrame, me
         {"title": "Status (gate of --fail-on)",
          "text": "FAIL: NDE or RIE significant (a direct or proxy pathway, impermissible under the disparate-"
                  "treatment and redlining doctrines). INVESTIGATE: some other effect significant (e.g. BIE only, "
-                 "which may be defensible as business necessity, but must be justified). PASS: none significant. "
+                 "which may be defensible as business necessity, but must be justified), or positivity violated (the "
+                 "path-specific effects are extrapolated, so none of them can be cleared). PASS: none significant "
+                 "and positivity holds. "
                  "This mapping is this tool's policy, not seed 001's; the case readings are seed 001 §5.2."},
         {"title": "Data attribution",
          "text": occ["provenance"]["onet"] + " BLS CPS and SSA/Census name tables are public-domain U.S. "
