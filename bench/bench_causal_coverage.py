@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.analysis.causal import EFFECTS, estimate_pse  # noqa: E402
+from runtime.analysis.causal import EFFECTS, effects_from_quantities, estimate_pse  # noqa: E402
 from runtime.analysis.causal_sim import LinearSCM  # noqa: E402
 from runtime.seeding import rng  # noqa: E402
 
@@ -46,6 +46,8 @@ def main() -> int:
     ap.add_argument("--bootstrap", type=int, default=500)
     ap.add_argument("--json", type=Path, default=None, help="write the summary here")
     ap.add_argument("--search", type=int, default=12, help="grid points of the pilot search (100 = whole C.5 grid)")
+    ap.add_argument("--checkpoint", type=int, default=100,
+                    help="also print the table after every this many replications (0 = only at the end)")
     args = ap.parse_args()
 
     scm = LinearSCM()
@@ -56,39 +58,69 @@ def main() -> int:
     est = {e: [] for e in EFFECTS}
     se = {e: [] for e in EFFECTS}
     hit = {e: [] for e in EFFECTS}
+    orc = {e: [] for e in EFFECTS}
+    orc_hit = {e: [] for e in EFFECTS}
+
+    def report(k: int) -> bool:
+        """Print the table for the first k replications and write the summary; True if all within goal."""
+        summary = {"reps": k, "n": args.n, "search_candidates": args.search, "folds": 5, "bootstrap": args.bootstrap, "seed": args.seed,
+                   "params": params, "effects": {}}
+        print(f"\n{k} replications, n = {args.n}, 5 folds, {args.bootstrap} multiplier draws")
+        print(f"{'effect':<6} {'truth':>7} {'mean est':>9} {'bias':>8} {'mean SE':>8} {'bias/SE':>8} "
+              f"{'emp SD':>7} {'coverage':>9} {'MC SE':>6} | {'oracle bias/SE':>14} {'oracle cov':>10} | "
+              f"{'paired bias/SE':>14} {'MC SE':>6}")
+        ok = True
+        for e in EFFECTS:
+            a, s, h = np.array(est[e][:k]), np.array(se[e][:k]), np.array(hit[e][:k])
+            o = np.array(orc[e][:k])
+            bias = a.mean() - truth[e]
+            cov = h.mean()
+            mcse = np.sqrt(cov * (1 - cov) / len(h))
+            ratio = bias / s.mean()
+            # control variate: the oracle's mean error on these draws is pure sampling noise (its
+            # expectation is exactly 0), so mean(est - oracle) estimates the bias with far less noise
+            diff = a - o
+            paired = diff.mean() / s.mean()
+            paired_mcse = diff.std(ddof=1) / np.sqrt(len(diff)) / s.mean()
+            o_ratio = (o.mean() - truth[e]) / s.mean()
+            o_cov = np.mean(orc_hit[e][:k])
+            o_empsd = float(np.std(o, ddof=1))
+            summary["effects"][e] = {"truth": truth[e], "mean_estimate": a.mean(), "bias": bias,
+                                     "mean_se": s.mean(), "bias_over_se": ratio, "empirical_sd": a.std(ddof=1),
+                                     "coverage": cov, "coverage_mc_se": mcse,
+                                     "oracle_bias_over_se": o_ratio, "oracle_coverage": o_cov, "oracle_empirical_sd": o_empsd,
+                                     "paired_bias": diff.mean(), "paired_bias_over_se": paired,
+                                     "paired_bias_over_se_mc_se": paired_mcse}
+            good = 0.93 <= cov <= 0.97 and abs(paired) < 0.1
+            ok &= good
+            print(f"{e:<6} {truth[e]:7.3f} {a.mean():9.4f} {bias:8.4f} {s.mean():8.4f} {ratio:8.3f} "
+                  f"{a.std(ddof=1):7.4f} {cov:9.3f} {mcse:6.3f} | {o_ratio:14.3f} {o_cov:10.3f} | "
+                  f"{paired:14.3f} {paired_mcse:6.3f} {'ok' if good else 'MISS'}")
+        if args.json:
+            args.json.write_text(json.dumps(summary, indent=2))
+        return ok
+
     t0 = time.perf_counter()
     for rep in range(args.reps):
         data = scm.sample(args.n, rng(args.seed, "rep", rep))
         res = estimate_pse(**data, seed=args.seed + rep, n_bootstrap=args.bootstrap, params=params)
         t = res.table.set_index("term")
+        phi0 = scm.oracle_phi(data)
+        o_est, o_phi = effects_from_quantities(phi0.mean(axis=0)), effects_from_quantities(phi0)
         for e in EFFECTS:
             est[e].append(t.loc[e, "estimate"])
             se[e].append(t.loc[e, "se"])
             hit[e].append(t.loc[e, "ci_low"] <= truth[e] <= t.loc[e, "ci_high"])
+            o_se = np.std(o_phi[e], ddof=1) / np.sqrt(args.n)
+            orc[e].append(o_est[e])
+            orc_hit[e].append(abs(o_est[e] - truth[e]) <= 1.959964 * o_se)
         if (rep + 1) % 20 == 0:
             print(f"  {rep + 1} replications, {time.perf_counter() - t0:.0f} s", flush=True)
-    summary = {"reps": args.reps, "n": args.n, "search_candidates": args.search, "folds": 5, "bootstrap": args.bootstrap, "seed": args.seed,
-               "params": params, "effects": {}}
-    print(f"\n{args.reps} replications, n = {args.n}, 5 folds, {args.bootstrap} multiplier draws")
-    print(f"{'effect':<6} {'truth':>7} {'mean est':>9} {'bias':>8} {'mean SE':>8} {'bias/SE':>8} "
-          f"{'emp SD':>7} {'coverage':>9} {'MC SE':>6}")
-    ok = True
-    for e in EFFECTS:
-        a, s, h = np.array(est[e]), np.array(se[e]), np.array(hit[e])
-        bias = a.mean() - truth[e]
-        cov = h.mean()
-        mcse = np.sqrt(cov * (1 - cov) / len(h))
-        ratio = bias / s.mean()
-        summary["effects"][e] = {"truth": truth[e], "mean_estimate": a.mean(), "bias": bias,
-                                 "mean_se": s.mean(), "bias_over_se": ratio, "empirical_sd": a.std(ddof=1),
-                                 "coverage": cov, "coverage_mc_se": mcse}
-        good = 0.93 <= cov <= 0.97 and abs(ratio) < 0.1
-        ok &= good
-        print(f"{e:<6} {truth[e]:7.3f} {a.mean():9.4f} {bias:8.4f} {s.mean():8.4f} {ratio:8.3f} "
-              f"{a.std(ddof=1):7.4f} {cov:9.3f} {mcse:6.3f} {'ok' if good else 'MISS'}")
+        if args.checkpoint and (rep + 1) % args.checkpoint == 0 and rep + 1 < args.reps:
+            report(rep + 1)
+            sys.stdout.flush()
+    ok = report(args.reps)
     print(f"total {time.perf_counter() - t0:.0f} s; {'all within goal' if ok else 'NOT all within goal'}")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=2))
     return 0 if ok else 1
 
 
