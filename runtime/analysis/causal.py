@@ -36,7 +36,8 @@ Nuisances are gradient-boosted trees (scikit-learn ``HistGradientBoosting*``, th
 the paper's XGBoost), tuned on the grid of App. C.5 (Brier score for P(X|.), MSE for E[Y|.]).
 Confidence intervals come from a Gaussian multiplier bootstrap of the influence function (one set
 of multipliers shared by the five psi, so every effect is a linear function of the same draws);
-its coverage is measured in ``bench/bench_causal_coverage.py``. "Significant" means the CI
+its coverage is measured in ``bench/bench_causal_coverage.py``, against an oracle (the same influence
+function with the true nuisances of a linear SCM, :meth:`runtime.analysis.causal_sim.LinearSCM.oracle_phi`). "Significant" means the CI
 excludes 0 (seed 001 §5.1).
 """
 
