@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.analysis.causal import (CASES, EFFECTS, ERR_ARM, VERDICT_NONE, VERDICT_OTHER,
-                                     classify_cases, effects_from_quantities, estimate_pse)
+from runtime.analysis.causal import (CASES, EFFECTS, ERR_ARM, QUANTITIES, VERDICT_NONE, VERDICT_OTHER,
+                                     classify_cases, effects_from_quantities, estimate_pse,
+                                     influence_function)
 from runtime.analysis.causal_sim import CASE_SCMS, LinearSCM
 from runtime.seeding import rng
 
@@ -48,6 +49,51 @@ def test_effects_from_quantities_hand_computed():
 def test_closed_form_truth():
     t = LinearSCM(cx=0.5, cb=1.0, cr=1.0, bx=0.5, br=0.5, rx=0.3).truth()
     assert t == pytest.approx({"NDE": 0.5, "BIE": 0.5, "RIE": 0.3 * 1.5, "NIE": 0.95, "TE": 1.45})
+
+
+def _true_psi(scm: LinearSCM) -> np.ndarray:
+    """psi(a, b, c) = E_Z[mu1_ab(c, Z)] exactly, over the 6 equally likely (z1, z2) cells."""
+    z1, z2 = np.repeat([0.0, 1.0], 3), np.tile([0.0, 1.0, 2.0], 2)
+    cells = {"z": pd.DataFrame({"z1": z1, "z2": z2}), "b": pd.DataFrame({"b": np.zeros(6)}),
+             "r": pd.DataFrame({"r": np.zeros(6)})}
+    mu1 = scm.nuisances(cells)["mu1"]
+    return np.array([mu1(a, b, c).mean() for a, b, c in QUANTITIES.values()])
+
+
+def test_true_psi_gives_closed_form_effects():
+    scm = LinearSCM()
+    assert effects_from_quantities(_true_psi(scm)) == pytest.approx(scm.truth(), abs=1e-12)
+
+
+@pytest.mark.parametrize("wrong", ["none", "propensities", "regressions", "mu2_mu1"])
+def test_influence_function_is_doubly_robust(wrong):
+    """Oracle check of seed 001 Eq. 11 / Lemma 3 for all five (a, b, c): with the true nuisances, with
+    wrong propensities but true regressions, or with true propensities but wrong regressions, the mean
+    of phi is the true psi. A wrong weight (pi1, pi2, pi3) or a regression evaluated at the wrong level
+    fails at least one case by many standard errors."""
+    scm = LinearSCM()
+    data = scm.sample(400_000, rng(7, "oracle"))
+    nu = scm.nuisances(data)
+    x, y = data["x"], data["y"]
+    z1, b, r = data["z"]["z1"].to_numpy(), data["b"]["b"].to_numpy(), data["r"]["r"].to_numpy()
+    p = {k: nu[k] for k in ("p_z", "p_rz", "p_brz")}
+    mu3, mu2, mu1 = nu["mu3"], nu["mu2"], nu["mu1"]
+    if wrong == "propensities":
+        p = {"p_z": np.full(len(y), 0.5), "p_rz": 0.3 + 0.4 * r, "p_brz": np.clip(0.5 + 0.1 * b, 0.05, 0.95)}
+    elif wrong == "regressions":
+        mu3 = lambda a: 0.7 * nu["mu3"](a) + 0.3 * b  # noqa: E731
+        mu2 = lambda a, xv: nu["mu2"](a, xv) - 0.4 * r + 0.2 * xv  # noqa: E731
+        mu1 = lambda a, bv, xv: nu["mu1"](a, bv, xv) + 0.5 * z1 - 0.3 * xv  # noqa: E731
+    elif wrong == "mu2_mu1":
+        mu2 = lambda a, xv: 0 * r  # noqa: E731
+        mu1 = lambda a, bv, xv: 0 * z1  # noqa: E731
+    at_x = lambda f, *args: np.where(x == 1, f(*args, 1), f(*args, 0))  # noqa: E731
+    for j, (a, bb, c) in enumerate(QUANTITIES.values()):
+        phi = influence_function((a, bb, c), x=x, y=y, **p, mu3_obs=at_x(lambda v: mu3(v)), mu3_a=mu3(a),
+                                 mu2_obs=at_x(mu2, a), mu2_b=mu2(a, bb), mu1_obs=at_x(mu1, a, bb),
+                                 mu1_c=mu1(a, bb, c))
+        se = phi.std() / np.sqrt(len(phi))
+        assert abs(phi.mean() - _true_psi(scm)[j]) < 4 * se, (wrong, (a, bb, c), phi.mean(), _true_psi(scm)[j], se)
 
 
 def test_recovers_closed_form_effects():

@@ -36,7 +36,8 @@ Nuisances are gradient-boosted trees (scikit-learn ``HistGradientBoosting*``, th
 the paper's XGBoost), tuned on the grid of App. C.5 (Brier score for P(X|.), MSE for E[Y|.]).
 Confidence intervals come from a Gaussian multiplier bootstrap of the influence function (one set
 of multipliers shared by the five psi, so every effect is a linear function of the same draws);
-its coverage is measured in ``bench/bench_causal_coverage.py``. "Significant" means the CI
+its coverage is measured in ``bench/bench_causal_coverage.py``, against an oracle (the same influence
+function with the true nuisances of a linear SCM, :meth:`runtime.analysis.causal_sim.LinearSCM.oracle_phi`). "Significant" means the CI
 excludes 0 (seed 001 §5.1).
 """
 
@@ -366,19 +367,13 @@ def _estimate(*, x, y, z, b, r, seed, folds, n_bootstrap, alpha, params, search_
         mu3_te = {a: m3.predict(_with_x(X3t.drop(columns="__x__"), a)) for a in (0, 1)}
         mu2_obs = {a: m2[a].predict(X2t) for a in (0, 1)}
 
-        def prob(key: str, level: int) -> np.ndarray:
-            return p1[key] if level == 1 else 1 - p1[key]
-
         for j, (a, bb, c) in enumerate(QUANTITIES.values()):
-            mu2_b = m2[a].predict(_with_x(X2t.drop(columns="__x__"), bb))
-            mu1_obs = m1[(a, bb)].predict(X1t)
-            mu1_c = m1[(a, bb)].predict(_with_x(X1t.drop(columns="__x__"), c))
-            pi1 = (xt == c) / prob("z", c)
-            pi2 = (xt == bb) * prob("rz", c) / (prob("rz", bb) * prob("z", c))
-            pi3 = (xt == a) * prob("brz", bb) * prob("rz", c) / (
-                prob("brz", a) * prob("rz", bb) * prob("z", c))
-            phi[te, j] = (pi3 * (yt - mu3_obs) + pi2 * (mu3_te[a] - mu2_obs[a])
-                          + pi1 * (mu2_b - mu1_obs) + mu1_c)
+            phi[te, j] = influence_function(
+                (a, bb, c), x=xt, y=yt, p_z=p1["z"], p_rz=p1["rz"], p_brz=p1["brz"], mu3_obs=mu3_obs,
+                mu3_a=mu3_te[a], mu2_obs=mu2_obs[a],
+                mu2_b=m2[a].predict(_with_x(X2t.drop(columns="__x__"), bb)),
+                mu1_obs=m1[(a, bb)].predict(X1t),
+                mu1_c=m1[(a, bb)].predict(_with_x(X1t.drop(columns="__x__"), c)))
 
     psi = phi.mean(axis=0)
     # Gaussian multiplier bootstrap of the influence function (shared multipliers for all five psi)
@@ -408,6 +403,44 @@ def _estimate(*, x, y, z, b, r, seed, folds, n_bootstrap, alpha, params, search_
                    "clipped_share": shares,
                    "positivity": "violated" if max(shares["p_x_rz"], shares["p_x_brz"]) > POSITIVITY_LIMIT else "ok"}
     return PSEResult(table=table, n=n, params=params, diagnostics=diagnostics, phi=phi)
+
+
+def influence_function(abc: tuple[int, int, int], *, x: np.ndarray, y: np.ndarray, p_z: np.ndarray,
+                       p_rz: np.ndarray, p_brz: np.ndarray, mu3_obs: np.ndarray, mu3_a: np.ndarray,
+                       mu2_obs: np.ndarray, mu2_b: np.ndarray, mu1_obs: np.ndarray,
+                       mu1_c: np.ndarray) -> np.ndarray:
+    """Influence-function values of psi(a, b, c) from nuisance values (seed 001 Eq. 11, Table 1).
+
+    Parameters
+    ----------
+    abc : (a, b, c)
+        Levels (0 = x0, 1 = x1) of the nested quantity (see the module doc and :data:`QUANTITIES`).
+    x, y : arrays, shape (n,)
+        Protected attribute (0/1) and outcome.
+    p_z, p_rz, p_brz : arrays, shape (n,)
+        P(X=1|Z), P(X=1|R,Z), P(X=1|B,R,Z) at each row (already clipped away from 0 and 1).
+    mu3_obs, mu3_a : arrays, shape (n,)
+        mu3(B,R,X,Z) and mu3(B,R,a,Z).
+    mu2_obs, mu2_b : arrays, shape (n,)
+        mu2_a(R,X,Z) and mu2_a(R,b,Z), where mu2_a = E[mu3(B,R,a,Z) | R,X,Z].
+    mu1_obs, mu1_c : arrays, shape (n,)
+        mu1_ab(X,Z) and mu1_ab(c,Z), where mu1_ab = E[mu2_a(R,b,Z) | X,Z].
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+        phi; its mean estimates psi(a, b, c). Also used with the true nuisances of
+        :mod:`runtime.analysis.causal_sim` (the oracle check in ``tests/test_causal.py``).
+    """
+    a, b, c = abc
+
+    def prob(p: np.ndarray, level: int) -> np.ndarray:
+        return p if level == 1 else 1 - p
+
+    pi1 = (x == c) / prob(p_z, c)
+    pi2 = (x == b) * prob(p_rz, c) / (prob(p_rz, b) * prob(p_z, c))
+    pi3 = (x == a) * prob(p_brz, b) * prob(p_rz, c) / (prob(p_brz, a) * prob(p_rz, b) * prob(p_z, c))
+    return pi3 * (y - mu3_obs) + pi2 * (mu3_a - mu2_obs) + pi1 * (mu2_b - mu1_obs) + mu1_c
 
 
 def effects_from_quantities(psi: np.ndarray) -> dict[str, np.ndarray]:

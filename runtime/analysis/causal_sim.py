@@ -57,6 +57,61 @@ class LinearSCM:
                 "b": pd.DataFrame({"b": b}),
                 "r": pd.DataFrame({"r": r.astype(float)})}
 
+    def nuisances(self, data: dict) -> dict:
+        """The true nuisance functions of seed 001 Eq. 11 at each row of ``data`` (from :meth:`sample`).
+
+        Returns ``{"p_z", "p_rz", "p_brz"}`` (P(X=1|Z), P(X=1|R,Z), P(X=1|B,R,Z), arrays of shape (n,))
+        and callables ``mu3(a)`` -> mu3(B,R,a,Z), ``mu2(a, x)`` -> E[mu3(B,R,a,Z) | R, X=x, Z] and
+        ``mu1(a, b, x)`` -> E[mu2(a, b) | X=x, Z], each an array of shape (n,). For the oracle check:
+        with these nuisances the influence function's mean is unbiased for psi(a, b, c).
+        """
+        z1, z2 = data["z"]["z1"].to_numpy(), data["z"]["z2"].to_numpy()
+        r, b = data["r"]["r"].to_numpy(), data["b"]["b"].to_numpy()
+        e = 1 / (1 + np.exp(-(-0.4 + 0.8 * z1 + 0.3 * z2)))
+        q = {v: 0.25 + self.rx * v + 0.1 * z1 + 0.05 * z2 for v in (0, 1)}
+        lik_r = {v: np.where(r == 1, q[v], 1 - q[v]) for v in (0, 1)}
+        p_rz = e * lik_r[1] / (e * lik_r[1] + (1 - e) * lik_r[0])
+        mean_b = {v: self.bx * v + self.br * r + 0.5 * z1 + 0.2 * z2 for v in (0, 1)}
+        lik_b = {v: np.exp(-0.5 * (b - mean_b[v]) ** 2) for v in (0, 1)}
+        p_brz = p_rz * lik_b[1] / (p_rz * lik_b[1] + (1 - p_rz) * lik_b[0])
+        base = 0.4 * z1 + 0.3 * z2
+
+        def mu3(a, xv=None):  # mu3(B, R, a, Z); xv unused (a is the X of mu3)
+            return self.cx * a + self.cb * b + self.cr * r + base
+
+        def mu2(a, xv):
+            return self.cx * a + self.cb * (self.bx * xv + self.br * r + 0.5 * z1 + 0.2 * z2) + self.cr * r + base
+
+        def mu1(a, bv, xv):
+            qx = 0.25 + self.rx * xv + 0.1 * z1 + 0.05 * z2
+            return (self.cx * a + self.cb * (self.bx * bv + self.br * qx + 0.5 * z1 + 0.2 * z2)
+                    + self.cr * qx + base)
+
+        return {"p_z": e, "p_rz": p_rz, "p_brz": p_brz, "mu3": mu3, "mu2": mu2, "mu1": mu1}
+
+    def oracle_phi(self, data: dict) -> np.ndarray:
+        """Influence-function values with the TRUE nuisances plugged in (the oracle estimator).
+
+        Shape (n, 5), columns in :data:`runtime.analysis.causal.QUANTITIES` order. Column means are
+        exactly unbiased for the five psi (seed 001 Lemma 2), so ``estimate - oracle`` on the same
+        data isolates the error that comes from estimating the nuisances, free of the sampling noise
+        both share (the control variate of ``bench/bench_causal_coverage.py``).
+        """
+        from runtime.analysis.causal import QUANTITIES, influence_function
+
+        nu = self.nuisances(data)
+        x = np.asarray(data["x"])
+
+        def at_x(f, *args):
+            return np.where(x == 1, f(*args, 1), f(*args, 0))
+
+        cols = [influence_function((a, b, c), x=x, y=np.asarray(data["y"], dtype=float), p_z=nu["p_z"],
+                                   p_rz=nu["p_rz"], p_brz=nu["p_brz"], mu3_obs=at_x(nu["mu3"]),
+                                   mu3_a=nu["mu3"](a), mu2_obs=at_x(nu["mu2"], a), mu2_b=nu["mu2"](a, b),
+                                   mu1_obs=at_x(nu["mu1"], a, b), mu1_c=nu["mu1"](a, b, c))
+                for a, b, c in QUANTITIES.values()]
+        return np.column_stack(cols)
+
 
 #: One SCM per case of seed 001 §5.2, with the verdict it must get (effects sized for n ~ 3000).
 CASE_SCMS: dict[str, tuple[LinearSCM, tuple[str, ...]]] = {
