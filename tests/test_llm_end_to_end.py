@@ -307,3 +307,44 @@ def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
     assert c_done["from_cache"] == kept and c_done["calls"] == total - kept
     print(f"\nstop/restart: failed run made {c_failed['calls']} calls ({c_failed['retries']} retries); "
           f"re-run: {c_done['from_cache']} from cache + {c_done['calls']} new calls = {total}")
+
+
+def test_generator_agent_stages_run_against_the_server(tmp_path, llm_server):
+    """Stage 0 (descriptor agent), stage 2 (translation) and stage 3 (flagging) of seed 000 §3.1 run
+    against the real server: every call is in the audit trail, the résumés that are scored are the
+    translations, and each résumé's flag text is the flagging agent's answer."""
+    spec = tmp_path / "spec.yaml"
+    text = tiny_llm_spec(llm_server["url"], cache="cache/agents.sqlite")
+    text = text.replace("agents: {classifier: true}",
+                        "agents: {descriptor: true, translate_to: French, flagging: true, classifier: true}")
+    assert "translate_to: French" in text
+    spec.write_text(text)
+    env = _env(AUDIT_TEST_KEY=FAKE_KEY)
+    assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
+    proc = _cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = _run_dirs(tmp_path)
+    trail = json.loads((run / "generation_trail.json").read_text())
+    calls = trail["calls"]
+    assert {c["stage"] for c in calls} == {"descriptor", "phase_a", "phase_b", "translate", "flagging",
+                                           "classifier"}
+    resumes = pd.read_csv(run / "resumes.csv", keep_default_na=False)
+    assert len(resumes) == 4  # K=2 base candidates x (BASE, V01)
+    by_stage = {}
+    for c in calls:
+        by_stage.setdefault(c["stage"], {})[tuple(c["labels"])] = c
+    assert len(by_stage["descriptor"]) == 1 and len(by_stage["translate"]) == 4 and len(by_stage["flagging"]) == 4
+    flags = {(r["cv_id"], r["variant"]): r["flag"] for r in trail["jobs"]["data-analyst"]["resumes"]}
+    for row in resumes.itertuples():
+        key = (row.job_id, row.cv_id, row.variant)
+        translated = by_stage["translate"][key]["raw_text"].strip()
+        assert row.text == (translated or row.text)  # the scored text is the translation
+        assert flags[(row.cv_id, row.variant)] == by_stage["flagging"][key]["raw_text"]
+    descriptors = trail["jobs"]["data-analyst"]["descriptors"]
+    assert set(descriptors) == {"BASE", "V01"}
+    for v, d in descriptors.items():
+        assert d["source"] in ("descriptor agent", "spec levels and cues")
+        if d["source"] == "descriptor agent":  # the agent's words, anchored by the intended levels
+            assert d["descriptor"].endswith("]") and "[" in d["descriptor"]
+    info = json.loads((run / "run.json").read_text())["generator_info"]
+    assert info["flags"] == sum(1 for f in flags.values() if f)

@@ -183,3 +183,61 @@ def test_llm_spec_errors_are_located(write_spec):
     assert "spec.yaml:22:62: systems[0].conditions[2]: condition 'baseline' is listed twice" in msg
     assert "spec.yaml:22:52: systems[0].conditions[1].prompt_file: prompt template 'mine.j2' does not parse as jinja2" in msg
     assert "spec.yaml:23:41: systems[0].references.nurse: references names job 'nurse', which is not a job of the spec; jobs: data-analyst" in msg
+
+
+class _ScriptedClient:
+    """Our own plumbing's stand-in for the litellm client: answers from a script, records messages."""
+
+    def __init__(self, answers):
+        self.answers, self.seen = list(answers), []
+
+    async def complete(self, messages, **kw):
+        self.seen.append([dict(m) for m in messages])
+        return self.answers[len(self.seen) - 1], False
+
+
+def _agents(client, trail):
+    from types import SimpleNamespace
+
+    from compiler import llm as compiler_llm
+    from runtime.generate.llm import _Agents
+
+    followup = compiler_llm.template_text(compiler_llm.GENERATOR_TEMPLATES["followup"])
+    compiled = SimpleNamespace(resolved={"seed": 5, "candidates": {"templates": {"followup": followup}}})
+    return _Agents(compiled, client, None, trail), followup
+
+
+def test_clarifying_question_gets_exactly_one_scripted_follow_up():
+    """Seed 000 §3.1.1: an agent that asks instead of answering gets one scripted follow-up, with its
+    question kept in the conversation and in the audit trail; a second question is not chased."""
+    import asyncio
+
+    from jinja2 import Environment
+
+    question = "Which seniority level should these resumes have?"
+    answer = '[{"full_resume_text": "Jane Doe, analyst", "match": 1}]'
+    client = _ScriptedClient([question, answer])
+    trail = {"calls": []}
+    agents, followup = _agents(client, trail)
+    rec = asyncio.run(agents.ask("phase_a", "Write one resume.", ("data-analyst",)))
+    assert rec["followup"] is True and rec["question"] == question and rec["raw_text"] == answer
+    assert len(client.seen) == 2
+    first, second = client.seen
+    assert first == [{"role": "user", "content": "Write one resume."}]
+    rendered = Environment().from_string(followup).render()
+    assert second == [{"role": "user", "content": "Write one resume."},
+                      {"role": "assistant", "content": question},
+                      {"role": "user", "content": rendered}]
+    assert trail["calls"] == [rec]
+
+    # an answer, not a question: no follow-up
+    client = _ScriptedClient([answer])
+    agents, _ = _agents(client, {"calls": []})
+    rec = asyncio.run(agents.ask("phase_a", "Write one resume.", ("data-analyst",)))
+    assert rec["followup"] is False and len(client.seen) == 1
+
+    # asked twice: exactly one follow-up, and the second question is what the trail records as the answer
+    client = _ScriptedClient([question, "Could you tell me the country first?", answer])
+    agents, _ = _agents(client, {"calls": []})
+    rec = asyncio.run(agents.ask("phase_a", "Write one resume.", ("data-analyst",)))
+    assert len(client.seen) == 2 and rec["raw_text"] == "Could you tell me the country first?"
