@@ -329,10 +329,11 @@ def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, tim
 
             context["provenance"] = provenance_context(run_dir, run, folder.keys)
             context["toc"].append({"anchor": "provenance", "title": "Reproduction and signature"})
-            (run_dir / "report.html").write_text(render_html(context), encoding="utf-8")
+            html = render_html(context)
+            (run_dir / "report.html").write_text(html, encoding="utf-8")
             run["artifacts"].append("report.html")
             folder.save()
-            render_pdf(context, run_dir / "report.pdf")
+            render_pdf(context, run_dir / "report.pdf", html=html)  # the same HTML, rendered once
             run["artifacts"].append("report.pdf")
     return result
 

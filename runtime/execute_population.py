@@ -234,9 +234,10 @@ def run_population(compiled, lock: dict[str, Any], folder, timings: dict[str, fl
             from runtime.sign import provenance_context
 
             context["provenance"] = provenance_context(run_dir, run, folder.keys)
-            (run_dir / "report.html").write_text(render_population_html(context), encoding="utf-8")
+            html = render_population_html(context)
+            (run_dir / "report.html").write_text(html, encoding="utf-8")
             run["artifacts"].append("report.html")
             folder.save()
-            render_pdf(context, run_dir / "report.pdf", html=render_population_html(context))
+            render_pdf(context, run_dir / "report.pdf", html=html)  # the same HTML, rendered once
             run["artifacts"].append("report.pdf")
     return PopulationResult(causal=causal, profiles=profiles)
