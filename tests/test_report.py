@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -473,10 +474,30 @@ def test_several_systems_conditions_and_many_variants(inputs):
 
 
 @pytest.mark.slow
-def test_pdf_is_deterministic(context, tmp_path):
+def test_pdf_is_deterministic(context, tmp_path, monkeypatch):
+    """Two renders a minute apart give the same bytes: the PDF's clock is the run's start time.
+
+    The second render runs under a wall clock moved 61 s ahead (what fontTools stamps into every font
+    subset when HarfBuzz's subsetter is missing), with no ``SOURCE_DATE_EPOCH`` in the environment.
+    """
+    import time
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     render_pdf(context, tmp_path / "a.pdf")
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + 61.0)
     render_pdf(context, tmp_path / "sub" / "b.pdf")
+    monkeypatch.undo()
     assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "sub" / "b.pdf").read_bytes()
+    assert "SOURCE_DATE_EPOCH" not in os.environ  # set for the render only
+
+
+def test_pdf_clock_is_the_run_start():
+    from runtime.report.render import FALLBACK_EPOCH, source_date_epoch
+
+    assert source_date_epoch({"header": {"generated_at": "2026-11-29T10:03:17Z"}}) == 1795946597
+    assert source_date_epoch({"header": {"generated_at": "—"}}) == FALLBACK_EPOCH
+    assert source_date_epoch({}) == FALLBACK_EPOCH
 
 
 def test_a_value_beside_a_boundary_reads_as_classified():

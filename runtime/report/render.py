@@ -8,11 +8,19 @@ the audit and run ids in the header (CSS margin boxes fed by ``string-set``).
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 TEMPLATE = "report.html.j2"
+
+#: ``SOURCE_DATE_EPOCH`` used when a context carries no parseable run time (1980-01-01T00:00:00Z,
+#: the earliest time a TrueType ``head`` table and a ZIP entry can hold).
+FALLBACK_EPOCH = 315532800
 
 
 @lru_cache(maxsize=1)
@@ -34,8 +42,50 @@ def render_html(context: dict[str, Any]) -> str:
     return _environment().get_template(TEMPLATE).render(**context)
 
 
+def source_date_epoch(context: Mapping[str, Any]) -> int:
+    """The PDF's clock: the run's recorded start (``context["header"]["generated_at"]``, UTC).
+
+    Returns
+    -------
+    int
+        Seconds since 1970-01-01T00:00:00Z; :data:`FALLBACK_EPOCH` when the context has no parseable
+        ISO 8601 time (a report rendered outside a run).
+    """
+    text = str((context.get("header") or {}).get("generated_at") or "")
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return FALLBACK_EPOCH
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(FALLBACK_EPOCH, int(when.timestamp()))
+
+
+@contextlib.contextmanager
+def _source_date(epoch: int) -> Iterator[None]:
+    """Set ``SOURCE_DATE_EPOCH`` for the duration of one render, then restore the environment.
+
+    fontTools, which WeasyPrint uses to subset fonts where HarfBuzz's subsetter is missing, stamps
+    each subset's ``head.modified`` with the current time unless ``SOURCE_DATE_EPOCH`` is set: without
+    this the same run rendered a second later gives other PDF bytes.
+    """
+    before = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = str(int(epoch))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = before
+
+
 def render_pdf(context: dict[str, Any], path: Path, *, html: str | None = None) -> None:
     """Write the report as an A4 PDF to ``path`` (WeasyPrint; same content as :func:`render_html`).
+
+    The bytes depend on the context only, never on the wall clock: every time the renderer or its
+    font subsetter would stamp is the run's recorded start (:func:`source_date_epoch`), set as
+    ``SOURCE_DATE_EPOCH`` for this render only.
 
     Raises
     ------
@@ -49,4 +99,5 @@ def render_pdf(context: dict[str, Any], path: Path, *, html: str | None = None) 
     html = render_html(context) if html is None else html  # html: another template's rendering
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    weasyprint.HTML(string=html, base_url=None).write_pdf(str(path))
+    with _source_date(source_date_epoch(context)):
+        weasyprint.HTML(string=html, base_url=None).write_pdf(str(path))
