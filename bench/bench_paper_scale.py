@@ -29,7 +29,7 @@ def main() -> int:
     spec = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "specs" / "paper-scale.yaml"
     from compiler import compile_spec
     from runtime.analysis import analyse
-    from runtime.execute import execute, job_texts
+    from runtime.pipeline import execute, job_texts
     from runtime.systems.embedding import load_model, model_dir
 
     # compile every time: an unchanged spec keeps its lock; a changed one is refused (exit 3) until

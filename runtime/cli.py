@@ -204,11 +204,11 @@ def execute(
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Signing keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys. A named directory without keys is an error; an empty default means an unsigned run.", show_default=False)] = None,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
-    from runtime.execute import execute as run_execute, gate_tripped
     import os
 
     from compiler.errors import AuditError
     from runtime.keys import KEY_DIR_ENV, default_key_dir, load_keys
+    from runtime.pipeline import execute as run_execute, gate_tripped
 
     kd = key_dir or default_key_dir()
     keys = load_keys(kd)  # before any work: a broken key directory stops the run at once (exit 2)
@@ -225,34 +225,26 @@ def execute(
     for pkg, change in result.run.get("version_changes_since_lock", {}).items():
         print(f"warning: {pkg} is {change['now']}, the lock recorded {change['locked']} (see run.json)",
               file=sys.stderr)
-    if result.causal is not None:  # population design (seed 001): verdicts instead of a risk score
-        _population_summary(result, console, fail_on)
-        return
-    risk = result.risk[(result.risk["system"] == "ALL")].set_index("tier")
-    for t in ("research", "operational"):
-        row = risk.loc[t]
-        console.print(f"{t:<12} risk {row['risk_score']:.3f} ({row['band']}): {int(row['n_fail'])} FAIL, "
-                      f"{int(row['n_investigate'])} INVESTIGATE, {int(row['n_pass'])} PASS")
+    for line in result.summary:  # each audit family's lines (risk, causal verdicts, validity)
+        console.print(line, markup=False)
     console.print(f"run folder: {result.run_dir}")
     if keys is not None:
         console.print(f"signed: report.pdf (PAdES, {keys.signer_name()}) and manifest.dsse.json "
                       f"(Ed25519 {keys.keyid[:16]}...); check with `audit verify {result.run_dir}`", markup=False)
     if fail_on is None and tier is not TierName.research:
         _console(stderr=True).print("note: --tier only selects the tier --fail-on reads; no gate was set")
-    hits = gate_tripped(result.metrics, fail_on.value if fail_on else None, tier.value)
+    hits = gate_tripped(result.status, fail_on.value if fail_on else None, tier.value)
     if hits:
         err = _console(stderr=True)
-        err.print(f"--fail-on {fail_on.value} ({tier.value} tier) tripped by {len(hits)} row(s):")
+        err.print(f"--fail-on {fail_on.value} ({tier.value} tier) tripped by {len(hits)} row(s):", markup=False)
         for h in hits[:20]:
-            err.print(f"  {h}")
-    validity = result.run.get("validity")
-    if validity:
-        console.print(f"validity protocol: {validity['verdict']}")
-    if validity and validity["verdict"] == "INCONCLUSIVE":
+            err.print(f"  {h}", markup=False)
+    verdict = result.verdict
+    if verdict and verdict[0] == "INCONCLUSIVE":
         err = _console(stderr=True)
         err.print("INCONCLUSIVE: the instrument failed a validity check (seed 003 §3.7); its results "
                   "cannot support a finding of no bias:", markup=False)
-        for line in validity["failed"]:
+        for line in verdict[1]:
             err.print(f"  {line}", markup=False)
         raise typer.Exit(EXIT_INCONCLUSIVE)
     if hits:
@@ -319,21 +311,6 @@ def verify(
             err.print(f"  FAIL {f}", markup=False)
         raise typer.Exit(EXIT_VERIFY)
     console.print(f"[green]verified[/]: {path}")
-def _population_summary(result, console, fail_on: Gate | None) -> None:
-    """Print each system x job verdict of a population run; exit 4 when --fail-on trips on its status."""
-    eff = result.causal[result.causal["term"] == "TE"]
-    for row in eff.itertuples():
-        console.print(f"{row.system} / {row.job_id}: {row.status} · {row.attribute} "
-                      f"({row.x1} vs {row.x0}) · cases {row.cases or '-'}: {row.verdict}"
-                      + (" · positivity violated: NDE/NIE/BIE/RIE unreliable (see report)"
-                         if row.positivity == "violated" else ""))
-    console.print(f"run folder: {result.run_dir}")
-    if fail_on is not None:
-        bad = {"FAIL"} if fail_on is Gate.FAIL else {"FAIL", "INVESTIGATE"}
-        hits = eff[eff["status"].isin(bad)]
-        if len(hits):
-            _console(stderr=True).print(f"--fail-on {fail_on.value} tripped by {len(hits)} system/job verdict(s)")
-            raise typer.Exit(EXIT_GATE)
 
 
 def main(argv: list[str] | None = None) -> None:

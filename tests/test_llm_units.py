@@ -114,7 +114,7 @@ def test_default_descriptor_names_levels_and_first_cue():
 
 def test_validity_rows_join_metrics_without_a_status():
     from runtime.analysis import COLUMNS
-    from runtime.execute import with_validity_rows
+    from runtime.families.llm_validity import with_validity_rows
 
     metrics = pd.DataFrame([{c: None for c in COLUMNS}]).astype({"n": "Int64"})
     meta = {"validity": [{"system": "s", "condition": "baseline", "answers": 11, "valid": 6, "invalid": 5,

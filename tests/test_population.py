@@ -190,7 +190,7 @@ def test_microdata_source_and_bad_value(write_spec, tmp_path):
     spec = write_spec(spec_text)
     g2 = np.random.default_rng(2)
     # the sampler is deterministic: rebuild the same profiles to write matching scores
-    from runtime.execute_population import read_microdata
+    from runtime.designs.population import read_microdata
 
     m = read_microdata(tmp_path / "pums.csv", {"gender": "SEX", "race": "RACE", "age": "AGEP", "state": "ST",
                                                  "education": "EDU", "occupation": "JOB", "experience": "EXP"}, "pums.csv")

@@ -47,11 +47,11 @@ def build_population_context(*, causal: pd.DataFrame, profiles: pd.DataFrame, me
     Parameters
     ----------
     causal : pandas.DataFrame
-        ``causal.csv`` (:data:`runtime.execute_population.CAUSAL_COLUMNS`).
+        ``causal.csv`` (:data:`runtime.families.causal.CAUSAL_COLUMNS`).
     profiles : pandas.DataFrame
         ``profiles.csv`` rows (for the population summary).
     meta : Mapping
-        :func:`runtime.execute.report_meta`.
+        :func:`runtime.pipeline.metadata.report_meta`.
     candidates : Mapping
         The resolved population ``candidates`` (roles, estimation, P1 source).
     """

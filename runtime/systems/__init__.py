@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from runtime.systems.base import ScoreRequest, SystemAdapter
+from runtime.systems.base import JobInfo, LlmSettings, ScoreRequest, SystemAdapter
 
 _REGISTRY: dict[str, type[SystemAdapter]] = {}
 
@@ -40,4 +40,4 @@ def adapter_for(kind: str) -> type[SystemAdapter]:
     return kinds[kind]
 
 
-__all__ = ["ScoreRequest", "SystemAdapter", "adapter_for", "registered", "system"]
+__all__ = ["JobInfo", "LlmSettings", "ScoreRequest", "SystemAdapter", "adapter_for", "registered", "system"]

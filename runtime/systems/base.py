@@ -28,6 +28,19 @@ class ScoreRequest:
         Encoder batch size (non-semantic).
     progress : callable, optional
         ``progress(description, total)`` returns an ``advance(n)`` callable for a progress bar.
+    info : dict
+        Diagnostics the adapter adds per system id (``run.json``'s ``systems_info``).
+    paired : bool
+        True for a correspondence-audit matrix (cells ``job_id, cv_id, variant``); False for
+        unpaired population profiles (cells ``job_id, cv_id``; ``variants`` is ``["population"]``).
+    seed : int
+        The spec's seed (every random draw of an adapter derives from it).
+    job_info : dict
+        Job id -> :class:`JobInfo` (title and template family).
+    llm : LlmSettings or None
+        Execution knobs of the LLM systems (non-semantic: not hashed).
+    artifacts : dict
+        Extra files for the run folder, name -> data frame (LLM systems: every raw answer).
     """
 
     jobs: dict[str, str | None]
@@ -37,11 +50,44 @@ class ScoreRequest:
     batch_size: int = 64
     progress: Callable[[str, int], Callable[[int], None]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
-    #: Run settings some adapters need (LLM systems: seed, job titles and families, cache path,
-    #: concurrency, retries, timeout).
-    options: dict[str, Any] = field(default_factory=dict)
-    #: Extra files for the run folder, name -> data frame (LLM systems: every raw answer).
+    paired: bool = True
+    seed: int = 0
+    job_info: dict[str, "JobInfo"] = field(default_factory=dict)
+    llm: "LlmSettings | None" = None
     artifacts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A job's title and template family (``None`` without one)."""
+
+    title: str
+    family: str | None = None
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    """Execution knobs of the LLM systems (``execution:`` in the spec; not hashed).
+
+    Attributes
+    ----------
+    cache : pathlib.Path
+        The SQLite response cache.
+    concurrency : dict of str to int
+        Concurrent requests per system id (default :data:`DEFAULT_CONCURRENCY`).
+    retries : int
+        Retries with backoff on 429, 5xx, timeouts and lost connections.
+    timeout_s : float
+        Seconds per request.
+    """
+
+    cache: Path
+    concurrency: dict[str, int] = field(default_factory=dict)
+    retries: int = 5
+    timeout_s: float = 120.0
+
+    def concurrency_of(self, system_id: str, default: int = 4) -> int:
+        return int(self.concurrency.get(system_id, default))
 
 
 class SystemAdapter:

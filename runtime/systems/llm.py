@@ -89,10 +89,12 @@ class LlmScreener(SystemAdapter):
         resumes = request.resumes
         if resumes is None:
             raise ValueError(f"the {self.kind} system needs generated resumes (candidates: in the spec)")
-        opts = request.options
+        settings = request.llm
+        if settings is None:  # a bug: the pipeline always passes the LLM knobs
+            raise ValueError(f"the {self.kind} system needs ScoreRequest.llm (cache, concurrency, retries)")
         lo, hi = r["score_range"]
         refs = self.references(request)
-        titles = {j: m["title"] for j, m in opts["jobs"].items()}
+        titles = {j: m.title for j, m in request.job_info.items()}
         cells = []
         for cond in r["conditions"]:
             template = _compile(cond["template"])
@@ -107,17 +109,17 @@ class LlmScreener(SystemAdapter):
         info["llm_calls"] = counters.__dict__  # live view: run.json sees partial counts on failure
         info.update({"model": r["endpoint"]["model"], "api_key_env": r["endpoint"]["api_key_env"],
                      "replicates": r["replicates"], "conditions": [c["id"] for c in r["conditions"]],
-                     "requests_planned": len(cells), "cache": str(opts["llm_cache"])})
+                     "requests_planned": len(cells), "cache": str(settings.cache)})
         advance = request.progress(f"{self.id}: LLM requests", len(cells)) \
             if request.progress else None
         ep = Endpoint.from_resolved(r["endpoint"], who=f"system {self.id!r}",
-                                    concurrency=opts["llm_concurrency"].get(self.id, 4),
-                                    retries=opts["llm_retries"], timeout_s=opts["llm_timeout_s"])
-        cache = ResponseCache(opts["llm_cache"])
+                                    concurrency=settings.concurrency_of(self.id),
+                                    retries=settings.retries, timeout_s=settings.timeout_s)
+        cache = ResponseCache(settings.cache)
         client = LlmClient(ep, cache, counters, on_call=None)
         schema = score_schema(lo, hi)
         log: list[dict[str, Any]] = []
-        seed = opts["seed"]
+        seed = request.seed
 
         async def one(cell: _Cell) -> None:
             from runtime.llm.parsing import parse_score
@@ -222,13 +224,12 @@ class LlmCompareSystem(LlmScreener):
 
     def references(self, request: ScoreRequest) -> dict[str, str | None]:
         out = {}
-        jobs = request.options["jobs"]
         for job_id, ref in self.resolved["references"].items():
             if ref["text"] is not None:
                 out[job_id] = ref["text"]
             else:
-                out[job_id] = default_reference(job_id=job_id, family=jobs[job_id]["family"],
-                                                seed=request.options["seed"])
+                out[job_id] = default_reference(job_id=job_id, family=request.job_info[job_id].family,
+                                                seed=request.seed)
         request.info.setdefault(self.id, {})["references"] = {
             j: {"source": self.resolved["references"][j]["source"], "chars": len(t)} for j, t in out.items()}
         return out

@@ -1,10 +1,15 @@
 """Precomputed scores: a CSV produced by the system under test elsewhere (a vendor's export).
 
-Columns ``job_id, cv_id, variant, score`` and optionally ``is_true_match`` (0/1). Every problem is an
+Paired designs (a correspondence-audit matrix): columns ``job_id, cv_id, variant, score`` and
+optionally ``is_true_match`` (0/1). Unpaired designs (population profiles, seed 001): columns
+``job_id, cv_id, score`` with the profile ids of ``profiles.csv``. Every problem is an
 :class:`~compiler.errors.InputDataError` naming the file and the CSV line numbers (header = line 1).
 """
 
 from __future__ import annotations
+
+import csv
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,6 +36,11 @@ MSG_NO_ROWS = "the CSV has a header but no rows"
 MSG_JOB_ABSENT = "job(s) {jobs} of the spec have no rows; every job needs a score for every base candidate and variant"
 MSG_MATCH_INCONSISTENT = "is_true_match differs between variants of the same (job_id, cv_id) at {rows}"
 MSG_MATCH_DISAGREES = "is_true_match disagrees with the generator's match flag at {rows}"
+MSG_SCORES_HEADER = "{path}: a population score file needs the columns job_id, cv_id, score (got {cols})"
+MSG_SCORES_ID = "{path}:{line}: unknown profile {cv!r} for job {job!r}; ids are <job id>-p00001 ... (see profiles.csv)"
+MSG_SCORES_DUP = "{path}:{line}: profile {cv!r} of job {job!r} is scored twice (also line {first})"
+MSG_SCORES_RANGE = "{path}:{line}: score {value!r} is not a number in score_range {rng}"
+MSG_SCORES_MISSING = "{path}: {n} profiles have no score, e.g. {example}"
 
 
 def _rows(mask: pd.Series | np.ndarray, frame: pd.DataFrame, limit: int = 8) -> str:
@@ -52,6 +62,10 @@ class PrecomputedSystem(SystemAdapter):
     def score(self, request: ScoreRequest) -> pd.DataFrame:
         rel = self.resolved["data"]["path"]
         path = request.spec_folder / rel
+        if not request.paired:  # population profiles (seed 001)
+            out = read_population_scores(path, rel, request.resumes, tuple(self.resolved["score_range"]))
+            request.info[self.id] = {"rows": int(len(out)), "file": rel}
+            return out
         prefix = MSG_PREFIX.format(file=rel, system=self.id)
 
         def fail(msg: str) -> None:
@@ -136,3 +150,35 @@ class PrecomputedSystem(SystemAdapter):
             df["is_true_match"] = np.nan
         request.info[self.id] = {"rows": int(len(df)), "file": rel}
         return df[["job_id", "cv_id", "variant", "score", "is_true_match"]].reset_index(drop=True)
+
+
+def read_population_scores(path: Path, shown: str, profiles: pd.DataFrame,
+                           score_range: tuple[float, float]) -> pd.DataFrame:
+    """A precomputed system's scores of the profiles: CSV ``job_id, cv_id, score`` (header = line 1)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+        cols = list(rows[0]) if rows else []
+    if not {"job_id", "cv_id", "score"} <= set(cols):
+        raise InputDataError(MSG_SCORES_HEADER.format(path=shown, cols=", ".join(cols) or "none"))
+    known = set(zip(profiles["job_id"], profiles["cv_id"]))
+    seen: dict[tuple[str, str], int] = {}
+    lo, hi = score_range
+    out = []
+    for i, r in enumerate(rows, start=2):
+        key = (r["job_id"], r["cv_id"])
+        if key not in known:
+            raise InputDataError(MSG_SCORES_ID.format(path=shown, line=i, cv=r["cv_id"], job=r["job_id"]))
+        if key in seen:
+            raise InputDataError(MSG_SCORES_DUP.format(path=shown, line=i, cv=r["cv_id"], job=r["job_id"], first=seen[key]))
+        seen[key] = i
+        try:
+            s = float(r["score"])
+        except ValueError:
+            s = float("nan")
+        if not (np.isfinite(s) and lo <= s <= hi):
+            raise InputDataError(MSG_SCORES_RANGE.format(path=shown, line=i, value=r["score"], rng=[lo, hi]))
+        out.append((r["job_id"], r["cv_id"], s))
+    missing = known - set(seen)
+    if missing:
+        raise InputDataError(MSG_SCORES_MISSING.format(path=shown, n=len(missing), example=sorted(missing)[0][1]))
+    return pd.DataFrame(out, columns=["job_id", "cv_id", "score"])

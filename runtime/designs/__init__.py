@@ -1,0 +1,86 @@
+"""Designs: how a run gets its candidates (``candidates.generator`` in the spec), registered by id.
+
+A design generates the candidates the systems score and says what it provides to the audit
+families: ``paired`` (a correspondence-audit matrix: every base candidate under every variant) or
+``unpaired`` (population profiles, seed 001). The compiler side (``compiler.designs``) checks the
+same ids. Generators themselves live in :mod:`runtime.generate`; a design adapter calls them and
+writes their artifacts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from runtime.pipeline.context import RunContext
+
+_REGISTRY: dict[str, type["Design"]] = {}
+
+#: The design of a spec without ``candidates`` (a score-file audit: every system is precomputed).
+SCORE_FILE = "score_file"
+
+
+class Design:
+    """Base class of a design adapter; subclasses register with ``@design("id")``.
+
+    Attributes
+    ----------
+    id : str
+        ``candidates.generator`` of the spec, or :data:`SCORE_FILE`.
+    provides : frozenset of str
+        ``{"paired"}`` or ``{"unpaired"}``.
+    """
+
+    id: ClassVar[str] = ""
+    provides: ClassVar[frozenset[str]] = frozenset()
+
+    def generate(self, ctx: "RunContext") -> None:  # pragma: no cover - interface
+        """Set ``ctx.candidates`` and write the design's artifacts into the run folder."""
+        raise NotImplementedError
+
+
+def design(design_id: str) -> Callable[[type[Design]], type[Design]]:
+    """Class decorator registering a design adapter under ``design_id``."""
+
+    def deco(cls: type[Design]) -> type[Design]:
+        if design_id in _REGISTRY:
+            raise ValueError(f"design {design_id!r} registered twice")
+        cls.id = design_id
+        _REGISTRY[design_id] = cls
+        return cls
+
+    return deco
+
+
+def registered() -> dict[str, type[Design]]:
+    """Design id -> adapter class, after importing every module of this package."""
+    for mod in pkgutil.iter_modules(__path__):
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")
+    return dict(_REGISTRY)
+
+
+def design_id(resolved: dict[str, Any]) -> str:
+    """The design of a resolved spec: its generator, or :data:`SCORE_FILE` without candidates."""
+    cand = resolved.get("candidates")
+    return cand["generator"] if cand else SCORE_FILE
+
+
+def design_for(resolved: dict[str, Any]) -> Design:
+    """The design adapter of a resolved spec.
+
+    Raises
+    ------
+    KeyError
+        When no adapter is registered for the spec's generator (a bug: the compiler checks it).
+    """
+    designs = registered()
+    did = design_id(resolved)
+    if did not in designs:
+        raise KeyError(f"no design adapter for {did!r}; registered: {', '.join(sorted(designs))}")
+    return designs[did]()
+
+
+__all__ = ["Design", "SCORE_FILE", "design", "design_for", "design_id", "registered"]

@@ -1,0 +1,121 @@
+"""Path-specific effects of a population audit (seed 001 §3.2, §5.2).
+
+Each system's scores are decomposed into TE, NDE, NIE, BIE and RIE per job (occupation) by the
+doubly robust, cross-fitted DML-UCA estimator, and each system x job gets the cases of seed 001
+§5.2 and a status: FAIL when NDE or RIE is significant (a direct or proxy path), INVESTIGATE when
+only other effects are or when positivity is violated (the path-specific effects are then
+extrapolated), PASS otherwise. Table ``causal``; one status row per system x condition x job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from compiler.errors import InputDataError
+from runtime.families import UNPAIRED, AuditFamily, FamilyResult, family, status_frame
+
+#: Columns of ``causal.csv``; runs with LLM screeners add ``condition`` after ``system``.
+CAUSAL_COLUMNS = ("system", "job_id", "attribute", "x0", "x1", "kind", "term", "estimate", "se", "ci_low",
+                  "ci_high", "significant", "n", "n_x0", "n_x1", "cases", "verdict", "status", "positivity",
+                  "clipped_p_x_rz", "clipped_p_x_brz", "p1_source", "folds", "n_bootstrap", "alpha")
+MSG_SMALL_ARM = ("job {job!r}: {n0} profiles with {attr} = {x0} and {n1} with {x1}; the estimator needs at "
+                 "least {need} of each (raise profiles_per_job)")
+
+
+def causal_rows(*, system: str, job_id: str, profiles: pd.DataFrame, scores: np.ndarray, roles: dict[str, Any],
+                estimation: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+    """Estimate and classify one system x job (seed 001 §3.2, §5.2); rows of ``causal.csv``.
+
+    Raises
+    ------
+    compiler.errors.InputDataError
+        When either arm of the protected attribute has fewer than 2 x folds profiles.
+    """
+    from runtime.analysis.causal import classify_cases, estimate_pse
+    from runtime.generate.population import role_frame
+
+    x_attr, x0, x1 = roles["x"]["attribute"], roles["x"]["x0"], roles["x"]["x1"]
+    keep = profiles[x_attr].isin([x0, x1]).to_numpy()
+    prof = profiles[keep].reset_index(drop=True)
+    x = (prof[x_attr] == x1).to_numpy(int)
+    need = 2 * estimation["folds"]
+    n1, n0 = int(x.sum()), int(len(x) - x.sum())
+    if min(n0, n1) < need:
+        raise InputDataError(MSG_SMALL_ARM.format(job=job_id, n0=n0, n1=n1, attr=x_attr, x0=x0, x1=x1, need=need))
+    res = estimate_pse(x=x, y=np.asarray(scores)[keep], z=role_frame(prof, roles["z"]), b=role_frame(prof, roles["b"]),
+                       r=role_frame(prof, roles["r"]), seed=seed, folds=estimation["folds"],
+                       n_bootstrap=estimation["bootstrap"], alpha=estimation["alpha"])
+    eff = res.table[res.table["kind"] == "effect"].set_index("term")
+    verdict = classify_cases(eff["significant"].to_dict(), eff["estimate"].to_dict())
+    sig = eff["significant"].to_dict()
+    # FAIL: a direct or proxy (redlining) path is significant. INVESTIGATE: another effect is, or
+    # positivity is violated, so NDE/NIE/BIE/RIE are extrapolated and no PASS can be granted for them.
+    status = ("FAIL" if sig["NDE"] or sig["RIE"] else
+              "INVESTIGATE" if any(sig.values()) or res.diagnostics["positivity"] == "violated" else "PASS")
+    base = {"system": system, "job_id": job_id, "attribute": x_attr, "x0": x0, "x1": x1, "n": res.n,
+            "n_x0": n0, "n_x1": n1, "cases": ",".join(verdict.cases), "verdict": verdict.label,
+            "status": status, "positivity": res.diagnostics["positivity"],
+            "clipped_p_x_rz": res.diagnostics["clipped_share"]["p_x_rz"],
+            "clipped_p_x_brz": res.diagnostics["clipped_share"]["p_x_brz"],
+            "p1_source": str(prof["p1_source"].iloc[0]), "folds": estimation["folds"],
+            "n_bootstrap": estimation["bootstrap"], "alpha": estimation["alpha"]}
+    rows = []
+    for t in res.table.itertuples():
+        rows.append({**base, "kind": t.kind, "term": t.term, "estimate": t.estimate, "se": t.se,
+                     "ci_low": t.ci_low, "ci_high": t.ci_high,
+                     "significant": "" if t.significant is None else bool(t.significant)})
+    return rows
+
+
+@family("causal")
+class Causal(AuditFamily):
+    """DML-UCA decomposition of every system (x condition) x job of a population audit."""
+
+    needs = frozenset({UNPAIRED})
+    title = "path-specific effects (seed 001)"
+    order = 400
+
+    def analyse(self, ctx) -> FamilyResult:
+        r = ctx.resolved
+        cand = r["candidates"]
+        profiles, scores = ctx.candidates, ctx.scores
+        with_condition = "condition" in scores.columns
+        groups = (scores[["system", "condition"]].drop_duplicates().itertuples(index=False, name=None)
+                  if with_condition else ((s["id"], None) for s in r["systems"]))
+        groups = list(groups)
+        advance = ctx.progress.task("causal decomposition", len(groups) * len(r["jobs"]))
+        rows = []
+        for system, condition in groups:
+            sel = scores["system"] == system
+            if with_condition:
+                sel &= scores["condition"] == condition
+            sc = scores[sel].set_index(["job_id", "cv_id"])["score"]
+            for job in r["jobs"]:
+                prof = profiles[profiles["job_id"] == job["id"]].reset_index(drop=True)
+                keys = list(zip(prof["job_id"], prof["cv_id"]))
+                scored = pd.Index(keys).isin(sc.index)  # an LLM may leave a profile without a valid answer
+                prof = prof[scored].reset_index(drop=True)
+                y = sc.loc[[k for k, ok in zip(keys, scored) if ok]].to_numpy(float)
+                new = causal_rows(system=system, job_id=job["id"], profiles=prof, scores=y,
+                                  roles=cand["roles"], estimation=cand["estimation"], seed=r["seed"])
+                if with_condition:
+                    new = [{**row, "condition": condition} for row in new]
+                rows += new
+                advance(1)
+        columns = list(CAUSAL_COLUMNS)
+        if with_condition:
+            columns.insert(1, "condition")
+        causal = pd.DataFrame(rows, columns=columns)
+        te = causal[causal["term"] == "TE"]
+        status = status_frame([{"family": "causal", "system": t.system,
+                                "condition": getattr(t, "condition", "default") if with_condition else "default",
+                                "item": f"{t.job_id} {t.attribute} ({t.x1} vs {t.x0})",
+                                "status": t.status, "status_operational": t.status} for t in te.itertuples()])
+        summary = [f"{t.system}{'/' + t.condition if with_condition else ''} / {t.job_id}: {t.status} · "
+                   f"{t.attribute} ({t.x1} vs {t.x0}) · cases {t.cases or '-'}: {t.verdict}"
+                   + (" · positivity violated: NDE/NIE/BIE/RIE unreliable (see report)"
+                      if t.positivity == "violated" else "") for t in te.itertuples()]
+        return FamilyResult(tables={"causal": causal}, status=status, summary=summary, data={"causal": causal})

@@ -1,0 +1,47 @@
+"""Effect sizes, equivalence tests, clustered models and the validity protocol (seed 003 §3.7).
+
+Table ``effects`` (every table of :class:`runtime.analysis.effects.EffectsResult`, stacked with a
+``section`` column). Verdict: VALID or INCONCLUSIVE (exit 5) when ``analysis.validity`` is declared.
+"""
+
+from __future__ import annotations
+
+from runtime.families import PAIRED, AuditFamily, FamilyResult, family
+
+#: Bootstrap resamples of the self-test's metric suite: its detection reads p-values, which do not
+#: depend on the bootstrap (only the intervals do), so a small count keeps the stage fast.
+SELF_TEST_BOOTSTRAP = 100
+
+
+@family("effects")
+class Effects(AuditFamily):
+    """Seed 003's contrasts, models, pooling, validity protocol and planted-bias self-test."""
+
+    needs = frozenset({PAIRED})
+    title = "effect sizes and validity (seed 003)"
+    order = 300
+
+    def enabled(self, ctx) -> bool:
+        an = ctx.resolved["analysis"]
+        return bool(an.get("effect_size") or an.get("validity")) and self.needs <= ctx.provides
+
+    def analyse(self, ctx) -> FamilyResult:
+        from runtime.analysis.effects import analyse_effects
+        from runtime.families.metric_suite import suite
+
+        r = ctx.resolved
+        metrics = ctx.results["metric_suite"].data["result"].metrics
+        mde = ctx.compiled.plan.get("sensitivity")
+        if not mde:  # precomputed scores: K is known only now
+            from compiler.power import minimum_detectable_effects
+
+            mde = minimum_detectable_effects(r, k_total=int(ctx.paired.drop_duplicates(["job_id", "cv_id"]).shape[0]))
+        effects = analyse_effects(ctx.paired, r, metrics=metrics,
+                                  analyse_metrics=lambda f: suite(ctx, f, n_bootstrap=SELF_TEST_BOOTSTRAP).metrics,
+                                  mde=mde)
+        out = FamilyResult(tables={"effects": effects.long_frame()}, data={"effects": effects})
+        if r["analysis"].get("validity"):
+            out.verdict, out.failed = effects.verdict, list(effects.failed)
+            out.record = {"validity": {"verdict": effects.verdict, "failed": list(effects.failed)}}
+            out.summary = [f"validity protocol: {effects.verdict}"]
+        return out

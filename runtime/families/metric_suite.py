@@ -1,0 +1,57 @@
+"""The metric suite of seed 000: nine counterfactual, group and merit-aware metrics (§3.4-3.6).
+
+Tables: ``metrics`` (one row per system x condition x metric x variant, the reference included),
+``risk`` (seed 000 Eq. 6 per system x condition x tier and run-wide) and ``drift`` (qualification
+drift, §3.1.2). Status rows: every metric row under both threshold tiers (Table 3, §3.7).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from runtime.families import PAIRED, AuditFamily, FamilyResult, family, status_frame
+
+
+def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, progress=None):
+    """The nine metrics of ``paired`` under the run's analysis settings (:func:`runtime.analysis.analyse`)."""
+    from runtime.analysis import analyse
+
+    r = ctx.resolved
+    return analyse(paired, reference=r["variants"]["reference"], k=r["analysis"]["k"],
+                   alpha=r["analysis"]["alpha"],
+                   n_bootstrap=r["analysis"]["bootstrap"] if n_bootstrap is None else n_bootstrap,
+                   seed=r["seed"], thresholds=r["thresholds"], score_range=ctx.score_range(),
+                   progress=progress)
+
+
+def metric_status(metrics: pd.DataFrame, family_id: str = "metric_suite") -> pd.DataFrame:
+    """Status rows of a metrics frame (item = ``<metric> <variant>``)."""
+    rows = metrics[metrics["status"].notna() & (metrics["status"].astype(str) != "")]
+    return status_frame([{"family": family_id, "system": m.system, "condition": m.condition,
+                          "item": f"{m.metric} {m.variant}", "status": m.status,
+                          "status_operational": m.status_operational} for m in rows.itertuples()])
+
+
+@family("metric_suite")
+class MetricSuite(AuditFamily):
+    """Seed 000's nine metrics on the paired frame, BH over the run, risk score and drift."""
+
+    needs = frozenset({PAIRED})
+    title = "metrics (seed 000)"
+    order = 100
+
+    def analyse(self, ctx) -> FamilyResult:
+        from runtime.analysis import n_bootstrap_cells
+
+        advance = ctx.progress.task("bootstrap", n_bootstrap_cells(ctx.paired, ctx.resolved["variants"]["reference"]))
+        result = suite(ctx, ctx.paired, progress=advance)
+        summary = []
+        risk = result.risk[result.risk["system"] == "ALL"].set_index("tier")
+        for t in ("research", "operational"):
+            if t in risk.index:
+                row = risk.loc[t]
+                summary.append(f"{t:<12} risk {row['risk_score']:.3f} ({row['band']}): {int(row['n_fail'])} FAIL, "
+                               f"{int(row['n_investigate'])} INVESTIGATE, {int(row['n_pass'])} PASS")
+        return FamilyResult(tables={"metrics": result.metrics, "risk": result.risk, "drift": result.drift},
+                            status=metric_status(result.metrics), summary=summary,
+                            data={"result": result})

@@ -1,0 +1,11 @@
+"""The run pipeline: one loop over a typed :class:`~runtime.pipeline.context.RunContext`.
+
+``generate -> score -> rank -> families -> report -> seal``; the run folder
+(:mod:`runtime.pipeline.folder`), the metadata builders (:mod:`runtime.pipeline.metadata`) and the
+``--fail-on`` gate (:mod:`runtime.pipeline.gate`) live in one module each.
+"""
+
+from runtime.pipeline.gate import gate_tripped
+from runtime.pipeline.run import RunResult, execute, job_texts
+
+__all__ = ["RunResult", "execute", "gate_tripped", "job_texts"]

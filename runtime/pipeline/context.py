@@ -1,0 +1,81 @@
+"""The typed state one run carries through the pipeline (DESIGN.md, "Architecture")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from runtime.pipeline.folder import RunFolder
+
+
+@dataclass
+class RunContext:
+    """Everything a stage, a design, a system adapter or an audit family reads or adds.
+
+    Attributes
+    ----------
+    compiled : compiler.Compiled
+        The validated spec, its resolved form and its plan.
+    lock : dict
+        The lock the run was checked against.
+    folder : RunFolder
+        The run folder and its ``run.json`` record (``folder.run``).
+    timings : dict of str to float
+        Seconds per stage (``run.json``'s ``timings``).
+    progress : runtime.progress.Progress
+        Progress bars: ``progress.task(description, total)`` -> ``advance(n)``.
+    jobs : dict of str to str or None
+        Job id -> description text.
+    candidates : pandas.DataFrame or None
+        What the design generated: paired designs ``job_id, cv_id, variant, is_true_match, text`` (+ one
+        column per axis); population designs one row per profile with its attributes and ``text``;
+        None for a score-file audit (the scores bring their own cells).
+    provides : frozenset of str
+        What the design and the systems provide (``paired`` or ``unpaired``, ``llm_answers``).
+    scores : pandas.DataFrame or None
+        Every system's scores, long: ``system, condition, replicate, job_id, cv_id, [variant,] score``.
+    paired : pandas.DataFrame or None
+        The ranked paired frame (paired designs; DESIGN.md "Analysis contracts").
+    results : dict of str to FamilyResult
+        Each audit family's result, by family id, in run order.
+    tables : dict of str to pandas.DataFrame
+        Every result table written so far, by name (``metrics`` -> ``metrics.csv``).
+    """
+
+    compiled: Any
+    lock: dict[str, Any]
+    folder: RunFolder
+    timings: dict[str, float]
+    progress: Any
+    jobs: dict[str, str | None] = field(default_factory=dict)
+    candidates: pd.DataFrame | None = None
+    provides: frozenset[str] = frozenset()
+    scores: pd.DataFrame | None = None
+    paired: pd.DataFrame | None = None
+    results: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @property
+    def resolved(self) -> dict[str, Any]:
+        """The resolved spec (``compiler.resolve.resolve``)."""
+        return self.compiled.resolved
+
+    @property
+    def run(self) -> dict[str, Any]:
+        """The ``run.json`` record."""
+        return self.folder.run
+
+    @property
+    def seed(self) -> int:
+        return int(self.compiled.resolved["seed"])
+
+    def score_range(self) -> dict[str, tuple[float, float]]:
+        """System id -> its resolved ``score_range`` (the one place it is read at run time)."""
+        return {s["id"]: tuple(s["score_range"]) for s in self.compiled.resolved["systems"]}
+
+    def write_table(self, name: str, frame: pd.DataFrame) -> None:
+        """Keep ``frame`` as table ``name`` and write it as ``<name>.csv`` at once."""
+        self.tables[name] = frame
+        self.folder.write_csv(f"{name}.csv", frame)

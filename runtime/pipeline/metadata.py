@@ -1,0 +1,71 @@
+"""The run's metadata: the initial ``run.json`` record and the ``meta`` mapping the report reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from compiler.lock import package_versions, tool_version
+
+RUN_SCHEMA_VERSION = "1.0"
+
+
+def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, generated_at: str,
+               timings: dict[str, float], root: Path, git: dict[str, Any] | None,
+               reproduce: list[str]) -> dict[str, Any]:
+    """The first ``run.json`` of a run (``status: running``); stages fill in counts and artifacts.
+
+    ``version_changes_since_lock`` lists each package whose installed version differs from the one the
+    lock recorded.
+    """
+    r = compiled.resolved
+    run: dict[str, Any] = {
+        "schema_version": RUN_SCHEMA_VERSION, "kind": "audit-run", "run_id": run_id, "audit": r["audit"],
+        "spec_file": shown, "spec_digest": lock["spec_digest"], "lock_created_at": lock["created_at"],
+        "plan_digest": lock["plan_digest"], "seed": r["seed"], "generated_at": generated_at,
+        "tool": {"name": "audit-compiler", "version": tool_version()}, "versions": package_versions(),
+        "models": lock["models"], "timings": timings, "counts": dict(compiled.plan["counts"]),
+        "systems_info": {}, "tasks": [t["id"] for t in compiled.plan["tasks"]], "artifacts": [],
+        "status": "running",
+        "execution": {"batch_size": compiled.loaded.spec.execution.batch_size, "out_root": str(root)},
+        "spec_git": git, "reproduce": reproduce,
+    }
+    locked = lock.get("versions") or {}
+    run["version_changes_since_lock"] = {
+        k: {"locked": locked[k], "now": v} for k, v in run["versions"].items() if k in locked and locked[k] != v
+    }
+    return run
+
+
+def system_source(system: dict[str, Any]) -> str:
+    """What a resolved system scores with: the model's name or folder, or the score file."""
+    if "endpoint" in system:
+        return system["endpoint"]["model"] + (f" at {system['endpoint']['api_base']}"
+                                              if system["endpoint"]["api_base"] else "")
+    if "model" in system:
+        return system["model"].get("name") or system["model"]["path"]
+    return f"scores from {system['data']['path']}"
+
+
+def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """The ``meta`` mapping the report reads (header, design, systems, amendments, timings)."""
+    r = resolved
+    return {
+        "audit": r["audit"], "title": r["title"], "seed": r["seed"],
+        "spec_path": run["spec_file"], "spec_digest": lock["spec_digest"],
+        "lock_created_at": lock["created_at"], "generated_at": run["generated_at"],
+        "run_id": run["run_id"], "tool_version": run["tool"]["version"],
+        "reference": r["variants"]["reference"], "k": r["analysis"]["k"],
+        "alpha": r["analysis"]["alpha"], "n_bootstrap": r["analysis"]["bootstrap"],
+        "thresholds": r["thresholds"],
+        "systems": [{"id": s["id"], "kind": s["kind"], "model": system_source(s),
+                     "fingerprint": (s.get("fingerprint") or {"digest": s["data"]["sha256"]})["digest"],
+                     "score_range": s["score_range"]} for s in r["systems"]],
+        "jobs": [{"id": j["id"], "title": j["title"]} for j in r["jobs"]],
+        "variants": r["variants"]["table"], "axes": list(r["axes"]),
+        "counts": run["counts"],
+        "amendments": [{"reason": a.get("reason") or "(none recorded)", "amended at (UTC)": a["amended_at"],
+                        "superseded lock": f"{a['previous']['created_at']}, sha256 {a['previous']['spec_digest']['digest']}",
+                        "changed keys": a["changes"]} for a in lock.get("amendments", [])],
+        "timings": run["timings"], "versions": run["versions"], "systems_info": run["systems_info"],
+    }

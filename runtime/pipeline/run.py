@@ -1,0 +1,274 @@
+"""One run pipeline: generate -> score every system -> rank (paired designs) -> every enabled audit
+family -> report -> seal (seed 000 Algorithm 1, Stage 4; seed 001 for population designs).
+
+Each stage writes its artifacts into the run folder as soon as it ends and rewrites ``run.json``, so
+an error in a later stage never loses what was already computed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from compiler import compile_spec
+from compiler.errors import InputDataError
+from compiler.lock import check_lock, read_lock, utc_now
+from compiler.load import display_path
+from runtime.families import STATUS_COLUMNS, FamilyResult, registered
+from runtime.pipeline.context import RunContext
+from runtime.pipeline.folder import RunFolder, new_run_dir
+from runtime.pipeline.metadata import run_record
+from runtime.progress import Progress, stage_timer
+
+CONDITION_DEFAULT = "default"
+#: The ``variant`` of every population profile handed to a system adapter (no variants there).
+POPULATION_VARIANT = "population"
+
+MSG_K_TOO_SMALL = (
+    "job {job!r} has {n} base candidates for system {system!r}, fewer than the largest analysis.k "
+    "({family}: {k}); every shortlist would hold the whole pool"
+)
+
+
+@dataclass
+class RunResult:
+    """What :func:`execute` produced.
+
+    Attributes
+    ----------
+    run_dir : pathlib.Path
+        The run folder.
+    tables : dict of str to pandas.DataFrame
+        Every result table, by name (``metrics``, ``risk``, ``drift``, ``effects``, ``causal``...).
+    status : pandas.DataFrame
+        Every family's status rows (the input of the ``--fail-on`` gate).
+    results : dict
+        Each audit family's :class:`~runtime.families.FamilyResult`, in run order.
+    timings : dict of str to float
+        Seconds per stage.
+    run : dict
+        The final ``run.json`` record.
+    """
+
+    run_dir: Path
+    tables: dict[str, pd.DataFrame]
+    status: pd.DataFrame
+    results: dict[str, FamilyResult]
+    timings: dict[str, float] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        return self.tables.get("metrics", pd.DataFrame())
+
+    @property
+    def risk(self) -> pd.DataFrame:
+        return self.tables.get("risk", pd.DataFrame())
+
+    @property
+    def drift(self) -> pd.DataFrame:
+        return self.tables.get("drift", pd.DataFrame())
+
+    @property
+    def causal(self) -> pd.DataFrame | None:
+        return self.tables.get("causal")
+
+    @property
+    def verdict(self) -> tuple[str, list[str]] | None:
+        """(verdict, failed checks) of the family that ran a validity protocol, or None."""
+        for res in self.results.values():
+            if res.verdict:
+                return res.verdict, list(res.failed)
+        return None
+
+    @property
+    def summary(self) -> list[str]:
+        return [line for res in self.results.values() for line in res.summary]
+
+
+def job_texts(compiled: Any) -> dict[str, str | None]:
+    """Job id -> description text (inline or read from ``description_file``)."""
+    folder = compiled.loaded.folder
+    out: dict[str, str | None] = {}
+    for job in compiled.loaded.spec.jobs:
+        if job.description is not None:
+            out[job.id] = job.description
+        elif job.description_file:
+            out[job.id] = (folder / job.description_file).read_text(encoding="utf-8")
+        else:
+            out[job.id] = None
+    return out
+
+
+def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, keys=None) -> RunResult:
+    """Run a locked spec end to end and write the run folder.
+
+    With ``keys`` (:class:`runtime.keys.SigningKeys`) the PDF is signed and the manifest is signed
+    into ``manifest.dsse.json``; without, ``manifest.json`` is written unsigned (runtime.sign).
+
+    Raises
+    ------
+    compiler.errors.SpecError
+        The spec is invalid (exit 2).
+    compiler.errors.LockError
+        No lock, or the spec no longer matches it (exit 3).
+    compiler.errors.InputDataError
+        A data file named by the spec is wrong (exit 2).
+    """
+    from runtime.sign import git_info, reproduce_commands, seal_run
+    from compiler.lock import tool_version
+
+    timings: dict[str, float] = {}
+    with stage_timer(timings, "compile"):
+        compiled = compile_spec(spec_path)
+        shown = display_path(spec_path)
+        lock = read_lock(spec_path, shown)
+        check_lock(lock, compiled.resolved, shown)
+    r = compiled.resolved
+    git = git_info(spec_path)  # before the run folder exists: it must not make the tree dirty
+    knob = compiled.loaded.spec.execution.out
+    root = out or (compiled.loaded.folder / knob if knob else Path("reports"))
+    generated_at = utc_now()
+    run_id, run_dir = new_run_dir(root, r["audit"], generated_at)
+    run = run_record(compiled=compiled, lock=lock, run_id=run_id, shown=shown, generated_at=generated_at,
+                     timings=timings, root=root, git=git,
+                     reproduce=reproduce_commands(spec_shown=shown, git=git, tool_version=tool_version()))
+    folder = RunFolder(run_dir, run, keys)
+    folder.save()
+
+    def finish() -> None:  # the last write of run.json; the manifest hashes it next
+        run["status"] = "done"
+        folder.save()
+
+    try:
+        with Progress(quiet=quiet) as progress:
+            ctx = RunContext(compiled=compiled, lock=lock, folder=folder, timings=timings, progress=progress)
+            _run_stages(ctx)
+        seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings)
+    except BaseException as err:
+        run["status"] = "failed"
+        run["error"] = f"{type(err).__name__}: {err}"
+        folder.save()
+        raise
+    status = pd.concat([res.status for res in ctx.results.values()] or [pd.DataFrame(columns=list(STATUS_COLUMNS))],
+                       ignore_index=True)
+    return RunResult(run_dir, dict(ctx.tables), status, dict(ctx.results), timings, run)
+
+
+def _run_stages(ctx: RunContext) -> None:
+    """generate -> score -> rank -> families -> report; each stage's artifacts are written at once."""
+    from runtime.designs import design_for
+
+    r, folder, timings = ctx.resolved, ctx.folder, ctx.timings
+    ctx.jobs = job_texts(ctx.compiled)
+    design = design_for(r)
+    with stage_timer(timings, "generate"):
+        design.generate(ctx)
+    folder.save()
+    ctx.provides = frozenset(design.provides) | _system_provides(r)
+    artifacts: dict[str, Any] = {}
+    try:
+        with stage_timer(timings, "score"):
+            ctx.scores = score_all(ctx, artifacts)
+    finally:  # raw LLM answers are kept even when a later call fails
+        for name, frame in artifacts.items():
+            folder.write_csv(name, frame)
+    if "paired" in ctx.provides:
+        check_base_counts(ctx.scores, r["analysis"]["k"])
+        from runtime.rank import paired_frame
+
+        with stage_timer(timings, "rank"):
+            ctx.paired = paired_frame(ctx.scores, r["axes"], r["variants"]["table"])
+        folder.write_csv("paired.csv", ctx.paired)
+        n_base = ctx.paired.drop_duplicates(["job_id", "cv_id"]).shape[0]
+        ctx.run["counts"].update({"base_candidates": n_base, "resumes": n_base * len(r["variants"]["table"]),
+                                  "scored": int(len(ctx.paired))})
+    else:
+        folder.write_csv("scores.csv", ctx.scores)
+        ctx.run["counts"].update({"scored": int(len(ctx.scores))})
+    folder.save()
+    with stage_timer(timings, "analyse"):
+        for fid, cls in registered().items():
+            fam = cls()
+            if not fam.enabled(ctx):
+                continue
+            result = fam.analyse(ctx)
+            ctx.results[fid] = result
+            for name, frame in result.tables.items():
+                ctx.write_table(name, frame)
+            ctx.run.update(result.record)
+            folder.save()
+    with stage_timer(timings, "report"):
+        from runtime.pipeline.report import write_report
+
+        write_report(ctx)
+
+
+def _system_provides(resolved: dict[str, Any]) -> frozenset[str]:
+    """What the systems add to the design's candidates (LLM screeners: LLM answers)."""
+    llm = any("endpoint" in s for s in resolved["systems"]) or (
+        (resolved.get("candidates") or {}).get("generator") == "llm")
+    return frozenset({"llm_answers"}) if llm else frozenset()
+
+
+def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
+    """Score every candidate with every system.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Paired designs: ``system, condition, replicate, job_id, cv_id, variant, score, is_true_match``.
+        Unpaired designs: ``system, [condition,] job_id, cv_id, score`` (``condition`` when a system
+        scores under prompt conditions).
+    """
+    from runtime.systems import JobInfo, LlmSettings, ScoreRequest, adapter_for
+
+    r = ctx.resolved
+    ex = ctx.compiled.loaded.spec.execution
+    paired = "unpaired" not in ctx.provides
+    llm = None
+    if any("endpoint" in s for s in r["systems"]):
+        from runtime.llm import cache_path
+
+        llm = LlmSettings(cache=cache_path(ctx.compiled), concurrency=dict(ex.llm_concurrency),
+                          retries=ex.llm_retries, timeout_s=ex.llm_timeout_s)
+    if paired:
+        resumes, variants = ctx.candidates, list(r["variants"]["table"])
+    else:
+        resumes = ctx.candidates[["job_id", "cv_id", "text"]].assign(variant=POPULATION_VARIANT,
+                                                                       is_true_match=np.nan)
+        variants = [POPULATION_VARIANT]
+    job_info = {j["id"]: JobInfo(title=j["title"], family=j["family"]) for j in r["jobs"]}
+    frames = []
+    for sys_resolved in r["systems"]:
+        request = ScoreRequest(jobs=ctx.jobs, resumes=resumes, variants=variants,
+                               spec_folder=ctx.compiled.loaded.folder, batch_size=ex.batch_size,
+                               progress=ctx.progress.task, info=ctx.run["systems_info"], paired=paired,
+                               seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts)
+        scored = adapter_for(sys_resolved["kind"])(sys_resolved).score(request)
+        if "replicate" not in scored.columns:
+            scored.insert(0, "replicate", 0)
+        if "condition" not in scored.columns:
+            scored.insert(0, "condition", CONDITION_DEFAULT)
+        scored.insert(0, "system", sys_resolved["id"])
+        frames.append(scored)
+    scores = pd.concat(frames, ignore_index=True)
+    if paired:
+        return scores
+    cols = ["system", "condition", "job_id", "cv_id", "score"]
+    if not any("conditions" in s for s in r["systems"]):
+        cols.remove("condition")  # one condition per system: the column says nothing
+    return scores[cols]
+
+
+def check_base_counts(scores: pd.DataFrame, k: dict[str, int]) -> None:
+    """Raise :class:`InputDataError` when a job has fewer base candidates than the largest k."""
+    family, kk = max(k.items(), key=lambda kv: kv[1])
+    counts = scores.groupby(["system", "job_id"])["cv_id"].nunique()
+    for (system, job), n in counts.items():
+        if n < kk:
+            raise InputDataError(MSG_K_TOO_SMALL.format(job=job, n=n, system=system, family=family, k=kk))
