@@ -162,6 +162,7 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
 def _run_stages(ctx: RunContext) -> None:
     """generate -> score -> rank -> families -> report; each stage's artifacts are written at once."""
     from runtime.designs import design_for
+    from runtime.systems import adapter_for
 
     r, folder, timings = ctx.resolved, ctx.folder, ctx.timings
     ctx.jobs = job_texts(ctx.compiled)
@@ -169,7 +170,7 @@ def _run_stages(ctx: RunContext) -> None:
     with stage_timer(timings, "generate"):
         design.generate(ctx)
     folder.save()
-    ctx.provides = frozenset(design.provides) | _system_provides(r)
+    ctx.provides = frozenset(design.provides).union(*(adapter_for(s["kind"]).provides for s in r["systems"]))
     artifacts: dict[str, Any] = {}
     try:
         with stage_timer(timings, "score"):
@@ -208,13 +209,6 @@ def _run_stages(ctx: RunContext) -> None:
         write_report(ctx)
 
 
-def _system_provides(resolved: dict[str, Any]) -> frozenset[str]:
-    """What the systems add to the design's candidates (LLM screeners: LLM answers)."""
-    llm = any("endpoint" in s for s in resolved["systems"]) or (
-        (resolved.get("candidates") or {}).get("generator") == "llm")
-    return frozenset({"llm_answers"}) if llm else frozenset()
-
-
 def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     """Score every candidate with every system.
 
@@ -231,7 +225,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     ex = ctx.compiled.loaded.spec.execution
     paired = "unpaired" not in ctx.provides
     llm = None
-    if any("endpoint" in s for s in r["systems"]):
+    if "llm_answers" in ctx.provides:
         from runtime.llm import cache_path
 
         llm = LlmSettings(cache=cache_path(ctx.compiled), concurrency=dict(ex.llm_concurrency),
@@ -243,7 +237,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                                                        is_true_match=np.nan)
         variants = [POPULATION_VARIANT]
     job_info = {j["id"]: JobInfo(title=j["title"], family=j["family"]) for j in r["jobs"]}
-    frames = []
+    frames, own_conditions = [], False
     for sys_resolved in r["systems"]:
         request = ScoreRequest(jobs=ctx.jobs, resumes=resumes, variants=variants,
                                spec_folder=ctx.compiled.loaded.folder, batch_size=ex.batch_size,
@@ -252,6 +246,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
         scored = adapter_for(sys_resolved["kind"])(sys_resolved).score(request)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)
+        own_conditions |= "condition" in scored.columns  # LLM screeners score under prompt conditions
         if "condition" not in scored.columns:
             scored.insert(0, "condition", CONDITION_DEFAULT)
         scored.insert(0, "system", sys_resolved["id"])
@@ -260,8 +255,8 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     if paired:
         return scores
     cols = ["system", "condition", "job_id", "cv_id", "score"]
-    if not any("conditions" in s for s in r["systems"]):
-        cols.remove("condition")  # one condition per system: the column says nothing
+    if not own_conditions:
+        cols.remove("condition")  # no system scores under prompt conditions: the column says nothing
     return scores[cols]
 
 

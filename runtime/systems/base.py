@@ -99,6 +99,8 @@ class SystemAdapter:
     """
 
     kind: ClassVar[str] = ""
+    #: What the system adds to a run for the audit families (LLM screeners: ``{"llm_answers"}``).
+    provides: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, resolved: dict[str, Any]):
         self.resolved = resolved

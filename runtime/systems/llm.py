@@ -76,6 +76,8 @@ class _Cell:
 class LlmScreener(SystemAdapter):
     """Shared scoring loop of the two LLM systems (see the module docstring)."""
 
+    provides = frozenset({"llm_answers"})
+
     def references(self, request: ScoreRequest) -> dict[str, str | None]:
         return {j: None for j in request.jobs}
 

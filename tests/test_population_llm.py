@@ -1,0 +1,83 @@
+"""A population audit of an LLM screener (seed 001 §5.1 scores LLM screeners on population résumés),
+end to end against the real local model server (``llm_server`` fixture: llama-cpp-python serving
+SmolLM2-135M). What must hold (pipeline issue): compile estimates profiles x conditions x replicates
+model calls; the run writes ``causal.csv`` with one decomposition per system x condition x job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pandas as pd
+import pytest
+
+from conftest import LLM_ENV, run_cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llm")]
+
+PROFILES, CONDITIONS, REPLICATES = 40, 2, 1
+
+
+def population_llm_spec(url: str) -> str:
+    return textwrap.dedent(f"""\
+        audit: population-llm
+        title: Population audit of an LLM screener
+        seed: 7
+        jobs:
+          - {{id: accountant, title: Accountant, description: Prepares financial statements and reconciles accounts.}}
+        candidates:
+          generator: population
+          profiles_per_job: {PROFILES}
+          age: [18, 44]
+          roles:
+            x: {{attribute: gender, x0: female, x1: male}}
+            z: [age, race]
+            b: [education, experience]
+            r: [first_name, surname, region]
+          estimation: {{folds: 2, bootstrap: 100}}
+        systems:
+          - id: smol
+            kind: llm_score
+            model: openai/smollm2-135m
+            api_base: {url}
+            response_format: json_object_schema
+            replicates: {REPLICATES}
+            max_tokens: 16
+            conditions: [baseline, fairness]
+        execution:
+          llm_cache: cache/llm.sqlite
+          llm_concurrency: {{smol: 2}}
+        """)
+
+
+def test_compile_counts_profiles_times_conditions_times_replicates(tmp_path):
+    (tmp_path / "spec.yaml").write_text(population_llm_spec("http://127.0.0.1:9/v1"))
+    proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads((tmp_path / "spec.plan.json").read_text())
+    assert plan["counts"]["model_calls"] == PROFILES * CONDITIONS * REPLICATES
+
+
+def test_population_llm_run_writes_causal_per_condition(tmp_path, llm_server):
+    (tmp_path / "spec.yaml").write_text(population_llm_spec(llm_server["url"]))
+    env = dict(os.environ, **LLM_ENV)
+    os.environ.update(env)
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = next((tmp_path / "out" / "population-llm").iterdir())
+    causal = pd.read_csv(run_dir / "causal.csv")
+    assert list(causal.columns[:2]) == ["system", "condition"]
+    assert set(causal["condition"]) == {"baseline", "fairness"}
+    te = causal[causal["term"] == "TE"]
+    assert len(te) == CONDITIONS  # one decomposition per system x condition x job
+    assert set(causal["term"]) >= {"TE", "NDE", "NIE", "BIE", "RIE"}
+    answers = pd.read_csv(run_dir / "llm_responses_smol.csv")
+    assert len(answers[answers["attempt"] == 0]) == PROFILES * CONDITIONS * REPLICATES
+    scores = pd.read_csv(run_dir / "scores.csv")
+    assert list(scores.columns) == ["system", "condition", "job_id", "cv_id", "score"]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "done"
+    assert "LLM" in (run_dir / "report.html").read_text()
