@@ -16,6 +16,9 @@ from typing import Any
 
 from compiler.catalog import METRIC_IDS
 from compiler.hashing import digest, short_id
+from compiler.llm import estimate
+from compiler.population import expand_population, is_population
+from compiler.power import minimum_detectable_effects
 
 PLAN_SCHEMA_VERSION = "1.0"
 
@@ -36,8 +39,6 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
         K per job when there is no generator (all systems precomputed): counted from the score files
         by the caller; unknown at compile time otherwise.
     """
-    from compiler.population import expand_population, is_population
-
     if is_population(resolved):  # seed 001 population design: no counterfactual matrix
         return expand_population(resolved, PLAN_SCHEMA_VERSION)
     seed = resolved["seed"]
@@ -100,16 +101,12 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
     }
     plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "audit": resolved["audit"],
             "spec_digest": digest(resolved), "counts": counts, "tasks": tasks}
-    from compiler.power import minimum_detectable_effects
-
     mde = minimum_detectable_effects(resolved)
     if mde:  # only specs with analysis.effect_size (seed 003 §3.7)
         plan["sensitivity"] = mde
     uses_llm = (cand or {}).get("generator") == "llm" or any(
         s["kind"] in ("llm_score", "llm_compare") for s in resolved["systems"])
     if uses_llm:  # calls and tokens per stage; cost only where litellm knows the price
-        from compiler.llm import estimate
-
         est = estimate(resolved)
         counts.update({"model_calls": est["calls"], "estimated_tokens": est["tokens"],
                        "estimated_cost_usd": est["cost_usd"] if est["cost_known"] else None})

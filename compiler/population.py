@@ -12,6 +12,7 @@ from typing import Any
 from compiler.errors import Issue
 from compiler.hashing import digest, file_digest, short_id
 from compiler.load import LoadedSpec
+from compiler.paths import resolve_inside
 from compiler.spec import PROTECTED_LEVELS, PopulationCandidates
 
 MSG_LEVEL = "{which} {level!r} is not a level of {attr}; allowed: {levels}"
@@ -43,8 +44,6 @@ def is_population(ls_or_resolved: Any) -> bool:
 
 def population_issues(ls: LoadedSpec) -> list[Issue]:
     """Semantic checks of a population design (roles, levels, age range, microdata mapping)."""
-    from compiler.validate import resolve_inside
-
     out: list[Issue] = []
     if not is_population(ls):
         # a counterfactual-matrix spec keeps needing axes and variants (they default to empty in the model)

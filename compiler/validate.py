@@ -6,20 +6,17 @@ every problem of a spec at once. Messages are module constants, asserted by gold
 
 from __future__ import annotations
 
-from pathlib import Path
+from jinja2 import Environment, TemplateSyntaxError
 
 from compiler.catalog import METRICS, TIERS
 from compiler.errors import Issue, SpecError
+from compiler.llm import MSG_SAME_FAMILY, model_family
 from compiler.load import LoadedSpec, dotted
+from compiler.paths import (MSG_FILE_ABSOLUTE, MSG_FILE_ESCAPES, MSG_FILE_MISSING, MSG_NOT_A_FILE,  # noqa: F401
+                            MSG_NOT_A_FOLDER, WEIGHT_FILES, resolve_inside, weight_files)
+from compiler.population import is_population, population_issues
 from compiler.spec import TEMPLATE_FAMILIES
-
-#: Names of a sentence-transformers model's weights files (any ``*.safetensors`` counts too).
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-
-def weight_files(folder: Path) -> list[Path]:
-    """The weights files of a model folder, sorted (empty when there are none)."""
-    return sorted(p for p in folder.rglob("*") if p.name in WEIGHT_FILES or p.suffix == ".safetensors")
+from compiler.validate_effects import CHECKS as EFFECT_CHECKS
 
 MSG_CUE_UNKNOWN_LEVEL = "cue for {level!r}, which is not a level of axis {axis!r}; levels: {levels}"
 MSG_CUE_MISSING = "level {level!r} has no cue; every level needs one ('' writes nothing)"
@@ -44,11 +41,6 @@ MSG_INVERTED = (
     "the investigate bound must be looser than the pass bound"
 )
 MSG_SCORE_RANGE = "score_range must be [low, high] with low < high (got {rng})"
-MSG_FILE_MISSING = "file {path!r} does not exist (resolved to {resolved})"
-MSG_FILE_ESCAPES = "path {path!r} leaves the spec's folder {folder}; file references must stay inside it"
-MSG_FILE_ABSOLUTE = "path {path!r} is absolute; file references are relative to the spec's folder"
-MSG_NOT_A_FILE = "path {path!r} is a folder; a file is expected here"
-MSG_NOT_A_FOLDER = "path {path!r} is a file; a sentence-transformers model folder is expected here"
 MSG_NO_WEIGHTS = "model folder {path!r} holds no weights file (model.safetensors or pytorch_model.bin)"
 MSG_NOT_UTF8 = "file {path!r} is not UTF-8 text ({err})"
 MSG_SLOT_TAKEN = "slot {slot!r} is already written by axis {other!r}; each axis needs its own slot"
@@ -59,26 +51,6 @@ MSG_GENERATED_ID_CLASH = (
     "reference variant id {ref!r} clashes with a variant id that design one_at_a_time generates "
     "(V01..V{n:02d}); use another id, e.g. BASE"
 )
-
-
-def resolve_inside(folder: Path, ref: str, *, want: str = "file") -> tuple[Path | None, str | None]:
-    """Resolve a reference to a file (``want="file"``) or folder (``"folder"``) inside ``folder``.
-
-    Returns (path, None) or (None, error message).
-    """
-    if Path(ref).is_absolute():
-        return None, MSG_FILE_ABSOLUTE.format(path=ref)
-    root = folder.resolve()
-    target = (root / ref).resolve()
-    if target != root and root not in target.parents:
-        return None, MSG_FILE_ESCAPES.format(path=ref, folder=root)
-    if not target.exists():
-        return None, MSG_FILE_MISSING.format(path=ref, resolved=target)
-    if want == "file" and not target.is_file():
-        return None, MSG_NOT_A_FILE.format(path=ref)
-    if want == "folder" and not target.is_dir():
-        return None, MSG_NOT_A_FOLDER.format(path=ref)
-    return target, None
 
 
 def _axes_issues(ls: LoadedSpec) -> list[Issue]:
@@ -265,8 +237,6 @@ def _llm_issues(ls: LoadedSpec) -> list[Issue]:
             if not isinstance(cond, str):
                 path, err = resolve_inside(ls.folder, cond.prompt_file)
                 if err is None:
-                    from jinja2 import Environment, TemplateSyntaxError
-
                     try:
                         Environment().parse(path.read_text(encoding="utf-8"))
                     except (TemplateSyntaxError, UnicodeDecodeError) as exc:
@@ -288,8 +258,6 @@ CHECKS = (_axes_issues, _variants_issues, _ids_issues, _design_issues, _threshol
 
 
 def _effect_checks(ls: LoadedSpec) -> list[Issue]:
-    from compiler.validate_effects import CHECKS as EFFECT_CHECKS
-
     return [issue for check in EFFECT_CHECKS for issue in check(ls)]
 
 
@@ -305,8 +273,6 @@ def validate(ls: LoadedSpec) -> None:
         With one located issue per problem (levels, variants, reference, ids, M <= K, K >= k,
         threshold order, file references).
     """
-    from compiler.population import is_population, population_issues
-
     issues: list[Issue] = population_issues(ls)
     population = is_population(ls)
     for check in CHECKS:
@@ -337,8 +303,6 @@ def advisories(ls: LoadedSpec) -> list[Issue]:
                                                       cap=cap, bound=bound)))
     c = spec.candidates
     if c is not None and c.generator == "llm":
-        from compiler.llm import MSG_SAME_FAMILY, model_family
-
         fam = model_family(c.model)
         for i, system in enumerate(spec.systems):
             if system.kind in ("llm_score", "llm_compare") and model_family(system.model) == fam:

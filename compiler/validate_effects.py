@@ -10,6 +10,7 @@ import math
 
 from compiler.errors import Issue
 from compiler.load import LoadedSpec
+from compiler.variants import axis_reference_levels, variant_table
 
 #: Largest variant table ``design: factorial`` may derive (the cross grows multiplicatively).
 MAX_FACTORIAL_VARIANTS = 1024
@@ -36,8 +37,6 @@ MSG_MANIP_SAME = "manipulation check compares condition {cond!r} with itself; se
 
 
 def _variant_ids(ls: LoadedSpec) -> list[str]:
-    from compiler.resolve import variant_table  # resolve imports validate; import here
-
     return list(variant_table(ls.spec))
 
 
@@ -60,8 +59,6 @@ def factorial_issues(ls: LoadedSpec) -> list[Issue]:
 
 
 def _ref_level(ls: LoadedSpec, axis: str) -> str:
-    from compiler.resolve import axis_reference_levels
-
     return axis_reference_levels(ls.spec)[axis]
 
 
