@@ -14,14 +14,21 @@ from typing import Any
 
 from compiler.designs import design_of
 from compiler.families import families
-from compiler.families.effects import effect_contrasts  # noqa: F401 - re-exported
+from compiler.families.effects import effect_contrasts
 from compiler.hashing import digest
 from compiler.load import LoadedSpec
 from compiler.spec import NON_SEMANTIC_KEYS, TEMPLATE_FAMILIES
-from compiler.systems import (DEFAULT_EMBEDDING_NAME, DEFAULT_EMBEDDING_PACKAGE,  # noqa: F401 - re-exported
+from compiler.systems import (DEFAULT_EMBEDDING_NAME, DEFAULT_EMBEDDING_PACKAGE,
                               MSG_NO_DEFAULT_MODEL, file_ref, hook_for, model_fingerprint, model_fingerprints,
                               packaged_model_dir)
-from compiler.variants import axis_reference_levels, variant_table  # noqa: F401 - re-exported
+from compiler.variants import axis_reference_levels, variant_table
+
+__all__ = [
+    "resolve",
+    # moved to compiler.systems, compiler.variants and compiler.families.effects; re-exported here
+    "DEFAULT_EMBEDDING_NAME", "DEFAULT_EMBEDDING_PACKAGE", "MSG_NO_DEFAULT_MODEL", "packaged_model_dir",
+    "model_fingerprint", "model_fingerprints", "axis_reference_levels", "variant_table", "effect_contrasts",
+]
 
 
 def _jobs(ls: LoadedSpec) -> list[dict[str, Any]]:

@@ -136,3 +136,24 @@ def test_population_llm_compare_resolves_a_default_reference(write_spec, monkeyp
     assert refs == {"accountant": {"source": "template generator (identity-neutral, matching)",
                                    "text": None, "sha256": None}}
     assert c.plan["counts"]["model_calls"] == 120 * 2 * 3
+
+
+def test_checks_moved_into_designs_and_hooks_still_locate_their_errors(write_spec, tmp_path):
+    """Messages of checks that moved out of compiler.validate (no golden file of their own)."""
+    from compiler.errors import SpecError
+    from conftest import TINY_SCORES, TINY_SPEC
+
+    text = (TINY_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n    V02: {sex_gender: F}\n")
+            .replace("  - {id: vendor, kind: precomputed, path: scores.csv}\n",
+                     "  - {id: vendor, kind: precomputed, path: scores.csv, score_range: [1, 0]}\n"
+                     "  - {id: cmp, kind: llm_compare, model: openai/smollm2}\n"))
+    with pytest.raises(SpecError) as err:
+        compile_spec(write_spec(text, **{"scores.csv": TINY_SCORES}))
+    shown = str(err.value).replace(str(tmp_path.resolve()) + "/", "").replace(str(tmp_path) + "/", "")
+    assert shown == (  # byte-identical to the messages before the checks moved (commit be10cbe)
+        "spec.yaml:1:1: candidates: candidates is required when a system is not precomputed (systems: cmp)\n"
+        "spec.yaml:14:5: variants.table.V02: variants 'V01' and 'V02' set the same levels\n"
+        "spec.yaml:16:5: jobs[0]: job 'j1' needs a description or description_file (a system scores its text)\n"
+        "spec.yaml:18:68: systems[0].score_range: score_range must be [low, high] with low < high (got [1.0, 0.0])\n"
+        "spec.yaml:19:5: systems[1]: job 'j1' has no template family, so llm_compare cannot draw a default "
+        "reference resume; give references.j1: <file> (a fixed reference candidate, seed 003 §3.4)")

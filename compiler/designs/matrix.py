@@ -30,6 +30,7 @@ MSG_VARIANT_MISSING_AXIS = "variant {variant!r} does not set axis {axis!r}; ever
 MSG_NO_REFERENCE = "reference variant {ref!r} is not in variants.table; variants: {variants}"
 MSG_EXPLICIT_EMPTY = "design explicit needs a variants.table with the reference and at least one variant"
 MSG_ONE_AT_A_TIME_TABLE = "design one_at_a_time derives the variants; the table may hold only the reference {ref!r}"
+MSG_DUP_VARIANT = "variants {a!r} and {b!r} set the same levels"
 MSG_SLOT_TAKEN = "slot {slot!r} is already written by axis {other!r}; each axis needs its own slot"
 MSG_AXIS_REF_CONFLICT = (
     "reference level {level!r} contradicts the reference variant {ref!r}, which sets {axis} = {given!r}"
