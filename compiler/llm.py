@@ -128,87 +128,55 @@ def model_price(model: str) -> tuple[float, float] | None:
     return float(info["input_cost_per_token"]), float(info.get("output_cost_per_token") or 0.0)
 
 
-def estimate(resolved: dict[str, Any], *, typical_resume_chars: int = 2200) -> dict[str, Any]:
-    """Calls, tokens and cost per LLM stage of a resolved spec.
+#: Characters of the typical resume a screener's prompt is counted with (no LLM generator).
+TYPICAL_RESUME_CHARS = 2200
 
-    Each stage's prompt is rendered with placeholder text of typical length (the job's own
-    description when it is inline or a file; a resume of ``typical_resume_chars`` characters) and
-    counted with :func:`count_tokens`; output tokens are counted at ``max_tokens`` (an upper bound).
-    Cost is given only where litellm's cost map knows the model's price; ``cost_usd`` is None and
-    ``price`` says so otherwise.
 
-    Returns
-    -------
-    dict
-        ``{"stages": [{stage, model, calls, input_tokens, output_tokens, cost_usd, price,
-        method}], "calls", "tokens", "cost_usd", "cost_known"}``.
+class Estimate:
+    """Calls, tokens and cost per LLM stage, accumulated at compile time.
+
+    Each contributor (the LLM generator's design, each LLM system's compile hook) renders its
+    prompts with placeholder text of typical length and calls :meth:`add`; tokens are counted with
+    :func:`count_tokens`, output tokens at ``max_tokens`` (an upper bound). Cost is given only where
+    litellm's cost map knows the model's price.
+
+    Attributes
+    ----------
+    resume : str
+        Placeholder resume text the screeners' prompts are rendered with (a design may shorten it
+        to what its generator writes).
+    job_text : str
+        Placeholder job description.
+    stages : list of dict
+        ``{stage, model, calls, input_tokens, output_tokens, cost_usd, price, method}``.
     """
-    from jinja2 import Environment, StrictUndefined
 
-    env = Environment(undefined=StrictUndefined, keep_trailing_newline=True)
-    stages: list[dict[str, Any]] = []
-    jobs = resolved["jobs"]
-    n_var = len(resolved["variants"]["table"])
-    cand = resolved.get("candidates") or {}
-    k = cand.get("base_per_job", 0) or 0
-    resume = "x " * (typical_resume_chars // 2)
-    job_text = "y " * 600
+    def __init__(self, *, typical_resume_chars: int = TYPICAL_RESUME_CHARS):
+        from jinja2 import Environment, StrictUndefined
 
-    def add(stage: str, ep: dict[str, Any], calls: int, prompt: str, out_tokens: int) -> None:
+        self.env = Environment(undefined=StrictUndefined, keep_trailing_newline=True)
+        self.resume = "x " * (typical_resume_chars // 2)
+        self.job_text = "y " * 600
+        self.stages: list[dict[str, Any]] = []
+
+    def render(self, template: str, **values: Any) -> str:
+        """Render a prompt template (jinja2, strict) with placeholder values."""
+        return self.env.from_string(template).render(**values)
+
+    def add(self, stage: str, ep: dict[str, Any], calls: int, prompt: str, out_tokens: int) -> None:
+        """Count one stage: ``calls`` calls of ``prompt`` to endpoint ``ep``, ``out_tokens`` out each."""
         tin, method = count_tokens(ep["model"], prompt)
         price = model_price(ep["model"])
         cost = None if price is None else calls * (tin * price[0] + out_tokens * price[1])
-        stages.append({"stage": stage, "model": ep["model"], "calls": calls, "input_tokens": calls * tin,
-                       "output_tokens": calls * out_tokens, "cost_usd": cost,
-                       "price": "litellm cost map" if price else "unknown to litellm (no cost estimate)",
-                       "method": method})
+        self.stages.append({"stage": stage, "model": ep["model"], "calls": calls, "input_tokens": calls * tin,
+                            "output_tokens": calls * out_tokens, "cost_usd": cost,
+                            "price": "litellm cost map" if price else "unknown to litellm (no cost estimate)",
+                            "method": method})
 
-    if cand.get("generator") == "llm":
-        ep = cand["endpoint"]
-        # generated resumes are as long as the JSON schema lets them be (runtime.generate.llm)
-        resume = "x " * max(60, ep["max_tokens"] * 2 // max(k, 1) // 2)
-        t = cand["templates"]
-        n_jobs = len(jobs)
-        if cand["agents"]["descriptor"]:
-            add("generate: stage 0 descriptor", ep, n_jobs, t["descriptor"] + "v " * 40 * n_var, 60 * n_var)
-        add("generate: phase A base resumes", ep, n_jobs,
-            env.from_string(t["phase_a"]).render(job_title="job", job_description=job_text, k=k,
-                                                 m=cand["matching_per_job"]), ep["max_tokens"])
-        add("generate: phase B variants", ep, n_jobs * k, t["phase_b"] + resume + "v " * 30 * n_var,
-            ep["max_tokens"])
-        n_res = n_jobs * k * n_var
-        if cand["agents"]["translate_to"]:
-            add("generate: stage 2 translation", ep, n_res, t["translate"] + resume, ep["max_tokens"])
-        if cand["agents"]["flagging"]:
-            add("generate: stage 3 flagging", ep, n_res, t["flagging"] + resume,
-                min(ep["max_tokens"], FLAGGING_MAX_TOKENS))
-        if cand["agents"]["classifier"]:
-            add("generate: axis classifier", {**ep, "temperature": 0}, n_res, t["classifier"] + resume, 60)
-    n_resumes = len(jobs) * k * n_var
-    for s in resolved["systems"]:
-        if s["kind"] not in ("llm_score", "llm_compare"):
-            continue
-        ep = s["endpoint"]
-        for cond in s["conditions"]:
-            ref = resume if s["kind"] == "llm_compare" else ""
-            prompt = (s["system_prompt"] + env.from_string(cond["template"]).render(
-                job_title="job", job_description=job_text, resume=resume, reference=ref)
-                + s["output_instruction"])
-            add(f"score: {s['id']} / {cond['id']}", ep, n_resumes * s["replicates"], prompt,
-                ep["max_tokens"])
-    known = all(st["cost_usd"] is not None for st in stages)
-    return {"stages": stages, "calls": sum(st["calls"] for st in stages),
-            "tokens": sum(st["input_tokens"] + st["output_tokens"] for st in stages),
-            "cost_usd": sum(st["cost_usd"] or 0.0 for st in stages), "cost_known": known}
-
-
-def same_family_pairs(resolved: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(generator model, system id, system model, family) for every LLM screener of the generator's
-    family (seed 000 §2.4)."""
-    cand = resolved.get("candidates") or {}
-    if cand.get("generator") != "llm":
-        return []
-    gen = cand["endpoint"]["model"]
-    fam = model_family(gen)
-    return [(gen, s["id"], s["endpoint"]["model"], fam) for s in resolved["systems"]
-            if s["kind"] in ("llm_score", "llm_compare") and model_family(s["endpoint"]["model"]) == fam]
+    def result(self) -> dict[str, Any]:
+        """``{"stages", "calls", "tokens", "cost_usd", "cost_known"}`` (the plan's ``llm_estimate``)."""
+        stages = self.stages
+        known = all(st["cost_usd"] is not None for st in stages)
+        return {"stages": stages, "calls": sum(st["calls"] for st in stages),
+                "tokens": sum(st["input_tokens"] + st["output_tokens"] for st in stages),
+                "cost_usd": sum(st["cost_usd"] or 0.0 for st in stages), "cost_known": known}

@@ -18,6 +18,7 @@ from typing import Any
 from compiler.errors import LockError
 from compiler.hashing import digest
 from compiler.plan import plan_digest
+from compiler.systems import hook_for
 
 LOCK_SCHEMA_VERSION = "1.0"
 TOOL_NAME = "audit-compiler"
@@ -88,8 +89,7 @@ def build_lock(resolved: dict[str, Any], plan: dict[str, Any], *, spec_file: str
         "seed": resolved["seed"],
         "thresholds": resolved["thresholds"],
         "models": [
-            {"system": s["id"], "kind": s["kind"], "fingerprint": s.get("fingerprint") or
-             {"algorithm": "sha256", "digest": s["data"]["sha256"]}}
+            {"system": s["id"], "kind": s["kind"], "fingerprint": hook_for(s["kind"]).fingerprint(s)}
             for s in resolved["systems"]
         ],
         "versions": package_versions(),

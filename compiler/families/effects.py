@@ -1,24 +1,27 @@
-"""Semantic checks of ``analysis.effect_size``, ``analysis.validity`` and ``variants.design: factorial``.
+"""Family ``effects``: effect sizes with equivalence tests, models and sensitivity, and the validity
+protocol (positive control, manipulation checks, score distribution) of seed 003 §3.7.
 
-Each check returns located :class:`~compiler.errors.Issue` objects (``file:line:col: key.path:
-message``); messages are module constants asserted by golden tests. Source: seed 003 §3.5, §3.7.
+Spec block: ``analysis.effect_size`` and ``analysis.validity`` (enabled when either is written).
+Needs paired candidates: every contrast compares resumes of the same base candidates across
+variants or levels. Its analysis runs inside the ``analyse`` task of ``metric_suite`` (the resolved
+``analysis`` block is that task's input), so it adds no plan task of its own; its compile summary is
+the minimum detectable effect per contrast (``plan.sensitivity``, :mod:`compiler.power`).
 """
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
 from compiler.errors import Issue
 from compiler.load import LoadedSpec
+from compiler.power import minimum_detectable_effects
+from compiler.spec import AuditSpec
+from compiler.variants import axis_reference_levels, variant_table
 
-#: Largest variant table ``design: factorial`` may derive (the cross grows multiplicatively).
-MAX_FACTORIAL_VARIANTS = 1024
+ID = "effects"
+ORDER = 30
+NEEDS = frozenset({"paired"})
 
-MSG_FACTORIAL_TABLE = "design factorial derives the variants; the table may hold only the reference {ref!r}"
-MSG_FACTORIAL_SIZE = ("design factorial crosses {sizes} = {n} variants, more than {cap}; "
-                      "use design one_at_a_time or explicit")
-MSG_FACTORIAL_ID_CLASH = ("reference variant id {ref!r} clashes with a variant id that design factorial "
-                          "generates (V01..V{n:02d}); use another id, e.g. BASE")
 MSG_CONTRAST_SHAPE = "a contrast names either axis and level, or variant (got {got})"
 MSG_CONTRAST_AXIS = "unknown axis {axis!r}; axes: {axes}"
 MSG_CONTRAST_LEVEL = "undefined level {level!r} for axis {axis!r}; allowed: {levels}"
@@ -35,34 +38,28 @@ MSG_PC_NO_LABELS = ("positive_control contrast match needs matching and non-matc
 MSG_MANIP_SAME = "manipulation check compares condition {cond!r} with itself; set against to another condition"
 
 
-def _variant_ids(ls: LoadedSpec) -> list[str]:
-    from compiler.resolve import variant_table  # resolve imports validate; import here
 
-    return list(variant_table(ls.spec))
-
-
-def factorial_issues(ls: LoadedSpec) -> list[Issue]:
-    """``design: factorial``: the table holds only the reference, the cross is not too large, and the
-    reference id does not clash with a generated id."""
-    v, out = ls.spec.variants, []
-    if v.design != "factorial":
-        return out
-    if set(v.table) - {v.reference}:
-        out.append(ls.issue(("variants", "table"), MSG_FACTORIAL_TABLE.format(ref=v.reference)))
-    sizes = [len(a.levels) for a in ls.spec.axes.values()]
-    n = math.prod(sizes)
-    if n > MAX_FACTORIAL_VARIANTS:
-        out.append(ls.issue(("variants", "design"), MSG_FACTORIAL_SIZE.format(
-            sizes=" x ".join(map(str, sizes)), n=n, cap=MAX_FACTORIAL_VARIANTS)))
-    elif v.reference in {f"V{i:02d}" for i in range(1, n)}:
-        out.append(ls.issue(("variants", "reference"), MSG_FACTORIAL_ID_CLASH.format(ref=v.reference, n=n - 1)))
-    return out
+def _spec(x: Any) -> Any:
+    return getattr(x, "spec", x)
 
 
-def _ref_level(ls: LoadedSpec, axis: str) -> str:
-    from compiler.resolve import axis_reference_levels
+def block(spec: Any) -> list[tuple]:
+    """Key paths of the block the spec writes: ``analysis.effect_size``, ``analysis.validity``."""
+    a = _spec(spec).analysis
+    return [("analysis", k) for k in ("effect_size", "validity") if getattr(a, k) is not None]
 
-    return axis_reference_levels(ls.spec)[axis]
+
+def enabled(spec_or_resolved: Any) -> bool:
+    """On when the spec declares ``analysis.effect_size`` or ``analysis.validity``."""
+    if isinstance(spec_or_resolved, dict):
+        a = spec_or_resolved["analysis"]
+        return "effect_size" in a or "validity" in a
+    return bool(block(spec_or_resolved))
+
+
+def issues(ls: LoadedSpec) -> list[Issue]:
+    """The contrasts and the validity protocol are well formed and can be computed."""
+    return effect_size_issues(ls) + validity_issues(ls)
 
 
 def _axis_level_issues(ls: LoadedSpec, loc: tuple, axis: str, level: str) -> list[Issue]:
@@ -72,7 +69,7 @@ def _axis_level_issues(ls: LoadedSpec, loc: tuple, axis: str, level: str) -> lis
     if level not in axes[axis].levels:
         return [ls.issue(loc + ("level",), MSG_CONTRAST_LEVEL.format(
             level=level, axis=axis, levels=", ".join(axes[axis].levels)))]
-    if level == _ref_level(ls, axis):
+    if level == axis_reference_levels(ls.spec)[axis]:
         return [ls.issue(loc + ("level",), MSG_CONTRAST_IS_REFERENCE.format(level=level, axis=axis))]
     return []
 
@@ -95,7 +92,7 @@ def effect_size_issues(ls: LoadedSpec) -> list[Issue]:
         if c.variant is not None:
             if variants is None:
                 variants = (list(ls.spec.variants.table) if ls.spec.variants.design == "explicit"
-                            else _variant_ids(ls))
+                            else list(variant_table(ls.spec)))
             if c.variant == ls.spec.variants.reference:
                 out.append(ls.issue(loc + ("variant",), MSG_CONTRAST_REF_VARIANT.format(variant=c.variant)))
             elif c.variant not in variants:
@@ -139,4 +136,63 @@ def validity_issues(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
-CHECKS = (factorial_issues, effect_size_issues, validity_issues)
+
+def effect_contrasts(spec: AuditSpec, ref_levels: dict[str, str]) -> list[dict[str, str]]:
+    """The effect-size contrasts, explicit (seed 003 §3.7).
+
+    Default: every non-reference level of every axis (family: the axis name), then every
+    non-reference variant (family ``variants``). Each entry is ``{"kind": "axis", "axis", "level",
+    "reference", "family"}`` or ``{"kind": "variant", "variant", "reference", "family"}``.
+    """
+    es = spec.analysis.effect_size
+    ref = spec.variants.reference
+    if es is not None and es.contrasts is not None:
+        out = []
+        for c in es.contrasts:
+            if c.variant is not None:
+                out.append({"kind": "variant", "variant": c.variant, "reference": ref,
+                            "family": c.family or "variants"})
+            else:
+                out.append({"kind": "axis", "axis": c.axis, "level": c.level,
+                            "reference": ref_levels[c.axis], "family": c.family or c.axis})
+        return out
+    out = [{"kind": "axis", "axis": name, "level": level, "reference": ref_levels[name], "family": name}
+           for name, axis in spec.axes.items() for level in axis.levels if level != ref_levels[name]]
+    out += [{"kind": "variant", "variant": v, "reference": ref, "family": "variants"}
+            for v in variant_table(spec) if v != ref]
+    return out
+
+
+def resolve(ls: LoadedSpec, resolved: dict[str, Any]) -> None:
+    """``analysis.effect_size`` (contrasts made explicit) and ``analysis.validity`` (the positive
+    control's reference level made explicit); keys absent when not declared, so the digest of a
+    spec without them is unchanged."""
+    spec = ls.spec
+    ref_levels = axis_reference_levels(spec)
+    out = resolved["analysis"]
+    es = spec.analysis.effect_size
+    if es is not None:
+        out["effect_size"] = {**es.model_dump(exclude={"contrasts"}),
+                              "contrasts": effect_contrasts(spec, ref_levels)}
+    if spec.analysis.validity is not None:
+        v = spec.analysis.validity.model_dump()
+        pc = v["positive_control"]
+        if pc["contrast"] == "axis":
+            pc["reference"] = ref_levels.get(pc["axis"])
+        out["validity"] = v
+
+
+def plan_tasks(resolved: dict[str, Any], score_ids: list[str]) -> list[dict[str, Any]]:
+    """None: computed in ``metric_suite``'s ``analyse`` task, whose inputs hold this block."""
+    return []
+
+
+def metric_rows(resolved: dict[str, Any]) -> int:
+    """Its rows go to ``effects.csv``, not ``metrics.csv``."""
+    return 0
+
+
+def summary(resolved: dict[str, Any]) -> dict[str, Any]:
+    """``{"sensitivity": [...]}``: minimum detectable effects (seed 003 §3.7), when K is known."""
+    mde = minimum_detectable_effects(resolved)
+    return {"sensitivity": mde} if mde else {}

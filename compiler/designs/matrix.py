@@ -1,0 +1,206 @@
+"""What the paired designs share (``template``, ``llm`` and the score-file case): the counterfactual
+matrix of axes and variants, its checks, its resolution and its generate/inject plan tasks.
+
+Each base candidate is observed under every variant: the K x (1+N) correspondence-audit matrix per
+job (seed 000 §3.1.2, §3.2; factorial designs: seed 003 §3.5).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from compiler.errors import Issue
+from compiler.load import LoadedSpec
+from compiler.tasks import task
+from compiler.variants import axis_reference_levels, variant_table
+
+#: What a paired design gives the audit families.
+PROVIDES = frozenset({"paired"})
+
+MSG_NO_AXES = "required key 'axes' is missing"
+MSG_NO_VARIANTS = "required key 'variants' is missing"
+MSG_CUE_UNKNOWN_LEVEL = "cue for {level!r}, which is not a level of axis {axis!r}; levels: {levels}"
+MSG_CUE_MISSING = "level {level!r} has no cue; every level needs one ('' writes nothing)"
+MSG_DUP_LEVEL = "level {level!r} is listed twice"
+MSG_AXIS_REF = "reference level {level!r} is not a level of axis {axis!r}; levels: {levels}"
+MSG_VARIANT_AXIS = "unknown axis {axis!r}; axes: {axes}"
+MSG_VARIANT_LEVEL = "undefined level {level!r} for axis {axis!r}; allowed: {levels}"
+MSG_VARIANT_MISSING_AXIS = "variant {variant!r} does not set axis {axis!r}; every variant sets every axis"
+MSG_NO_REFERENCE = "reference variant {ref!r} is not in variants.table; variants: {variants}"
+MSG_EXPLICIT_EMPTY = "design explicit needs a variants.table with the reference and at least one variant"
+MSG_ONE_AT_A_TIME_TABLE = "design one_at_a_time derives the variants; the table may hold only the reference {ref!r}"
+MSG_DUP_VARIANT = "variants {a!r} and {b!r} set the same levels"
+MSG_SLOT_TAKEN = "slot {slot!r} is already written by axis {other!r}; each axis needs its own slot"
+MSG_AXIS_REF_CONFLICT = (
+    "reference level {level!r} contradicts the reference variant {ref!r}, which sets {axis} = {given!r}"
+)
+MSG_GENERATED_ID_CLASH = (
+    "reference variant id {ref!r} clashes with a variant id that design one_at_a_time generates "
+    "(V01..V{n:02d}); use another id, e.g. BASE"
+)
+#: Largest variant table ``design: factorial`` may derive (the cross grows multiplicatively).
+MAX_FACTORIAL_VARIANTS = 1024
+
+MSG_FACTORIAL_TABLE = "design factorial derives the variants; the table may hold only the reference {ref!r}"
+MSG_FACTORIAL_SIZE = ("design factorial crosses {sizes} = {n} variants, more than {cap}; "
+                      "use design one_at_a_time or explicit")
+MSG_FACTORIAL_ID_CLASH = ("reference variant id {ref!r} clashes with a variant id that design factorial "
+                          "generates (V01..V{n:02d}); use another id, e.g. BASE")
+
+
+def matrix_issues(ls: LoadedSpec) -> list[Issue]:
+    """Checks of the counterfactual matrix: ``axes`` and ``variants`` are given, levels and cues
+    agree, every variant sets every axis to a level of it, derived designs are well formed."""
+    out: list[Issue] = []
+    if not ls.spec.axes and "axes" not in ls.raw:
+        out.append(ls.issue(("axes",), MSG_NO_AXES))
+    if "variants" not in ls.raw:
+        out.append(ls.issue(("variants",), MSG_NO_VARIANTS))
+    else:
+        out += _axes_issues(ls) + _variants_issues(ls)
+    return out
+
+
+def factorial_issues(ls: LoadedSpec) -> list[Issue]:
+    """``design: factorial``: the table holds only the reference, the cross is not too large, and the
+    reference id does not clash with a generated id."""
+    v, out = ls.spec.variants, []
+    if v.design != "factorial":
+        return out
+    if set(v.table) - {v.reference}:
+        out.append(ls.issue(("variants", "table"), MSG_FACTORIAL_TABLE.format(ref=v.reference)))
+    sizes = [len(a.levels) for a in ls.spec.axes.values()]
+    n = math.prod(sizes)
+    if n > MAX_FACTORIAL_VARIANTS:
+        out.append(ls.issue(("variants", "design"), MSG_FACTORIAL_SIZE.format(
+            sizes=" x ".join(map(str, sizes)), n=n, cap=MAX_FACTORIAL_VARIANTS)))
+    elif v.reference in {f"V{i:02d}" for i in range(1, n)}:
+        out.append(ls.issue(("variants", "reference"), MSG_FACTORIAL_ID_CLASH.format(ref=v.reference, n=n - 1)))
+    return out
+
+
+def _axes_issues(ls: LoadedSpec) -> list[Issue]:
+    out = []
+    slots: dict[str, str] = {}
+    ref_row = ls.spec.variants.table.get(ls.spec.variants.reference, {})
+    for name, axis in ls.spec.axes.items():
+        if axis.slot in slots:
+            out.append(ls.issue(("axes", name, "slot"), MSG_SLOT_TAKEN.format(slot=axis.slot, other=slots[axis.slot])))
+        slots.setdefault(axis.slot, name)
+        if axis.reference is not None and ref_row.get(name) not in (None, axis.reference):
+            out.append(ls.issue(("axes", name, "reference"), MSG_AXIS_REF_CONFLICT.format(
+                level=axis.reference, ref=ls.spec.variants.reference, axis=name, given=ref_row[name])))
+        seen: set[str] = set()
+        for i, level in enumerate(axis.levels):
+            if level in seen:
+                out.append(ls.issue(("axes", name, "levels", i), MSG_DUP_LEVEL.format(level=level)))
+            seen.add(level)
+        levels = ", ".join(axis.levels)
+        for level in axis.cues:
+            if level not in axis.levels:
+                out.append(ls.issue(("axes", name, "cues", level),
+                                    MSG_CUE_UNKNOWN_LEVEL.format(level=level, axis=name, levels=levels), key=True))
+        for level in axis.levels:
+            if level not in axis.cues:
+                out.append(ls.issue(("axes", name, "cues"), MSG_CUE_MISSING.format(level=level)))
+        if axis.reference is not None and axis.reference not in axis.levels:
+            out.append(ls.issue(("axes", name, "reference"),
+                                MSG_AXIS_REF.format(level=axis.reference, axis=name, levels=levels)))
+    return out
+
+
+def _variants_issues(ls: LoadedSpec) -> list[Issue]:
+    spec, out = ls.spec, []
+    v = spec.variants
+    axes = spec.axes
+    if v.design == "factorial":
+        out.extend(factorial_issues(ls))
+    elif v.design == "explicit":
+        if len(v.table) < 2:
+            out.append(ls.issue(("variants",), MSG_EXPLICIT_EMPTY))
+        if v.table and v.reference not in v.table:
+            out.append(ls.issue(("variants", "reference"),
+                                MSG_NO_REFERENCE.format(ref=v.reference, variants=", ".join(v.table))))
+    else:
+        if set(v.table) - {v.reference}:
+            out.append(ls.issue(("variants", "table"), MSG_ONE_AT_A_TIME_TABLE.format(ref=v.reference)))
+        n = sum(len(a.levels) - 1 for a in axes.values())
+        if v.reference in {f"V{i:02d}" for i in range(1, n + 1)}:
+            out.append(ls.issue(("variants", "reference"), MSG_GENERATED_ID_CLASH.format(ref=v.reference, n=n)))
+    seen: dict[tuple, str] = {}
+    for vid, levels in v.table.items():
+        for axis, level in levels.items():
+            if axis not in axes:
+                out.append(ls.issue(("variants", "table", vid, axis),
+                                    MSG_VARIANT_AXIS.format(axis=axis, axes=", ".join(axes)), key=True))
+            elif level not in axes[axis].levels:
+                out.append(ls.issue(("variants", "table", vid, axis), MSG_VARIANT_LEVEL.format(
+                    level=level, axis=axis, levels=", ".join(axes[axis].levels))))
+        for axis in axes:
+            if axis not in levels:
+                out.append(ls.issue(("variants", "table", vid),
+                                    MSG_VARIANT_MISSING_AXIS.format(variant=vid, axis=axis), key=True))
+        combo = tuple(levels.get(a) for a in axes)
+        if combo in seen and None not in combo:
+            out.append(ls.issue(("variants", "table", vid), MSG_DUP_VARIANT.format(a=seen[combo], b=vid), key=True))
+        seen.setdefault(combo, vid)
+    return out
+
+
+def resolve_matrix(ls: LoadedSpec) -> dict[str, Any]:
+    """``{"axes", "variants"}`` resolved: reference level per axis, the full variant table."""
+    spec = ls.spec
+    ref_levels = axis_reference_levels(spec)
+    return {
+        "axes": {
+            name: {
+                "slot": axis.slot,
+                "levels": list(axis.levels),
+                "reference": ref_levels[name],
+                "cues": {lv: list(c) for lv, c in axis.cues.items()},
+            }
+            for name, axis in spec.axes.items()
+        },
+        "variants": {"reference": spec.variants.reference, "design": spec.variants.design,
+                     "table": variant_table(spec)},
+    }
+
+
+def plan_tasks(resolved: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """``generate`` (K base candidates of a job, seed 000 Phase A) and ``inject`` (one variant of every
+    base candidate, Phase B) tasks; returns (tasks, ids a job's score task depends on)."""
+    seed, cand = resolved["seed"], resolved["candidates"]
+    tasks: list[dict[str, Any]] = []
+    by_job: dict[str, list[str]] = {}
+    for job in resolved["jobs"]:
+        if cand is None:
+            by_job[job["id"]] = []
+            continue
+        gen = task("generate", {"job": job, "candidates": cand, "seed": seed, "axes": resolved["axes"]}, [])
+        tasks.append(gen)
+        injects = []
+        for vid, levels in resolved["variants"]["table"].items():
+            inj = task("inject", {"job": job["id"], "variant": vid, "levels": levels,
+                                  "axes": resolved["axes"], "seed": seed}, [gen["id"]])
+            tasks.append(inj)
+            injects.append(inj["id"])
+        by_job[job["id"]] = injects
+    return tasks, by_job
+
+
+def size(resolved: dict[str, Any], base_per_job: dict[str, int] | None = None) -> dict[str, Any]:
+    """Base candidates, variants, resumes and paired candidates per variant of the matrix.
+
+    K is ``candidates.base_per_job`` x jobs, else the sum of ``base_per_job`` (counted from the score
+    files by the caller), else unknown (None).
+    """
+    cand, n_var = resolved["candidates"], len(resolved["variants"]["table"])
+    if cand is not None:
+        k_total = cand["base_per_job"] * len(resolved["jobs"])
+    elif base_per_job:
+        k_total = sum(base_per_job.values())
+    else:
+        k_total = None
+    return {"base_candidates": k_total, "variants": n_var,
+            "resumes": None if k_total is None else k_total * n_var, "paired_candidates_per_variant": k_total}

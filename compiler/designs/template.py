@@ -1,0 +1,68 @@
+"""Design ``template`` (``candidates: {generator: template}``, the default): rule-based base
+candidates per job, every variant injected into each (seed 000 §3.1.2). Provides paired candidates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.catalog import METRICS
+from compiler.designs import matrix
+from compiler.errors import Issue
+from compiler.llm import Estimate
+from compiler.load import LoadedSpec
+from compiler.spec import TEMPLATE_FAMILIES
+
+ID = "template"
+PROVIDES = matrix.PROVIDES
+
+MSG_M_GT_K = "matching_per_job (M={m}) must be <= base_per_job (K={k})"
+MSG_K_LT_k = "base_per_job (K={k}) must be >= the largest analysis.k ({family}: {kk})"
+MSG_FAMILY = "job {id!r} has no template family; set family to one of: {families}"
+MSG_RECALL_CAP = (
+    "k.merit ({k}) is below matching_per_job ({m}): Recall@K (seed 000 Eq. 4) can reach at most "
+    "{k}/{m} = {cap:.3g}, under the research PASS bound {bound}; every recall row will show that cap"
+)
+
+
+def issues(ls: LoadedSpec) -> list[Issue]:
+    """The matrix checks; M <= K; K >= the largest shortlist size; every job has a content family."""
+    spec, c = ls.spec, ls.spec.candidates
+    out = matrix.matrix_issues(ls)
+    if c.matching_per_job > c.base_per_job:
+        out.append(ls.issue(("candidates", "matching_per_job"),
+                            MSG_M_GT_K.format(m=c.matching_per_job, k=c.base_per_job)))
+    family, kk = max(spec.analysis.k.model_dump().items(), key=lambda kv: kv[1])
+    if c.base_per_job < kk:
+        out.append(ls.issue(("candidates", "base_per_job"), MSG_K_LT_k.format(k=c.base_per_job, family=family, kk=kk)))
+    for i, job in enumerate(spec.jobs):
+        if job.family is None and job.id not in TEMPLATE_FAMILIES:
+            out.append(ls.issue(("jobs", i), MSG_FAMILY.format(id=job.id, families=", ".join(TEMPLATE_FAMILIES))))
+    return out
+
+
+def advisories(ls: LoadedSpec) -> list[Issue]:
+    """A shortlist smaller than M caps Recall@K under its PASS bound (legal, probably unintended)."""
+    c, spec = ls.spec.candidates, ls.spec
+    if 0 < spec.analysis.k.merit < c.matching_per_job:
+        b = spec.thresholds.research.recall_at_k
+        bound = b.pass_ if b is not None else METRICS["recall_at_k"].research[0]
+        cap = spec.analysis.k.merit / c.matching_per_job
+        if cap < bound:
+            return [ls.issue(("analysis", "k", "merit") if "analysis" in ls.raw else ("candidates",),
+                             MSG_RECALL_CAP.format(k=spec.analysis.k.merit, m=c.matching_per_job,
+                                                   cap=cap, bound=bound))]
+    return []
+
+
+resolve_matrix = matrix.resolve_matrix
+plan_tasks = matrix.plan_tasks
+size = matrix.size
+
+
+def resolve_candidates(ls: LoadedSpec) -> dict[str, Any]:
+    """``{generator, base_per_job, matching_per_job}``."""
+    return ls.spec.candidates.model_dump()
+
+
+def estimate(resolved: dict[str, Any], est: Estimate) -> None:
+    """The template generator makes no model call."""

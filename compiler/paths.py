@@ -1,0 +1,68 @@
+"""File references of a spec: resolved inside the spec's folder, never outside it (a leaf module).
+
+Every file a spec names (job descriptions, score CSVs, model folders, prompt templates, microdata) is
+relative to the spec's folder and may not leave it (DESIGN.md, Spec rules). Checks, resolution and
+the designs all resolve references through :func:`resolve_inside`, so the messages are the same
+everywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Names of a sentence-transformers model's weights files (any ``*.safetensors`` counts too).
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+MSG_FILE_MISSING = "file {path!r} does not exist (resolved to {resolved})"
+MSG_FILE_ESCAPES = "path {path!r} leaves the spec's folder {folder}; file references must stay inside it"
+MSG_FILE_ABSOLUTE = "path {path!r} is absolute; file references are relative to the spec's folder"
+MSG_NOT_A_FILE = "path {path!r} is a folder; a file is expected here"
+MSG_NOT_A_FOLDER = "path {path!r} is a file; a sentence-transformers model folder is expected here"
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The weights files of a model folder, sorted (empty when there are none).
+
+    Parameters
+    ----------
+    folder : Path
+        A sentence-transformers model folder.
+
+    Returns
+    -------
+    list of Path
+        Files named in :data:`WEIGHT_FILES` or ending in ``.safetensors``, at any depth.
+    """
+    return sorted(p for p in folder.rglob("*") if p.name in WEIGHT_FILES or p.suffix == ".safetensors")
+
+
+def resolve_inside(folder: Path, ref: str, *, want: str = "file") -> tuple[Path | None, str | None]:
+    """Resolve a reference to a file (``want="file"``) or folder (``"folder"``) inside ``folder``.
+
+    Parameters
+    ----------
+    folder : Path
+        The spec's folder.
+    ref : str
+        The reference as written in the spec (relative).
+    want : {"file", "folder"}
+        What the reference must name.
+
+    Returns
+    -------
+    tuple
+        ``(path, None)`` or ``(None, error message)``.
+    """
+    if Path(ref).is_absolute():
+        return None, MSG_FILE_ABSOLUTE.format(path=ref)
+    root = folder.resolve()
+    target = (root / ref).resolve()
+    if target != root and root not in target.parents:
+        return None, MSG_FILE_ESCAPES.format(path=ref, folder=root)
+    if not target.exists():
+        return None, MSG_FILE_MISSING.format(path=ref, resolved=target)
+    if want == "file" and not target.is_file():
+        return None, MSG_NOT_A_FILE.format(path=ref)
+    if want == "folder" and not target.is_dir():
+        return None, MSG_NOT_A_FOLDER.format(path=ref)
+    return target, None

