@@ -59,7 +59,9 @@ def test_compile_counts_profiles_times_conditions_times_replicates(tmp_path):
     assert proc.returncode == 0, proc.stderr
     plan = json.loads((tmp_path / "spec.plan.json").read_text())
     assert plan["counts"]["model_calls"] == PROFILES * 2 * 3
-    assert "300" in proc.stdout.replace(",", "")
+    for condition in ("baseline", "fairness"):  # the per-stage table: 50 profiles x 3 replicates each
+        line = next(x for x in proc.stdout.splitlines() if f"smol / {condition}" in x)
+        assert "150" in line.split("│")[3]
 
 
 def test_population_llm_run_writes_causal_per_condition(tmp_path, llm_server):
