@@ -28,3 +28,25 @@ def test_import_contracts_are_kept():
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 broken" in proc.stdout, proc.stdout
+
+
+def test_compiler_and_runtime_register_the_same_plug_ins():
+    """Both sides of the compiler/runtime line list the same audit families (in the same run order),
+    the same designs and the same system kinds (the compiler never imports the runtime, so nothing
+    else ties them)."""
+    import compiler.designs
+    import compiler.families
+    import compiler.systems
+    import runtime.designs
+    import runtime.families
+    import runtime.systems
+
+    assert list(compiler.families.family_ids()) == runtime.families.family_ids()
+    assert sorted(compiler.designs.DESIGNS) == sorted(runtime.designs.registered())
+    assert sorted(compiler.systems.SYSTEMS) == sorted(runtime.systems.registered())
+    for fid, cls in runtime.families.registered().items():  # the same declared needs on both sides
+        assert cls.needs == compiler.families.FAMILIES[fid].NEEDS, fid
+    for did, cls in runtime.designs.registered().items():
+        assert cls.provides == compiler.designs.DESIGNS[did].PROVIDES, did
+    for kind, cls in runtime.systems.registered().items():
+        assert cls.provides == compiler.systems.SYSTEMS[kind].provides, kind

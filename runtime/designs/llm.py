@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from runtime.designs import Design, design
-from runtime.families.base import LLM_ANSWERS, PAIRED
+from runtime.families.base import PAIRED
 
 
 @design("llm")
 class LlmDesign(Design):
     """Base résumés and their variants written by the generator agents; trail and checks kept."""
 
-    provides = frozenset({PAIRED, LLM_ANSWERS})
+    provides = frozenset({PAIRED})
 
     def generate(self, ctx) -> None:
         from runtime.generate.llm import generate_llm_matrix

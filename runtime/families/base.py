@@ -89,8 +89,12 @@ class AuditFamily:
     order: ClassVar[int] = 500
 
     def enabled(self, ctx: "RunContext") -> bool:
-        """Whether the run's resolved spec asks for this family (default: when its needs are met)."""
-        return self.needs <= ctx.provides
+        """Whether the run's resolved spec asks for this family: the compiler family of the same id
+        decides (``compiler.families.<id>.enabled``), and the run must provide what it needs (the
+        compiler already refused a spec where it cannot)."""
+        from compiler.families import FAMILIES
+
+        return FAMILIES[self.id].enabled(ctx.resolved) and self.needs <= ctx.provides
 
     def analyse(self, ctx: "RunContext") -> FamilyResult:  # pragma: no cover - interface
         raise NotImplementedError

@@ -21,10 +21,6 @@ class Effects(AuditFamily):
     title = "effect sizes and validity (seed 003)"
     order = 300
 
-    def enabled(self, ctx) -> bool:
-        an = ctx.resolved["analysis"]
-        return bool(an.get("effect_size") or an.get("validity")) and self.needs <= ctx.provides
-
     def analyse(self, ctx) -> FamilyResult:
         from runtime.analysis.effects import analyse_effects
         from runtime.families.metric_suite import suite

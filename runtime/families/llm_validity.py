@@ -66,6 +66,8 @@ class LlmValidity(AuditFamily):
     order = 200
 
     def enabled(self, ctx) -> bool:
+        """On with an LLM screener (the compiler family's rule), and also with the LLM generator
+        alone: its agents' calls, manipulation check and flagging trail go into this section."""
         return llm_report_meta(ctx.run, ctx.resolved) is not None
 
     def analyse(self, ctx) -> FamilyResult:
