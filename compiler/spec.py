@@ -16,6 +16,7 @@ from typing import Annotated, Literal, Union
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictInt, Tag,
                       create_model)
 
+from compiler.blocks import blocks as plugin_blocks
 from compiler.catalog import DEFAULT_K, METRICS, default_thresholds
 
 #: Slots of a resume that a cue may write into (seed 000 §3.1.2, Phase B).
@@ -422,7 +423,7 @@ class Validity(Strict):
     distribution: DistributionCheck = Field(default_factory=DistributionCheck)
 
 
-class Analysis(Strict):
+class _AnalysisBase(Strict):
     """Analysis settings (seed 000 §3.4-3.5; effect sizes and validity: seed 003 §3.7)."""
 
     k: KPerFamily = Field(default_factory=KPerFamily)
@@ -433,6 +434,16 @@ class Analysis(Strict):
     validity: Validity | None = Field(
         default=None, description="Validity protocol (seed 003 §3.7); a failed check makes the "
         "verdict INCONCLUSIVE (exit 5).")
+
+
+#: ``analysis`` keys of plug-in audit families (:mod:`compiler.blocks`), each ``None`` unless written.
+PLUGIN_BLOCKS: dict[str, type[BaseModel]] = plugin_blocks()
+
+Analysis = create_model(
+    "Analysis", __base__=_AnalysisBase, __module__=__name__,
+    **{key: (block | None, Field(default=None, description=(block.__doc__ or "").strip().split("\n")[0]))
+       for key, block in PLUGIN_BLOCKS.items()})
+Analysis.__doc__ = _AnalysisBase.__doc__
 
 
 class Bounds(Strict):

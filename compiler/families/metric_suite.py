@@ -15,6 +15,7 @@ from compiler.catalog import METRIC_IDS, METRICS, TIERS, default_thresholds
 from compiler.designs import design_of
 from compiler.errors import Issue
 from compiler.load import LoadedSpec
+from compiler.spec import PLUGIN_BLOCKS
 from compiler.tasks import task
 
 ID = "metric_suite"
@@ -75,7 +76,8 @@ def resolve(ls: LoadedSpec, resolved: dict[str, Any]) -> None:
         for mid, given in getattr(spec.thresholds, tier).model_dump(by_alias=True).items():
             if given is not None:
                 bounds[mid] = {"pass": given["pass"], "investigate": given["investigate"]}
-    resolved["analysis"] = spec.analysis.model_dump(exclude={"effect_size", "validity"})
+    # the other families write their own blocks (effects; plug-in families of compiler.blocks)
+    resolved["analysis"] = spec.analysis.model_dump(exclude={"effect_size", "validity", *PLUGIN_BLOCKS})
     resolved["thresholds"] = thresholds
 
 
