@@ -317,23 +317,20 @@ def _run_stages(compiled: Compiled, lock: dict[str, Any], folder: RunFolder, tim
             run["validity"] = {"verdict": effects.verdict, "failed": list(effects.failed)}
             folder.save()
         with stage_timer(timings, "report"):
-            from runtime.report import build_context, render_html, render_pdf
-
-            context = build_context(metrics=result.metrics, risk=result.risk, drift=result.drift,
-                                    meta={**report_meta(compiled, lock, run), "llm": llm_meta})
-            if effects is not None:
-                from runtime.report.effects_context import add_effects
-
-                add_effects(context, effects)
+            from runtime.report import (build_core, effects_sections, llm_sections, metric_suite_sections,
+                                        render_pdf, render_report)
             from runtime.sign import provenance_context
 
-            context["provenance"] = provenance_context(run_dir, run, folder.keys)
-            context["toc"].append({"anchor": "provenance", "title": "Reproduction and signature"})
-            html = render_html(context)
+            meta = report_meta(compiled, lock, run)
+            core = build_core(meta, provenance=provenance_context(run_dir, run, folder.keys))
+            sections = [*metric_suite_sections(metrics=result.metrics, risk=result.risk, drift=result.drift,
+                                               meta=meta),
+                        *(effects_sections(effects) if effects is not None else []), *llm_sections(llm_meta)]
+            html = render_report(core, sections)
             (run_dir / "report.html").write_text(html, encoding="utf-8")
             run["artifacts"].append("report.html")
             folder.save()
-            render_pdf(context, run_dir / "report.pdf", html=html)  # the same HTML, rendered once
+            render_pdf(core, run_dir / "report.pdf", html=html)  # the same HTML, rendered once
             run["artifacts"].append("report.pdf")
     return result
 

@@ -226,18 +226,16 @@ def run_population(compiled, lock: dict[str, Any], folder, timings: dict[str, fl
         folder.write_csv("causal.csv", causal)
         folder.save()
         with stage_timer(timings, "report"):
-            from runtime.report import render_pdf
-            from runtime.report.causal import build_population_context, render_population_html
-
-            context = build_population_context(causal=causal, profiles=profiles, meta=report_meta(compiled, lock, run),
-                                               candidates=cand)
+            from runtime.report import build_core, causal_sections, render_pdf, render_report
             from runtime.sign import provenance_context
 
-            context["provenance"] = provenance_context(run_dir, run, folder.keys)
-            html = render_population_html(context)
+            meta = report_meta(compiled, lock, run)
+            core = build_core(meta, provenance=provenance_context(run_dir, run, folder.keys),
+                              kind="Population audit report (causal decomposition, seed 001)")
+            html = render_report(core, causal_sections(causal=causal, profiles=profiles, meta=meta, candidates=cand))
             (run_dir / "report.html").write_text(html, encoding="utf-8")
             run["artifacts"].append("report.html")
             folder.save()
-            render_pdf(context, run_dir / "report.pdf", html=html)  # the same HTML, rendered once
+            render_pdf(core, run_dir / "report.pdf", html=html)  # the same HTML, rendered once
             run["artifacts"].append("report.pdf")
     return PopulationResult(causal=causal, profiles=profiles)

@@ -1,4 +1,9 @@
-"""Tests of runtime.report: the self-contained HTML report and its PDF (seed 000 §3.8)."""
+"""Tests of runtime.report: the self-contained HTML report and its PDF (seed 000 §3.8).
+
+The report is the shared core (header, amendments, timings, versions, provenance) plus the sections
+the audit families contribute; these tests render the metric_suite family's sections through the
+one base template.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import pandas as pd
 import pytest
 
 from compiler.catalog import DEFAULT_K, METRIC_IDS, METRICS, default_thresholds
-from runtime.report import build_context, render_html, render_pdf
+from runtime.report import Section, build_core, metric_suite_sections, render_pdf, render_report
 from runtime.report.formatting import fmt_ci, fmt_p, fmt_sig
 
 AUDIT = "ats-ranker-q4"
@@ -47,8 +52,8 @@ SECTION_HEADINGS = [
     "Systems under test",
     "Results: system",
     "Qualification drift",
-    "Amendments, thresholds and method",
     "Amendments",
+    "Thresholds and method",
     "Thresholds (both tiers, as locked)",
     "Method notes",
     "Timings",
@@ -224,6 +229,20 @@ def inputs():
     return make_inputs()
 
 
+def build_context(*, metrics, risk, drift, meta) -> dict:
+    """The shared core and the metric_suite sections, with the sections' data by name."""
+    core = build_core(meta)
+    sections = metric_suite_sections(metrics=metrics, risk=risk, drift=drift, meta=meta)
+    by_id = {s.id: s.context for s in sections}
+    return {"core": core, "sections": sections,
+            "units": [s.context for s in sections if s.template == "sections/metric_suite_unit.html.j2"],
+            "fail_variants": by_id["fail-variants"]["rows"], "risk": by_id["risk"], "kpis": by_id["risk"]["kpis"]}
+
+
+def render_html(context: dict) -> str:
+    return render_report(context["core"], context["sections"])
+
+
 @pytest.fixture(scope="module")
 def context(inputs):
     metrics, risk, drift, meta = inputs
@@ -262,8 +281,27 @@ def test_every_section_heading_is_present_in_order(html):
         positions.append(hits[0])
     main = [positions[SECTION_HEADINGS.index(h)] for h in (
         "Risk summary", "Variants triggering FAIL", "Audit design", "Results: system",
-        "Qualification drift", "Amendments, thresholds and method")]
+        "Qualification drift", "Amendments", "Thresholds and method", "Timings")]
     assert main == sorted(main)
+
+
+def test_contents_list_every_section_in_order_and_front_matter_comes_first(html, context):
+    toc = html.split('<nav class="toc">', 1)[1].split("</nav>", 1)[0]
+    anchors = re.findall(r'href="#([^"]+)"', toc)
+    assert anchors == ["risk", "fail-variants", "design", "u-minilm-neutral", "drift", "amendments", "appendix",
+                       "run-record"]
+    body = html.split("</nav>", 1)[1]
+    assert [a for a in re.findall(r'<section[^>]* id="([^"]+)"', body) if a in anchors] == anchors
+    # the design's key settings are front matter: between the header and the contents, not listed
+    top = html[: html.index('<nav class="toc">')]
+    assert 'id="at-a-glance"' in top and "at-a-glance" not in anchors
+    assert "Shortlist size K" in top and "Bootstrap resamples" in top
+
+
+def test_two_sections_with_one_anchor_are_refused(context):
+    twin = Section(id="risk", title="Another risk", template="sections/metric_suite_drift.html.j2")
+    with pytest.raises(ValueError, match="share the anchor 'risk'"):
+        render_report(context["core"], [*context["sections"], twin])
 
 
 def test_one_chart_per_metric_in_catalogue_order(html):
@@ -378,7 +416,8 @@ def test_amendments_listed_or_none(inputs, html):
     amended = {**meta, "amendments": [{"at": "2026-11-29T09:40:00Z", "reason": "widen <score_delta>",
                                       "changed": {"thresholds.operational.score_delta.pass": [0.04, 0.05]}}]}
     out = render_html(build_context(metrics=metrics, risk=risk, drift=drift, meta=amended))
-    assert "Amendment 1" in out and "widen &lt;score_delta&gt;" in out
+    assert "Amendment 1</strong>: widen &lt;score_delta&gt;" in out  # the reason, first
+    assert "thresholds.operational.score_delta.pass: 0.04, 0.05" in out
     assert "None: the run uses the spec as locked." not in out
 
 
@@ -412,9 +451,8 @@ def test_deterministic_across_processes(html, tmp_path):
         "import sys, importlib.util\n"
         f"spec = importlib.util.spec_from_file_location('t', {str(Path(__file__))!r})\n"
         "t = importlib.util.module_from_spec(spec); spec.loader.exec_module(t)\n"
-        "from runtime.report import build_context, render_html\n"
         "m, r, d, meta = t.make_inputs()\n"
-        "sys.stdout.write(render_html(build_context(metrics=m, risk=r, drift=d, meta=meta)))\n"
+        "sys.stdout.write(t.render_html(t.build_context(metrics=m, risk=r, drift=d, meta=meta)))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True,
                          cwd=Path(__file__).resolve().parents[1],
@@ -428,7 +466,7 @@ def test_deterministic_across_processes(html, tmp_path):
 @pytest.mark.slow
 def test_pdf_renders_with_page_numbers_and_ids(context, tmp_path):
     pdf = tmp_path / "report.pdf"
-    render_pdf(context, pdf)
+    render_pdf(context["core"], pdf, html=render_html(context))
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF")
     if shutil.which("pdftotext") is None:
@@ -483,10 +521,11 @@ def test_pdf_is_deterministic(context, tmp_path, monkeypatch):
     import time
 
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    render_pdf(context, tmp_path / "a.pdf")
+    html = render_html(context)
+    render_pdf(context["core"], tmp_path / "a.pdf", html=html)
     real_time = time.time
     monkeypatch.setattr(time, "time", lambda: real_time() + 61.0)
-    render_pdf(context, tmp_path / "sub" / "b.pdf")
+    render_pdf(context["core"], tmp_path / "sub" / "b.pdf", html=html)
     monkeypatch.undo()
     assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "sub" / "b.pdf").read_bytes()
     assert "SOURCE_DATE_EPOCH" not in os.environ  # set for the render only
