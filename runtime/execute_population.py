@@ -231,7 +231,7 @@ def run_population(compiled, lock: dict[str, Any], folder, timings: dict[str, fl
 
             meta = report_meta(compiled, lock, run)
             core = build_core(meta, provenance=provenance_context(run_dir, run, folder.keys),
-                              kind="Population audit report (causal decomposition, seed 001)")
+                              kind="Population audit report (causal decomposition)")
             html = render_report(core, causal_sections(causal=causal, profiles=profiles, meta=meta, candidates=cand))
             (run_dir / "report.html").write_text(html, encoding="utf-8")
             run["artifacts"].append("report.html")

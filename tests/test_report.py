@@ -421,6 +421,23 @@ def test_amendments_listed_or_none(inputs, html):
     assert "None: the run uses the spec as locked." not in out
 
 
+def test_every_kind_of_report_lists_amendments_with_their_reasons(inputs):
+    """The amendments are a shared part of the base template: a population run (no metric_suite
+    sections) lists each one with its reason, as the README promises."""
+    meta = {**inputs[3], "amendments": [
+        {"reason": "more bootstrap draws", "amended at (UTC)": "2026-11-29T09:40:00Z",
+         "superseded lock": "2026-11-29T09:12:44Z, sha256 00ff",
+         "changed keys": ["candidates.estimation.bootstrap: 100 -> 200"]},
+        {"amended at (UTC)": "2026-11-29T09:50:00Z", "changed keys": ["title: a -> b"]}]}
+    out = render_report(build_core(meta, kind="Population audit report (causal decomposition)"), [])
+    assert "Amendment 1</strong>: more bootstrap draws" in out
+    assert "candidates.estimation.bootstrap: 100 -&gt; 200" in out and "2026-11-29T09:40:00Z" in out
+    assert "Amendment 2</strong>: (none recorded)" in out
+    toc = out.split('<nav class="toc">', 1)[1].split("</nav>", 1)[0]
+    assert re.findall(r'href="#([^"]+)"', toc) == ["amendments", "run-record"]
+    assert "Population audit report (causal decomposition)" in out
+
+
 def test_autoescape(inputs):
     metrics, risk, drift, meta = inputs
     m = metrics.copy()

@@ -119,7 +119,7 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame, meta: Mappi
         {"label": "Cross-fitting folds L", "value": est["folds"], "code": False},
         {"label": "Bootstrap draws", "value": f"{est['bootstrap']} (multiplier)", "code": False},
         {"label": "Confidence", "value": f"{round((1 - est['alpha']) * 100)}%", "code": False},
-        {"label": "Population source (P1)", "value": p1, "code": False},
+        {"label": "Population source (P1)", "value": p1, "code": False, "wide": True},
     ]
     method = {
         "p1": p1, "bundled": bundled,
