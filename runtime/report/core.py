@@ -69,16 +69,17 @@ def _systems(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _amendments(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every amendment with its reason first (the README promises it), then its other fields."""
+    """Every amendment: its reason first (the README promises it; "(none recorded)" without one),
+    then its other fields (time, superseded lock, changed keys)."""
     out = []
     for i, a in enumerate(meta.get("amendments") or [], start=1):
         if isinstance(a, Mapping):
-            reason = next((a[k] for k in ("reason", "Reason") if k in a), None)
-            fields = [{"key": str(k), "value": fmt_text(v if not isinstance(v, (dict, list)) else fmt_compact(v))}
-                      for k, v in a.items() if k not in ("reason", "Reason")]
-            out.append({"index": i, "reason": fmt_text(reason, "(none recorded)"), "fields": fields})
+            reason = a.get("reason")
+            rest = [{"key": str(k), "value": fmt_text(v if not isinstance(v, (dict, list)) else fmt_compact(v))}
+                    for k, v in a.items() if k != "reason"]
         else:
-            out.append({"index": i, "reason": fmt_text(a, "(none recorded)"), "fields": []})
+            reason, rest = a, []
+        out.append({"index": i, "fields": [{"key": "reason", "value": fmt_text(reason, "(none recorded)")}, *rest]})
     return out
 
 
