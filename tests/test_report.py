@@ -229,7 +229,7 @@ def inputs():
     return make_inputs()
 
 
-def build_context(*, metrics, risk, drift, meta) -> dict:
+def report_parts(*, metrics, risk, drift, meta) -> dict:
     """The shared core and the metric_suite sections, with the sections' data by name."""
     core = build_core(meta)
     sections = metric_suite_sections(metrics=metrics, risk=risk, drift=drift, meta=meta)
@@ -239,19 +239,19 @@ def build_context(*, metrics, risk, drift, meta) -> dict:
             "fail_variants": by_id["fail-variants"]["rows"], "risk": by_id["risk"], "kpis": by_id["risk"]["kpis"]}
 
 
-def render_html(context: dict) -> str:
+def render_html_of(context: dict) -> str:
     return render_report(context["core"], context["sections"])
 
 
 @pytest.fixture(scope="module")
 def context(inputs):
     metrics, risk, drift, meta = inputs
-    return build_context(metrics=metrics, risk=risk, drift=drift, meta=meta)
+    return report_parts(metrics=metrics, risk=risk, drift=drift, meta=meta)
 
 
 @pytest.fixture(scope="module")
 def html(context):
-    return render_html(context)
+    return render_html_of(context)
 
 
 def _headings(html: str) -> list[str]:
@@ -342,7 +342,7 @@ def test_fail_variant_is_in_the_fail_table(html, context):
 
 def test_no_fail_says_so():
     metrics, risk, drift, meta = make_inputs(fail=False)
-    html = render_html(build_context(metrics=metrics, risk=risk, drift=drift, meta=meta))
+    html = render_html_of(report_parts(metrics=metrics, risk=risk, drift=drift, meta=meta))
     assert "No variant triggers FAIL" in html
 
 
@@ -405,7 +405,7 @@ def test_status_read_back_from_csv_as_nan_is_na(inputs):
     metrics, risk, drift, meta = inputs
     m = metrics.copy()
     m.loc[m["status"] == "N/A", "status"] = math.nan  # what pd.read_csv does with "N/A"
-    ctx = build_context(metrics=m, risk=risk, drift=drift, meta=meta)
+    ctx = report_parts(metrics=m, risk=risk, drift=drift, meta=meta)
     recall = next(x for x in ctx["units"][0]["metrics"] if x["id"] == "recall_at_k")
     assert next(r for r in recall["rows"] if r["variant"] == NA_CELL[1])["status"] == "N/A"
 
@@ -415,7 +415,7 @@ def test_amendments_listed_or_none(inputs, html):
     metrics, risk, drift, meta = inputs
     amended = {**meta, "amendments": [{"at": "2026-11-29T09:40:00Z", "reason": "widen <score_delta>",
                                       "changed": {"thresholds.operational.score_delta.pass": [0.04, 0.05]}}]}
-    out = render_html(build_context(metrics=metrics, risk=risk, drift=drift, meta=amended))
+    out = render_html_of(report_parts(metrics=metrics, risk=risk, drift=drift, meta=amended))
     assert re.search(r"Amendment 1</strong>\s*<dl><dt>reason</dt><dd>widen &lt;score_delta&gt;</dd>", out)
     assert "thresholds.operational.score_delta.pass: 0.04, 0.05" in out
     assert "None: the run uses the spec as locked." not in out
@@ -438,11 +438,36 @@ def test_every_kind_of_report_lists_amendments_with_their_reasons(inputs):
     assert "Population audit report (causal decomposition)" in out
 
 
+def test_llm_section_after_drift_with_rates_calls_and_manipulation_check(inputs, context):
+    from runtime.report import llm_sections
+
+    llm = {"validity": [{"system": "judge", "condition": "neutral", "answers": 40, "valid": 38, "invalid": 2,
+                         "valid_response_rate": 0.95, "replicates": 2, "cells_without_valid_answer": 1,
+                         "excluded_base_candidates": ["j1-cv003"]}],
+           "calls": {"judge": {"calls": 40, "from_cache": 0, "retries": 1, "invalid": 2, "tokens_in": 12000,
+                               "tokens_out": 400}},
+           "generator": {"model": "smollm2", "flags": 1, "followups": 0,
+                         "manipulation_check": [{"variant": "V01", "axis": "sex_gender", "intended": "Female-FR",
+                                                 "n": 10, "classified_as_intended": 7, "rate": 0.7, "defaulted": 1}],
+                         "phase_a": {"data-analyst": {"requested_matching": 5, "labelled_matching": 4}}},
+           "replicates": {"judge": 2}}
+    assert llm_sections(None) == [] and llm_sections({}) == []
+    out = render_report(context["core"], [*context["sections"], *llm_sections(llm)])
+    heads = _headings(out)
+    assert heads.index("Qualification drift") < heads.index("LLM screeners and generation agents") < heads.index(
+        "Amendments")
+    for text in ("Valid-response rate", "Manipulation check (axis classifier)",
+                 "Replicates\n  are averaged per candidate before ranking", "Model calls", "<strong>95.0%</strong>",
+                 "<strong>70.0%</strong>", "j1-cv003", "data-analyst: 4 labelled matching of 5 requested"):
+        assert text in out, text
+    assert 'href="#llm"' in out.split("</nav>", 1)[0]
+
+
 def test_autoescape(inputs):
     metrics, risk, drift, meta = inputs
     m = metrics.copy()
     m.loc[0, "notes"] = "<script>alert(1)</script>"
-    out = render_html(build_context(metrics=m, risk=risk, drift=drift,
+    out = render_html_of(report_parts(metrics=m, risk=risk, drift=drift,
                                     meta={**meta, "title": "A & B <i>audit</i>"}))
     assert "<script>" not in out and "&lt;script&gt;" in out
     assert "A &amp; B &lt;i&gt;audit&lt;/i&gt;" in out
@@ -450,13 +475,13 @@ def test_autoescape(inputs):
 
 def test_empty_drift_is_explained(inputs):
     metrics, risk, drift, meta = inputs
-    out = render_html(build_context(metrics=metrics, risk=risk, drift=drift.iloc[0:0], meta=meta))
+    out = render_html_of(report_parts(metrics=metrics, risk=risk, drift=drift.iloc[0:0], meta=meta))
     assert "No qualification-drift statistics were computed for this run." in out
 
 
 def test_deterministic(inputs, html):
     metrics, risk, drift, meta = inputs
-    again = render_html(build_context(metrics=metrics.copy(), risk=risk.copy(), drift=drift.copy(), meta=meta))
+    again = render_html_of(report_parts(metrics=metrics.copy(), risk=risk.copy(), drift=drift.copy(), meta=meta))
     assert again == html
 
 
@@ -469,7 +494,7 @@ def test_deterministic_across_processes(html, tmp_path):
         f"spec = importlib.util.spec_from_file_location('t', {str(Path(__file__))!r})\n"
         "t = importlib.util.module_from_spec(spec); spec.loader.exec_module(t)\n"
         "m, r, d, meta = t.make_inputs()\n"
-        "sys.stdout.write(t.render_html(t.build_context(metrics=m, risk=r, drift=d, meta=meta)))\n"
+        "sys.stdout.write(t.render_html_of(t.report_parts(metrics=m, risk=r, drift=d, meta=meta)))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True,
                          cwd=Path(__file__).resolve().parents[1],
@@ -483,7 +508,7 @@ def test_deterministic_across_processes(html, tmp_path):
 @pytest.mark.slow
 def test_pdf_renders_with_page_numbers_and_ids(context, tmp_path):
     pdf = tmp_path / "report.pdf"
-    render_pdf(context["core"], pdf, html=render_html(context))
+    render_pdf(context["core"], pdf, html=render_html_of(context))
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF")
     if shutil.which("pdftotext") is None:
@@ -517,10 +542,10 @@ def test_several_systems_conditions_and_many_variants(inputs):
     big = pd.concat([*frames, *many], ignore_index=True)
     meta2 = {**meta, "systems": [*meta["systems"], {"id": "vendor", "kind": "precomputed", "model": "vendor-v3",
                                                     "fingerprint": "sha256:00", "score_range": [0, 100]}]}
-    ctx = build_context(metrics=big, risk=risk, drift=drift, meta=meta2)
+    ctx = report_parts(metrics=big, risk=risk, drift=drift, meta=meta2)
     assert [(u["system"], u["condition"]) for u in ctx["units"]] == [
         ("minilm", "neutral"), ("minilm", "blind"), ("vendor", "neutral"), ("vendor", "blind")]
-    out = render_html(ctx)
+    out = render_html_of(ctx)
     assert out.count("<svg") == 4 * 9
     ids = re.findall(r'\sid="([^"]*)"', out)
     assert len(ids) == len(set(ids))
@@ -538,7 +563,7 @@ def test_pdf_is_deterministic(context, tmp_path, monkeypatch):
     import time
 
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    html = render_html(context)
+    html = render_html_of(context)
     render_pdf(context["core"], tmp_path / "a.pdf", html=html)
     real_time = time.time
     monkeypatch.setattr(time, "time", lambda: real_time() + 61.0)

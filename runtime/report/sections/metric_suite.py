@@ -186,7 +186,7 @@ def _thresholds(meta: Mapping[str, Any]) -> dict[str, dict[str, dict[str, float]
     return out
 
 
-def _thresholdfmt_text(direction: str, bounds: Mapping[str, float] | None, classify_abs: bool) -> str:
+def _threshold_text(direction: str, bounds: Mapping[str, float] | None, classify_abs: bool) -> str:
     if not bounds:
         return MISSING
     cmp = "≤" if direction == "lower" else "≥"
@@ -403,8 +403,8 @@ def _units(
                     "has_test": bool(tests) or any(not is_missing(r.get("p_value")) for r in mrecs),
                     "ci_text": CI_TEXT.get(info["ci"], info["ci"]),
                     "direction_text": "lower is better" if info["direction"] == "lower" else "higher is better",
-                    "research_text": _thresholdfmt_text(info["direction"], research, info["classify_abs"]),
-                    "operational_text": _thresholdfmt_text(info["direction"], operational, info["classify_abs"]),
+                    "research_text": _threshold_text(info["direction"], research, info["classify_abs"]),
+                    "operational_text": _threshold_text(info["direction"], operational, info["classify_abs"]),
                     "tiers_differ": dict(research) != dict(operational),
                     "chart_svg": chart,
                     "rows": rows,
