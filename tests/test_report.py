@@ -463,6 +463,22 @@ def test_llm_section_after_drift_with_rates_calls_and_manipulation_check(inputs,
     assert 'href="#llm"' in out.split("</nav>", 1)[0]
 
 
+def test_a_family_outside_the_report_package_brings_its_own_template(context, tmp_path, monkeypatch):
+    """A new family touches only its own files: its section template can live beside its code."""
+    pkg = tmp_path / "demo_family"
+    (pkg / "templates").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "templates" / "demo.html.j2").write_text(
+        '{% import "_macros.html.j2" as m %}<section id="demo"><h2>Demo family</h2>'
+        '<p>{{ section.n }} rows for {{ core.header.audit }} {{ m.badge("PASS") }}</p></section>\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    demo = Section(id="demo", title="Demo family", template="demo_family:demo.html.j2", context={"n": 3}, order=650)
+    out = render_report(context["core"], [*context["sections"], demo])
+    assert f"<p>3 rows for {AUDIT} " in out and 'href="#demo"' in out
+    heads = _headings(out)
+    assert heads.index("Qualification drift") < heads.index("Demo family") < heads.index("Amendments")
+
+
 def test_autoescape(inputs):
     metrics, risk, drift, meta = inputs
     m = metrics.copy()

@@ -33,8 +33,21 @@ FALLBACK_EPOCH = 315532800
 def _environment():
     import jinja2
 
+    class PackageTemplates(jinja2.BaseLoader):
+        """``"some.package:name.html.j2"``: a template in ``templates/`` of another package, so that a
+        family kept outside :mod:`runtime.report` ships its section templates beside its code."""
+
+        def get_source(self, environment, template):
+            package, sep, name = template.partition(":")
+            if not sep or not package:
+                raise jinja2.TemplateNotFound(template)
+            try:
+                return jinja2.PackageLoader(package, "templates").get_source(environment, name)
+            except (ModuleNotFoundError, ValueError) as exc:
+                raise jinja2.TemplateNotFound(template) from exc
+
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("runtime.report", "templates"),
+        loader=jinja2.ChoiceLoader([jinja2.PackageLoader("runtime.report", "templates"), PackageTemplates()]),
         autoescape=True,  # every template here is HTML, including the included CSS
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -42,7 +42,8 @@ class Section:
     title : str
         Title in the table of contents and the section heading.
     template : str
-        Template name relative to ``runtime/report/templates/`` (e.g. ``"sections/effects.html.j2"``);
+        Template name relative to ``runtime/report/templates/`` (e.g. ``"sections/effects.html.j2"``),
+        or ``"package:name"`` for a template in ``templates/`` of another package (a family's own);
         it reads the section's data as ``section`` and the shared report data as ``core``.
     context : Mapping
         The section's data: strings, numbers, booleans, lists and dicts, inline SVG strings.
