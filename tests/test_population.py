@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,9 @@ def test_end_to_end_precomputed_first_name_score(write_spec, tmp_path):
     g = np.random.default_rng(1)
     _scores(tmp_path, 400, 11, lambda p, f: 60 + 5 * (f["first_name_gender"] == "male-typical") + g.normal(0, 2, len(p)))
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
+    # an amendment after the lock (the title only: results unchanged); the report must give its reason
+    spec.write_text(spec.read_text().replace("title: Population audit", "title: Population audit of the vendor"))
+    assert run_cli("compile", spec.name, "--amend", "--reason", "title names the <vendor>", cwd=tmp_path).returncode == 0
     proc = run_cli("execute", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "positivity violated" in proc.stdout
@@ -155,6 +159,9 @@ def test_end_to_end_precomputed_first_name_score(write_spec, tmp_path):
     html = (run / "report.html").read_text()
     assert "Causal decomposition" in html and "Positivity warning" in html and "bundled approximation" in html
     assert "<svg" in html and "do not apply" in html
+    assert re.search(r"Amendment 1</strong>\s*<dl><dt>reason</dt><dd>title names the &lt;vendor&gt;</dd>", html)
+    assert 'href="#amendments"' in html
+    assert "title: &#34;Population audit&#34; -&gt; &#34;Population audit of the vendor&#34;" in html
     status = causal["status"].iloc[0]
     assert status in ("INVESTIGATE", "FAIL")  # positivity violated: no PASS for extrapolated paths
     # determinism: the same spec and seed give byte-identical causal.csv

@@ -1,4 +1,9 @@
-"""Tests of runtime.report: the self-contained HTML report and its PDF (seed 000 §3.8)."""
+"""Tests of runtime.report: the self-contained HTML report and its PDF (seed 000 §3.8).
+
+The report is the shared core (header, amendments, timings, versions, provenance) plus the sections
+the audit families contribute; these tests render the metric_suite family's sections through the
+one base template.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import pandas as pd
 import pytest
 
 from compiler.catalog import DEFAULT_K, METRIC_IDS, METRICS, default_thresholds
-from runtime.report import build_context, render_html, render_pdf
+from runtime.report import Section, build_core, metric_suite_sections, render_pdf, render_report
 from runtime.report.formatting import fmt_ci, fmt_p, fmt_sig
 
 AUDIT = "ats-ranker-q4"
@@ -47,8 +52,8 @@ SECTION_HEADINGS = [
     "Systems under test",
     "Results: system",
     "Qualification drift",
-    "Amendments, thresholds and method",
     "Amendments",
+    "Thresholds and method",
     "Thresholds (both tiers, as locked)",
     "Method notes",
     "Timings",
@@ -224,15 +229,29 @@ def inputs():
     return make_inputs()
 
 
+def report_parts(*, metrics, risk, drift, meta) -> dict:
+    """The shared core and the metric_suite sections, with the sections' data by name."""
+    core = build_core(meta)
+    sections = metric_suite_sections(metrics=metrics, risk=risk, drift=drift, meta=meta)
+    by_id = {s.id: s.context for s in sections}
+    return {"core": core, "sections": sections,
+            "units": [s.context for s in sections if s.template == "sections/metric_suite_unit.html.j2"],
+            "fail_variants": by_id["fail-variants"]["rows"], "risk": by_id["risk"], "kpis": by_id["risk"]["kpis"]}
+
+
+def render_html_of(context: dict) -> str:
+    return render_report(context["core"], context["sections"])
+
+
 @pytest.fixture(scope="module")
 def context(inputs):
     metrics, risk, drift, meta = inputs
-    return build_context(metrics=metrics, risk=risk, drift=drift, meta=meta)
+    return report_parts(metrics=metrics, risk=risk, drift=drift, meta=meta)
 
 
 @pytest.fixture(scope="module")
 def html(context):
-    return render_html(context)
+    return render_html_of(context)
 
 
 def _headings(html: str) -> list[str]:
@@ -262,8 +281,27 @@ def test_every_section_heading_is_present_in_order(html):
         positions.append(hits[0])
     main = [positions[SECTION_HEADINGS.index(h)] for h in (
         "Risk summary", "Variants triggering FAIL", "Audit design", "Results: system",
-        "Qualification drift", "Amendments, thresholds and method")]
+        "Qualification drift", "Amendments", "Thresholds and method", "Timings")]
     assert main == sorted(main)
+
+
+def test_contents_list_every_section_in_order_and_front_matter_comes_first(html, context):
+    toc = html.split('<nav class="toc">', 1)[1].split("</nav>", 1)[0]
+    anchors = re.findall(r'href="#([^"]+)"', toc)
+    assert anchors == ["risk", "fail-variants", "design", "u-minilm-neutral", "drift", "amendments", "appendix",
+                       "run-record"]
+    body = html.split("</nav>", 1)[1]
+    assert [a for a in re.findall(r'<section[^>]* id="([^"]+)"', body) if a in anchors] == anchors
+    # the design's key settings are front matter: between the header and the contents, not listed
+    top = html[: html.index('<nav class="toc">')]
+    assert 'id="at-a-glance"' in top and "at-a-glance" not in anchors
+    assert "Shortlist size K" in top and "Bootstrap resamples" in top
+
+
+def test_two_sections_with_one_anchor_are_refused(context):
+    twin = Section(id="risk", title="Another risk", template="sections/metric_suite_drift.html.j2")
+    with pytest.raises(ValueError, match="share the anchor 'risk'"):
+        render_report(context["core"], [*context["sections"], twin])
 
 
 def test_one_chart_per_metric_in_catalogue_order(html):
@@ -304,7 +342,7 @@ def test_fail_variant_is_in_the_fail_table(html, context):
 
 def test_no_fail_says_so():
     metrics, risk, drift, meta = make_inputs(fail=False)
-    html = render_html(build_context(metrics=metrics, risk=risk, drift=drift, meta=meta))
+    html = render_html_of(report_parts(metrics=metrics, risk=risk, drift=drift, meta=meta))
     assert "No variant triggers FAIL" in html
 
 
@@ -367,7 +405,7 @@ def test_status_read_back_from_csv_as_nan_is_na(inputs):
     metrics, risk, drift, meta = inputs
     m = metrics.copy()
     m.loc[m["status"] == "N/A", "status"] = math.nan  # what pd.read_csv does with "N/A"
-    ctx = build_context(metrics=m, risk=risk, drift=drift, meta=meta)
+    ctx = report_parts(metrics=m, risk=risk, drift=drift, meta=meta)
     recall = next(x for x in ctx["units"][0]["metrics"] if x["id"] == "recall_at_k")
     assert next(r for r in recall["rows"] if r["variant"] == NA_CELL[1])["status"] == "N/A"
 
@@ -377,16 +415,75 @@ def test_amendments_listed_or_none(inputs, html):
     metrics, risk, drift, meta = inputs
     amended = {**meta, "amendments": [{"at": "2026-11-29T09:40:00Z", "reason": "widen <score_delta>",
                                       "changed": {"thresholds.operational.score_delta.pass": [0.04, 0.05]}}]}
-    out = render_html(build_context(metrics=metrics, risk=risk, drift=drift, meta=amended))
-    assert "Amendment 1" in out and "widen &lt;score_delta&gt;" in out
+    out = render_html_of(report_parts(metrics=metrics, risk=risk, drift=drift, meta=amended))
+    assert re.search(r"Amendment 1</strong>\s*<dl><dt>reason</dt><dd>widen &lt;score_delta&gt;</dd>", out)
+    assert "thresholds.operational.score_delta.pass: 0.04, 0.05" in out
     assert "None: the run uses the spec as locked." not in out
+
+
+def test_every_kind_of_report_lists_amendments_with_their_reasons(inputs):
+    """The amendments are a shared part of the base template: a population run (no metric_suite
+    sections) lists each one with its reason, as the README promises."""
+    meta = {**inputs[3], "amendments": [
+        {"reason": "more bootstrap draws", "amended at (UTC)": "2026-11-29T09:40:00Z",
+         "superseded lock": "2026-11-29T09:12:44Z, sha256 00ff",
+         "changed keys": ["candidates.estimation.bootstrap: 100 -> 200"]},
+        {"amended at (UTC)": "2026-11-29T09:50:00Z", "changed keys": ["title: a -> b"]}]}
+    out = render_report(build_core(meta, kind="Population audit report (causal decomposition)"), [])
+    assert re.search(r"Amendment 1</strong>\s*<dl><dt>reason</dt><dd>more bootstrap draws</dd>", out)
+    assert "candidates.estimation.bootstrap: 100 -&gt; 200" in out and "2026-11-29T09:40:00Z" in out
+    assert re.search(r"Amendment 2</strong>\s*<dl><dt>reason</dt><dd>\(none recorded\)</dd>", out)
+    toc = out.split('<nav class="toc">', 1)[1].split("</nav>", 1)[0]
+    assert re.findall(r'href="#([^"]+)"', toc) == ["amendments", "run-record"]
+    assert "Population audit report (causal decomposition)" in out
+
+
+def test_llm_section_after_drift_with_rates_calls_and_manipulation_check(inputs, context):
+    from runtime.report import llm_sections
+
+    llm = {"validity": [{"system": "judge", "condition": "neutral", "answers": 40, "valid": 38, "invalid": 2,
+                         "valid_response_rate": 0.95, "replicates": 2, "cells_without_valid_answer": 1,
+                         "excluded_base_candidates": ["j1-cv003"]}],
+           "calls": {"judge": {"calls": 40, "from_cache": 0, "retries": 1, "invalid": 2, "tokens_in": 12000,
+                               "tokens_out": 400}},
+           "generator": {"model": "smollm2", "flags": 1, "followups": 0,
+                         "manipulation_check": [{"variant": "V01", "axis": "sex_gender", "intended": "Female-FR",
+                                                 "n": 10, "classified_as_intended": 7, "rate": 0.7, "defaulted": 1}],
+                         "phase_a": {"data-analyst": {"requested_matching": 5, "labelled_matching": 4}}},
+           "replicates": {"judge": 2}}
+    assert llm_sections(None) == [] and llm_sections({}) == []
+    out = render_report(context["core"], [*context["sections"], *llm_sections(llm)])
+    heads = _headings(out)
+    assert heads.index("Qualification drift") < heads.index("LLM screeners and generation agents") < heads.index(
+        "Amendments")
+    for text in ("Valid-response rate", "Manipulation check (axis classifier)",
+                 "Replicates\n  are averaged per candidate before ranking", "Model calls", "<strong>95.0%</strong>",
+                 "<strong>70.0%</strong>", "j1-cv003", "data-analyst: 4 labelled matching of 5 requested"):
+        assert text in out, text
+    assert 'href="#llm"' in out.split("</nav>", 1)[0]
+
+
+def test_a_family_outside_the_report_package_brings_its_own_template(context, tmp_path, monkeypatch):
+    """A new family touches only its own files: its section template can live beside its code."""
+    pkg = tmp_path / "demo_family"
+    (pkg / "templates").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "templates" / "demo.html.j2").write_text(
+        '{% import "_macros.html.j2" as m %}<section id="demo"><h2>Demo family</h2>'
+        '<p>{{ section.n }} rows for {{ core.header.audit }} {{ m.badge("PASS") }}</p></section>\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    demo = Section(id="demo", title="Demo family", template="demo_family:demo.html.j2", context={"n": 3}, order=650)
+    out = render_report(context["core"], [*context["sections"], demo])
+    assert f"<p>3 rows for {AUDIT} " in out and 'href="#demo"' in out
+    heads = _headings(out)
+    assert heads.index("Qualification drift") < heads.index("Demo family") < heads.index("Amendments")
 
 
 def test_autoescape(inputs):
     metrics, risk, drift, meta = inputs
     m = metrics.copy()
     m.loc[0, "notes"] = "<script>alert(1)</script>"
-    out = render_html(build_context(metrics=m, risk=risk, drift=drift,
+    out = render_html_of(report_parts(metrics=m, risk=risk, drift=drift,
                                     meta={**meta, "title": "A & B <i>audit</i>"}))
     assert "<script>" not in out and "&lt;script&gt;" in out
     assert "A &amp; B &lt;i&gt;audit&lt;/i&gt;" in out
@@ -394,13 +491,13 @@ def test_autoescape(inputs):
 
 def test_empty_drift_is_explained(inputs):
     metrics, risk, drift, meta = inputs
-    out = render_html(build_context(metrics=metrics, risk=risk, drift=drift.iloc[0:0], meta=meta))
+    out = render_html_of(report_parts(metrics=metrics, risk=risk, drift=drift.iloc[0:0], meta=meta))
     assert "No qualification-drift statistics were computed for this run." in out
 
 
 def test_deterministic(inputs, html):
     metrics, risk, drift, meta = inputs
-    again = render_html(build_context(metrics=metrics.copy(), risk=risk.copy(), drift=drift.copy(), meta=meta))
+    again = render_html_of(report_parts(metrics=metrics.copy(), risk=risk.copy(), drift=drift.copy(), meta=meta))
     assert again == html
 
 
@@ -412,9 +509,8 @@ def test_deterministic_across_processes(html, tmp_path):
         "import sys, importlib.util\n"
         f"spec = importlib.util.spec_from_file_location('t', {str(Path(__file__))!r})\n"
         "t = importlib.util.module_from_spec(spec); spec.loader.exec_module(t)\n"
-        "from runtime.report import build_context, render_html\n"
         "m, r, d, meta = t.make_inputs()\n"
-        "sys.stdout.write(render_html(build_context(metrics=m, risk=r, drift=d, meta=meta)))\n"
+        "sys.stdout.write(t.render_html_of(t.report_parts(metrics=m, risk=r, drift=d, meta=meta)))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True,
                          cwd=Path(__file__).resolve().parents[1],
@@ -428,7 +524,7 @@ def test_deterministic_across_processes(html, tmp_path):
 @pytest.mark.slow
 def test_pdf_renders_with_page_numbers_and_ids(context, tmp_path):
     pdf = tmp_path / "report.pdf"
-    render_pdf(context, pdf)
+    render_pdf(context["core"], pdf, html=render_html_of(context))
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF")
     if shutil.which("pdftotext") is None:
@@ -462,10 +558,10 @@ def test_several_systems_conditions_and_many_variants(inputs):
     big = pd.concat([*frames, *many], ignore_index=True)
     meta2 = {**meta, "systems": [*meta["systems"], {"id": "vendor", "kind": "precomputed", "model": "vendor-v3",
                                                     "fingerprint": "sha256:00", "score_range": [0, 100]}]}
-    ctx = build_context(metrics=big, risk=risk, drift=drift, meta=meta2)
+    ctx = report_parts(metrics=big, risk=risk, drift=drift, meta=meta2)
     assert [(u["system"], u["condition"]) for u in ctx["units"]] == [
         ("minilm", "neutral"), ("minilm", "blind"), ("vendor", "neutral"), ("vendor", "blind")]
-    out = render_html(ctx)
+    out = render_html_of(ctx)
     assert out.count("<svg") == 4 * 9
     ids = re.findall(r'\sid="([^"]*)"', out)
     assert len(ids) == len(set(ids))
@@ -483,10 +579,11 @@ def test_pdf_is_deterministic(context, tmp_path, monkeypatch):
     import time
 
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    render_pdf(context, tmp_path / "a.pdf")
+    html = render_html_of(context)
+    render_pdf(context["core"], tmp_path / "a.pdf", html=html)
     real_time = time.time
     monkeypatch.setattr(time, "time", lambda: real_time() + 61.0)
-    render_pdf(context, tmp_path / "sub" / "b.pdf")
+    render_pdf(context["core"], tmp_path / "sub" / "b.pdf", html=html)
     monkeypatch.undo()
     assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "sub" / "b.pdf").read_bytes()
     assert "SOURCE_DATE_EPOCH" not in os.environ  # set for the render only

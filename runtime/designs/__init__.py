@@ -31,10 +31,14 @@ class Design:
         ``candidates.generator`` of the spec, or :data:`SCORE_FILE`.
     provides : frozenset of str
         ``{"paired"}`` or ``{"unpaired"}``.
+    report_kind : str
+        What the report calls itself under its title.
     """
 
     id: ClassVar[str] = ""
     provides: ClassVar[frozenset[str]] = frozenset()
+    #: The report's kind, under its title.
+    report_kind: ClassVar[str] = "Correspondence audit report"
 
     def generate(self, ctx: "RunContext") -> None:  # pragma: no cover - interface
         """Set ``ctx.candidates`` and write the design's artifacts into the run folder."""

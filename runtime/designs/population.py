@@ -81,6 +81,7 @@ class PopulationDesign(Design):
     """Profiles of every job and their résumé texts (``ctx.candidates``: one row per profile)."""
 
     provides = frozenset({UNPAIRED})
+    report_kind = "Population audit report (causal decomposition)"
 
     def generate(self, ctx) -> None:
         from runtime.generate.population import realise_all

@@ -99,6 +99,10 @@ class AuditFamily:
     def analyse(self, ctx: "RunContext") -> FamilyResult:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def sections(self, ctx: "RunContext", result: FamilyResult) -> list["Section"]:
-        """Report sections, built after every family has run (default: those ``analyse`` returned)."""
+    def sections(self, ctx: "RunContext", result: FamilyResult, meta: dict[str, Any]) -> list["Section"]:
+        """The family's report sections, built after every family has run.
+
+        ``meta`` is the run's report metadata (:func:`runtime.pipeline.metadata.report_meta`). The
+        default returns the sections ``analyse`` put into ``result.sections``.
+        """
         return list(result.sections)

@@ -119,3 +119,9 @@ class Causal(AuditFamily):
                    + (" · positivity violated: NDE/NIE/BIE/RIE unreliable (see report)"
                       if t.positivity == "violated" else "") for t in te.itertuples()]
         return FamilyResult(tables={"causal": causal}, status=status, summary=summary, data={"causal": causal})
+
+    def sections(self, ctx, result: FamilyResult, meta) -> list:
+        from runtime.report import causal_sections
+
+        return causal_sections(causal=result.data["causal"], profiles=ctx.candidates, meta=meta,
+                               candidates=ctx.resolved["candidates"])

@@ -41,3 +41,8 @@ class Effects(AuditFamily):
             out.record = {"validity": {"verdict": effects.verdict, "failed": list(effects.failed)}}
             out.summary = [f"validity protocol: {effects.verdict}"]
         return out
+
+    def sections(self, ctx, result: FamilyResult, meta) -> list:
+        from runtime.report import effects_sections
+
+        return effects_sections(result.data["effects"])

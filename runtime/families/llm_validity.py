@@ -78,3 +78,8 @@ class LlmValidity(AuditFamily):
             rows = validity_rows(meta)
             tables = {"llm_validity": pd.DataFrame(rows, columns=list(VALIDITY_COLUMNS))} if rows else {}
         return FamilyResult(tables=tables, data={"meta": meta})
+
+    def sections(self, ctx, result: FamilyResult, meta) -> list:
+        from runtime.report import llm_sections
+
+        return llm_sections(result.data["meta"])

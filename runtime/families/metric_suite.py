@@ -55,3 +55,9 @@ class MetricSuite(AuditFamily):
         return FamilyResult(tables={"metrics": result.metrics, "risk": result.risk, "drift": result.drift},
                             status=metric_status(result.metrics), summary=summary,
                             data={"result": result})
+
+    def sections(self, ctx, result: FamilyResult, meta) -> list:
+        from runtime.report import metric_suite_sections
+
+        suite = result.data["result"]
+        return metric_suite_sections(metrics=suite.metrics, risk=suite.risk, drift=suite.drift, meta=meta)

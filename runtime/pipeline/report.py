@@ -1,4 +1,5 @@
-"""The report stage: the run's HTML report and its PDF, rendered once from the same HTML."""
+"""The report stage: one base template, every enabled audit family's sections, the PDF rendered
+once from the same HTML."""
 
 from __future__ import annotations
 
@@ -8,31 +9,19 @@ from runtime.pipeline.metadata import report_meta
 
 def write_report(ctx: RunContext) -> None:
     """Write ``report.html`` and ``report.pdf`` into the run folder."""
-    from runtime.report import build_context, render_html, render_pdf
+    from runtime.designs import design_for
+    from runtime.families import registered
+    from runtime.report import build_core, render_pdf, render_report
     from runtime.sign import provenance_context
 
     folder, run = ctx.folder, ctx.run
     meta = report_meta(ctx.resolved, ctx.lock, run)
-    if "causal" in ctx.results:
-        from runtime.report.causal import build_population_context, render_population_html
-
-        context = build_population_context(causal=ctx.tables["causal"], profiles=ctx.candidates, meta=meta,
-                                           candidates=ctx.resolved["candidates"])
-        context["provenance"] = provenance_context(folder.path, run, folder.keys)
-        html = render_population_html(context)
-    else:
-        suite = ctx.results["metric_suite"].data["result"]
-        llm = ctx.results.get("llm_validity")
-        context = build_context(metrics=suite.metrics, risk=suite.risk, drift=suite.drift,
-                                meta={**meta, "llm": llm.data["meta"] if llm else None})
-        if "effects" in ctx.results:
-            from runtime.report.effects_context import add_effects
-
-            add_effects(context, ctx.results["effects"].data["effects"])
-        context["provenance"] = provenance_context(folder.path, run, folder.keys)
-        context["toc"].append({"anchor": "provenance", "title": "Reproduction and signature"})
-        html = render_html(context)
+    core = build_core(meta, provenance=provenance_context(folder.path, run, folder.keys),
+                      kind=design_for(ctx.resolved).report_kind)
+    families = registered()
+    sections = [s for fid, result in ctx.results.items() for s in families[fid]().sections(ctx, result, meta)]
+    html = render_report(core, sections)
     folder.write_text("report.html", html)
     folder.save()
-    render_pdf(context, folder.path / "report.pdf", html=html)  # the same HTML, rendered once
+    render_pdf(core, folder.path / "report.pdf", html=html)  # the same HTML, rendered once
     folder.listed("report.pdf")

@@ -1,11 +1,21 @@
 """Audit report: a self-contained HTML dashboard and its A4 PDF (seed 000 §3.8).
 
->>> ctx = build_context(metrics=metrics, risk=risk, drift=drift, meta=meta)   # doctest: +SKIP
->>> html = render_html(ctx)                                                  # doctest: +SKIP
->>> render_pdf(ctx, Path("report.pdf"))                                      # doctest: +SKIP
+One base template renders the shared parts of every run; each audit family contributes ordered
+sections (:mod:`runtime.report.sections`).
+
+>>> core = build_core(meta, provenance=provenance)                                  # doctest: +SKIP
+>>> sections = metric_suite_sections(metrics=metrics, risk=risk, drift=drift, meta=meta)  # doctest: +SKIP
+>>> html = render_report(core, sections)                                            # doctest: +SKIP
+>>> render_pdf(core, Path("report.pdf"), html=html)                                  # doctest: +SKIP
 """
 
-from runtime.report.context import build_context
-from runtime.report.render import render_html, render_pdf
+from runtime.report.core import build_core
+from runtime.report.render import render_pdf, render_report
+from runtime.report.sections import Section, ordered
+from runtime.report.sections.causal import causal_sections
+from runtime.report.sections.effects import effects_sections
+from runtime.report.sections.llm import llm_sections
+from runtime.report.sections.metric_suite import metric_suite_sections
 
-__all__ = ["build_context", "render_html", "render_pdf"]
+__all__ = ["Section", "build_core", "causal_sections", "effects_sections", "llm_sections",
+           "metric_suite_sections", "ordered", "render_pdf", "render_report"]

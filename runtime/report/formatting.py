@@ -143,3 +143,24 @@ def fmt_seconds(x: Any) -> str:
         return f"{m} min {s:02d} s"
     h, m = divmod(m, 60)
     return f"{h} h {m:02d} min {s:02d} s"
+
+
+def fmt_text(x: Any, default: str = MISSING) -> str:
+    """A text cell: ``default`` for None, NaN, infinities and blank strings."""
+    if x is None:
+        return default
+    if isinstance(x, float) and not math.isfinite(x):
+        return default
+    s = str(x)
+    return s if s.strip() else default
+
+
+def fmt_compact(v: Any) -> str:
+    """A nested mapping or list on one line (``key: value, key: value``)."""
+    from collections.abc import Mapping
+
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}: {fmt_compact(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return ", ".join(fmt_compact(x) for x in v)
+    return fmt_text(v)

@@ -1,4 +1,8 @@
-"""Render the report context to self-contained HTML, and the HTML to an A4 PDF.
+"""Render a run's report (shared core + the families' sections) to self-contained HTML, and to an A4 PDF.
+
+>>> core = build_core(meta, provenance=provenance)                               # doctest: +SKIP
+>>> html = render_report(core, [*metric_suite_sections(...), *effects_sections(e)])  # doctest: +SKIP
+>>> render_pdf(core, Path("report.pdf"), html=html)                               # doctest: +SKIP
 
 The HTML carries its CSS inline and its charts as inline SVG; it references no URL, font, script or
 image file, so it can be archived and read offline exactly as generated. The PDF is WeasyPrint's
@@ -10,11 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from runtime.report.sections import ORDER, Section, ordered
 
 TEMPLATE = "report.html.j2"
 
@@ -27,8 +33,21 @@ FALLBACK_EPOCH = 315532800
 def _environment():
     import jinja2
 
+    class PackageTemplates(jinja2.BaseLoader):
+        """``"some.package:name.html.j2"``: a template in ``templates/`` of another package, so that a
+        family kept outside :mod:`runtime.report` ships its section templates beside its code."""
+
+        def get_source(self, environment, template):
+            package, sep, name = template.partition(":")
+            if not sep or not package:
+                raise jinja2.TemplateNotFound(template)
+            try:
+                return jinja2.PackageLoader(package, "templates").get_source(environment, name)
+            except (ModuleNotFoundError, ValueError) as exc:
+                raise jinja2.TemplateNotFound(template) from exc
+
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("runtime.report", "templates"),
+        loader=jinja2.ChoiceLoader([jinja2.PackageLoader("runtime.report", "templates"), PackageTemplates()]),
         autoescape=True,  # every template here is HTML, including the included CSS
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -37,9 +56,47 @@ def _environment():
     )
 
 
-def render_html(context: dict[str, Any]) -> str:
-    """Return the report as one self-contained HTML document (deterministic in ``context``)."""
-    return _environment().get_template(TEMPLATE).render(**context)
+def core_sections(core: Mapping[str, Any]) -> list[Section]:
+    """The shared parts every report carries, as sections placed among the families' ones.
+
+    Amendments (with their reasons), timings and software versions, and, when ``core`` has a
+    provenance, the reproduction command and the signature box (``#signature-box``, the rectangle
+    :mod:`runtime.sign` places the PDF signature over).
+    """
+    out = [
+        Section(id="amendments", title="Amendments", template="_amendments.html.j2",
+                context={"amendments": core["amendments"]}, order=ORDER["amendments"]),
+        Section(id="run-record", title="Timings and software versions", template="_run_record.html.j2",
+                context={"timings": core["timings"], "total_time": core["total_time"],
+                         "versions": core["versions"]}, order=ORDER["run_record"]),
+    ]
+    if core.get("provenance") is not None:
+        out.append(Section(id="provenance", title="Reproduction and signature", template="_provenance.html.j2",
+                           context=core["provenance"], order=ORDER["provenance"]))
+    return out
+
+
+def render_report(core: Mapping[str, Any], sections: Iterable[Section]) -> str:
+    """The report as one self-contained HTML document (deterministic in its inputs).
+
+    Parameters
+    ----------
+    core : Mapping
+        :func:`runtime.report.core.build_core`.
+    sections : iterable of Section
+        Every family's sections; the shared parts (:func:`core_sections`) are added here. Sections
+        with a negative ``order`` are front matter (between the header and the contents).
+
+    Raises
+    ------
+    ValueError
+        When two sections share an anchor.
+    """
+    every = ordered([*sections, *core_sections(core)])
+    front = [s for s in every if s.order < 0]
+    body = [s for s in every if s.order >= 0]
+    toc = [{"anchor": s.id, "title": s.title} for s in body if s.toc]
+    return _environment().get_template(TEMPLATE).render(core=core, front=front, body=body, toc=toc)
 
 
 def source_date_epoch(context: Mapping[str, Any]) -> int:
@@ -80,8 +137,11 @@ def _source_date(epoch: int) -> Iterator[None]:
             os.environ["SOURCE_DATE_EPOCH"] = before
 
 
-def render_pdf(context: dict[str, Any], path: Path, *, html: str | None = None) -> None:
-    """Write the report as an A4 PDF to ``path`` (WeasyPrint; same content as :func:`render_html`).
+def render_pdf(context: Mapping[str, Any], path: Path, *, html: str) -> None:
+    """Write ``html`` (:func:`render_report`) as an A4 PDF to ``path`` (WeasyPrint).
+
+    ``context`` is the report's ``core`` (:func:`runtime.report.core.build_core`): its
+    ``header.generated_at`` is the PDF's clock.
 
     The bytes depend on the context only, never on the wall clock: every time the renderer or its
     font subsetter would stamp is the run's recorded start (:func:`source_date_epoch`), set as
@@ -96,7 +156,6 @@ def render_pdf(context: dict[str, Any], path: Path, *, html: str | None = None) 
         import weasyprint
     except ImportError as exc:  # pragma: no cover - weasyprint is a hard dependency
         raise ImportError("rendering the PDF report needs WeasyPrint: pip install 'weasyprint>=61'") from exc
-    html = render_html(context) if html is None else html  # html: another template's rendering
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _source_date(source_date_epoch(context)):

@@ -1,9 +1,10 @@
-"""Turn a run's result frames and metadata into the report's template context (no I/O).
+"""Report sections of the ``metric_suite`` family: seed 000's nine metrics (no I/O).
 
-:func:`build_context` is the only public function. Its output is a plain ``dict`` of strings,
-numbers, booleans, lists and dicts (charts included as SVG strings), already formatted for display
-and already in report order, so that the templates contain no logic beyond loops and conditionals
-and the same inputs always give the same context.
+:func:`metric_suite_sections` is the only public function. Each section's context is plain data
+(strings, numbers, booleans, lists and dicts, charts as SVG strings), already formatted for display
+and in report order, so that the templates (``templates/sections/metric_suite_*.html.j2``) contain
+no logic beyond loops and conditionals and the same inputs always give the same sections. Method
+prose (metric definitions, tier notes, method notes) lives in those templates.
 
 Sources: seed 000 §3.4 (metrics), §3.5 (tests, BH), §3.6 (Eq. 6 and the risk bands), §3.7 (the two
 threshold tiers, always shown together and labelled as distinct policy choices), §3.8 (report
@@ -21,69 +22,29 @@ import pandas as pd
 
 from compiler.catalog import METRICS, RISK_BANDS, CLASSIFY_SIGNIFICANT_DIGITS, default_thresholds
 from runtime.report.charts import metric_chart_svg
-from runtime.report.llm_context import llm_context
 from runtime.report.formatting import (
     MISSING,
     fmt_ci,
     fmt_int,
     fmt_num,
     fmt_p,
-    fmt_seconds,
     fmt_sig,
+    fmt_text,
     fmt_threshold,
     is_missing,
     to_float,
 )
+from runtime.report.sections import ORDER, Section
 
 STATUSES = ("PASS", "INVESTIGATE", "FAIL", "N/A")
 
-#: Short name (chart axis, tables) and one-line definition per metric (seed 000 §3.4.1–3.4.3).
-METRIC_TEXT: dict[str, tuple[str, str]] = {
-    "score_delta": (
-        "Score delta",
-        "Mean paired change of the normalised score, Δ = s(variant) − s(reference), over every base "
-        "candidate and job; classified on |Δ|.",
-    ),
-    "marc": (
-        "MARC / K",
-        "Mean absolute change of a base candidate's rank between its reference and variant résumés, "
-        "divided by the shortlist size K.",
-    ),
-    "flip_rate": (
-        "Flip rate",
-        "Share of candidates who cross the top-K boundary (in→out or out→in) when the reference "
-        "résumé is replaced by the variant.",
-    ),
-    "retention_rate": (
-        "Retention rate",
-        "Per job, the share of the reference top-K that remains in the variant top-K; macro-averaged "
-        "over jobs.",
-    ),
-    "impact_ratio": (
-        "Impact ratio",
-        "Variant macro-retention divided by the reference variant's (the four-fifths rule applied "
-        "to the top-K shortlist).",
-    ),
-    "recall_at_k": (
-        "Recall@K",
-        "Per job, the share of true matches that the variant ranking places in the top K; "
-        "macro-averaged over jobs with at least one true match.",
-    ),
-    "ndcg_at_k": (
-        "nDCG@K",
-        "Normalised discounted cumulative gain of the variant's top K with binary relevance "
-        "(true match), averaged over jobs.",
-    ),
-    "equal_opportunity_gap": (
-        "Equal opportunity gap",
-        "|TPR(variant) − TPR(reference)|, where TPR is the share of all true matches placed in the "
-        "top K, pooled over jobs.",
-    ),
-    "equalized_odds_gap": (
-        "Equalized odds gap",
-        "max(|ΔTPR|, |ΔFPR|) between variant and reference in the top K, pooled over jobs (FPR: "
-        "share of non-matches placed in the top K).",
-    ),
+#: Short name per metric (chart axis, tables); the one-line definitions are in
+#: ``templates/sections/metric_suite_text.html.j2`` (seed 000 §3.4.1–3.4.3).
+METRIC_SHORT: dict[str, str] = {
+    "score_delta": "Score delta", "marc": "MARC / K", "flip_rate": "Flip rate",
+    "retention_rate": "Retention rate", "impact_ratio": "Impact ratio", "recall_at_k": "Recall@K",
+    "ndcg_at_k": "nDCG@K", "equal_opportunity_gap": "Equal opportunity gap",
+    "equalized_odds_gap": "Equalized odds gap",
 }
 
 #: Statistical basis of each threshold (seed 000 Table 3, last column).
@@ -120,18 +81,8 @@ CI_TEXT: dict[str, str] = {
     "paired bootstrap over candidates": "paired bootstrap over candidates",
 }
 
-TIER_TEXT: dict[str, tuple[str, str]] = {
-    "research": (
-        "Research tier",
-        "Stringent, pre-registered thresholds (seed 000 Table 3): borderline findings are surfaced as "
-        "INVESTIGATE rather than absorbed into PASS. This is the primary tier of this report.",
-    ),
-    "operational": (
-        "Operational tier",
-        "Relaxed thresholds for executive communication (seed 000 §3.7), a separate pre-registered "
-        "policy choice shown next to the research tier, never in place of it.",
-    ),
-}
+#: Label of each threshold tier; what each tier means is in ``metric_suite_text.html.j2`` (seed 000 §3.7).
+TIER_LABELS: dict[str, str] = {"research": "Research tier", "operational": "Operational tier"}
 
 BAND_TEXT = {"low": "Low risk", "medium": "Medium risk", "high": "High risk"}
 
@@ -199,15 +150,6 @@ DIAGNOSTICS: dict[str, list[tuple[str, Callable[[Mapping[str, Any]], str], tuple
 # --------------------------------------------------------------------------------------- helpers
 
 
-def _text(x: Any, default: str = MISSING) -> str:
-    if x is None:
-        return default
-    if isinstance(x, float) and not math.isfinite(x):
-        return default
-    s = str(x)
-    return s if s.strip() else default
-
-
 def _status(x: Any) -> str:
     """Normalise a status cell; a missing cell (pandas reads ``N/A`` as NaN) is ``N/A``."""
     if isinstance(x, str) and x.strip().upper() in ("PASS", "INVESTIGATE", "FAIL"):
@@ -255,12 +197,11 @@ def _threshold_text(direction: str, bounds: Mapping[str, float] | None, classify
 
 def _metric_info(metric: str) -> dict[str, Any]:
     info = METRICS.get(metric)
-    short, definition = METRIC_TEXT.get(metric, (metric, ""))
+    short = METRIC_SHORT.get(metric, metric)
     return {
         "id": metric,
         "label": info.label if info else metric,
         "short": short,
-        "definition": definition,
         "family": info.family if info else "",
         "direction": info.direction if info else "lower",
         "classify_abs": bool(info.classify_abs) if info else False,
@@ -279,27 +220,16 @@ def _counts(statuses: Iterable[str]) -> dict[str, int]:
 # -------------------------------------------------------------------------------------- sections
 
 
-def _header(meta: Mapping[str, Any]) -> dict[str, Any]:
-    digest = meta.get("spec_digest") or {}
-    if isinstance(digest, str):
-        digest = {"algorithm": "sha256", "digest": digest}
+def _facts(meta: Mapping[str, Any], reference: str) -> list[dict[str, Any]]:
     k = meta.get("k") or {}
-    return {
-        "title": _text(meta.get("title"), "Correspondence audit report"),
-        "audit": _text(meta.get("audit")),
-        "run_id": _text(meta.get("run_id")),
-        "seed": _text(meta.get("seed")),
-        "tool_version": _text(meta.get("tool_version")),
-        "reference": _text(meta.get("reference"), "BASE"),
-        "k": [{"family": str(f), "k": _text(v)} for f, v in k.items()],
-        "alpha": fmt_threshold(meta.get("alpha")),
-        "n_bootstrap": fmt_int(meta.get("n_bootstrap")),
-        "spec_path": _text(meta.get("spec_path")),
-        "digest_algorithm": _text(digest.get("algorithm"), "sha256"),
-        "digest": _text(digest.get("digest")),
-        "lock_created_at": _text(meta.get("lock_created_at")),
-        "generated_at": _text(meta.get("generated_at")),
-    }
+    return [
+        {"label": "Shortlist size K", "value": " · ".join(f"{f} {fmt_text(v)}" for f, v in k.items()) or MISSING,
+         "code": False},
+        {"label": "Reference variant", "value": reference, "code": True},
+        {"label": "Significance level", "value": f"α = {fmt_threshold(meta.get('alpha'))} (BH-adjusted)",
+         "code": False},
+        {"label": "Bootstrap resamples", "value": fmt_int(meta.get("n_bootstrap")), "code": False},
+    ]
 
 
 def _risk(risk: pd.DataFrame | None) -> dict[str, Any]:
@@ -309,9 +239,9 @@ def _risk(risk: pd.DataFrame | None) -> dict[str, Any]:
     )
 
     def fmt_row(r: Mapping[str, Any]) -> dict[str, Any]:
-        tier = _text(r.get("tier"), "research")
-        band = _text(r.get("band"), "").lower()
-        label, note = TIER_TEXT.get(tier, (tier.capitalize(), ""))
+        tier = fmt_text(r.get("tier"), "research")
+        band = fmt_text(r.get("band"), "").lower()
+        label = TIER_LABELS.get(tier, tier.capitalize())
         score = to_float(r.get("risk_score"))
         n_fail, n_inv = r.get("n_fail"), r.get("n_investigate")
         n_total = r.get("n_total")
@@ -320,9 +250,8 @@ def _risk(risk: pd.DataFrame | None) -> dict[str, Any]:
         return {
             "tier": tier,
             "tier_label": label,
-            "tier_note": note,
-            "system": _text(r.get("system")),
-            "condition": _text(r.get("condition")),
+            "system": fmt_text(r.get("system")),
+            "condition": fmt_text(r.get("condition")),
             "band": band if band in BAND_TEXT else "unknown",
             "band_label": BAND_TEXT.get(band, "Risk band not given"),
             "score": fmt_sig(score),
@@ -343,8 +272,7 @@ def _risk(risk: pd.DataFrame | None) -> dict[str, Any]:
     present = {r["tier"] for r in overall}
     for tier in ("research", "operational"):
         if tier not in present:  # always show both tiers (seed 000 §3.7), even when one is missing
-            label, note = TIER_TEXT[tier]
-            overall.append({"tier": tier, "tier_label": label, "tier_note": note, "band": "unknown",
+            overall.append({"tier": tier, "tier_label": TIER_LABELS[tier], "band": "unknown",
                             "band_label": "Not computed", "score": MISSING, "score_pct": MISSING,
                             "system": "ALL", "condition": MISSING, "n_total": MISSING,
                             "n_fail": MISSING, "n_investigate": MISSING, "n_pass": MISSING,
@@ -361,7 +289,7 @@ def _risk(risk: pd.DataFrame | None) -> dict[str, Any]:
 def _levels(meta: Mapping[str, Any], variant: str) -> list[dict[str, str]]:
     levels = (meta.get("variants") or {}).get(variant) or {}
     axes = _ordered(list(levels), meta.get("axes") or [])
-    return [{"axis": a, "level": _text(levels.get(a))} for a in axes]
+    return [{"axis": a, "level": fmt_text(levels.get(a))} for a in axes]
 
 
 def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -> dict[str, Any]:
@@ -374,26 +302,14 @@ def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -
         rows.append({
             "variant": v,
             "is_reference": v == reference,
-            "cells": [{"level": _text(levels.get(a)),
+            "cells": [{"level": fmt_text(levels.get(a)),
                        "differs": v != reference and levels.get(a) != ref_levels.get(a)} for a in axes],
         })
-    systems = []
-    info_by_system = meta.get("systems_info") or {}
-    for s in meta.get("systems") or []:
-        rng = s.get("score_range")
-        if isinstance(rng, (list, tuple)) and len(rng) == 2:
-            rng_text = f"[{fmt_threshold(rng[0])}, {fmt_threshold(rng[1])}]"
-        else:
-            rng_text = _text(rng)
-        systems.append({"id": _text(s.get("id")), "kind": _text(s.get("kind")),
-                        "model": _text(s.get("model")), "fingerprint": _text(s.get("fingerprint")),
-                        "score_range": rng_text,
-                        "diagnostic": system_diagnostic(info_by_system.get(s.get("id")) or {})})
     counts = [{"label": COUNT_LABELS.get(k, k.replace("_", " ").capitalize()),
                "value": f"{to_float(v):,.2f}" if "cost" in k and not is_missing(v) else fmt_num(v)}
               for k, v in (meta.get("counts") or {}).items()]
-    jobs = [{"id": _text(j.get("id")), "title": _text(j.get("title"))} for j in meta.get("jobs") or []]
-    return {"axes": axes, "variants": rows, "systems": systems, "jobs": jobs, "counts": counts}
+    jobs = [{"id": fmt_text(j.get("id")), "title": fmt_text(j.get("title"))} for j in meta.get("jobs") or []]
+    return {"axes": axes, "variants": rows, "jobs": jobs, "counts": counts, "reference": reference}
 
 
 def _metric_rows(
@@ -422,7 +338,7 @@ def _metric_rows(
             "status_operational": _status(r.get("status_operational")),
             "n": fmt_int(r.get("n")),
             "diagnostics": [d[1](r) for d in diags],
-            "notes": _text(r.get("notes"), ""),
+            "notes": fmt_text(r.get("notes"), ""),
             "_raw": r,
         })
     return out, [d[0] for d in diags]
@@ -439,8 +355,8 @@ def _units(
     units = []
     for system in system_order:
         srecs = [r for r in recs if str(r.get("system")) == system]
-        for condition in _ordered([_text(r.get("condition")) for r in srecs]):
-            crecs = [r for r in srecs if _text(r.get("condition")) == condition]
+        for condition in _ordered([fmt_text(r.get("condition")) for r in srecs]):
+            crecs = [r for r in srecs if fmt_text(r.get("condition")) == condition]
             metric_ids = _ordered([str(r.get("metric")) for r in crecs], METRICS)
             entries = []
             for metric in metric_ids:
@@ -448,7 +364,7 @@ def _units(
                 mrecs = [r for r in crecs if str(r.get("metric")) == metric]
                 rows, diag_headers = _metric_rows(mrecs, info, variant_order, reference, alpha)
                 ks = [r.get("k") for r in mrecs if not is_missing(r.get("k"))]
-                k = fmt_int(ks[0]) if ks else _text((meta.get("k") or {}).get(info["family"]))
+                k = fmt_int(ks[0]) if ks else fmt_text((meta.get("k") or {}).get(info["family"]))
                 tests = _ordered(str(r.get("test")) for r in mrecs if isinstance(r.get("test"), str) and r.get("test"))
                 if not tests and info["test"]:
                     tests = [info["test"]]
@@ -499,8 +415,8 @@ def _units(
             units.append({
                 "system": system,
                 "condition": condition,
-                "kind": _text(sm.get("kind"), ""),
-                "model": _text(sm.get("model"), ""),
+                "kind": fmt_text(sm.get("kind"), ""),
+                "model": fmt_text(sm.get("model"), ""),
                 "anchor": _slug("u", system, condition),
                 "metrics": entries,
             })
@@ -548,39 +464,19 @@ def _drift(drift: pd.DataFrame | None, units: list[dict], variant_order: list[st
     recs = _records(drift)
     pos = {v: i for i, v in enumerate(variant_order)}
     unit_pos = {(u["system"], u["condition"]): i for i, u in enumerate(units)}
-    recs.sort(key=lambda r: (unit_pos.get((str(r.get("system")), _text(r.get("condition"))), 10**6),
-                             str(r.get("system")), _text(r.get("condition")),
+    recs.sort(key=lambda r: (unit_pos.get((str(r.get("system")), fmt_text(r.get("condition"))), 10**6),
+                             str(r.get("system")), fmt_text(r.get("condition")),
                              pos.get(str(r.get("variant")), 10**6), str(r.get("variant"))))
     return [{
-        "system": _text(r.get("system")),
-        "condition": _text(r.get("condition")),
-        "variant": _text(r.get("variant")),
+        "system": fmt_text(r.get("system")),
+        "condition": fmt_text(r.get("condition")),
+        "variant": fmt_text(r.get("variant")),
         "n": fmt_int(r.get("n")),
         "mean": fmt_sig(r.get("mean_abs_delta")),
         "median": fmt_sig(r.get("median_abs_delta")),
         "p95": fmt_sig(r.get("p95_abs_delta")),
         "max": fmt_sig(r.get("max_abs_delta")),
     } for r in recs]
-
-
-def _amendments(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for i, a in enumerate(meta.get("amendments") or [], start=1):
-        if isinstance(a, Mapping):
-            fields = [{"key": str(k), "value": _text(v if not isinstance(v, (dict, list)) else _compact(v))}
-                      for k, v in a.items()]
-            out.append({"index": i, "text": "", "fields": fields})
-        else:
-            out.append({"index": i, "text": _text(a), "fields": []})
-    return out
-
-
-def _compact(v: Any) -> str:
-    if isinstance(v, Mapping):
-        return ", ".join(f"{k}: {_compact(x)}" for k, x in v.items())
-    if isinstance(v, (list, tuple)):
-        return ", ".join(_compact(x) for x in v)
-    return _text(v)
 
 
 def _threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str]) -> list[dict[str, Any]]:
@@ -605,87 +501,17 @@ def _threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str]) -> li
     return rows
 
 
-def _method_notes(meta: Mapping[str, Any], reference: str) -> list[dict[str, str]]:
-    alpha = fmt_threshold(meta.get("alpha"))
-    nb = fmt_int(meta.get("n_bootstrap"))
-    return [
-        {"title": "Comparison design",
-         "text": f"Every metric compares a variant with the reference variant {reference} over the "
-                 "same base candidates: each base candidate is observed under every variant for every "
-                 "job, so a variant's evaluation pools all of its paired observations (seed 000 §3.4)."},
-        {"title": "Multiple comparisons",
-         "text": "All p-values of the run (every system, condition, metric and variant that has a test) "
-                 "are adjusted together with the Benjamini–Hochberg false-discovery-rate procedure; "
-                 f"p_adj is the adjusted value and is shown in bold when below α = {alpha}. Metrics "
-                 f"without a test have no p-value (—), and neither do the rows of {reference} itself: "
-                 "a sample compared with itself tests nothing."},
-        {"title": "Confidence intervals",
-         "text": f"95% intervals are percentile intervals (2.5th and 97.5th percentiles) of {nb} "
-                 "bootstrap resamples drawn from generators seeded by the spec's seed (over candidates "
-                 "for score delta and MARC, over jobs for retention, impact ratio, Recall@K and nDCG@K), "
-                 "except the flip rate (Wilson score interval) and, with a single job, retention, impact "
-                 "ratio and Recall@K (Wilson interval on pooled counts; nDCG@K has none). The two gap "
-                 "metrics bootstrap the signed TPR/FPR differences over paired candidates and map that "
-                 "interval to the absolute gap, so a gap of 0 stays inside its interval. A percentile "
-                 "interval that misses its estimate is widened to include it, with a note."},
-        {"title": "Classification",
-         "text": f"Each value is rounded to {CLASSIFY_SIGNIFICANT_DIGITS} significant digits before it "
-                 "is compared with its thresholds, so that floating-point noise (0.05 stored as "
-                 "0.050000000000000044) cannot move a status across a boundary (seed 000 §3.4.4). "
-                 "Lower-is-better: PASS if value ≤ pass, INVESTIGATE if value ≤ investigate, otherwise "
-                 "FAIL; higher-is-better: the reverse. The score delta is classified on |Δ|. A value "
-                 "that is undefined (for example no true match in any job) is N/A, which is not a "
-                 "status and is not counted in the risk score."},
-        {"title": "Ranking and ties",
-         "text": "Ranks are computed within each system, condition, replicate, job and variant: score "
-                 "descending, ties broken by cv_id ascending, rank 1 = best. Scores are normalised to "
-                 "[0, 1] by each system's score range before score deltas are computed."},
-        {"title": "What the design implies",
-         "text": f"Every job ranks all of its candidates under each variant, so its top-K holds exactly K "
-                 f"candidates under both {reference} and the variant: flip-in and flip-out counts are "
-                 "equal and McNemar's test cannot reject (p = 1, or close to it with the χ² form); the "
-                 "flip rate itself still measures churn. The reference's retention is 1 by construction, "
-                 "so the impact ratio equals the retention rate and differs only in its test and "
-                 "interval. Recall@K (Eq. 4) cannot exceed K/P in a job with P > K true matches."},
-        {"title": "Two threshold tiers",
-         "text": "Both tiers were declared in the spec and hash-locked before any result was computed. "
-                 "The research tier is the stringent, primary one; the operational tier is a separately "
-                 "labelled communication aid. Any change after the lock is an amendment and is listed "
-                 "above (seed 000 §3.7)."},
-        {"title": "Direction of findings",
-         "text": "Group-fairness and merit-aware findings are stated with respect to the group that is "
-                 "disadvantaged by the variant, not as favouritism towards the reference group "
-                 "(seed 000 §3.4.2)."},
-        {"title": "Boundary findings",
-         "text": "A status is a summary, not a verdict: a value just inside or outside a boundary is not "
-                 "a qualitatively different finding, which is why every status is shown with its value, "
-                 "interval and adjusted p-value."},
-    ]
-
-
 # ------------------------------------------------------------------------------------ public API
 
 
-def system_diagnostic(info: Mapping[str, Any]) -> str:
-    """One sentence on what the system could see: texts cut at the encoder's token window."""
-    if "max_seq_length" not in info:
-        return ""
-    n, cut, limit = info.get("distinct_texts"), info.get("texts_truncated"), info.get("max_seq_length")
-    if not cut:
-        return f"All {n:,} distinct texts fit the encoder's {limit}-token window."
-    return (f"{cut:,} of {n:,} distinct texts exceed the encoder's {limit}-token window (longest "
-            f"{info.get('max_tokens'):,} tokens) and are truncated by the system under test; the "
-            "template generator writes every cue in the résumé header, inside the window.")
-
-
-def build_context(
+def metric_suite_sections(
     *,
     metrics: pd.DataFrame,
     risk: pd.DataFrame,
     drift: pd.DataFrame,
     meta: Mapping[str, Any],
-) -> dict[str, Any]:
-    """Build the template context of the audit report.
+) -> list[Section]:
+    """The report sections of the nine-metric suite (seed 000 §3.8).
 
     Parameters
     ----------
@@ -701,54 +527,45 @@ def build_context(
     drift : pandas.DataFrame
         Qualification drift per system × condition × variant (seed 000 §3.1.2); may be empty.
     meta : Mapping
-        Run metadata (audit id, spec digest, thresholds, variants, systems, counts, ...).
+        Run metadata (reference, K, α, bootstrap, thresholds, variants, axes, jobs, systems, counts).
 
     Returns
     -------
-    dict
-        Plain data, already formatted and ordered; deterministic in its inputs. Every chart is an
-        inline SVG string under ``units[i]["metrics"][j]["chart_svg"]``.
+    list of Section
+        ``at-a-glance`` (front matter), ``risk`` (with the key figures), ``fail-variants``,
+        ``design``, one results section per system × condition (anchor ``u-<system>-<condition>``;
+        every metric's chart is an inline SVG string under ``context["metrics"][j]["chart_svg"]``),
+        ``drift`` and ``appendix`` (thresholds and method notes). Deterministic in the inputs.
     """
-    header = _header(meta)
-    reference = header["reference"]
+    reference = fmt_text(meta.get("reference"), "BASE")
     thresholds = _thresholds(meta)
     data_variants = [] if metrics is None or len(metrics) == 0 else [str(v) for v in metrics["variant"]]
     variant_order = _ordered([reference, *(meta.get("variants") or {}), *data_variants],
                              [reference])
     units = _units(metrics, meta, thresholds, variant_order, reference)
     metric_ids = _ordered([m["id"] for u in units for m in u["metrics"]] + list(METRICS), METRICS)
-    fails = _fail_table(units, meta, variant_order)
-    timings = [{"stage": str(k), "seconds": fmt_seconds(v)} for k, v in (meta.get("timings") or {}).items()]
-    total_time = sum(to_float(v) for v in (meta.get("timings") or {}).values()
-                     if not is_missing(v))
-    versions = [{"package": str(k), "version": _text(v)}
-                for k, v in sorted((meta.get("versions") or {}).items(), key=lambda kv: str(kv[0]).lower())]
-    toc = [
-        {"anchor": "risk", "title": "Risk summary"},
-        {"anchor": "fail-variants", "title": "Variants triggering FAIL"},
-        {"anchor": "design", "title": "Audit design"},
-        *[{"anchor": u["anchor"], "title": f"Results: system {u['system']}, condition {u['condition']}"}
-          for u in units],
-        {"anchor": "drift", "title": "Qualification drift"},
-        *([{"anchor": "llm", "title": "LLM screeners and generation agents"}] if meta.get("llm") else []),
-        {"anchor": "appendix", "title": "Amendments, thresholds and method"},
+    research = thresholds.get("research", {})
+    return [
+        Section(id="at-a-glance", title="Design at a glance", template="_glance.html.j2",
+                context={"anchor": "at-a-glance", "facts": _facts(meta, reference)}, order=ORDER["facts"], toc=False),
+        Section(id="risk", title="Risk summary", template="sections/metric_suite_risk.html.j2",
+                context={**_risk(risk), "kpis": _kpis(metrics)}, order=ORDER["summary"]),
+        Section(id="fail-variants", title="Variants triggering FAIL",
+                template="sections/metric_suite_fail_variants.html.j2",
+                context={"rows": _fail_table(units, meta, variant_order), "reference": reference},
+                order=ORDER["fail"]),
+        Section(id="design", title="Audit design", template="sections/metric_suite_design.html.j2",
+                context=_design(meta, variant_order, reference), order=ORDER["design"]),
+        *[Section(id=u["anchor"], title=f"Results: system {u['system']}, condition {u['condition']}",
+                  template="sections/metric_suite_unit.html.j2", context={**u, "reference": reference},
+                  order=ORDER["results"]) for u in units],
+        Section(id="drift", title="Qualification drift", template="sections/metric_suite_drift.html.j2",
+                context={"rows": _drift(drift, units, variant_order), "reference": reference,
+                         "score_delta_pass": fmt_threshold(research.get("score_delta", {}).get("pass"))},
+                order=ORDER["drift"]),
+        Section(id="appendix", title="Thresholds and method", template="sections/metric_suite_appendix.html.j2",
+                context={"thresholds": _threshold_table(thresholds, metric_ids), "reference": reference,
+                         "alpha": fmt_threshold(meta.get("alpha")), "n_bootstrap": fmt_int(meta.get("n_bootstrap")),
+                         "digits": CLASSIFY_SIGNIFICANT_DIGITS},
+                order=ORDER["appendix"]),
     ]
-    return {
-        "header": header,
-        "toc": toc,
-        "risk": _risk(risk),
-        "kpis": _kpis(metrics),
-        "fail_variants": fails,
-        "design": _design(meta, variant_order, reference),
-        "units": units,
-        "drift": _drift(drift, units, variant_order),
-        "llm": llm_context(meta.get("llm")),
-        "amendments": _amendments(meta),
-        "thresholds": _threshold_table(thresholds, metric_ids),
-        "method_notes": _method_notes(meta, reference),
-        "timings": timings,
-        "total_time": fmt_seconds(total_time) if timings else MISSING,
-        "versions": versions,
-        "statuses": list(STATUSES),
-        "score_delta_pass": fmt_threshold(thresholds.get("research", {}).get("score_delta", {}).get("pass")),
-    }

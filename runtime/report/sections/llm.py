@@ -1,4 +1,4 @@
-"""Report context of the LLM section: valid-response rates, call counts, manipulation check, flags.
+"""Report section of the ``llm_validity`` family: valid-response rates, call counts, manipulation check, flags.
 
 Sources: seed 003 §3.5 and §3.7 (replicates, the share of valid answers; the manipulation check),
 seed 000 §3.1.4 and §3.2 (flagging agent in the audit trail; axis classifier with safe defaults).
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from runtime.report.formatting import fmt_int
+from runtime.report.sections import ORDER, Section
 
 
 def _pct(x: Any) -> str:
@@ -18,10 +19,18 @@ def _pct(x: Any) -> str:
         return "—"
 
 
-def llm_context(llm: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Formatted rows for ``_llm.html.j2``, or None when the run used no LLM."""
-    if not llm:
-        return None
+def llm_sections(llm_meta: Mapping[str, Any] | None) -> list[Section]:
+    """The "LLM screeners and generation agents" section, or none when the run used no LLM.
+
+    Parameters
+    ----------
+    llm_meta : Mapping or None
+        :func:`runtime.families.llm_validity.llm_report_meta`: ``validity`` rows, ``calls`` per caller,
+        ``replicates`` per system and the ``generator`` (model, manipulation check, phase A, flags).
+    """
+    if not llm_meta:
+        return []
+    llm = llm_meta
     validity = [{
         "system": v["system"], "condition": v["condition"], "answers": fmt_int(v["answers"]),
         "valid": fmt_int(v["valid"]), "invalid": fmt_int(v["invalid"]),
@@ -42,7 +51,9 @@ def llm_context(llm: Mapping[str, Any] | None) -> dict[str, Any] | None:
     phase_a = [{"job": j, "requested": fmt_int(p["requested_matching"]), "labelled": fmt_int(p["labelled_matching"])}
                for j, p in (gen.get("phase_a") or {}).items() if p]
     reps = [f"{s} {int(r)}" for s, r in (llm.get("replicates") or {}).items()]
-    return {"validity": validity, "calls": calls, "manipulation": manip, "generator": bool(gen),
+    data = {"validity": validity, "calls": calls, "manipulation": manip, "generator": bool(gen),
             "generator_model": gen.get("model", ""), "flags": gen.get("flags", 0),
             "followups": gen.get("followups", 0), "phase_a": phase_a,
             "replicates": ", ".join(reps) or "—"}
+    return [Section(id="llm", title="LLM screeners and generation agents", template="sections/llm.html.j2",
+                    context=data, order=ORDER["llm"])]

@@ -1,8 +1,9 @@
-"""Report context of the effect-size family and the validity protocol (seed 003 §3.7; no I/O).
+"""Report sections of the ``effects`` family: effect sizes and the validity protocol (seed 003 §3.7; no I/O).
 
-:func:`add_effects` adds ``context["effects"]`` (read by ``_validity.html.j2`` at the top of the
-report and ``_effects.html.j2`` as a section) and a table-of-contents entry. Everything is formatted
-here; the templates only loop.
+:func:`effects_sections` gives the validity verdict (front matter: above the contents, so an
+INCONCLUSIVE instrument is said before any result) and the "Validity protocol and effect sizes"
+section. Everything is formatted here; the templates (``sections/effects_*.html.j2``, which also hold
+the method prose) only loop.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pandas as pd
 
 from runtime.report.charts import forest_plot_svg
 from runtime.report.formatting import fmt_ci, fmt_int, fmt_p, fmt_sig, is_missing
+from runtime.report.sections import ORDER, Section
 
 CHECK_LABELS = {
     "positive_control": "Positive control",
@@ -27,16 +29,6 @@ MODEL_LABELS = {
     "mixedlm": "Mixed model, random intercept per base template",
     "wild_bootstrap": "Wild cluster bootstrap (template, Rademacher)",
 }
-METHOD = (
-    "Cohen's d uses the pooled standard deviation (axis contrasts, pooled over the other axes; Welch "
-    "t-test p) or the standard deviation of the paired differences (variant contrasts: d_z; paired "
-    "t-test p). Intervals of d are exact noncentral-t intervals (Steiger & Fouladi). q: "
-    "Benjamini–Hochberg within each family. Meaningful: |d| ≥ SESOI and q < α (seed 003 §3.7). "
-    "TOST: two one-sided tests against ±SESOI (statsmodels ttost_ind / ttost_paired); the achieved "
-    "equivalence margin is the largest |endpoint| of the 90% CI of d, the tightest bound at which "
-    "equivalence would still be concluded."
-)
-
 
 def _b(x: Any) -> bool:
     """A boolean cell (bool, numpy bool, or the strings True/False read back from CSV)."""
@@ -73,8 +65,20 @@ def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float) -> list[d
     return units
 
 
-def add_effects(context: dict[str, Any], effects) -> None:
-    """Add ``context["effects"]`` from a :class:`runtime.analysis.effects.EffectsResult`."""
+def effects_sections(effects) -> list[Section]:
+    """The validity verdict and the effect-size section of a run.
+
+    Parameters
+    ----------
+    effects : runtime.analysis.effects.EffectsResult
+        The family's result (verdict, failed checks, validity, contrasts, models, pooling,
+        self-test, MDE).
+
+    Returns
+    -------
+    list of Section
+        ``validity-verdict`` (front matter, not in the contents) and ``effects``.
+    """
     v = effects.validity
     checks = [] if v is None or not len(v) else [
         {"check": CHECK_LABELS.get(r.check, r.check), "system": r.system, "condition": r.condition,
@@ -117,7 +121,7 @@ def add_effects(context: dict[str, Any], effects) -> None:
          "n": fmt_int(r.n_treatment) if r.test != "welch_t" else f"{fmt_int(r.n_treatment)} / {fmt_int(r.n_reference)}",
          "mde": fmt_sig(r.mde_d, 3)} for r in effects.mde.itertuples()]
     contrasts = effects.contrasts
-    context["effects"] = {
+    data = {
         "verdict": effects.verdict, "failed": list(effects.failed),
         "declared": effects.verdict != "NOT ASSESSED", "checks": checks,
         "sesoi": f"{effects.sesoi:g}", "alpha": f"{effects.alpha:g}",
@@ -125,8 +129,10 @@ def add_effects(context: dict[str, Any], effects) -> None:
         "models": models, "icc": icc,
         "model_notes": list(dict.fromkeys(part for r in models for part in r["notes"].split("; ") if part)),
         "pooling": pooling, "self_test": self_test, "mde": mde,
-        "method": METHOD,
     }
-    toc = context.setdefault("toc", [])
-    at = next((i for i, t in enumerate(toc) if t.get("anchor") == "drift"), len(toc))
-    toc.insert(at, {"anchor": "effects", "title": "Validity protocol and effect sizes"})
+    return [
+        Section(id="validity-verdict", title="Validity protocol", template="sections/effects_verdict.html.j2",
+                context=data, order=ORDER["verdict"], toc=False),
+        Section(id="effects", title="Validity protocol and effect sizes", template="sections/effects_effects.html.j2",
+                context=data, order=ORDER["effects"]),
+    ]

@@ -1,0 +1,121 @@
+"""The shared part of every report: header, systems, amendments, timings, versions, provenance.
+
+:func:`build_core` turns a run's metadata (:func:`runtime.execute.report_meta`) into the plain,
+formatted data the base template (``report.html.j2``) and its macros (``_macros.html.j2``) read
+as ``core``; every audit family's section reads it too. No I/O; deterministic in its inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runtime.report.formatting import (
+    MISSING,
+    fmt_compact,
+    fmt_seconds,
+    fmt_text,
+    fmt_threshold,
+    is_missing,
+    to_float,
+)
+
+#: What the header calls a report when the caller names no kind.
+DEFAULT_KIND = "Correspondence audit report"
+
+
+def _header(meta: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    digest = meta.get("spec_digest") or {}
+    if isinstance(digest, str):
+        digest = {"algorithm": "sha256", "digest": digest}
+    return {
+        "kind": kind,
+        "title": fmt_text(meta.get("title"), "Correspondence audit report"),
+        "audit": fmt_text(meta.get("audit")),
+        "run_id": fmt_text(meta.get("run_id")),
+        "seed": fmt_text(meta.get("seed")),
+        "tool_version": fmt_text(meta.get("tool_version")),
+        "spec_path": fmt_text(meta.get("spec_path")),
+        "digest_algorithm": fmt_text(digest.get("algorithm"), "sha256"),
+        "digest": fmt_text(digest.get("digest")),
+        "lock_created_at": fmt_text(meta.get("lock_created_at")),
+        "generated_at": fmt_text(meta.get("generated_at")),
+    }
+
+
+def _diagnostic(info: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the system could see (texts cut at an encoder's token window), for the systems macro."""
+    if "max_seq_length" not in info:
+        return None
+    return {"distinct": f"{info.get('distinct_texts') or 0:,}", "truncated": f"{info.get('texts_truncated') or 0:,}",
+            "any_truncated": bool(info.get("texts_truncated")), "limit": info.get("max_seq_length"),
+            "longest": f"{info.get('max_tokens') or 0:,}"}
+
+
+def _systems(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    info_by_system = meta.get("systems_info") or {}
+    out = []
+    for s in meta.get("systems") or []:
+        rng = s.get("score_range")
+        if isinstance(rng, (list, tuple)) and len(rng) == 2:
+            rng_text = f"[{fmt_threshold(rng[0])}, {fmt_threshold(rng[1])}]"
+        else:
+            rng_text = fmt_text(rng)
+        out.append({"id": fmt_text(s.get("id")), "kind": fmt_text(s.get("kind")),
+                    "model": fmt_text(s.get("model")), "fingerprint": fmt_text(s.get("fingerprint")),
+                    "score_range": rng_text,
+                    "diagnostic": _diagnostic(info_by_system.get(s.get("id")) or {})})
+    return out
+
+
+def _amendments(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every amendment: its reason first (the README promises it; "(none recorded)" without one),
+    then its other fields (time, superseded lock, changed keys)."""
+    out = []
+    for i, a in enumerate(meta.get("amendments") or [], start=1):
+        if isinstance(a, Mapping):
+            reason = a.get("reason")
+            rest = [{"key": str(k), "value": fmt_text(v if not isinstance(v, (dict, list)) else fmt_compact(v))}
+                    for k, v in a.items() if k != "reason"]
+        else:
+            reason, rest = a, []
+        out.append({"index": i, "fields": [{"key": "reason", "value": fmt_text(reason, "(none recorded)")}, *rest]})
+    return out
+
+
+def build_core(meta: Mapping[str, Any], *, provenance: Mapping[str, Any] | None = None,
+               kind: str = DEFAULT_KIND) -> dict[str, Any]:
+    """The shared data of the report (``core`` in every template).
+
+    Parameters
+    ----------
+    meta : Mapping
+        Run metadata (:func:`runtime.execute.report_meta`): audit, title, run id, seed, spec digest,
+        lock and run times, tool version, systems (and ``systems_info``), amendments, timings,
+        versions. Missing keys are shown as an em dash.
+    provenance : Mapping, optional
+        :func:`runtime.sign.provenance_context` of the run: adds the "Reproduction and signature"
+        part with the ``#signature-box`` element the PDF signature is placed over.
+    kind : str
+        What the report is, in the header and the PDF's running head.
+
+    Returns
+    -------
+    dict
+        ``header`` (``header.generated_at`` is the PDF's clock, see
+        :func:`runtime.report.render.source_date_epoch`), ``systems``, ``amendments``, ``timings``,
+        ``total_time``, ``versions`` and ``provenance`` (None without one).
+    """
+    timings = [{"stage": str(k), "seconds": fmt_seconds(v)} for k, v in (meta.get("timings") or {}).items()]
+    total = sum(to_float(v) for v in (meta.get("timings") or {}).values() if not is_missing(v))
+    versions = [{"package": str(k), "version": fmt_text(v)}
+                for k, v in sorted((meta.get("versions") or {}).items(), key=lambda kv: str(kv[0]).lower())]
+    return {
+        "header": _header(meta, kind),
+        "systems": _systems(meta),
+        "amendments": _amendments(meta),
+        "timings": timings,
+        "total_time": fmt_seconds(total) if timings else MISSING,
+        "versions": versions,
+        "provenance": dict(provenance) if provenance is not None else None,
+    }

@@ -1,0 +1,140 @@
+"""Report sections of the ``causal`` family: seed 001's decomposition (TE, NDE, NIE, BIE, RIE; no I/O).
+
+:func:`causal_sections` turns ``causal.csv`` and the profiles into plain, formatted data for the
+``sections/causal_*.html.j2`` templates (which hold the method prose and the readings' wording).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from runtime.report.charts import causal_chart_svg
+from runtime.report.formatting import fmt_ci, fmt_int, fmt_sig
+from runtime.report.sections import ORDER, Section
+
+EFFECT_TEXT = {
+    "TE": "Total effect E[Y_x1] − E[Y_x0] (Eq. 1): the whole score gap caused by the attribute.",
+    "NDE": "Natural direct effect (Eq. 2): the part that does not run through any mediator.",
+    "NIE": "Natural indirect effect (Eq. 3): the part that runs through the mediators W = B ∪ R.",
+    "BIE": "Business-necessity indirect effect (Eq. 4): the part through qualifications B.",
+    "RIE": "Redlining indirect effect (Eq. 5): the part through demographic proxies R.",
+}
+QUANTITY_TEXT = {
+    "E[Y_x0]": "mean score had everyone the reference level x0 (Eq. 6)",
+    "E[Y_x1]": "mean score had everyone level x1 (Eq. 7)",
+    "E[Y_x1,W_x0]": "x1, with all mediators as under x0 (Eq. 8)",
+    "E[Y_x1,B_x0R_x1,R_x1]": "x1, qualifications as under x0 given R as under x1 (Eq. 9)",
+    "E[Y_x1,B_x1R_x0,R_x0]": "x1, qualifications as under x1 given R as under x0 (Eq. 10)",
+}
+STATUS_TEXT = {
+    "FAIL": "an impermissible pathway is significant (direct effect NDE or proxy effect RIE)",
+    "INVESTIGATE": "a significant effect runs only through qualifications or is not attributable to a path",
+    "PASS": "no effect's 95% CI excludes 0",
+}
+
+
+def _fmt(x: Any) -> str:
+    return fmt_sig(x, 4, signed=True)
+
+
+def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame, meta: Mapping[str, Any],
+                    candidates: Mapping[str, Any]) -> list[Section]:
+    """The report sections of a population run (deterministic in its inputs).
+
+    Parameters
+    ----------
+    causal : pandas.DataFrame
+        ``causal.csv`` (:data:`runtime.families.causal.CAUSAL_COLUMNS`).
+    profiles : pandas.DataFrame
+        ``profiles.csv`` rows (for the population summary).
+    meta : Mapping
+        :func:`runtime.pipeline.metadata.report_meta`.
+    candidates : Mapping
+        The resolved population ``candidates`` (roles, estimation, P1 source).
+
+    Returns
+    -------
+    list of Section
+        ``causal-facts`` (front matter), ``causal`` (summary and one unit per system × job),
+        ``design`` (population and systems) and ``causal-method`` (method notes).
+    """
+    from runtime.analysis.causal import CASES, classify_cases
+    from runtime.generate.population import occupation_table
+
+    roles = candidates["roles"]
+    est = candidates["estimation"]
+    units = []
+    for (system, job), g in causal.groupby(["system", "job_id"], sort=False):
+        eff = g[g["kind"] == "effect"].set_index("term")
+        qty = g[g["kind"] == "quantity"].set_index("term")
+        first = g.iloc[0]
+        sig = {t: str(v) == "True" for t, v in eff["significant"].items()}
+        verdict = classify_cases(sig, eff["estimate"].to_dict())
+        anchor = f"causal-{system}-{job}".replace("_", "-")
+        chart = causal_chart_svg(
+            chart_id=anchor, title=f"Path-specific effects of {first['attribute']} on the score of {system}, job {job}",
+            ylabel=f"effect on score ({first['x1']} − {first['x0']})", effects=list(eff.index),
+            values=eff["estimate"].tolist(), ci_low=eff["ci_low"].tolist(), ci_high=eff["ci_high"].tolist(),
+            significant=[sig[t] for t in eff.index])
+        units.append({
+            "anchor": anchor, "system": system, "job": job, "attribute": first["attribute"],
+            "x0": first["x0"], "x1": first["x1"], "n": fmt_int(first["n"]), "n_x0": fmt_int(first["n_x0"]),
+            "n_x1": fmt_int(first["n_x1"]), "status": first["status"], "status_text": STATUS_TEXT[first["status"]],
+            "cases": list(verdict.cases), "verdict": verdict.label,
+            "readings": [{"case": c, "name": CASES[c][0], "text": CASES[c][1]} for c in verdict.cases]
+                        or [{"case": "—", "name": verdict.label, "text": verdict.reading}],
+            "chart_svg": chart,
+            "positivity": first["positivity"],
+            "positivity_violated": first["positivity"] == "violated",
+            "clipped_rz": f"{first['clipped_p_x_rz']:.0%}", "clipped_brz": f"{first['clipped_p_x_brz']:.0%}",
+            "effects": [{"term": t, "estimate": _fmt(r.estimate), "ci": fmt_ci(r.ci_low, r.ci_high, 4, signed=True),
+                         "se": fmt_sig(r.se, 3), "significant": sig[t], "text": EFFECT_TEXT[t]}
+                        for t, r in eff.iterrows()],
+            "quantities": [{"term": t, "estimate": _fmt(r.estimate), "ci": fmt_ci(r.ci_low, r.ci_high, 4, signed=True),
+                            "text": QUANTITY_TEXT.get(t, "")} for t, r in qty.iterrows()],
+            "identity": f"NIE {_fmt(eff.loc['NIE', 'estimate'])} = BIE {_fmt(eff.loc['BIE', 'estimate'])} + "
+                        f"RIE {_fmt(eff.loc['RIE', 'estimate'])}",
+        })
+    occ = occupation_table()
+    p1 = str(profiles["p1_source"].iloc[0]) if len(profiles) else "—"
+    bundled = p1.startswith("bundled")
+    pop = []
+    for job, g in profiles.groupby("job_id", sort=False):
+        pop.append({"job": job, "n": fmt_int(len(g)),
+                    "female": f"{(g['gender'] == 'female').mean():.1%}",
+                    "race": " · ".join(f"{k} {v:.0%}" for k, v in g["race"].value_counts(normalize=True).items()),
+                    "age": f"{g['age'].min()}–{g['age'].max()} (median {g['age'].median():.0f})",
+                    "education": " · ".join(f"{k} {v:.0%}" for k, v in g["education"].value_counts(normalize=True).items()),
+                    "experience": f"median {g['experience'].median():.1f} y (max {g['experience'].max():.1f})"})
+    roles_text = {"x": f"{roles['x']['attribute']} (x0 = {roles['x']['x0']}, x1 = {roles['x']['x1']})",
+                  "z": ", ".join(roles["z"]) or "—", "b": ", ".join(roles["b"]) or "—",
+                  "r": ", ".join(roles["r"]) or "—"}
+    summary = [{"system": u["system"], "job": u["job"], "status": u["status"], "cases": ", ".join(u["cases"]) or "—",
+                "verdict": u["verdict"], "anchor": u["anchor"], "positivity": u["positivity"]} for u in units]
+    facts = [
+        {"label": "Protected attribute X", "value": roles_text["x"], "code": False},
+        {"label": "Cross-fitting folds L", "value": est["folds"], "code": False},
+        {"label": "Bootstrap draws", "value": f"{est['bootstrap']} (multiplier)", "code": False},
+        {"label": "Confidence", "value": f"{round((1 - est['alpha']) * 100)}%", "code": False},
+        {"label": "Population source (P1)", "value": p1, "code": False, "wide": True},
+    ]
+    method = {
+        "p1": p1, "bundled": bundled,
+        "experience_model": (profiles["experience_model"].iloc[0] if "experience_model" in profiles else "declared"),
+        "experience_share": candidates["experience"]["share"], "experience_sd": candidates["experience"]["sd"],
+        "folds": est["folds"], "bootstrap": int(est["bootstrap"]), "confidence": f"{100 * (1 - est['alpha']):.0f}",
+        "onet_attribution": occ["provenance"]["onet"],
+    }
+    return [
+        Section(id="causal-facts", title="Design at a glance", template="_glance.html.j2",
+                context={"anchor": "causal-facts", "facts": facts}, order=ORDER["facts"], toc=False),
+        Section(id="causal", title="Causal decomposition", template="sections/causal_decomposition.html.j2",
+                context={"roles": roles_text, "summary": summary, "units": units}, order=ORDER["summary"]),
+        Section(id="design", title="Population and design", template="sections/causal_design.html.j2",
+                context={"roles": roles_text, "population": pop}, order=ORDER["design"]),
+        Section(id="causal-method", title="Method notes", template="sections/causal_method.html.j2",
+                context=method, order=ORDER["appendix"]),
+    ]
