@@ -3,8 +3,8 @@
 Each family's module holds everything of that family on the runtime side: ``analyse`` (tables,
 status rows, verdict) and its report sections. Every module of this package is a family module,
 discovered with :mod:`pkgutil` (adding a family adds a module and touches no other file); the
-pipeline runs the enabled families by their ``order`` (later families may read earlier results: the
-effect-size self-test reads the metric suite's metrics). The compiler's registry
+pipeline runs the enabled families in the order the compiler family declares (``ORDER``; later
+families may read earlier results: the effect-size self-test reads the metric suite's metrics). The compiler's registry
 (``compiler.families.family_ids``) lists the same ids; a test checks it.
 """
 
@@ -37,11 +37,16 @@ def family(family_id: str) -> Callable[[type[AuditFamily]], type[AuditFamily]]:
 
 
 def registered() -> dict[str, type[AuditFamily]]:
-    """Family id -> class, in run order (``order``, then id), after importing every family module."""
+    """Family id -> class, in run order, after importing every family module.
+
+    The run order is the compiler family's ``ORDER`` (one source for both sides), then the id.
+    """
+    from compiler.families import FAMILIES
+
     for mod in pkgutil.iter_modules(__path__):
         if mod.name not in NOT_FAMILIES and not mod.name.startswith("_"):
             importlib.import_module(f"{__name__}.{mod.name}")
-    return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].order, kv[0])))
+    return dict(sorted(_REGISTRY.items(), key=lambda kv: (FAMILIES[kv[0]].ORDER if kv[0] in FAMILIES else 10**6, kv[0])))
 
 
 def family_ids() -> list[str]:

@@ -79,14 +79,11 @@ class AuditFamily:
         What the run must provide (:data:`PAIRED`, :data:`UNPAIRED`, :data:`LLM_ANSWERS`).
     title : str
         Progress-bar and timing label.
-    order : int
-        Run order, lower first (a family that reads another's result runs after it).
     """
 
     id: ClassVar[str] = ""
     needs: ClassVar[frozenset[str]] = frozenset()
     title: ClassVar[str] = ""
-    order: ClassVar[int] = 500
 
     def enabled(self, ctx: "RunContext") -> bool:
         """Whether the run's resolved spec asks for this family: the compiler family of the same id

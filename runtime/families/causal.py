@@ -76,7 +76,6 @@ class Causal(AuditFamily):
 
     needs = frozenset({UNPAIRED})
     title = "path-specific effects (seed 001)"
-    order = 400
 
     def analyse(self, ctx) -> FamilyResult:
         r = ctx.resolved

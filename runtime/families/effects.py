@@ -19,7 +19,6 @@ class Effects(AuditFamily):
 
     needs = frozenset({PAIRED})
     title = "effect sizes and validity (seed 003)"
-    order = 300
 
     def analyse(self, ctx) -> FamilyResult:
         from runtime.analysis.effects import analyse_effects

@@ -63,7 +63,6 @@ class LlmValidity(AuditFamily):
 
     needs = frozenset({LLM_ANSWERS})
     title = "LLM response validity"
-    order = 200
 
     def enabled(self, ctx) -> bool:
         """On with an LLM screener (the compiler family's rule), and also with the LLM generator

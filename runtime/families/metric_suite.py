@@ -38,7 +38,6 @@ class MetricSuite(AuditFamily):
 
     needs = frozenset({PAIRED})
     title = "metrics (seed 000)"
-    order = 100
 
     def analyse(self, ctx) -> FamilyResult:
         from runtime.analysis import n_bootstrap_cells
