@@ -57,6 +57,7 @@ class EffectsResult:
 
 def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metrics: pd.DataFrame,
                     analyse_metrics: Callable[[pd.DataFrame], pd.DataFrame],
+                    score_range: Mapping[str, tuple[float, float]],
                     mde: list[dict] | None = None) -> EffectsResult:
     """Run what ``resolved["analysis"]`` declares (``effect_size`` and/or ``validity``).
 
@@ -70,6 +71,8 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
         The run's seed 000 metrics (observed values of the self-test).
     analyse_metrics : callable
         Recomputes the seed 000 metrics on a planted copy.
+    score_range : Mapping
+        System id -> its resolved ``score_range`` (the distribution check normalises by it).
     mde : list of dict, optional
         Compile-time minimum detectable effects (``plan["sensitivity"]``).
     """
@@ -100,7 +103,7 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
         out.mde = pd.DataFrame(mde or [])
     if an.get("validity"):
         v = check_validity(paired, config=an["validity"], reference=reference, axes=axes,
-                           score_range={s["id"]: tuple(s["score_range"]) for s in resolved["systems"]},
+                           score_range=score_range,
                            alpha=alpha)
         out.validity, out.verdict, out.failed = v.checks, v.verdict, v.failed
     return out
