@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from runtime.families import PAIRED, AuditFamily, FamilyResult, family
-from runtime.report.formatting import fmt_int, fmt_sig
+from runtime.report.formatting import fmt_int, fmt_num, fmt_sig
 from runtime.report.sections import Section
 
 #: Leading columns of ``descriptives.csv``; the quantile columns (``q25``, ``q50``, ...) sit between
@@ -80,7 +80,7 @@ class Descriptives(AuditFamily):
         rows = [{"system": r["system"], "condition": r["condition"], "variant": r["variant"],
                  "reference": r["variant"] == reference, "n": fmt_int(r["n"]), "mean": fmt_sig(r["mean"]),
                  "sd": fmt_sig(r["sd"]), "min": fmt_sig(r["min"]), "quantiles": [fmt_sig(r[q]) for q in qcols],
-                 "max": fmt_sig(r["max"]), "scale": f"[{fmt_sig(scale[r['system']][0])}, {fmt_sig(scale[r['system']][1])}]"}
+                 "max": fmt_sig(r["max"]), "scale": f"[{fmt_num(scale[r['system']][0])}, {fmt_num(scale[r['system']][1])}]"}
                 for r in table.to_dict(orient="records")]
         section = Section(id="descriptives", title="Descriptive statistics of the scores",
                           template="sections/descriptives.html.j2", order=650,
