@@ -490,6 +490,8 @@ class Execution(Strict):
     llm_retries: int = Field(default=6, ge=0, le=50, description="Retries with exponential backoff on "
                              "429, 5xx, timeouts and lost connections.")
     llm_timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout, seconds.")
+    store: str | None = Field(default=None, description="Task store of finished tasks (generation, scores, "
+                              "encoder batches), relative to the spec's folder; default: .audit-store/ there.")
 
 
 class AuditSpec(Strict):

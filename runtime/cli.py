@@ -202,6 +202,7 @@ def execute(
     fail_on: Annotated[Optional[Gate], typer.Option("--fail-on", help="Exit 4 when any metric has this status (INVESTIGATE includes FAIL).")] = None,
     tier: Annotated[TierName, typer.Option("--tier", help="Threshold tier the gate reads.")] = TierName.research,
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Signing keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys. A named directory without keys is an error; an empty default means an unsigned run.", show_default=False)] = None,
+    resume: Annotated[Optional[Path], typer.Option("--resume", help="Complete this killed or failed run folder in place (finished tasks are reused from the task store).", show_default=False, metavar="RUN_DIR")] = None,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     import os
@@ -220,8 +221,12 @@ def execute(
             f"[bold red]warning: UNSIGNED run[/]: no signing keys in {kd}. The report and manifest will not be "
             "signed and `audit verify` will fail on this run. Create keys with `audit keygen` "
             "(or pass --key-dir).")
-    result = run_execute(spec, out=out, quiet=quiet, keys=keys)
+    result = run_execute(spec, out=out, quiet=quiet, keys=keys, resume=resume)
     console = _console()
+    reused = result.run.get("reused_tasks") or []
+    if reused:
+        console.print(f"reused {len(reused)} finished task(s) from the task store {result.run.get('store')}: "
+                      f"{', '.join(reused)}", markup=False)
     for pkg, change in result.run.get("version_changes_since_lock", {}).items():
         print(f"warning: {pkg} is {change['now']}, the lock recorded {change['locked']} (see run.json)",
               file=sys.stderr)
@@ -249,6 +254,66 @@ def execute(
         raise typer.Exit(EXIT_INCONCLUSIVE)
     if hits:
         raise typer.Exit(EXIT_GATE)
+
+
+@app.command()
+def status(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder.", show_default=False, metavar="RUN_DIR")],
+) -> None:
+    """Say whether a run is done, running, failed or interrupted (its process died), and at which stage.
+
+    A run recorded as running whose process is gone is marked interrupted in its run.json."""
+    import json as _json
+
+    from compiler.errors import AuditError
+    from runtime.pipeline.folder import run_state
+    from runtime.store import atomic_write
+
+    state, run = run_state(run_dir)
+    if state == "missing":
+        raise AuditError(f"{run_dir}: no readable run.json (not a run folder of `audit execute`)")
+    if state == "interrupted" and run.get("status") == "running":  # record what the dead process could not
+        run["status"] = "interrupted"
+        atomic_write(Path(run_dir) / "run.json", (_json.dumps(run, indent=2, ensure_ascii=False) + "\n").encode())
+    console = _console()
+    stage = f", stage {run.get('stage')}" if run.get("stage") else ""
+    console.print(f"{run_dir}: {state}{stage} (audit {run.get('audit')}, run {run.get('run_id')}, "
+                  f"spec {run.get('spec_file')})", markup=False)
+    if run.get("error"):
+        console.print(f"error: {run['error']}", markup=False)
+    for r in run.get("resumed") or []:
+        console.print(f"resumed at {r.get('at')} after {r.get('previous_status')} (stage {r.get('stage')})", markup=False)
+    if state in ("interrupted", "failed"):
+        console.print(f"complete it with: audit execute {run.get('spec_file', 'SPEC')} --resume {run_dir}", markup=False)
+
+
+@app.command()
+def gc(
+    folders: Annotated[list[Path], typer.Argument(help="Folders whose *.lock.json files (searched recursively) keep their store entries.", show_default=False)],
+    store: Annotated[Optional[Path], typer.Option("--store", help="The task store (default: .audit-store in the current directory).", show_default=False)] = None,
+    delete: Annotated[bool, typer.Option("--delete", help="Remove them (default: a dry run that only lists them).")] = False,
+) -> None:
+    """Remove task-store entries that no lock in FOLDERS refers to (a dry run unless --delete)."""
+    from compiler.errors import AuditError
+    from runtime.store import DEFAULT_STORE, TaskStore, plan_refs, referenced_plan_ids
+
+    root = store or Path(DEFAULT_STORE)
+    if not root.is_dir():
+        raise AuditError(f"{root}: no task store here (pass --store)")
+    keep = referenced_plan_ids([p for f in folders for p in sorted(Path(f).rglob("*.lock.json"))])
+    ts = TaskStore(root)
+    records = ts.tasks()
+    unused = [t for t in records if not plan_refs(t) & keep]
+    console = _console()
+    for t in unused:
+        console.print(f"{'remove' if delete else 'would remove'} {t['task']} ({t.get('kind')}, {t.get('created_at')})",
+                      markup=False)
+    if delete:
+        n_tasks, n_blobs = ts.remove({t["task"] for t in unused})
+        console.print(f"removed {n_tasks} task(s) and {n_blobs} unreferenced blob(s)", markup=False)
+    else:
+        console.print(f"{len(unused)} of {len(records)} task(s) no lock refers to (dry run); "
+                      "run again with --delete to remove them", markup=False)
 
 
 @app.command()

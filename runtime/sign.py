@@ -171,13 +171,16 @@ def write_seal(run_dir: Path, manifest: dict[str, Any], keys) -> list[str]:
     ``manifest.json`` is the predicate as it reads back from the signed canonical payload (keys sorted,
     RFC 8785 numbers), so that verify can require it byte for byte.
     """
-    (run_dir / MANIFEST).write_bytes(render_json(json.loads(canonical_json(manifest))))
-    if keys is None:
-        return [MANIFEST]
-    payload = canonical_json(statement(manifest))
-    envelope = dsse_sign(payload, PAYLOAD_TYPE, keys.manifest_key, keys.keyid)
-    (run_dir / ENVELOPE).write_bytes(render_json(envelope))
-    return [MANIFEST, ENVELOPE]
+    from runtime.store import atomic_write
+
+    written = []
+    if keys is not None:  # the envelope first: manifest.json, written last, marks a sealed run
+        payload = canonical_json(statement(manifest))
+        envelope = dsse_sign(payload, PAYLOAD_TYPE, keys.manifest_key, keys.keyid)
+        atomic_write(run_dir / ENVELOPE, render_json(envelope))
+        written.append(ENVELOPE)
+    atomic_write(run_dir / MANIFEST, render_json(json.loads(canonical_json(manifest))))
+    return [MANIFEST, *written]
 
 
 def signing_record(keys) -> dict[str, Any] | None:
@@ -294,7 +297,9 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
                                                                       box=tuple(int(round(v)) for v in box)))
     out = io.BytesIO()
     pdf_signer.sign_pdf(writer, output=out, appearance_text_params=params)
-    Path(path).write_bytes(out.getvalue())
+    from runtime.store import atomic_write
+
+    atomic_write(Path(path), out.getvalue())
     return {"page": page, "box": [int(round(v)) for v in box], "signer": keys.signer_name()}
 
 

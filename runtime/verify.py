@@ -288,6 +288,13 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
     report = Report()
     for file, reason in trust.problems:
         report.fail(file, reason)
+    from runtime.pipeline.folder import run_state
+
+    state, run = run_state(run_dir)
+    if state in ("interrupted", "running", "failed"):
+        where = f" in stage {run.get('stage')}" if run and run.get("stage") else ""
+        report.fail("run.json", f"the run is {state}{where}, not sealed; complete it with "
+                                f"`audit execute {run.get('spec_file', 'SPEC') if run else 'SPEC'} --resume {run_dir}`")
     stmt = check_envelope(run_dir, trust, report)
     if stmt is not None:
         report.manifest = stmt.get("predicate")

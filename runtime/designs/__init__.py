@@ -39,9 +39,16 @@ class Design:
     provides: ClassVar[frozenset[str]] = frozenset()
     #: The report's kind, under its title.
     report_kind: ClassVar[str] = "Correspondence audit report"
+    #: Whether the generated candidates are kept in the task store and reused (``restore``).
+    storable: ClassVar[bool] = False
 
     def generate(self, ctx: "RunContext") -> None:  # pragma: no cover - interface
         """Set ``ctx.candidates`` and write the design's artifacts into the run folder."""
+        raise NotImplementedError
+
+    def restore(self, ctx: "RunContext") -> None:
+        """Write the design's artifacts from ``ctx.candidates`` taken from the task store (storable
+        designs only)."""
         raise NotImplementedError
 
 

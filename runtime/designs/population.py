@@ -82,6 +82,7 @@ class PopulationDesign(Design):
 
     provides = frozenset({UNPAIRED})
     report_kind = "Population audit report (causal decomposition)"
+    storable = True
 
     def generate(self, ctx) -> None:
         from runtime.generate.population import realise_all
@@ -91,6 +92,10 @@ class PopulationDesign(Design):
         family_of = {j["id"]: j["family"] for j in r["jobs"]}
         profiles["text"] = realise_all(profiles, family_of=family_of, seed=r["seed"])
         ctx.candidates = profiles
+        self.restore(ctx)
+
+    def restore(self, ctx) -> None:
+        profiles = ctx.candidates
         ctx.folder.write_csv("profiles.csv", profiles.drop(columns="text"))
         ctx.folder.write_csv("resumes.csv", profiles[["job_id", "cv_id", "text"]])
         ctx.run["counts"].update({"profiles": int(len(profiles))})

@@ -13,6 +13,7 @@ class TemplateDesign(Design):
     """Every base candidate of every job under every variant, written by the template generator."""
 
     provides = frozenset({PAIRED})
+    storable = True
 
     def generate(self, ctx) -> None:
         from runtime.generate import generate_job_matrix
@@ -28,4 +29,7 @@ class TemplateDesign(Design):
                                               axes=axes, variants=r["variants"]["table"]))
             advance(1)
         ctx.candidates = pd.concat(frames, ignore_index=True)
+        self.restore(ctx)
+
+    def restore(self, ctx) -> None:
         ctx.folder.write_csv("resumes.csv", ctx.candidates)

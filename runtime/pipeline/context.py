@@ -42,6 +42,8 @@ class RunContext:
         Each audit family's result, by family id, in run order.
     tables : dict of str to pandas.DataFrame
         Every result table written so far, by name (``metrics`` -> ``metrics.csv``).
+    store : runtime.store.TaskStore
+        The task store finished tasks are taken from and kept in.
     """
 
     compiled: Any
@@ -56,6 +58,7 @@ class RunContext:
     paired: pd.DataFrame | None = None
     results: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    store: Any = None
 
     @property
     def resolved(self) -> dict[str, Any]:

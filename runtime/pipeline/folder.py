@@ -1,22 +1,35 @@
 """The run folder: ``<root>/<audit>/<run id>/`` and its ``run.json`` record.
 
 Every stage writes its artifacts here as soon as it ends, so an error in a later stage (a bad score
-CSV, a renderer failure) never loses what was already computed; ``run.json`` is rewritten after every
-stage and says ``"status": "failed"`` when the run stopped on an error.
+CSV, a renderer failure) never loses what was already computed. Every file is written atomically (a
+temporary file, then a rename), so a killed run leaves no half-written file, and ``run.json`` always
+parses: it is rewritten at each stage change, says ``"status": "failed"`` when the run stopped on an
+error, and a run whose process died (SIGKILL, power loss) reads as ``interrupted``: while a run is
+running its process holds an exclusive lock on ``.run.lock`` in the folder, which the kernel releases
+when the process dies (:func:`run_state`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import fcntl
+import json
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from compiler.errors import AuditError
-from compiler.lock import write_json
+from runtime.store import atomic_write
+
+#: The file written last when a run is sealed (runtime.sign writes the envelope before it).
+SEALED_BY = "manifest.json"
+#: The lock file a running run holds (removed when the run ends; never sealed into the manifest).
+RUN_LOCK = ".run.lock"
 
 MSG_OUT = "cannot create the run folder under {root}: {err}"
+MSG_BUSY = "the run {run} is still running (another process holds its lock); wait for it or stop it first"
 
 
 class OutputError(AuditError):
@@ -64,24 +77,92 @@ class RunFolder:
     path: Path
     run: dict[str, Any]
     keys: Any = None
+    _lock_fd: int | None = field(default=None, repr=False)
 
     def save(self) -> None:
-        """Write ``run.json``."""
-        write_json(self.path / "run.json", self.run)
+        """Write ``run.json`` atomically."""
+        atomic_write(self.path / "run.json",
+                     (json.dumps(self.run, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+    def stage(self, name: str) -> None:
+        """Record the stage in progress in ``run.json`` (``stage``)."""
+        self.run["stage"] = name
+        self.save()
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """Write a file atomically and list it once in ``run["artifacts"]``."""
+        atomic_write(self.path / name, data)
+        if name not in self.run["artifacts"]:
+            self.run["artifacts"].append(name)
 
     def write_csv(self, name: str, frame: pd.DataFrame) -> None:
         """Write ``frame`` as ``name`` (no index) and list it once in ``run["artifacts"]``."""
-        frame.to_csv(self.path / name, index=False)
-        if name not in self.run["artifacts"]:
-            self.run["artifacts"].append(name)
+        self.write_bytes(name, frame.to_csv(index=False).encode("utf-8"))
 
     def write_text(self, name: str, text: str) -> None:
         """Write a UTF-8 text file and list it once in ``run["artifacts"]``."""
-        (self.path / name).write_text(text, encoding="utf-8")
-        if name not in self.run["artifacts"]:
-            self.run["artifacts"].append(name)
+        self.write_bytes(name, text.encode("utf-8"))
+
+    def hold(self) -> None:
+        """Take the run's lock (``.run.lock``) for this process; released by :meth:`release` or death.
+
+        Raises
+        ------
+        OutputError
+            When another live process holds it (the run is still running).
+        """
+        fd = os.open(self.path / RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputError(MSG_BUSY.format(run=self.path)) from None
+        self._lock_fd = fd
+        self.run["pid"] = os.getpid()
+
+    def release(self) -> None:
+        """Drop the run's lock and its file (before the manifest lists the folder's files)."""
+        if self._lock_fd is not None:
+            (self.path / RUN_LOCK).unlink(missing_ok=True)
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def listed(self, name: str) -> None:
         """List a file another writer put into the folder (e.g. the PDF renderer)."""
         if name not in self.run["artifacts"]:
             self.run["artifacts"].append(name)
+
+
+def run_state(run_dir: Path) -> tuple[str, dict[str, Any] | None]:
+    """The state of a run folder: ``(status, run record)``.
+
+    ``status`` is ``run.json``'s status, except that a run recorded as ``running`` whose lock no
+    live process holds is ``interrupted`` (its process died); ``missing`` when there is no parseable
+    ``run.json``.
+    """
+    try:
+        run = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "missing", None
+    status = run.get("status", "missing")
+    if status == "running" and not _held(Path(run_dir) / RUN_LOCK):
+        status = "interrupted"
+    elif status == "done" and not (Path(run_dir) / SEALED_BY).exists():
+        status = "interrupted"  # killed after the last run.json, before the manifest was written
+    return status, run
+
+
+def _held(lock: Path) -> bool:
+    """Whether a live process holds the exclusive lock on ``lock``."""
+    if not lock.exists():
+        return False
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)

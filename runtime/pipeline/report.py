@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from runtime.pipeline.context import RunContext
 from runtime.pipeline.metadata import report_meta
+from runtime.testhooks import kill_point
 
 
 def write_report(ctx: RunContext) -> None:
@@ -23,5 +24,6 @@ def write_report(ctx: RunContext) -> None:
     html = render_report(core, sections)
     folder.write_text("report.html", html)
     folder.save()
+    kill_point("report")
     render_pdf(core, folder.path / "report.pdf", html=html)  # the same HTML, rendered once
     folder.listed("report.pdf")

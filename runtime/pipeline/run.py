@@ -7,6 +7,7 @@ an error in a later stage never loses what was already computed.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from runtime.pipeline.context import RunContext
 from runtime.pipeline.folder import RunFolder, new_run_dir
 from runtime.pipeline.metadata import run_record
 from runtime.progress import Progress, stage_timer
+from runtime.store import DEFAULT_STORE, TaskStore, frame_bytes, frame_from, task_key
+from runtime.testhooks import kill_point
 
 CONDITION_DEFAULT = "default"
 #: The ``variant`` of every population profile handed to a system adapter (no variants there).
@@ -104,22 +107,38 @@ def job_texts(compiled: Any) -> dict[str, str | None]:
     return out
 
 
-def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, keys=None) -> RunResult:
-    """Run a locked spec end to end and write the run folder.
+MSG_RESUME_MISSING = "{run}: no readable run.json; only a run folder written by `audit execute` can be resumed"
+MSG_RESUME_DONE = "{run}: the run is complete (status done, sealed); there is nothing to resume"
+MSG_RESUME_RUNNING = "{run}: the run is still running (process {pid} holds its lock); wait for it or stop it first"
+MSG_RESUME_OTHER_LOCK = ("{run}: the run was made under spec digest {old}, but {spec} is now locked at {new}; "
+                         "resume it with the spec it was run with, or start a new run")
+
+
+def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, keys=None,
+            resume: Path | None = None) -> RunResult:
+    """Run a locked spec end to end and write the run folder; or complete a killed or failed one.
 
     With ``keys`` (:class:`runtime.keys.SigningKeys`) the PDF is signed and the manifest is signed
     into ``manifest.dsse.json``; without, ``manifest.json`` is written unsigned (runtime.sign).
+    Finished tasks (generation, each system's scores) are taken from the task store
+    (:mod:`runtime.store`) when it holds them, so a warm re-run makes no model call and no
+    encode, and ``resume`` (a run folder whose run was killed or failed) completes the run in place
+    with the same result bytes as an uninterrupted run.
 
     Raises
     ------
     compiler.errors.SpecError
         The spec is invalid (exit 2).
     compiler.errors.LockError
-        No lock, or the spec no longer matches it (exit 3).
+        No lock, or the spec no longer matches it, or ``resume`` was run under another lock (exit 3).
     compiler.errors.InputDataError
         A data file named by the spec is wrong (exit 2).
+    OutputError
+        The run folder cannot be written, or ``resume`` names a folder that cannot be resumed (exit 2).
     """
+    from runtime.pipeline.folder import OutputError, run_state
     from runtime.sign import git_info, reproduce_commands, seal_run
+    from compiler.errors import LockError
     from compiler.lock import tool_version
 
     timings: dict[str, float] = {}
@@ -129,34 +148,101 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
         lock = read_lock(spec_path, shown)
         check_lock(lock, compiled.resolved, shown)
     r = compiled.resolved
-    git = git_info(spec_path)  # before the run folder exists: it must not make the tree dirty
-    knob = compiled.loaded.spec.execution.out
-    root = out or (compiled.loaded.folder / knob if knob else Path("reports"))
-    generated_at = utc_now()
-    run_id, run_dir = new_run_dir(root, r["audit"], generated_at)
-    run = run_record(compiled=compiled, lock=lock, run_id=run_id, shown=shown, generated_at=generated_at,
-                     timings=timings, root=root, git=git,
-                     reproduce=reproduce_commands(spec_shown=shown, git=git, tool_version=tool_version()))
+    if resume is not None:
+        run_dir = Path(resume)
+        state, old = run_state(run_dir)
+        if state == "missing":
+            raise OutputError(MSG_RESUME_MISSING.format(run=run_dir))
+        if state == "done":
+            raise OutputError(MSG_RESUME_DONE.format(run=run_dir))
+        if state == "running":
+            raise OutputError(MSG_RESUME_RUNNING.format(run=run_dir, pid=old.get("pid")))
+        if old.get("spec_digest") != lock["spec_digest"]:
+            raise LockError(MSG_RESUME_OTHER_LOCK.format(run=run_dir, old=old.get("spec_digest", {}).get("digest"),
+                                                         spec=shown, new=lock["spec_digest"]["digest"]))
+        for leftover in run_dir.glob(".*.tmp"):  # a write the kill cut short
+            leftover.unlink()
+        git = old.get("spec_git")
+        run = {**old, "timings": timings, "artifacts": [], "status": "running", "stage": None,
+               "resumed": [*(old.get("resumed") or []), {"at": utc_now(), "previous_status": state,
+                                                          "stage": old.get("stage")}]}
+        run.pop("error", None)
+        run["counts"] = dict(compiled.plan["counts"])
+        run["systems_info"] = {}
+    else:
+        git = git_info(spec_path)  # before the run folder exists: it must not make the tree dirty
+        knob = compiled.loaded.spec.execution.out
+        root = out or (compiled.loaded.folder / knob if knob else Path("reports"))
+        generated_at = utc_now()
+        run_id, run_dir = new_run_dir(root, r["audit"], generated_at)
+        run = run_record(compiled=compiled, lock=lock, run_id=run_id, shown=shown, generated_at=generated_at,
+                         timings=timings, root=root, git=git,
+                         reproduce=reproduce_commands(spec_shown=shown, git=git, tool_version=tool_version()))
+    run["reused_tasks"], run["computed_tasks"] = [], []
     folder = RunFolder(run_dir, run, keys)
+    folder.hold()
     folder.save()
 
     def finish() -> None:  # the last write of run.json; the manifest hashes it next
+        kill_point("seal")
+        folder.release()
         run["status"] = "done"
+        run["stage"] = None
+        run.pop("pid", None)
         folder.save()
 
     try:
         with Progress(quiet=quiet) as progress:
             ctx = RunContext(compiled=compiled, lock=lock, folder=folder, timings=timings, progress=progress)
+            ctx.store = TaskStore(store_root(compiled))
+            run["store"] = str(ctx.store.root)
             _run_stages(ctx)
+        folder.stage("seal")
         seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings)
     except BaseException as err:
         run["status"] = "failed"
         run["error"] = f"{type(err).__name__}: {err}"
+        folder.release()
         folder.save()
         raise
     status = pd.concat([res.status for res in ctx.results.values()] or [pd.DataFrame(columns=list(STATUS_COLUMNS))],
                        ignore_index=True)
     return RunResult(run_dir, dict(ctx.tables), status, dict(ctx.results), timings, run)
+
+
+def store_root(compiled: Any) -> Path:
+    """The task store of a spec: ``execution.store`` relative to the spec's folder, default
+    ``.audit-store/`` there (non-semantic: not hashed)."""
+    knob = compiled.loaded.spec.execution.store
+    return compiled.loaded.folder / (knob or DEFAULT_STORE)
+
+
+def _plan_ids(ctx: RunContext, *, system: str | None = None) -> list[str]:
+    """Plan task ids a runtime task stands for: the design's tasks (generation), or one system's
+    score tasks."""
+    tasks = ctx.compiled.plan["tasks"]
+    if system is None:
+        return [t["id"] for t in tasks if t["kind"] != "score" and t["kind"] != "report"
+                and not t["kind"].startswith("analyse")]
+    return [t["id"] for t in tasks if t["kind"] == "score" and t["inputs"]["system"]["id"] == system]
+
+
+def _generate(ctx: RunContext, design) -> None:
+    """The design's candidates: from the store when this generation was finished before."""
+    if not design.storable:
+        design.generate(ctx)
+        return
+    tid, key = task_key("generate", design=design.id, plan_tasks=_plan_ids(ctx))
+    stored = ctx.store.get(tid)
+    if stored is not None:
+        ctx.candidates = frame_from(stored["candidates"])
+        design.restore(ctx)
+        ctx.run["reused_tasks"].append(tid)
+        return
+    design.generate(ctx)
+    ctx.store.put(tid, "generate", {"candidates": frame_bytes(ctx.candidates)}, key=key)
+    ctx.run["computed_tasks"].append(tid)
+    kill_point("generate")
 
 
 def _run_stages(ctx: RunContext) -> None:
@@ -167,10 +253,12 @@ def _run_stages(ctx: RunContext) -> None:
     r, folder, timings = ctx.resolved, ctx.folder, ctx.timings
     ctx.jobs = job_texts(ctx.compiled)
     design = design_for(r)
+    folder.stage("generate")
     with stage_timer(timings, "generate"):
-        design.generate(ctx)
+        _generate(ctx, design)
     folder.save()
     ctx.provides = frozenset(design.provides).union(*(adapter_for(s["kind"]).provides for s in r["systems"]))
+    folder.stage("score")
     artifacts: dict[str, Any] = {}
     try:
         with stage_timer(timings, "score"):
@@ -182,6 +270,7 @@ def _run_stages(ctx: RunContext) -> None:
         check_base_counts(ctx.scores, r["analysis"]["k"])
         from runtime.rank import paired_frame
 
+        folder.stage("rank")
         with stage_timer(timings, "rank"):
             ctx.paired = paired_frame(ctx.scores, r["axes"], r["variants"]["table"])
         folder.write_csv("paired.csv", ctx.paired)
@@ -197,12 +286,15 @@ def _run_stages(ctx: RunContext) -> None:
             fam = cls()
             if not fam.enabled(ctx):
                 continue
+            folder.stage(f"family:{fid}")
             result = fam.analyse(ctx)
+            kill_point(f"family:{fid}")
             ctx.results[fid] = result
             for name, frame in result.tables.items():
                 ctx.write_table(name, frame)
             ctx.run.update(result.record)
             folder.save()
+    folder.stage("report")
     with stage_timer(timings, "report"):
         from runtime.pipeline.report import write_report
 
@@ -242,8 +334,8 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
         request = ScoreRequest(jobs=ctx.jobs, resumes=resumes, variants=variants,
                                spec_folder=ctx.compiled.loaded.folder, batch_size=ex.batch_size,
                                progress=ctx.progress.task, info=ctx.run["systems_info"], paired=paired,
-                               seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts)
-        scored = adapter_for(sys_resolved["kind"])(sys_resolved).score(request)
+                               seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts, store=ctx.store)
+        scored = _score_one(ctx, adapter_for(sys_resolved["kind"])(sys_resolved), request)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)
         own_conditions |= "condition" in scored.columns  # LLM screeners score under prompt conditions
@@ -258,6 +350,33 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     if not own_conditions:
         cols.remove("condition")  # no system scores under prompt conditions: the column says nothing
     return scores[cols]
+
+
+def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
+    """One system's scores: from the task store when this scoring was finished before, else scored
+    now and kept (with the adapter's diagnostics and extra files)."""
+    sid = adapter.id
+    if not adapter.storable or ctx.store is None:
+        return adapter.score(request)
+    request.plan_tasks = _plan_ids(ctx, system=sid)
+    tid, key = task_key("score", system=sid, plan_tasks=request.plan_tasks,
+                        batch_size=request.batch_size, paired=request.paired)
+    stored = ctx.store.get(tid)
+    if stored is not None:
+        request.info[sid] = json.loads(stored["info"])
+        for name, data in stored.items():
+            if name.startswith("artifact:"):
+                request.artifacts[name.split(":", 1)[1]] = frame_from(data)
+        ctx.run["reused_tasks"].append(tid)
+        return frame_from(stored["scores"])
+    before = set(request.artifacts)
+    scored = adapter.score(request)
+    outputs = {"scores": frame_bytes(scored), "info": json.dumps(request.info.get(sid), sort_keys=True).encode()}
+    outputs.update({f"artifact:{n}": frame_bytes(request.artifacts[n]) for n in set(request.artifacts) - before})
+    ctx.store.put(tid, "score", outputs, key=key)
+    ctx.run["computed_tasks"].append(tid)
+    kill_point(f"score:{sid}")
+    return scored
 
 
 def check_base_counts(scores: pd.DataFrame, k: dict[str, int]) -> None:

@@ -41,6 +41,10 @@ class ScoreRequest:
         Execution knobs of the LLM systems (non-semantic: not hashed).
     artifacts : dict
         Extra files for the run folder, name -> data frame (LLM systems: every raw answer).
+    store : runtime.store.TaskStore or None
+        The run's task store, for adapters that keep partial work (the embedding system's batches).
+    plan_tasks : list of str
+        The plan's score task ids this request serves (kept with partial work for ``audit gc``).
     """
 
     jobs: dict[str, str | None]
@@ -55,6 +59,8 @@ class ScoreRequest:
     job_info: dict[str, "JobInfo"] = field(default_factory=dict)
     llm: "LlmSettings | None" = None
     artifacts: dict[str, Any] = field(default_factory=dict)
+    store: Any = None
+    plan_tasks: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,9 @@ class SystemAdapter:
     kind: ClassVar[str] = ""
     #: What the system adds to a run for the audit families (LLM screeners: ``{"llm_answers"}``).
     provides: ClassVar[frozenset[str]] = frozenset()
+    #: Whether a finished scoring is kept in the task store and reused (False for LLM screeners:
+    #: their per-request response cache already makes a re-run call no model).
+    storable: ClassVar[bool] = True
 
     def __init__(self, resolved: dict[str, Any]):
         self.resolved = resolved

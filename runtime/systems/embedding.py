@@ -50,11 +50,15 @@ def load_model(path: Path):
     return SentenceTransformer(str(path), device="cpu", local_files_only=True)
 
 
-def encode_texts(model, texts: list[str], *, batch_size: int, advance=None) -> np.ndarray:
+def encode_texts(model, texts: list[str], *, batch_size: int, advance=None, cache=None) -> np.ndarray:
     """Unit-normalised embeddings, float32, shape (len(texts), dim), in the order given.
 
     Texts are encoded longest first in ``PROGRESS_CHUNKS`` calls so padding stays small and a progress
-    bar can move; the order of the returned rows matches ``texts``.
+    bar can move; the order of the returned rows matches ``texts``. The calls' boundaries depend only
+    on the set of texts and ``batch_size``, never on the order of execution: an embedding's bytes
+    depend on the texts it is batched with (padding changes the float sums in the last bits), so the
+    same texts are always encoded in the same batches. With ``cache`` (``get(texts) -> array or None``
+    and ``put(texts, array)``), each call's embeddings are taken from and kept in the task store.
     """
     order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
     dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
@@ -63,12 +67,57 @@ def encode_texts(model, texts: list[str], *, batch_size: int, advance=None) -> n
     step = -(-step // batch_size) * batch_size
     for start in range(0, len(order), step):
         idx = order[start:start + step]
-        emb = model.encode([texts[i] for i in idx], batch_size=batch_size, normalize_embeddings=True,
-                           convert_to_numpy=True, show_progress_bar=False)
+        chunk = [texts[i] for i in idx]
+        emb = cache.get(chunk) if cache is not None else None
+        if emb is None:
+            emb = model.encode(chunk, batch_size=batch_size, normalize_embeddings=True,
+                               convert_to_numpy=True, show_progress_bar=False)
+            if cache is not None:
+                cache.put(chunk, emb)
         out[idx] = emb
         if advance:
             advance(len(idx))
     return out
+
+
+class BatchCache:
+    """One encode call's embeddings in the task store, keyed by the model, the batch size and the texts
+    in their order (see :func:`encode_texts`)."""
+
+    def __init__(self, store, resolved: dict[str, Any], batch_size: int, system_id: str, refs: list[str]):
+        self.store, self.system_id, self.batch_size, self.refs = store, system_id, batch_size, refs
+        self.model = {"fingerprint": resolved["fingerprint"], "model_files": resolved.get("model_files")}
+        self.encoded = self.reused = 0
+
+    def _key(self, chunk: list[str]):
+        import hashlib
+
+        from runtime.store import task_key
+
+        return task_key("encode", model=self.model, batch_size=self.batch_size,
+                        texts=[hashlib.sha256(t.encode("utf-8")).hexdigest() for t in chunk])
+
+    def get(self, chunk: list[str]) -> np.ndarray | None:
+        tid, _ = self._key(chunk)
+        stored = self.store.get(tid)
+        if stored is None:
+            return None
+        import io
+
+        self.reused += len(chunk)
+        return np.load(io.BytesIO(stored["embeddings"]), allow_pickle=False)
+
+    def put(self, chunk: list[str], emb: np.ndarray) -> None:
+        import io
+
+        from runtime.testhooks import kill_point
+
+        tid, key = self._key(chunk)
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(emb), allow_pickle=False)
+        self.store.put(tid, "encode", {"embeddings": buf.getvalue()}, key=key, refs=self.refs)
+        self.encoded += len(chunk)
+        kill_point(f"encode:{self.system_id}")
 
 
 @system("embedding")
@@ -84,7 +133,9 @@ class EmbeddingSystem(SystemAdapter):
         texts = list(dict.fromkeys(list(resumes["text"]) + [request.jobs[j] for j in job_ids]))
         index = {t: i for i, t in enumerate(texts)}
         advance = request.progress(f"embedding ({self.id})", len(texts)) if request.progress else None
-        emb = encode_texts(model, texts, batch_size=request.batch_size, advance=advance)
+        cache = (BatchCache(request.store, self.resolved, request.batch_size, self.id, request.plan_tasks)
+                 if request.store else None)
+        emb = encode_texts(model, texts, batch_size=request.batch_size, advance=advance, cache=cache)
         job_vec = {j: emb[index[request.jobs[j]]].astype(np.float64) for j in job_ids}
         res_vec = emb[[index[t] for t in resumes["text"]]].astype(np.float64)
         jv = np.stack([job_vec[j] for j in resumes["job_id"]])
@@ -100,6 +151,8 @@ class EmbeddingSystem(SystemAdapter):
             "max_seq_length": limit,
             "texts_truncated": int(sum(len(t) > limit for t in tok)),
             "max_tokens": int(max(len(t) for t in tok)),
+            "encoded_texts": cache.encoded if cache else len(texts),
+            "texts_from_store": cache.reused if cache else 0,
         }
         return pd.DataFrame({
             "job_id": resumes["job_id"].to_numpy(),

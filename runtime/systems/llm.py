@@ -77,6 +77,7 @@ class LlmScreener(SystemAdapter):
     """Shared scoring loop of the two LLM systems (see the module docstring)."""
 
     provides = frozenset({"llm_answers"})
+    storable = False
 
     def references(self, request: ScoreRequest) -> dict[str, str | None]:
         return {j: None for j in request.jobs}
