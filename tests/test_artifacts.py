@@ -125,6 +125,11 @@ def test_a_1_0_lock_is_read_as_methods_version_1(write_spec, tmp_path):
     proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
     assert proc.returncode == 0 and "unchanged" in proc.stdout, proc.stderr
     assert path.read_bytes() == before
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
+    assert json.loads((run_dir / "run.json").read_text())["methods_version"] == 1
+    assert json.loads((run_dir / "manifest.json").read_text())["lock"]["methods_version"] == 1
 
 
 UNKNOWN_MAJOR_LOCK = (
