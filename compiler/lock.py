@@ -2,8 +2,10 @@
 
 ``<spec stem>.lock.json`` sits next to the spec and records the digest of the resolved spec (RFC 8785
 canonical JSON, sha256), the seed, the thresholds, tool and package versions, model fingerprints,
-the plan digest and the UTC time. ``audit execute`` recomputes the digest and refuses to run when it
-differs, naming every changed key.
+the plan digest, the UTC time and the methods version (:mod:`compiler.methods`). ``audit execute``
+recomputes the digest and refuses to run when it differs, naming every changed key, or when the lock
+was made under another methods version (both exit 3). The file is a :class:`compiler.artifacts.Lock`
+(schema 1.1; 1.0 locks, without ``methods_version``, read as methods version 1).
 """
 
 from __future__ import annotations
@@ -11,17 +13,20 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import platform
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from compiler import methods
+from compiler.artifacts import (LOCK_SCHEMA_VERSION, TOOL_NAME, ArtifactError, ArtifactVersionError, Lock,
+                                LockVersionError, tool_info, tool_version, utc_now, validate_artifact)
 from compiler.errors import LockError
 from compiler.hashing import digest
 from compiler.plan import plan_digest
 from compiler.systems import hook_for
 
-LOCK_SCHEMA_VERSION = "1.0"
-TOOL_NAME = "audit-compiler"
+# LOCK_SCHEMA_VERSION, TOOL_NAME, tool_version and utc_now live in compiler.artifacts and are
+# re-exported here for the modules that import them from the lock.
+
 #: Packages whose versions can change a number in the report; recorded in the lock and run.json.
 RECORDED_PACKAGES = (
     "audit-compiler", "numpy", "pandas", "scipy", "statsmodels", "pydantic", "rfc8785",
@@ -44,14 +49,21 @@ MSG_AMEND_REQUIRED = (
     "and listed in every report. Revert the change, or amend on purpose with\n"
     "  audit compile {spec} --amend --reason \"why the change is needed\""
 )
+MSG_METHODS_EXECUTE = (
+    "the lock {lock} was made under methods version {old}; this audit-compiler ({tool}) implements methods "
+    "version {new}, and its results can differ under the same spec digest. Changes between them:\n{changes}\n"
+    "Re-lock the spec under methods version {new} on purpose (the upgrade is kept in the lock as an amendment "
+    "and listed in every report):\n"
+    "  audit compile {spec} --amend --reason \"why\""
+)
+MSG_METHODS_AMEND_REQUIRED = (
+    "the lock {lock} was made under methods version {old}; this audit-compiler ({tool}) implements methods "
+    "version {new}. Changes between them:\n{changes}\n"
+    "Re-locking under another methods version is an amendment, kept in the lock and listed in every report. "
+    "Amend on purpose with\n"
+    "  audit compile {spec} --amend --reason \"why the methods change is accepted\""
+)
 MSG_REASON_REQUIRED = "--amend needs --reason \"...\": the reason is recorded in the lock and printed in the report"
-
-
-def tool_version() -> str:
-    try:
-        return importlib.metadata.version(TOOL_NAME)
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        return "0+unknown"
 
 
 def package_versions() -> dict[str, str]:
@@ -73,16 +85,12 @@ def plan_path(spec_path: Path) -> Path:
     return spec_path.with_name(spec_path.stem + ".plan.json")
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
 def build_lock(resolved: dict[str, Any], plan: dict[str, Any], *, spec_file: str) -> dict[str, Any]:
-    """Assemble the lock record (not yet written)."""
-    return {
-        "schema_version": LOCK_SCHEMA_VERSION,
-        "kind": "audit-lock",
-        "tool": {"name": TOOL_NAME, "version": tool_version()},
+    """Assemble the lock record (not yet written): a :class:`compiler.artifacts.Lock` dumped to a dict,
+    under the current :data:`compiler.methods.METHODS_VERSION`."""
+    now = utc_now()
+    return Lock(**{
+        "tool": tool_info(),
         "audit": resolved["audit"],
         "spec_file": spec_file,
         "spec_digest": digest(resolved),
@@ -94,22 +102,46 @@ def build_lock(resolved: dict[str, Any], plan: dict[str, Any], *, spec_file: str
         ],
         "versions": package_versions(),
         "plan_digest": plan_digest(plan),
-        "created_at": utc_now(),
+        "created_at": now,
         "amendments": [],
         "resolved_spec": resolved,
-    }
+        "generated_at": now,
+        "methods_version": methods.METHODS_VERSION,
+    }).dump()
 
 
 def write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def existing_lock(spec_path: Path) -> dict[str, Any] | None:
-    """The lock next to ``spec_path`` if it exists and parses, else None (no error)."""
+def _lock_dict(data: Any, path: Path, shown: Path) -> dict[str, Any]:
+    """A parsed lock validated with :class:`compiler.artifacts.Lock` and dumped back (a 1.0 lock gets
+    ``methods_version: 1``). Raises :class:`LockVersionError` (exit 3) on an unknown schema MAJOR and
+    :class:`compiler.artifacts.ArtifactError` when it does not match the schema."""
     try:
-        return json.loads(lock_path(spec_path).read_text(encoding="utf-8"))
+        return validate_artifact(data, Lock, source=shown).dump()
+    except ArtifactVersionError as err:
+        raise LockVersionError(str(err), path=path, found=err.found, supported=err.supported) from None
+
+
+def existing_lock(spec_path: Path, shown: str | None = None) -> dict[str, Any] | None:
+    """The lock next to ``spec_path`` if it exists and parses, else None (no error).
+
+    Raises :class:`LockVersionError` (exit 3) when it is of a schema MAJOR this tool cannot read:
+    ``audit compile`` never overwrites a pre-registration it cannot read. A lock that parses but does
+    not match the schema is returned as read.
+    """
+    path = lock_path(spec_path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    try:
+        return _lock_dict(data, path, lock_path(Path(shown)) if shown else path)
+    except ArtifactError as err:
+        if isinstance(err, LockVersionError):
+            raise
+        return data
 
 
 #: Keys ``audit execute`` reads from a lock; a lock without one of them is unreadable (exit 3).
@@ -117,19 +149,68 @@ REQUIRED_LOCK_KEYS = ("spec_digest", "resolved_spec", "plan_digest", "created_at
 
 
 def read_lock(spec_path: Path, shown: str) -> dict[str, Any]:
-    """Load the lock next to ``spec_path``. Raises :class:`LockError` (exit 3) when absent or unreadable."""
+    """Load the lock next to ``spec_path``, validated with :class:`compiler.artifacts.Lock` (every
+    1.x schema; a lock without ``methods_version`` is methods version 1).
+
+    Raises
+    ------
+    LockError
+        Absent or unreadable (exit 3); :class:`LockVersionError` (a LockError) for an unknown
+        schema MAJOR.
+    """
     path = lock_path(spec_path)
     if not path.exists():
         raise LockError(MSG_NO_LOCK.format(lock=path.name, spec=shown))
     try:
         lock = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(lock, dict):
+            raise TypeError("not a JSON object")
         missing = [k for k in REQUIRED_LOCK_KEYS if k not in lock]
-        if missing:
+        if missing and _major_readable(lock):
             raise KeyError(f"missing key(s) {', '.join(missing)}")
-        lock["spec_digest"]["digest"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        return _lock_dict(lock, path, lock_path(Path(shown)))
+    except LockVersionError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, ArtifactError) as err:
         raise LockError(MSG_BAD_LOCK.format(lock=path.name, err=err, spec=shown)) from None
-    return lock
+
+
+def _major_readable(lock: dict[str, Any]) -> bool:
+    """True unless the lock's schema MAJOR is one this tool does not read (that error comes first)."""
+    v = lock.get("schema_version")
+    return not (isinstance(v, str) and v.split(".")[0] not in Lock.READS)
+
+
+def lock_methods_version(lock: dict[str, Any]) -> int:
+    """The methods version a lock was made under (1 for a lock that does not record one)."""
+    return int(lock.get("methods_version") or 1)
+
+
+def methods_changes(old: int, new: int) -> str:
+    """``  - version N: what changed`` lines between two methods versions (compiler.methods)."""
+    return "\n".join(f"  - version {v}: {text}" for v, text in methods.changes_between(old, new)) \
+        or "  - (none recorded)"
+
+
+def check_methods(lock: dict[str, Any], spec: str = "SPEC") -> None:
+    """Raise :class:`LockError` (exit 3) when the lock was made under another methods version than
+    :data:`compiler.methods.METHODS_VERSION`, naming both, the changelog entries between them and the
+    command that re-locks the spec."""
+    old, new = lock_methods_version(lock), methods.METHODS_VERSION
+    if old == new:
+        return
+    raise LockError(MSG_METHODS_EXECUTE.format(
+        lock=Path(lock.get("spec_file", "spec")).stem + ".lock.json", old=old, new=new, tool=tool_version(),
+        changes=methods_changes(old, new), spec=spec))
+
+
+def require_methods_amendment(old: dict[str, Any], *, spec: str) -> LockError:
+    """The error ``audit compile`` raises (exit 3) for an unchanged spec whose lock has another methods
+    version, without ``--amend``."""
+    a, b = lock_methods_version(old), methods.METHODS_VERSION
+    return LockError(MSG_METHODS_AMEND_REQUIRED.format(
+        lock=Path(old.get("spec_file", "spec")).stem + ".lock.json", old=a, new=b, tool=tool_version(),
+        changes=methods_changes(a, b), spec=spec))
 
 
 def diff_paths(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
@@ -157,13 +238,17 @@ def amend(old: dict[str, Any], new: dict[str, Any], reason: str | None = None) -
     with ``audit compile --amend --reason``.
     """
     changes = diff_paths(old.get("resolved_spec", {}), new["resolved_spec"])
+    was, now = lock_methods_version(old), lock_methods_version(new)
+    if was != now:  # a re-lock under another methods version (compiler.methods)
+        changes = [("methods_version", was, now)] + changes
     entry = {
         "amended_at": new["created_at"],
         "reason": reason,
         "changes": [f"{p}: {json.dumps(a)} -> {json.dumps(b)}" for p, a, b in changes],
-        "previous": {k: old.get(k) for k in ("spec_digest", "created_at", "plan_digest", "resolved_spec")},
+        "previous": {**{k: old.get(k) for k in ("spec_digest", "created_at", "plan_digest", "resolved_spec")},
+                     "methods_version": was},
     }
-    return {**new, "amendments": list(old.get("amendments") or []) + [entry]}
+    return Lock.model_validate({**new, "amendments": list(old.get("amendments") or []) + [entry]}).dump()
 
 
 def change_lines(old_resolved: dict[str, Any], resolved: dict[str, Any]) -> str:
@@ -173,18 +258,25 @@ def change_lines(old_resolved: dict[str, Any], resolved: dict[str, Any]) -> str:
 
 
 def require_amendment(old: dict[str, Any], new: dict[str, Any], *, spec: str) -> LockError:
-    """The error ``audit compile`` raises (exit 3) when the spec differs from its lock without ``--amend``."""
+    """The error ``audit compile`` raises (exit 3) when the spec differs from its lock without ``--amend``
+    (a change of methods version, if any, is listed first)."""
+    changes = change_lines(old.get("resolved_spec", {}), new["resolved_spec"])
+    was, now = lock_methods_version(old), lock_methods_version(new)
+    if was != now:
+        changes = f"  - methods_version: locked {was}, now {now}\n" + changes
     return LockError(MSG_AMEND_REQUIRED.format(
         lock=Path(old.get("spec_file", "spec")).stem + ".lock.json", created_at=old.get("created_at"),
         old=old["spec_digest"]["digest"][:12], new=new["spec_digest"]["digest"][:12],
-        changes=change_lines(old.get("resolved_spec", {}), new["resolved_spec"]), spec=spec))
+        changes=changes, spec=spec))
 
 
 def check_lock(lock: dict[str, Any], resolved: dict[str, Any], spec: str = "SPEC") -> None:
-    """Raise :class:`LockError` naming the changed keys when ``resolved`` differs from the lock."""
+    """Raise :class:`LockError` naming the changed keys when ``resolved`` differs from the lock, or
+    (the spec unchanged) when the lock was made under another methods version (:func:`check_methods`)."""
     new = digest(resolved)["digest"]
     old = lock["spec_digest"]["digest"]
     if new == old:
+        check_methods(lock, spec)
         return
     changes = diff_paths(lock["resolved_spec"], resolved) or [("(whole spec)", "?", "?")]
     lines = "\n".join(f"  - {p}: locked {json.dumps(a)}, now {json.dumps(b)}" for p, a, b in changes)

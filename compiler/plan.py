@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.artifacts import PLAN_SCHEMA_VERSION, Plan, tool_info
 from compiler.designs import design_of
 from compiler.families import enabled_families
 from compiler.hashing import digest
 from compiler.llm import Estimate
 from compiler.systems import hook_for
 from compiler.tasks import task
-
-PLAN_SCHEMA_VERSION = "1.0"
 
 _task = task  # the name earlier callers used
 
@@ -44,8 +43,9 @@ def llm_estimate(resolved: dict[str, Any], resumes: int | None) -> dict[str, Any
 
 
 def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = None) -> dict[str, Any]:
-    """Return the plan: ``{schema_version, kind, audit, spec_digest, counts, tasks}`` and the enabled
-    families' summaries (``sensitivity``) and the LLM estimate (``llm_estimate``) where they apply.
+    """Return the plan: ``{schema_version, kind, tool, audit, spec_digest, counts, tasks}`` and the enabled
+    families' summaries (``sensitivity``) and the LLM estimate (``llm_estimate``) where they apply,
+    validated with :class:`compiler.artifacts.Plan`.
 
     Parameters
     ----------
@@ -86,8 +86,8 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
         "paired_candidates_per_variant": size["paired_candidates_per_variant"],
         **{k: v for k, v in size.items() if k == "profiles"},
     }
-    plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "audit": resolved["audit"],
-            "spec_digest": digest(resolved), "counts": counts, "tasks": tasks}
+    plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "tool": tool_info(),
+            "audit": resolved["audit"], "spec_digest": digest(resolved), "counts": counts, "tasks": tasks}
     for f in families:
         plan.update(f.summary(resolved))
     est = llm_estimate(resolved, size["resumes"])
@@ -95,7 +95,13 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
         counts.update({"model_calls": est["calls"], "estimated_tokens": est["tokens"],
                        "estimated_cost_usd": est["cost_usd"] if est["cost_known"] else None})
         plan["llm_estimate"] = est
-    return plan
+    return Plan.model_validate(plan).dump()
+
+
+def plan_file(plan: dict[str, Any], *, generated_at: str) -> dict[str, Any]:
+    """The ``<spec>.plan.json`` record: the plan stamped with the UTC time it is written (kept out of
+    :func:`expand`, whose output is deterministic)."""
+    return Plan.model_validate({**plan, "generated_at": generated_at}).dump()
 
 
 def plan_digest(plan: dict[str, Any]) -> dict[str, str]:

@@ -100,17 +100,23 @@ def compile_(
     from compiler import compile_spec
     from compiler.errors import AuditError
     from compiler.load import display_path
-    from compiler.lock import (MSG_REASON_REQUIRED, amend, build_lock, existing_lock, lock_path, plan_path,
-                               require_amendment, write_json)
+    from compiler.lock import (MSG_REASON_REQUIRED, amend, build_lock, existing_lock, lock_methods_version,
+                               lock_path, plan_path, require_amendment, require_methods_amendment, write_json)
+    from compiler.methods import METHODS_VERSION
+    from compiler.plan import plan_file
 
     if amend_ and not (reason and reason.strip()):
         raise AuditError(MSG_REASON_REQUIRED)
     compiled = compile_spec(spec)
     _print_warnings(compiled)
+    shown = display_path(spec)
     lock = build_lock(compiled.resolved, compiled.plan, spec_file=spec.name)
-    old = existing_lock(spec)
-    unchanged = old is not None and old.get("spec_digest") == lock["spec_digest"] \
+    old = existing_lock(spec, shown)  # a lock of an unknown schema major stops here (exit 3)
+    same_spec = old is not None and old.get("spec_digest") == lock["spec_digest"] \
         and old.get("plan_digest") == lock["plan_digest"]
+    # a lock made under another methods version is re-locked only as an amendment (compiler.methods)
+    other_methods = old is not None and "resolved_spec" in old and lock_methods_version(old) != METHODS_VERSION
+    unchanged = same_spec and not other_methods
     if unchanged:
         lock = old  # re-compiling an unchanged spec keeps the pre-registration (and its time)
         if amend_:
@@ -118,9 +124,10 @@ def compile_(
     else:
         if old is not None and "resolved_spec" in old:
             if not amend_:
-                raise require_amendment(old, lock, spec=display_path(spec))
+                raise (require_methods_amendment(old, spec=shown) if same_spec
+                       else require_amendment(old, lock, spec=shown))
             lock = amend(old, lock, reason=reason.strip())  # a deliberate change: earlier entries stay
-        write_json(plan_path(spec), compiled.plan)
+        write_json(plan_path(spec), plan_file(compiled.plan, generated_at=lock["generated_at"]))
         write_json(lock_path(spec), lock)
     c = compiled.plan["counts"]
     console = _console()

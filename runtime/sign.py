@@ -24,13 +24,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from compiler.artifacts import MANIFEST_SCHEMA_VERSION, Manifest
 from compiler.hashing import canonical_json, file_digest
-from compiler.lock import utc_now
+from compiler.lock import lock_methods_version, utc_now
 
 MANIFEST, ENVELOPE = "manifest.json", "manifest.dsse.json"
 #: Files of a run folder the manifest does not (cannot) list.
 SEAL_FILES = (MANIFEST, ENVELOPE)
-MANIFEST_SCHEMA_VERSION = "1.0"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "urn:audit-compiler:manifest:v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -139,23 +139,25 @@ def artifact_paths(run_dir: Path) -> list[str]:
 
 def build_manifest(run_dir: Path, *, run: dict[str, Any], lock: dict[str, Any], resolved: dict[str, Any],
                    git: dict[str, Any] | None, signing: dict[str, Any] | None) -> dict[str, Any]:
-    """The manifest (the Statement's predicate): artifacts with sha256, lock, seed, versions, provenance."""
+    """The manifest (the Statement's predicate): artifacts with sha256, lock, seed, versions, provenance;
+    built and validated as a :class:`compiler.artifacts.Manifest` (schema 1.1)."""
     artifacts = []
     for rel in artifact_paths(run_dir):
         path = run_dir / rel
         artifacts.append({"path": rel, "sha256": file_digest(path)["digest"], "bytes": path.stat().st_size})
-    return {
+    methods_version = lock_methods_version(lock)
+    return Manifest.model_validate({
         "schema_version": MANIFEST_SCHEMA_VERSION, "kind": "audit-manifest",
         "run_id": run["run_id"], "audit": run["audit"], "generated_at": utc_now(),
         "run_generated_at": run["generated_at"], "status": run["status"],
         "artifacts": artifacts,
         "lock": {"spec_file": run["spec_file"], "spec_digest": lock["spec_digest"],
                  "plan_digest": lock["plan_digest"], "created_at": lock["created_at"],
-                 "amendments": amendment_chain(lock)},
+                 "amendments": amendment_chain(lock), "methods_version": methods_version},
         "seed": run["seed"], "tool": run["tool"], "versions": run["versions"], "models": run["models"],
         "spec_git": git, "reproduce": run.get("reproduce"),
-        "signing": signing, "resolved_spec": resolved,
-    }
+        "signing": signing, "resolved_spec": resolved, "methods_version": methods_version,
+    }).dump()
 
 
 def statement(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from compiler import compile_spec
 from compiler.hashing import canonical_json, digest
 from compiler.lock import diff_paths
-from compiler.schema import SCHEMA_DIR, render, spec_schema
+from compiler.schema import SCHEMA_DIR, render, schemas
 from conftest import TINY_SCORES, TINY_SPEC, run_cli
 
 #: Pinned: a change here means every existing lock stops matching. Change only on purpose.
@@ -18,8 +18,10 @@ TINY_SPEC_DIGEST = "ccccf362186524b7e9d3a75e22df9f9fd0573c9d525823dd4af28f4ea1eb
 
 
 def test_schema_matches_models():
-    committed = (SCHEMA_DIR / "audit-spec.schema.json").read_text()
-    assert committed == render(spec_schema()), "schema drifted: run `python -m compiler.schema` and commit"
+    """The spec's schema and the artifacts' (lock, plan, run, manifest: compiler.artifacts)."""
+    for name, schema in schemas().items():
+        committed = (SCHEMA_DIR / name).read_text()
+        assert committed == render(schema), f"schema/{name} drifted: run `python -m compiler.schema` and commit"
 
 
 def test_example_specs_validate_against_schema():

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from compiler.lock import package_versions, tool_version
+from compiler.artifacts import RUN_SCHEMA_VERSION, RunRecord, tool_info
+from compiler.lock import lock_methods_version, package_versions
 
-RUN_SCHEMA_VERSION = "1.0"
 
 
 def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, generated_at: str,
@@ -15,15 +15,17 @@ def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, 
                reproduce: list[str]) -> dict[str, Any]:
     """The first ``run.json`` of a run (``status: running``); stages fill in counts and artifacts.
 
-    ``version_changes_since_lock`` lists each package whose installed version differs from the one the
-    lock recorded.
+    Built and validated as a :class:`compiler.artifacts.RunRecord` (schema 1.1) and returned as its
+    dict. ``version_changes_since_lock`` lists each package whose installed version differs from the
+    one the lock recorded; ``methods_version`` is the lock's. ``run["timings"]`` is ``timings`` itself
+    (the stage timers fill it in after this call).
     """
     r = compiled.resolved
     run: dict[str, Any] = {
         "schema_version": RUN_SCHEMA_VERSION, "kind": "audit-run", "run_id": run_id, "audit": r["audit"],
         "spec_file": shown, "spec_digest": lock["spec_digest"], "lock_created_at": lock["created_at"],
         "plan_digest": lock["plan_digest"], "seed": r["seed"], "generated_at": generated_at,
-        "tool": {"name": "audit-compiler", "version": tool_version()}, "versions": package_versions(),
+        "tool": tool_info(), "versions": package_versions(),
         "models": lock["models"], "timings": timings, "counts": dict(compiled.plan["counts"]),
         "systems_info": {}, "tasks": [t["id"] for t in compiled.plan["tasks"]], "artifacts": [],
         "status": "running",
@@ -34,7 +36,10 @@ def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, 
     run["version_changes_since_lock"] = {
         k: {"locked": locked[k], "now": v} for k, v in run["versions"].items() if k in locked and locked[k] != v
     }
-    return run
+    run["methods_version"] = lock_methods_version(lock)
+    out = RunRecord.model_validate(run).dump()
+    out["timings"] = timings  # the same dict: stage_timer keeps adding to it
+    return out
 
 
 def system_source(system: dict[str, Any]) -> str:
