@@ -275,7 +275,8 @@ class RunRecord(Artifact):
     host: str | None = None
     resumed: list[dict[str, Any]] = Field(default_factory=list,
                                           description="one entry per --resume: time, previous status")
-    reused_tasks: list[str] = Field(default_factory=list, description="plan task ids taken from the store")
+    reused_tasks: list[str] = Field(default_factory=list, description="task ids taken from the task store")
+    computed_tasks: list[str] = Field(default_factory=list, description="task ids computed and kept in the store")
     store: str | None = Field(None, description="the task store, as a display string")
 
 

@@ -288,9 +288,14 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
     report = Report()
     for file, reason in trust.problems:
         report.fail(file, reason)
+    from compiler.artifacts import ArtifactError
     from runtime.pipeline.folder import run_state
 
-    state, run = run_state(run_dir)
+    try:
+        state, run = run_state(run_dir)
+    except ArtifactError as err:
+        state, run = "unreadable", None
+        report.fail("run.json", str(err))
     if state in ("interrupted", "running", "failed"):
         where = f" in stage {run.get('stage')}" if run and run.get("stage") else ""
         report.fail("run.json", f"the run is {state}{where}, not sealed; complete it with "

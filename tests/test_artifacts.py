@@ -198,7 +198,7 @@ def test_the_run_record_takes_the_fields_of_resume(fresh_run):
              "reused_tasks": ["score-0123456789abcdef"], "store": ".audit-store"}
     out = dump_run_record({**run, **extra})
     assert {k: out[k] for k in extra} == extra
-    assert list(out)[:len(run)] == list(run)  # the existing keys keep their order
+    assert [k for k in out if k in run] == list(run)  # the existing keys keep their order
     _validate(out, "run")
     with pytest.raises(ArtifactError):
         dump_run_record({**run, "status": "paused"})

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from compiler.artifacts import ArtifactError, ArtifactVersionError, dump_run_record, read_run_record
 from compiler.errors import AuditError
 from runtime.store import atomic_write
 
@@ -80,9 +81,9 @@ class RunFolder:
     _lock_fd: int | None = field(default=None, repr=False)
 
     def save(self) -> None:
-        """Write ``run.json`` atomically."""
+        """Write ``run.json`` atomically, checked against its model (:class:`compiler.artifacts.RunRecord`)."""
         atomic_write(self.path / "run.json",
-                     (json.dumps(self.run, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+                     (json.dumps(dump_run_record(self.run), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
     def stage(self, name: str) -> None:
         """Record the stage in progress in ``run.json`` (``stage``)."""
@@ -137,12 +138,19 @@ def run_state(run_dir: Path) -> tuple[str, dict[str, Any] | None]:
     """The state of a run folder: ``(status, run record)``.
 
     ``status`` is ``run.json``'s status, except that a run recorded as ``running`` whose lock no
-    live process holds is ``interrupted`` (its process died); ``missing`` when there is no parseable
-    ``run.json``.
+    live process holds is ``interrupted`` (its process died), as is a ``done`` run without its
+    ``manifest.json`` (killed while sealing); ``missing`` when there is no readable ``run.json``.
+
+    Raises
+    ------
+    compiler.artifacts.ArtifactVersionError
+        When ``run.json`` has a schema major version this tool does not read.
     """
     try:
-        run = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        run = read_run_record(Path(run_dir) / "run.json").dump()
+    except ArtifactVersionError:
+        raise  # a run.json of another major version: say so, do not call it missing
+    except ArtifactError:
         return "missing", None
     status = run.get("status", "missing")
     if status == "running" and not _held(Path(run_dir) / RUN_LOCK):
