@@ -146,6 +146,7 @@ def test_a_killed_run_resumes_to_the_same_bytes(which, point, reference, tmp_pat
         if (ref_dir / name).exists():
             assert (run_dir / name).read_bytes() == (ref_dir / name).read_bytes(), name
     assert not list(run_dir.glob(".*"))  # no lock file, no temporary file left
+    assert "completed in place with <code>audit execute --resume</code>" in (run_dir / "report.html").read_text()
     assert set(json.loads((run_dir / "manifest.json").read_text())["artifacts"][0]) >= {"path", "sha256"}
 
 
@@ -159,6 +160,7 @@ def test_a_warm_rerun_reuses_every_finished_task(reference, tmp_path):
     assert run["computed_tasks"] == []  # nothing generated, nothing encoded
     assert [t.split("-")[0] for t in run["reused_tasks"]] == ["generate", "score"]
     assert "reused 2 finished task(s)" in proc.stdout
+    assert "Taken from the task store" in (run_dir / "report.html").read_text()
     for name in RESULTS:
         assert (run_dir / name).read_bytes() == (reference["template"][1] / name).read_bytes(), name
 

@@ -73,4 +73,6 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
                         "superseded lock": f"{a['previous']['created_at']}, sha256 {a['previous']['spec_digest']['digest']}",
                         "changed keys": a["changes"]} for a in lock.get("amendments", [])],
         "timings": run["timings"], "versions": run["versions"], "systems_info": run["systems_info"],
+        "resumed": list(run.get("resumed") or []), "reused_tasks": list(run.get("reused_tasks") or []),
+        "store": run.get("store"),
     }

@@ -1,6 +1,6 @@
 """The shared part of every report: header, systems, amendments, timings, versions, provenance.
 
-:func:`build_core` turns a run's metadata (:func:`runtime.execute.report_meta`) into the plain,
+:func:`build_core` turns a run's metadata (:func:`runtime.pipeline.metadata.report_meta`) into the plain,
 formatted data the base template (``report.html.j2``) and its macros (``_macros.html.j2``) read
 as ``core``; every audit family's section reads it too. No I/O; deterministic in its inputs.
 """
@@ -90,7 +90,7 @@ def build_core(meta: Mapping[str, Any], *, provenance: Mapping[str, Any] | None 
     Parameters
     ----------
     meta : Mapping
-        Run metadata (:func:`runtime.execute.report_meta`): audit, title, run id, seed, spec digest,
+        Run metadata (:func:`runtime.pipeline.metadata.report_meta`): audit, title, run id, seed, spec digest,
         lock and run times, tool version, systems (and ``systems_info``), amendments, timings,
         versions. Missing keys are shown as an em dash.
     provenance : Mapping, optional
@@ -104,7 +104,9 @@ def build_core(meta: Mapping[str, Any], *, provenance: Mapping[str, Any] | None 
     dict
         ``header`` (``header.generated_at`` is the PDF's clock, see
         :func:`runtime.report.render.source_date_epoch`), ``systems``, ``amendments``, ``timings``,
-        ``total_time``, ``versions`` and ``provenance`` (None without one).
+        ``total_time``, ``versions``, ``provenance`` (None without one), ``resumed`` (each
+        ``--resume`` of the run: time, previous status, stage) and ``reused_tasks`` (tasks taken from
+        the task store).
     """
     timings = [{"stage": str(k), "seconds": fmt_seconds(v)} for k, v in (meta.get("timings") or {}).items()]
     total = sum(to_float(v) for v in (meta.get("timings") or {}).values() if not is_missing(v))
@@ -118,4 +120,7 @@ def build_core(meta: Mapping[str, Any], *, provenance: Mapping[str, Any] | None 
         "total_time": fmt_seconds(total) if timings else MISSING,
         "versions": versions,
         "provenance": dict(provenance) if provenance is not None else None,
+        "resumed": [{"at": fmt_text(r.get("at")), "previous_status": fmt_text(r.get("previous_status")),
+                     "stage": fmt_text(r.get("stage"))} for r in meta.get("resumed") or []],
+        "reused_tasks": [str(t) for t in meta.get("reused_tasks") or []],
     }

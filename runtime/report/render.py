@@ -68,7 +68,8 @@ def core_sections(core: Mapping[str, Any]) -> list[Section]:
                 context={"amendments": core["amendments"]}, order=ORDER["amendments"]),
         Section(id="run-record", title="Timings and software versions", template="_run_record.html.j2",
                 context={"timings": core["timings"], "total_time": core["total_time"],
-                         "versions": core["versions"]}, order=ORDER["run_record"]),
+                         "versions": core["versions"], "resumed": core.get("resumed") or [],
+                         "reused_tasks": core.get("reused_tasks") or []}, order=ORDER["run_record"]),
     ]
     if core.get("provenance") is not None:
         out.append(Section(id="provenance", title="Reproduction and signature", template="_provenance.html.j2",
