@@ -291,23 +291,41 @@ def status(
     for r in run.get("resumed") or []:
         console.print(f"resumed at {r.get('at')} after {r.get('previous_status')} (stage {r.get('stage')})", markup=False)
     if state in ("interrupted", "failed"):
-        console.print(f"complete it with: audit execute {run.get('spec_file', 'SPEC')} --resume {run_dir}", markup=False)
+        console.print(f"complete it with: audit execute {run.get('spec_file', 'SPEC')} --resume {run_dir} "
+                      "(spec path as seen from where the run was started; only under the lock it started with)",
+                      markup=False)
 
 
 @app.command()
 def gc(
     folders: Annotated[list[Path], typer.Argument(help="Folders whose *.lock.json files (searched recursively) keep their store entries.", show_default=False)],
-    store: Annotated[Optional[Path], typer.Option("--store", help="The task store (default: .audit-store in the current directory).", show_default=False)] = None,
+    store: Annotated[Optional[Path], typer.Option("--store", help="The task store (default: .audit-store in the first FOLDER, where `audit execute` keeps it for a spec there).", show_default=False)] = None,
     delete: Annotated[bool, typer.Option("--delete", help="Remove them (default: a dry run that only lists them).")] = False,
 ) -> None:
     """Remove task-store entries that no lock in FOLDERS refers to (a dry run unless --delete)."""
+    import json as _json
+
     from compiler.errors import AuditError
     from runtime.store import DEFAULT_STORE, TaskStore, plan_refs, referenced_plan_ids
 
-    root = store or Path(DEFAULT_STORE)
+    for f in folders:
+        if not f.is_dir():
+            raise AuditError(f"{f}: not a folder; gc keeps the store entries of the *.lock.json files under "
+                             "the folders it is given")
+    locks = [p for f in folders for p in sorted(f.rglob("*.lock.json"))]
+    if not locks:
+        raise AuditError(f"no *.lock.json under {', '.join(map(str, folders))}: with no lock to keep, gc would "
+                         "remove the whole store; name the folders that hold your locks")
+    for lock in locks:  # an unreadable lock would silently free what it refers to
+        try:
+            _json.loads(lock.read_text(encoding="utf-8"))["resolved_spec"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise AuditError(f"{lock}: unreadable lock ({type(err).__name__}); fix or remove it before gc, "
+                             "or gc would remove the entries it refers to") from None
+    root = store or (folders[0] / DEFAULT_STORE)
     if not root.is_dir():
         raise AuditError(f"{root}: no task store here (pass --store)")
-    keep = referenced_plan_ids([p for f in folders for p in sorted(Path(f).rglob("*.lock.json"))])
+    keep = referenced_plan_ids(locks)
     ts = TaskStore(root)
     records = ts.tasks()
     unused = [t for t in records if not plan_refs(t) & keep]
@@ -317,10 +335,11 @@ def gc(
                       markup=False)
     if delete:
         n_tasks, n_blobs = ts.remove({t["task"] for t in unused})
-        console.print(f"removed {n_tasks} task(s) and {n_blobs} unreferenced blob(s)", markup=False)
+        console.print(f"removed {n_tasks} task(s) and {n_blobs} unreferenced blob(s); {len(locks)} lock(s) kept "
+                      "the rest", markup=False)
     else:
-        console.print(f"{len(unused)} of {len(records)} task(s) no lock refers to (dry run); "
-                      "run again with --delete to remove them", markup=False)
+        console.print(f"{len(unused)} of {len(records)} task(s) no lock refers to ({len(locks)} lock(s) read; "
+                      "dry run): run again with --delete to remove them", markup=False)
 
 
 @app.command()

@@ -31,9 +31,20 @@ from typing import Any
 
 import pandas as pd
 
+from compiler.errors import AuditError
 from compiler.hashing import digest
 
 DEFAULT_STORE = ".audit-store"
+MSG_STORE_WRITE = ("cannot write the task store {root}: {err}; set execution.store to a writable folder "
+                   "(relative to the spec's folder)")
+
+
+class StoreError(AuditError):
+    """The task store cannot be written (exit 2)."""
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -119,16 +130,26 @@ class TaskStore:
         """
         from compiler.lock import utc_now
 
-        listed = {}
-        for name, data in outputs.items():
-            sha = hashlib.sha256(data).hexdigest()
-            blob = self._blob(sha)
-            if not blob.exists():
-                atomic_write(blob, data)
-            listed[name] = {"sha256": sha, "bytes": len(data)}
-        record = {"task": task_id, "kind": kind, "created_at": utc_now(), "key": key, "refs": refs or [],
-                  "outputs": listed}
-        atomic_write(self._record(task_id), (json.dumps(record, indent=1) + "\n").encode())
+        try:
+            self._ignore_in_git()
+            listed = {}
+            for name, data in outputs.items():
+                sha = hashlib.sha256(data).hexdigest()
+                blob = self._blob(sha)
+                if not (blob.exists() and _sha(blob) == sha):  # absent, or damaged: (re)write it
+                    atomic_write(blob, data)
+                listed[name] = {"sha256": sha, "bytes": len(data)}
+            record = {"task": task_id, "kind": kind, "created_at": utc_now(), "key": key, "refs": refs or [],
+                      "outputs": listed}
+            atomic_write(self._record(task_id), (json.dumps(record, indent=1) + "\n").encode())
+        except OSError as err:
+            raise StoreError(MSG_STORE_WRITE.format(root=self.root, err=err)) from None
+
+    def _ignore_in_git(self) -> None:
+        """A ``.gitignore`` of ``*`` in the store's root: the store never makes a repository dirty."""
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():
+            atomic_write(ignore, b"# the audit-compiler task store: local cache, never committed\n*\n")
 
     def get(self, task_id: str) -> dict[str, bytes] | None:
         """The task's outputs, each checked against its sha256; None when absent, partial or changed."""

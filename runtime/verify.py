@@ -297,9 +297,13 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
         state, run = "unreadable", None
         report.fail("run.json", str(err))
     if state in ("interrupted", "running", "failed"):
-        where = f" in stage {run.get('stage')}" if run and run.get("stage") else ""
-        report.fail("run.json", f"the run is {state}{where}, not sealed; complete it with "
-                                f"`audit execute {run.get('spec_file', 'SPEC') if run else 'SPEC'} --resume {run_dir}`")
+        where = f" (stage {run.get('stage')})" if run and run.get("stage") else ""
+        spec_shown = run.get("spec_file", "SPEC") if run else "SPEC"
+        if state == "running":
+            report.fail("run.json", f"the run is still running{where}: not sealed yet")
+        else:
+            report.fail("run.json", f"the run is {state}{where}, not sealed; complete it with "
+                                    f"`audit execute {spec_shown} --resume {run_dir}`")
     stmt = check_envelope(run_dir, trust, report)
     if stmt is not None:
         report.manifest = stmt.get("predicate")

@@ -131,6 +131,8 @@ CASES = {
     "descriptives_quantiles_order": (SPEC + "  descriptives: {quantiles: [0.5, 0.25]}\n", {"scores.csv": _scores_csv()}),
     "descriptives_quantile_range": (SPEC + "  descriptives: {quantiles: [0.5, 1.5]}\n", {"scores.csv": _scores_csv()}),
     "descriptives_unknown_key": (SPEC + "  descriptives: {quantile: [0.5]}\n", {"scores.csv": _scores_csv()}),
+    "descriptives_quantile_decimals": (SPEC + "  descriptives: {quantiles: [0.5, 0.50000001]}\n",
+                                       {"scores.csv": _scores_csv()}),
 }
 
 

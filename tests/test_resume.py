@@ -187,6 +187,35 @@ def test_a_changed_store_blob_is_never_reused(reference, tmp_path):
     run = json.loads((run_dir / "run.json").read_text())
     assert run["reused_tasks"] == [] and [t.split("-")[0] for t in run["computed_tasks"]] == ["score"]
     assert (run_dir / "metrics.csv").read_bytes() == (reference["precomputed"][1] / "metrics.csv").read_bytes()
+    proc = _execute(folder)  # the damaged blob was rewritten: the next run reuses the entry
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads((_run_dirs(folder)[-1] / "run.json").read_text())
+    assert [t.split("-")[0] for t in run["reused_tasks"]] == ["score"] and run["computed_tasks"] == []
+
+
+def test_a_sealed_run_missing_its_manifest_is_not_resumed(reference, tmp_path):
+    """Removing manifest.json from a sealed run is tampering for verify to report, not an interruption
+    that --resume could paper over by sealing again."""
+    folder = tmp_path / "sealed"
+    shutil.copytree(reference["precomputed"][0], folder)
+    (run_dir,) = _run_dirs(folder)
+    (run_dir / "manifest.dsse.json").write_text("{}")  # stands for the envelope of a signed run
+    (run_dir / "manifest.json").unlink()
+    proc = _execute(folder, "--resume", str(run_dir))
+    assert proc.returncode == 2 and "nothing to resume" in proc.stderr, proc.stderr
+
+
+def test_the_store_never_makes_a_repository_dirty(reference):
+    store = reference["precomputed"][0] / ".audit-store"
+    assert (store / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_a_store_that_cannot_be_written_is_a_clear_error(tmp_path):
+    folder = _setup(tmp_path / "badstore", "precomputed")
+    (folder / ".audit-store").write_text("not a folder")
+    proc = _execute(folder)
+    assert proc.returncode == 2 and "cannot write the task store" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_gc_keeps_what_a_lock_refers_to(reference, tmp_path):
@@ -197,8 +226,17 @@ def test_gc_keeps_what_a_lock_refers_to(reference, tmp_path):
     assert n >= 1
     dry = run_cli("gc", ".", cwd=folder)
     assert dry.returncode == 0 and "0 of" in dry.stdout, dry.stdout + dry.stderr
-    (folder / "spec.lock.json").rename(folder / "spec.lock.json.bak")  # no lock refers to them any more
-    dry = run_cli("gc", ".", cwd=folder)
+    for wrong in (["./no-such-folder", "--delete"], ["spec.yaml", "--delete"]):  # a typo never empties the store
+        proc = run_cli("gc", *wrong, cwd=folder)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (folder / "spec.lock.json").rename(folder / "old.json")
+    proc = run_cli("gc", ".", "--delete", cwd=folder)  # no lock at all: refused, not "remove everything"
+    assert proc.returncode == 2 and "no *.lock.json" in proc.stderr
+    (folder / "other").mkdir()
+    resolved = json.loads((folder / "old.json").read_text())["resolved_spec"]
+    resolved["jobs"][0]["title"] = "Another job"  # the score task hashes its job: another task id
+    (folder / "other" / "x.lock.json").write_text(json.dumps({"resolved_spec": resolved}))
+    dry = run_cli("gc", ".", cwd=folder)  # a lock that refers to other tasks: these are unused
     assert f"{n} of {n} task(s)" in dry.stdout and len(list((store / "tasks").glob("*.json"))) == n
     done = run_cli("gc", ".", "--delete", cwd=folder)
     assert done.returncode == 0 and not list((store / "tasks").glob("*.json"))

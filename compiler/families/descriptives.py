@@ -18,6 +18,8 @@ ORDER = 60
 NEEDS = frozenset({"paired"})
 
 MSG_QUANTILES_ORDER = "quantiles must be strictly increasing: {q} does not exceed {prev} (the one before it)"
+MSG_QUANTILE_DECIMALS = ("quantile {q} has more than 3 decimals; give probabilities such as 0.025 or 0.5 (each "
+                         "names a column, q2.5 or q50)")
 
 
 def _spec(x: Any) -> Any:
@@ -37,12 +39,15 @@ def enabled(spec_or_resolved: Any) -> bool:
 
 
 def issues(ls: LoadedSpec) -> list[Issue]:
-    """The quantiles are strictly increasing (each one located)."""
+    """Each quantile has at most 3 decimals (so each names its own column), and they are strictly
+    increasing (each problem located)."""
     b = ls.spec.analysis.descriptives
     if b is None:
         return []
-    return [ls.issue(("analysis", "descriptives", "quantiles", i), MSG_QUANTILES_ORDER.format(q=q, prev=b.quantiles[i - 1]))
-            for i, q in enumerate(b.quantiles) if i and q <= b.quantiles[i - 1]]
+    loc = ("analysis", "descriptives", "quantiles")
+    out = [ls.issue(loc + (i,), MSG_QUANTILE_DECIMALS.format(q=q)) for i, q in enumerate(b.quantiles) if round(q, 3) != q]
+    return out or [ls.issue(loc + (i,), MSG_QUANTILES_ORDER.format(q=q, prev=b.quantiles[i - 1]))
+                   for i, q in enumerate(b.quantiles) if i and q <= b.quantiles[i - 1]]
 
 
 def resolve(ls: LoadedSpec, resolved: dict[str, Any]) -> None:

@@ -24,13 +24,15 @@ from compiler.artifacts import ArtifactError, ArtifactVersionError, dump_run_rec
 from compiler.errors import AuditError
 from runtime.store import atomic_write
 
-#: The file written last when a run is sealed (runtime.sign writes the envelope before it).
-SEALED_BY = "manifest.json"
+#: The files that seal a run (runtime.sign): once either exists the run is sealed and never resumed,
+#: even if one of them was later removed (that is tampering for verify to report, not an interruption).
+SEAL_FILES = ("manifest.json", "manifest.dsse.json")
 #: The lock file a running run holds (removed when the run ends; never sealed into the manifest).
 RUN_LOCK = ".run.lock"
 
 MSG_OUT = "cannot create the run folder under {root}: {err}"
-MSG_BUSY = "the run {run} is still running (another process holds its lock); wait for it or stop it first"
+MSG_BUSY = ("the run {run} is still running (a live process holds its lock, {run}/.run.lock); wait for it "
+            "or stop it first")
 
 
 class OutputError(AuditError):
@@ -155,8 +157,8 @@ def run_state(run_dir: Path) -> tuple[str, dict[str, Any] | None]:
     status = run.get("status", "missing")
     if status == "running" and not _held(Path(run_dir) / RUN_LOCK):
         status = "interrupted"
-    elif status == "done" and not (Path(run_dir) / SEALED_BY).exists():
-        status = "interrupted"  # killed after the last run.json, before the manifest was written
+    elif status == "done" and not any((Path(run_dir) / f).exists() for f in SEAL_FILES):
+        status = "interrupted"  # killed after the last run.json, before any seal file was written
     return status, run
 
 

@@ -109,9 +109,11 @@ def job_texts(compiled: Any) -> dict[str, str | None]:
 
 MSG_RESUME_MISSING = "{run}: no readable run.json; only a run folder written by `audit execute` can be resumed"
 MSG_RESUME_DONE = "{run}: the run is complete (status done, sealed); there is nothing to resume"
-MSG_RESUME_RUNNING = "{run}: the run is still running (process {pid} holds its lock); wait for it or stop it first"
-MSG_RESUME_OTHER_LOCK = ("{run}: the run was made under spec digest {old}, but {spec} is now locked at {new}; "
-                         "resume it with the spec it was run with, or start a new run")
+MSG_RESUME_RUNNING = ("{run}: the run is still running (a live process holds its lock, .run.lock); wait for it or "
+                      "stop it first")
+MSG_RESUME_OTHER_LOCK = ("{run}: the run was made under spec digest {old}, but {spec} is now locked at {new} "
+                         "(another spec, or the spec was amended since); a run completes only under the lock it "
+                         "started with: start a new run")
 
 
 def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, keys=None,
@@ -156,7 +158,7 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
         if state == "done":
             raise OutputError(MSG_RESUME_DONE.format(run=run_dir))
         if state == "running":
-            raise OutputError(MSG_RESUME_RUNNING.format(run=run_dir, pid=old.get("pid")))
+            raise OutputError(MSG_RESUME_RUNNING.format(run=run_dir))
         if old.get("spec_digest") != lock["spec_digest"]:
             raise LockError(MSG_RESUME_OTHER_LOCK.format(run=run_dir, old=old.get("spec_digest", {}).get("digest"),
                                                          spec=shown, new=lock["spec_digest"]["digest"]))
