@@ -9,14 +9,12 @@ writes their artifacts.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from runtime.registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from runtime.pipeline.context import RunContext
-
-_REGISTRY: dict[str, type["Design"]] = {}
 
 #: The design of a spec without ``candidates`` (a score-file audit: every system is precomputed).
 SCORE_FILE = "score_file"
@@ -52,25 +50,15 @@ class Design:
         raise NotImplementedError
 
 
-def design(design_id: str) -> Callable[[type[Design]], type[Design]]:
-    """Class decorator registering a design adapter under ``design_id``."""
+_DESIGNS: Registry[type[Design]] = Registry("design", __name__)
 
-    def deco(cls: type[Design]) -> type[Design]:
-        if design_id in _REGISTRY:
-            raise ValueError(f"design {design_id!r} registered twice")
-        cls.id = design_id
-        _REGISTRY[design_id] = cls
-        return cls
-
-    return deco
+#: Class decorator registering a design adapter: ``@design("template")``.
+design = _DESIGNS.register
 
 
 def registered() -> dict[str, type[Design]]:
     """Design id -> adapter class, after importing every module of this package."""
-    for mod in pkgutil.iter_modules(__path__):
-        if not mod.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{mod.name}")
-    return dict(_REGISTRY)
+    return _DESIGNS.load()
 
 
 def design_id(resolved: dict[str, Any]) -> str:
@@ -87,11 +75,7 @@ def design_for(resolved: dict[str, Any]) -> Design:
     KeyError
         When no adapter is registered for the spec's generator (a bug: the compiler checks it).
     """
-    designs = registered()
-    did = design_id(resolved)
-    if did not in designs:
-        raise KeyError(f"no design adapter for {did!r}; registered: {', '.join(sorted(designs))}")
-    return designs[did]()
+    return _DESIGNS.get(design_id(resolved))()
 
 
 __all__ = ["Design", "SCORE_FILE", "design", "design_for", "design_id", "registered"]

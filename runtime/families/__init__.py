@@ -10,30 +10,14 @@ families may read earlier results: the effect-size self-test reads the metric su
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from typing import Callable
-
+from runtime.registry import Registry
 from runtime.families.base import (LLM_ANSWERS, PAIRED, STATUS_COLUMNS, UNPAIRED, AuditFamily, FamilyResult,
                                    status_frame)
 
-_REGISTRY: dict[str, type[AuditFamily]] = {}
+_FAMILIES: Registry[type[AuditFamily]] = Registry("audit family", __name__, skip=frozenset({"base"}))
 
-#: Modules of this package that are not families.
-NOT_FAMILIES = frozenset({"base"})
-
-
-def family(family_id: str) -> Callable[[type[AuditFamily]], type[AuditFamily]]:
-    """Class decorator registering an audit family under ``family_id``."""
-
-    def deco(cls: type[AuditFamily]) -> type[AuditFamily]:
-        if family_id in _REGISTRY:
-            raise ValueError(f"audit family {family_id!r} registered twice")
-        cls.id = family_id
-        _REGISTRY[family_id] = cls
-        return cls
-
-    return deco
+#: Class decorator registering an audit family: ``@family("effects")``.
+family = _FAMILIES.register
 
 
 def registered() -> dict[str, type[AuditFamily]]:
@@ -43,10 +27,8 @@ def registered() -> dict[str, type[AuditFamily]]:
     """
     from compiler.families import FAMILIES
 
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name not in NOT_FAMILIES and not mod.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{mod.name}")
-    return dict(sorted(_REGISTRY.items(), key=lambda kv: (FAMILIES[kv[0]].ORDER if kv[0] in FAMILIES else 10**6, kv[0])))
+    return dict(sorted(_FAMILIES.load().items(),
+                       key=lambda kv: (FAMILIES[kv[0]].ORDER if kv[0] in FAMILIES else 10**6, kv[0])))
 
 
 def family_ids() -> list[str]:
