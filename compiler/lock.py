@@ -36,7 +36,12 @@ RECORDED_PACKAGES = (
 )
 
 MSG_NO_LOCK = "no lock at {lock}; run `audit compile {spec}` first (the lock pre-registers the spec)"
-MSG_BAD_LOCK = "the lock {lock} is unreadable ({err}); run `audit compile {spec}` to recreate it"
+MSG_BAD_LOCK = ("the lock {lock} is unreadable ({err}); it is the pre-registration: restore it from version "
+                "control (e.g. `git checkout -- {lock}`), or delete it and run `audit compile {spec}` to lock the "
+                "spec anew (its amendment chain is then lost)")
+MSG_LOCK_DAMAGED = ("the lock {lock} exists but is unreadable ({err}); it is the pre-registration, so compile "
+                    "does not replace it: restore it from version control (e.g. `git checkout -- {lock}`), or "
+                    "delete it to lock the spec anew (its amendment chain is then lost)")
 MSG_MISMATCH = (
     "the spec no longer matches its lock {lock} (locked digest {old}, now {new}). Changed keys:\n{changes}\n"
     "Results must trace to the locked spec (seed 000 §3.7). Revert the change, or amend the lock on "
@@ -125,23 +130,26 @@ def _lock_dict(data: Any, path: Path, shown: Path) -> dict[str, Any]:
 
 
 def existing_lock(spec_path: Path, shown: str | None = None) -> dict[str, Any] | None:
-    """The lock next to ``spec_path`` if it exists and parses, else None (no error).
+    """The lock next to ``spec_path``, or None when there is none.
 
-    Raises :class:`LockVersionError` (exit 3) when it is of a schema MAJOR this tool cannot read:
-    ``audit compile`` never overwrites a pre-registration it cannot read. A lock that parses but does
-    not match the schema is returned as read.
+    Raises :class:`LockError` (exit 3) when a lock exists but cannot be read: it is the
+    pre-registration, so ``audit compile`` never replaces it silently (:data:`MSG_LOCK_DAMAGED`), and
+    :class:`LockVersionError` when it is of a schema MAJOR this tool cannot read.
     """
     path = lock_path(spec_path)
+    if not path.exists():
+        return None
+    shown_lock = lock_path(Path(shown)) if shown else path
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    except (OSError, ValueError) as err:
+        raise LockError(MSG_LOCK_DAMAGED.format(lock=shown_lock, err=err)) from None
     try:
-        return _lock_dict(data, path, lock_path(Path(shown)) if shown else path)
+        return _lock_dict(data, path, shown_lock)
+    except LockVersionError:
+        raise
     except ArtifactError as err:
-        if isinstance(err, LockVersionError):
-            raise
-        return data
+        raise LockError(MSG_LOCK_DAMAGED.format(lock=shown_lock, err=err)) from None
 
 
 #: Keys ``audit execute`` reads from a lock; a lock without one of them is unreadable (exit 3).
