@@ -83,12 +83,18 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
+@lru_cache(maxsize=1)
+def _versions() -> tuple[tuple[str, str], ...]:
+    """The installed package versions, read once per process (a key is built per encoder batch)."""
+    from compiler.lock import package_versions
+
+    return tuple(package_versions().items())
+
+
 def task_key(kind: str, **inputs: Any) -> tuple[str, dict[str, Any]]:
     """(task id, key) of a runtime task: ``kind`` plus JSON inputs, the package versions and the
     tool's code digest. The id is ``<kind>-<first 20 hex digits of the key's sha256>``."""
-    from compiler.lock import package_versions
-
-    key = {"kind": kind, "inputs": inputs, "versions": package_versions(), "code": code_digest()}
+    key = {"kind": kind, "inputs": inputs, "versions": dict(_versions()), "code": code_digest()}
     return f"{kind}-{digest(key)['digest'][:20]}", key
 
 

@@ -161,27 +161,7 @@ def test_recompiling_a_changed_spec_records_an_amendment(write_spec, tmp_path):
 def test_a_damaged_lock_is_never_replaced_by_compile(write_spec, tmp_path):
     """The lock is the pre-registration: compile refuses to overwrite one it cannot read (exit 3) and
     says how to restore it, instead of reporting it unchanged or locking anew without a word."""
-    from conftest import run_cli
-
-    spec = write_spec("""\
-        audit: damaged-lock
-        title: Damaged lock
-        seed: 1
-        axes:
-          sex_gender:
-            slot: name
-            levels: [M, F]
-            cues: {M: [Paul Martin], F: [Anne Martin]}
-        variants:
-          reference: BASE
-          table:
-            BASE: {sex_gender: M}
-            V01: {sex_gender: F}
-        jobs:
-          - {id: j1, title: Analyst}
-        systems:
-          - {id: vendor, kind: precomputed, path: scores.csv}
-        """, **{"scores.csv": "job_id,cv_id,variant,score\nj1,c1,BASE,0.5\nj1,c1,V01,0.4\n"})
+    spec = write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
     lock = tmp_path / "spec.lock.json"
     for damaged in ("{", json.dumps({**json.loads(lock.read_text()), "schema_version": "abc"})):
