@@ -36,6 +36,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from compiler.llm import score_schema, template_text  # noqa: E402
 from runtime.llm import serve  # noqa: E402
 from runtime.llm.cache import ResponseCache  # noqa: E402
+from runtime.store import TaskStore  # noqa: E402
 from runtime.llm.client import Endpoint, LlmClient, response_format  # noqa: E402
 from runtime.llm.parsing import parse_score  # noqa: E402
 
@@ -73,7 +74,7 @@ def plain(url: str, batch, concurrency: int) -> float:
 
 def runtime(url: str, batch, concurrency: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        cache = ResponseCache(Path(tmp) / "bench.sqlite")
+        cache = ResponseCache(TaskStore(Path(tmp) / "store"))
         client = LlmClient(Endpoint(model=MODEL, api_base=url, temperature=0.7, max_tokens=MAX_TOKENS,
                                     response_format="json_object_schema", concurrency=concurrency,
                                     who="bench"), cache)

@@ -12,12 +12,22 @@ re-locks only with ``--amend --reason``, so that one spec digest never yields tw
 from __future__ import annotations
 
 #: The methods version this audit-compiler implements.
-METHODS_VERSION = 1
+METHODS_VERSION = 2
 
 #: Methods version -> what changed in it (version 1: the first implementation).
 CHANGES: dict[int, str] = {
     1: "the methods of the seeds as first implemented",
+    2: ("score batches are plan tasks: an embedding system encodes each batch of the plan (at most "
+        "64 resumes of one job: whole base candidates with all their variants) in one encoder call, "
+        "instead of length-sorted chunks of every text set by execution.batch_size; embedding "
+        "scores may differ from version 1 in the last bits of a float, and no longer depend on "
+        "execution.batch_size"),
 }
+
+#: Resumes per score batch of the plan (:func:`compiler.plan.score_batches`): a batch holds
+#: ``max(1, SCORE_BATCH_RESUMES // resumes per base candidate)`` base candidates of one job with all
+#: their variants. Part of the methods: an embedding's bytes depend on the texts encoded with it.
+SCORE_BATCH_RESUMES = 64
 
 
 def changes_between(old: int, new: int) -> list[tuple[int, str]]:

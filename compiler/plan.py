@@ -6,10 +6,14 @@ computed before execution and from a stored result (DESIGN.md, "Compile, plan, l
 - the design's: ``generate`` (the K identity-neutral base candidates of one job, seed 000 §3.1.2,
   Phase A) and ``inject`` (one variant of every base candidate, Phase B); or ``sample_profiles`` and
   ``realise`` for a population design (seed 001 §4); none for a score file;
-- ``score``: one system on one job's candidates;
+- ``score``: one system on one batch of a job's candidates (:func:`score_batches`: whole base
+  candidates with all their variants, at most :data:`compiler.methods.SCORE_BATCH_RESUMES` resumes;
+  the boundaries are fixed here, never by the order of execution, because an embedding's bytes
+  depend on the texts encoded with it); a system that reads its scores from a file has one task
+  per job;
 - each enabled audit family's: ``analyse`` (metric_suite: ranking, the nine metrics, BH over every
   p-value of the run, seed 000 §3.3-3.6; effects is computed with it), ``analyse_causal`` (causal);
-- ``report``: HTML and PDF.
+- ``report``: HTML and PDF; ``seal``: the manifest and its signature.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from compiler.designs import design_of
 from compiler.families import enabled_families
 from compiler.hashing import digest
 from compiler.llm import Estimate
+from compiler.methods import SCORE_BATCH_RESUMES
 from compiler.systems import hook_for
 from compiler.tasks import task
 
@@ -42,6 +47,21 @@ def llm_estimate(resolved: dict[str, Any], resumes: int | None) -> dict[str, Any
     return est.result() if est.stages else None
 
 
+def score_batches(resolved: dict[str, Any]) -> list[tuple[int, int]] | None:
+    """The score batches of every job: ``[(first, stop), ...]`` positions of base candidates in the
+    job's generation order (``cv001``, ``cv002``, ...), or None when the design does not say how many
+    base candidates a job has (the score-file case, which is not batched).
+
+    A batch holds ``max(1, SCORE_BATCH_RESUMES // v)`` base candidates with all their ``v`` resumes
+    (variants; 1 for population profiles), so a base candidate's variants are always scored together.
+    """
+    k, per_base = design_of(resolved).batching(resolved)
+    if k is None:
+        return None
+    step = max(1, SCORE_BATCH_RESUMES // per_base)
+    return [(lo, min(lo + step, k)) for lo in range(0, k, step)]
+
+
 def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = None) -> dict[str, Any]:
     """Return the plan: ``{schema_version, kind, tool, audit, spec_digest, counts, tasks}`` and the enabled
     families' summaries (``sensitivity``) and the LLM estimate (``llm_estimate``) where they apply,
@@ -59,16 +79,22 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
     jobs = resolved["jobs"]
     tasks, deps_by_job = design.plan_tasks(resolved)
     scores = []
+    batches = score_batches(resolved)
     for system in resolved["systems"]:
         for job in jobs:
-            t = task("score", {"system": system, "job": job}, deps_by_job[job["id"]])
-            tasks.append(t)
-            scores.append(t["id"])
+            if batches is None or not hook_for(system["kind"]).needs_text:
+                ts = [task("score", {"system": system, "job": job}, deps_by_job[job["id"]])]
+            else:
+                ts = [task("score", {"system": system, "job": job,
+                                     "batch": {"index": i, "base_candidates": [lo, hi]}}, deps_by_job[job["id"]])
+                      for i, (lo, hi) in enumerate(batches)]
+            tasks += ts
+            scores += [t["id"] for t in ts]
     families = enabled_families(resolved)
     analyses = [t for f in families for t in f.plan_tasks(resolved, scores)]
     tasks += analyses
-    tasks.append(task("report", {"audit": resolved["audit"], "title": resolved["title"]},
-                      [t["id"] for t in analyses]))
+    report = task("report", {"audit": resolved["audit"], "title": resolved["title"]}, [t["id"] for t in analyses])
+    tasks += [report, task("seal", {"audit": resolved["audit"]}, [report["id"]])]
 
     size = design.size(resolved, base_per_job)
     counts = {

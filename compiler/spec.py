@@ -481,17 +481,19 @@ class Execution(Strict):
         description="Output root, relative to the spec's folder; default: reports/ in the current "
         "directory. `audit execute --out` overrides it.",
     )
-    batch_size: int = Field(default=64, ge=1, le=4096)
+    batch_size: int | None = Field(default=None, ge=1, le=4096, description="Deprecated, no effect "
+                                   "since methods version 2: the plan fixes every score batch.")
     llm_concurrency: dict[str, Annotated[int, Field(ge=1, le=256)]] = Field(
         default_factory=dict, description="Concurrent LLM calls per system id (key 'generator' for the "
         "LLM generator); default 4.")
-    llm_cache: str | None = Field(default=None, description="SQLite response cache, relative to the "
-                                  "spec's folder; default: .audit-cache/llm.sqlite there.")
+    llm_cache: str | None = Field(default=None, description="Deprecated: LLM answers are kept in the task "
+                                  "store (store). An SQLite response cache of an earlier release at this "
+                                  "path (default: .audit-cache/llm.sqlite) is imported into it once.")
     llm_retries: int = Field(default=6, ge=0, le=50, description="Retries with exponential backoff on "
                              "429, 5xx, timeouts and lost connections.")
     llm_timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout, seconds.")
     store: str | None = Field(default=None, description="Task store of finished tasks (generation, scores, "
-                              "encoder batches), relative to the spec's folder; default: .audit-store/ there.")
+                              "score batches, LLM answers), relative to the spec's folder; default: .audit-store/ there.")
 
 
 class AuditSpec(Strict):

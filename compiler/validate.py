@@ -124,6 +124,18 @@ def validate(ls: LoadedSpec) -> None:
         raise SpecError(issues)
 
 
+MSG_BATCH_SIZE_IGNORED = ("has no effect since methods version 2: the plan fixes every score batch (an "
+                          "embedding's bytes depend on the texts encoded with it); remove the key")
+MSG_LLM_CACHE_MOVED = ("LLM answers are now kept in the task store (execution.store); an SQLite cache of an "
+                       "earlier release at this path is imported into it once; remove the key afterwards")
+
+
 def advisories(ls: LoadedSpec) -> list[Issue]:
-    """Legal but probably unintended designs (printed as warnings; they do not stop a run)."""
-    return design_of(ls).advisories(ls)
+    """Legal but probably unintended designs and deprecated keys (printed as warnings; they do not stop a run)."""
+    out = list(design_of(ls).advisories(ls))
+    ex = ls.raw.get("execution") if isinstance(ls.raw, dict) else None
+    if isinstance(ex, dict) and "batch_size" in ex:
+        out.append(ls.issue(("execution", "batch_size"), MSG_BATCH_SIZE_IGNORED))
+    if isinstance(ex, dict) and "llm_cache" in ex:
+        out.append(ls.issue(("execution", "llm_cache"), MSG_LLM_CACHE_MOVED))
+    return out

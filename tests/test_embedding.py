@@ -10,7 +10,7 @@ import pytest
 
 from compiler.resolve import model_fingerprint, packaged_model_dir
 from conftest import run_cli
-from runtime.systems import ScoreRequest, adapter_for
+from runtime.systems import ScoreBatch, ScoreRequest, adapter_for
 from runtime.systems import embedding as emb_mod
 
 pytestmark = pytest.mark.slow
@@ -23,12 +23,12 @@ def model():
     return emb_mod.load_model(packaged_model_dir())
 
 
-def test_scores_are_clipped_cosines_and_each_text_is_encoded_once(model, monkeypatch, tmp_path):
-    encoded: list[str] = []
+def test_scores_are_clipped_cosines_and_each_batch_is_one_encoder_call(model, monkeypatch, tmp_path):
+    calls: list[tuple[list[str], int]] = []
     real_encode = model.encode
 
     def counting_encode(texts, **kw):
-        encoded.extend(texts)
+        calls.append((list(texts), kw["batch_size"]))
         return real_encode(texts, **kw)
 
     monkeypatch.setattr(model, "encode", counting_encode)
@@ -39,9 +39,12 @@ def test_scores_are_clipped_cosines_and_each_text_is_encoded_once(model, monkeyp
     resumes = pd.DataFrame({"job_id": ["j1", "j1", "j2", "j2"], "cv_id": ["a", "b", "a", "b"],
                             "variant": ["BASE"] * 4, "is_true_match": [1, 0, 0, 1], "text": texts})
     info: dict = {}
+    batches = [ScoreBatch("score-1", "j1", ("a", "b")), ScoreBatch("score-2", "j2", ("a", "b"))]
     out = adapter_for("embedding")(RESOLVED).score(
-        ScoreRequest(jobs=jobs, resumes=resumes, variants=["BASE"], spec_folder=tmp_path, info=info))
-    assert sorted(encoded) == sorted(set(texts) | set(jobs.values()))      # distinct texts, once each
+        ScoreRequest(jobs=jobs, resumes=resumes, variants=["BASE"], spec_folder=tmp_path, info=info,
+                     batches=batches))
+    # each job description alone, then each plan batch's distinct texts (longest first) in one call
+    assert calls == [([jobs["j1"]], 1), ([texts[0], texts[1]], 2), ([jobs["j2"]], 1), ([texts[2], texts[3]], 2)]
     # independent computation: sentence-transformers' own cosine similarity
     from sentence_transformers import util
 
@@ -53,6 +56,7 @@ def test_scores_are_clipped_cosines_and_each_text_is_encoded_once(model, monkeyp
         assert 0.0 <= row.score <= 1.0
     assert out.loc[0, "score"] > out.loc[1, "score"]          # the analyst matches the analyst job
     assert info["minilm"]["distinct_texts"] == 5 and info["minilm"]["max_seq_length"] == 256
+    assert (info["minilm"]["score_batches"], info["minilm"]["encoded_texts"]) == (2, 4)
 
 
 def test_model_fingerprint_is_sha256_of_the_weights():

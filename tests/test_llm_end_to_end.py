@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -28,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llm")]
 FAKE_KEY = "sk-fake-AUDIT-0123456789abcdef"
 
 
-def tiny_llm_spec(url: str, *, cache: str = "cache/llm.sqlite") -> str:
+def tiny_llm_spec(url: str, *, store: str = "cache") -> str:
     """K=2 base resumes written by the LLM generator, 2 variants, two LLM screeners."""
     return textwrap.dedent(f"""\
         audit: tiny-llm
@@ -81,7 +80,7 @@ def tiny_llm_spec(url: str, *, cache: str = "cache/llm.sqlite") -> str:
           k: {{counterfactual: 1, group: 1, merit: 1}}
           bootstrap: 100
         execution:
-          llm_cache: {cache}
+          store: {store}
           llm_concurrency: {{score: 2, compare: 2, generator: 2}}
         """)
 
@@ -198,7 +197,8 @@ def test_run_warm_rerun_and_no_key_anywhere(tmp_path, llm_server):
 
     # the key is nowhere: run folders, cache, lock, plan
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert any(p.suffix == ".sqlite" for p in files) and any(p.name == "spec.lock.json" for p in files)
+    assert any(p.name.startswith("llm-") and p.parent.name == "tasks" for p in files)  # the answers' store entries
+    assert any(p.name == "spec.lock.json" for p in files)
     for p in files:
         assert FAKE_KEY.encode() not in p.read_bytes(), p
     assert '"api_key_env": "AUDIT_TEST_KEY"' in (tmp_path / "spec.lock.json").read_text()
@@ -261,7 +261,10 @@ def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
     spec.write_text(STOP_SPEC.format(url=url))
     env = _env()
     assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
-    cache = tmp_path / ".audit-cache" / "llm.sqlite"
+    answers_dir = tmp_path / ".audit-store" / "tasks"
+
+    def stored_answers() -> int:
+        return len(list(answers_dir.glob("llm-*.json")))
     proc, _ = serve.start(port)
     try:
         run = subprocess.Popen([sys.executable, "-c", "from runtime.cli import main; main()", "execute",
@@ -271,9 +274,7 @@ def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
         n_before = 0
         while time.monotonic() < deadline and n_before < 8:
             time.sleep(0.3)
-            if cache.exists():
-                with sqlite3.connect(cache) as db:
-                    n_before = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+            n_before = stored_answers()
         assert n_before >= 8, "the run did not start calling the server"
     finally:
         serve.stop(proc)  # the server goes away mid-run
@@ -286,8 +287,7 @@ def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
     assert failed["status"] == "failed"
     c_failed = failed["systems_info"]["score"]["llm_calls"]
     assert c_failed["retries"] >= 2 and c_failed["calls"] >= 8
-    with sqlite3.connect(cache) as db:
-        kept = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    kept = stored_answers()
     assert kept == c_failed["calls"]  # every answer received was stored
     assert len(pd.read_csv(failed_dir / "llm_responses_score.csv")) == kept
 
@@ -314,7 +314,7 @@ def test_generator_agent_stages_run_against_the_server(tmp_path, llm_server):
     against the real server: every call is in the audit trail, the résumés that are scored are the
     translations, and each résumé's flag text is the flagging agent's answer."""
     spec = tmp_path / "spec.yaml"
-    text = tiny_llm_spec(llm_server["url"], cache="cache/agents.sqlite")
+    text = tiny_llm_spec(llm_server["url"], store="agents-store")
     text = text.replace("agents: {classifier: true}",
                         "agents: {descriptor: true, translate_to: French, flagging: true, classifier: true}")
     assert "translate_to: French" in text

@@ -11,6 +11,7 @@ import pytest
 from compiler.llm import model_family
 from runtime.generate.llm import _match_variants, manipulation_check
 from runtime.llm.cache import ResponseCache, request_key
+from runtime.store import TaskStore
 from runtime.llm.client import Endpoint, LlmClient
 from runtime.systems.llm import RESPONSE_COLUMNS, aggregate
 
@@ -76,7 +77,7 @@ def test_phase_b_items_matched_by_label_then_position():
 def test_cache_key_covers_replicate_attempt_and_messages_but_never_the_key(tmp_path, monkeypatch):
     monkeypatch.setenv("MY_KEY", "sk-secret-123")
     ep = Endpoint(model="openai/x", api_base="http://h/v1", api_key_env="MY_KEY")
-    client = LlmClient(ep, ResponseCache(tmp_path / "c.sqlite"))
+    client = LlmClient(ep, ResponseCache(TaskStore(tmp_path / "store")))
     msgs = [{"role": "user", "content": "hi"}]
     base = client.request_record(msgs, replicate=0, attempt=0, seed=1, schema=None, temperature=None,
                                  max_tokens=None)
@@ -91,7 +92,8 @@ def test_cache_key_covers_replicate_attempt_and_messages_but_never_the_key(tmp_p
     assert "sk-secret-123" not in repr(base)
     client.cache.put(base, '{"score": 5}', {})
     assert client.cache.get(base) == ('{"score": 5}', {}) and len(client.cache) == 1
-    assert (tmp_path / "c.sqlite").read_bytes().find(b"sk-secret-123") == -1
+    for f in (tmp_path / "store").rglob("*"):
+        assert not f.is_file() or f.read_bytes().find(b"sk-secret-123") == -1, f
 
 
 @pytest.mark.parametrize("model, family", [

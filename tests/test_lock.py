@@ -67,7 +67,7 @@ def test_compile_writes_lock(write_spec, tmp_path):
     assert lock["versions"]["numpy"]
     plan = json.loads((tmp_path / "spec.plan.json").read_text())
     assert lock["plan_digest"] == digest([t["id"] for t in plan["tasks"]])
-    assert [t["kind"] for t in plan["tasks"]] == ["score", "analyse", "report"]
+    assert [t["kind"] for t in plan["tasks"]] == ["score", "analyse", "report", "seal"]
 
 
 def test_task_ids_are_deterministic(write_spec):

@@ -46,7 +46,7 @@ def population_llm_spec(url: str, *, conditions: tuple[str, ...] = ("baseline",)
             max_tokens: 16
             conditions: [{", ".join(conditions)}]
         execution:
-          llm_cache: cache/llm.sqlite
+          store: cache
           llm_concurrency: {{smol: 2}}
         """)
 

@@ -35,13 +35,12 @@ variants:
   design: one_at_a_time
 jobs:
   - {id: accountant, description: "Accountant: prepares financial statements, reconciles accounts, files taxes."}
-candidates: {base_per_job: 12, matching_per_job: 6}
+candidates: {base_per_job: 40, matching_per_job: 6}
 systems: [{id: minilm, kind: embedding}]
 analysis:
   k: {counterfactual: 4, group: 4, merit: 6}
   bootstrap: 100
   effect_size: {sesoi: 0.2}
-execution: {batch_size: 8}
 """
 
 PRECOMPUTED_SPEC = """\
@@ -114,7 +113,7 @@ def reference(tmp_path_factory):
 
 
 KILLS = [
-    ("template", "generate"), ("template", "encode:minilm:2"), ("template", "score:minilm"),
+    ("template", "generate"), ("template", "encode:minilm:1"), ("template", "score:minilm"),
     ("template", "family:metric_suite"), ("template", "family:effects"), ("template", "report"),
     ("template", "seal"),
     ("precomputed", "score:vendor"), ("precomputed", "family:metric_suite"), ("precomputed", "report"),
@@ -141,6 +140,9 @@ def test_a_killed_run_resumes_to_the_same_bytes(which, point, reference, tmp_pat
     assert _run_dirs(folder) == [run_dir]  # completed in place
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "done" and run["resumed"][0]["previous_status"] == "interrupted"
+    if point.startswith("encode:"):  # killed after the plan's first score batch (32 bases x 2 variants)
+        info = run["systems_info"]["minilm"]
+        assert (info["score_batches"], info["resumes_from_store"], info["encoded_texts"]) == (2, 64, 16), info
     ref_dir = reference[which][1]
     for name in RESULTS:
         if (ref_dir / name).exists():

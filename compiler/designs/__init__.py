@@ -3,7 +3,8 @@ score-file case (no ``candidates``, every system ``precomputed``).
 
 Each design module owns its spec-block checks (``issues``), its resolution of ``axes``/``variants``
 (``resolve_matrix``) and of ``candidates`` (``resolve_candidates``), its plan tasks (``plan_tasks``),
-its size (``size``: base candidates, variants, resumes), its model calls (``estimate``) and its
+its size (``size``: base candidates, variants, resumes), its score batching (``batching``: base
+candidates per job and resumes per base candidate, for the plan's score batches), its model calls (``estimate``) and its
 advisories, and declares what it **provides** (``PROVIDES``, drawn from ``{"paired", "unpaired"}``):
 template, llm and score-file give paired candidates (the counterfactual matrix); population gives
 unpaired profiles. The audit families declare what they need; :mod:`compiler.validate` refuses a

@@ -189,6 +189,13 @@ def plan_tasks(resolved: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str
     return tasks, by_job
 
 
+def batching(resolved: dict[str, Any]) -> tuple[int | None, int]:
+    """(base candidates per job, resumes per base candidate) for the plan's score batches: K and the
+    number of variants; K is None without a generator (the score-file case is not batched)."""
+    cand = resolved["candidates"]
+    return (cand["base_per_job"] if cand is not None else None), len(resolved["variants"]["table"])
+
+
 def size(resolved: dict[str, Any], base_per_job: dict[str, int] | None = None) -> dict[str, Any]:
     """Base candidates, variants, resumes and paired candidates per variant of the matrix.
 

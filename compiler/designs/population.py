@@ -95,6 +95,11 @@ def plan_tasks(resolved: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str
     return tasks, realise
 
 
+def batching(resolved: dict[str, Any]) -> tuple[int | None, int]:
+    """(profiles per job, 1 resume per profile) for the plan's score batches."""
+    return resolved["candidates"]["profiles_per_job"], 1
+
+
 def size(resolved: dict[str, Any], base_per_job: dict[str, int] | None = None) -> dict[str, Any]:
     """One resume per profile: profiles_per_job x jobs."""
     n = resolved["candidates"]["profiles_per_job"] * len(resolved["jobs"])

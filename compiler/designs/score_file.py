@@ -34,6 +34,7 @@ def advisories(ls: LoadedSpec) -> list[Issue]:
 resolve_matrix = matrix.resolve_matrix
 plan_tasks = matrix.plan_tasks
 size = matrix.size
+batching = matrix.batching
 
 
 def resolve_candidates(ls: LoadedSpec) -> None:

@@ -15,5 +15,7 @@ class LlmDesign(Design):
     def generate(self, ctx) -> None:
         from runtime.generate.llm import generate_llm_matrix
 
-        ctx.candidates = generate_llm_matrix(ctx.compiled, ctx.progress, folder=ctx.folder, jobs=ctx.jobs)
+        refs = [t["id"] for t in ctx.compiled.plan["tasks"] if t["kind"] in ("generate", "inject")]
+        ctx.candidates = generate_llm_matrix(ctx.compiled, ctx.progress, folder=ctx.folder, jobs=ctx.jobs,
+                                             store=ctx.store, refs=refs)
         ctx.folder.write_csv("resumes.csv", ctx.candidates)

@@ -258,7 +258,8 @@ def _match_variants(items: list[Any], table: list[str]) -> dict[str, str]:
     return got
 
 
-def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str | None]) -> pd.DataFrame:
+def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str | None], store=None,
+                        refs: list[str] | None = None) -> pd.DataFrame:
     """The K x (1+N) matrix of every job written by LLM agents (see the module docstring).
 
     Returns
@@ -274,9 +275,9 @@ def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str 
     runtime.llm.client.LlmUnavailable
         The model server kept failing (every answer received is in the cache).
     """
-    from runtime.llm import cache_path, endpoint_for
-    from runtime.llm.cache import ResponseCache
+    from runtime.llm import endpoint_for, response_cache
     from runtime.llm.client import CallCounters, LlmClient
+    from runtime.store import DEFAULT_STORE, TaskStore
 
     r = compiled.resolved
     c = r["candidates"]
@@ -289,7 +290,8 @@ def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str 
     trail: dict[str, Any] = {"schema_version": "1.0", "kind": "generation-trail",
                              "model": c["endpoint"]["model"], "jobs": {j["id"]: {} for j in r["jobs"]},
                              "calls": []}
-    cache = ResponseCache(cache_path(compiled))
+    store = store if store is not None else TaskStore(compiled.loaded.folder / DEFAULT_STORE)
+    cache = response_cache(compiled, store, refs=refs)
     client = LlmClient(endpoint_for(compiled, c["endpoint"], "the LLM generator", concurrency_key="generator"),
                        cache, counters)
     agents = _Agents(compiled, client, progress, trail)

@@ -180,9 +180,10 @@ class LlmClient:
 
     async def complete(self, messages: list[dict[str, str]], *, replicate: int = 0, attempt: int = 0,
                        seed: int | None = None, schema: dict[str, Any] | None = None,
-                       temperature: float | None = None, max_tokens: int | None = None
-                       ) -> tuple[str, bool]:
-        """The answer's text and whether it came from the cache.
+                       temperature: float | None = None, max_tokens: int | None = None,
+                       refs: list[str] | None = None) -> tuple[str, bool]:
+        """The answer's text and whether it came from the cache; ``refs`` names the plan tasks the
+        answer serves (kept with it in the store, default the cache's own).
 
         Raises
         ------
@@ -201,7 +202,7 @@ class LlmClient:
             self._sem = asyncio.Semaphore(self.ep.concurrency)
         async with self._sem:
             text, usage = await self._call(req)
-        self.cache.put(req, text, usage)
+        self.cache.put(req, text, usage, refs=refs)
         self.counters.calls += 1
         self.counters.tokens_in += int(usage.get("prompt_tokens") or 0)
         self.counters.tokens_out += int(usage.get("completion_tokens") or 0)

@@ -29,7 +29,7 @@ def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, 
         "models": lock["models"], "timings": timings, "counts": dict(compiled.plan["counts"]),
         "systems_info": {}, "tasks": [t["id"] for t in compiled.plan["tasks"]], "artifacts": [],
         "status": "running",
-        "execution": {"batch_size": compiled.loaded.spec.execution.batch_size, "out_root": str(root)},
+        "execution": {"out_root": str(root)},
         "spec_git": git, "reproduce": reproduce,
     }
     locked = lock.get("versions") or {}

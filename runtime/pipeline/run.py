@@ -224,7 +224,7 @@ def _plan_ids(ctx: RunContext, *, system: str | None = None) -> list[str]:
     score tasks."""
     tasks = ctx.compiled.plan["tasks"]
     if system is None:
-        return [t["id"] for t in tasks if t["kind"] != "score" and t["kind"] != "report"
+        return [t["id"] for t in tasks if t["kind"] not in ("score", "report", "seal")
                 and not t["kind"].startswith("analyse")]
     return [t["id"] for t in tasks if t["kind"] == "score" and t["inputs"]["system"]["id"] == system]
 
@@ -320,9 +320,9 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     paired = "unpaired" not in ctx.provides
     llm = None
     if "llm_answers" in ctx.provides:
-        from runtime.llm import cache_path
+        from runtime.llm import response_cache
 
-        llm = LlmSettings(cache=cache_path(ctx.compiled), concurrency=dict(ex.llm_concurrency),
+        llm = LlmSettings(cache=response_cache(ctx.compiled, ctx.store), concurrency=dict(ex.llm_concurrency),
                           retries=ex.llm_retries, timeout_s=ex.llm_timeout_s)
     if paired:
         resumes, variants = ctx.candidates, list(r["variants"]["table"])
@@ -334,9 +334,10 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     frames, own_conditions = [], False
     for sys_resolved in r["systems"]:
         request = ScoreRequest(jobs=ctx.jobs, resumes=resumes, variants=variants,
-                               spec_folder=ctx.compiled.loaded.folder, batch_size=ex.batch_size,
+                               spec_folder=ctx.compiled.loaded.folder,
                                progress=ctx.progress.task, info=ctx.run["systems_info"], paired=paired,
-                               seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts, store=ctx.store)
+                               seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts, store=ctx.store,
+                               batches=score_batches(ctx, sys_resolved["id"], resumes))
         scored = _score_one(ctx, adapter_for(sys_resolved["kind"])(sys_resolved), request)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)
@@ -358,11 +359,10 @@ def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
     """One system's scores: from the task store when this scoring was finished before, else scored
     now and kept (with the adapter's diagnostics and extra files)."""
     sid = adapter.id
+    request.plan_tasks = _plan_ids(ctx, system=sid)
     if not adapter.storable or ctx.store is None:
         return adapter.score(request)
-    request.plan_tasks = _plan_ids(ctx, system=sid)
-    tid, key = task_key("score", system=sid, plan_tasks=request.plan_tasks,
-                        batch_size=request.batch_size, paired=request.paired)
+    tid, key = task_key("score", system=sid, plan_tasks=request.plan_tasks, paired=request.paired)
     stored = ctx.store.get(tid)
     if stored is not None:
         request.info[sid] = json.loads(stored["info"])
@@ -379,6 +379,42 @@ def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
     ctx.run["computed_tasks"].append(tid)
     kill_point(f"score:{sid}")
     return scored
+
+
+MSG_BATCHES = ("job {job!r} has {n} base candidates, but the plan's score batches of system {system!r} cover "
+               "{covered}; the generator and the plan disagree (a bug: please report it)")
+
+
+def score_batches(ctx: RunContext, system_id: str, resumes: pd.DataFrame | None) -> list[Any]:
+    """The plan's score batches of one system (:func:`compiler.plan.score_batches`), each with the base
+    candidates at its positions in the job's generation order; [] for a system without batches.
+
+    Raises
+    ------
+    RuntimeError
+        The batches do not cover every base candidate of a job exactly once (a bug).
+    """
+    from runtime.systems import ScoreBatch
+
+    tasks = [t for t in ctx.compiled.plan["tasks"] if t["kind"] == "score"
+             and t["inputs"]["system"]["id"] == system_id and "batch" in t["inputs"]]
+    if not tasks or resumes is None:
+        return []
+    order: dict[str, dict[str, None]] = {}
+    for job, cv in zip(resumes["job_id"], resumes["cv_id"]):
+        order.setdefault(job, {}).setdefault(cv, None)
+    out, covered = [], {}
+    for t in tasks:
+        job = t["inputs"]["job"]["id"]
+        lo, hi = t["inputs"]["batch"]["base_candidates"]
+        cvs = tuple(list(order.get(job, {}))[lo:hi])
+        covered[job] = covered.get(job, 0) + len(cvs)
+        if cvs:
+            out.append(ScoreBatch(t["id"], job, cvs))
+    for job, cvs in order.items():
+        if covered.get(job, 0) != len(cvs):
+            raise RuntimeError(MSG_BATCHES.format(job=job, n=len(cvs), system=system_id, covered=covered.get(job, 0)))
+    return out
 
 
 def check_base_counts(scores: pd.DataFrame, k: dict[str, int]) -> None:

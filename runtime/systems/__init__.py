@@ -7,7 +7,7 @@ imported lazily inside the adapter, with a ``pip install`` hint when missing.
 from __future__ import annotations
 
 from runtime.registry import Registry
-from runtime.systems.base import JobInfo, LlmSettings, ScoreRequest, SystemAdapter
+from runtime.systems.base import JobInfo, LlmSettings, ScoreBatch, ScoreRequest, SystemAdapter
 
 _SYSTEMS: Registry[type[SystemAdapter]] = Registry("system kind", __name__, attribute="kind", skip=frozenset({"base"}))
 
@@ -25,4 +25,4 @@ def adapter_for(kind: str) -> type[SystemAdapter]:
     return _SYSTEMS.get(kind)
 
 
-__all__ = ["JobInfo", "LlmSettings", "ScoreRequest", "SystemAdapter", "adapter_for", "registered", "system"]
+__all__ = ["JobInfo", "LlmSettings", "ScoreBatch", "ScoreRequest", "SystemAdapter", "adapter_for", "registered", "system"]

@@ -24,8 +24,6 @@ class ScoreRequest:
         Variant ids of the spec, reference first.
     spec_folder : pathlib.Path
         Folder the spec's relative paths are resolved against.
-    batch_size : int
-        Encoder batch size (non-semantic).
     progress : callable, optional
         ``progress(description, total)`` returns an ``advance(n)`` callable for a progress bar.
     info : dict
@@ -45,13 +43,15 @@ class ScoreRequest:
         The run's task store, for adapters that keep partial work (the embedding system's batches).
     plan_tasks : list of str
         The plan's score task ids this request serves (kept with partial work for ``audit gc``).
+    batches : list of ScoreBatch
+        The plan's score batches of this system (:func:`compiler.plan.score_batches`), each with its
+        base candidates; empty for a system that reads its scores from a file.
     """
 
     jobs: dict[str, str | None]
     resumes: pd.DataFrame | None
     variants: list[str]
     spec_folder: Path
-    batch_size: int = 64
     progress: Callable[[str, int], Callable[[int], None]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     paired: bool = True
@@ -61,6 +61,27 @@ class ScoreRequest:
     artifacts: dict[str, Any] = field(default_factory=dict)
     store: Any = None
     plan_tasks: list[str] = field(default_factory=list)
+    batches: list["ScoreBatch"] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ScoreBatch:
+    """One score batch of the plan: a job's base candidates ``cv_ids`` (all their variants).
+
+    Attributes
+    ----------
+    task_id : str
+        The plan's ``score`` task id (it hashes the system, the job, the batch's positions and the
+        generation tasks it depends on).
+    job_id : str
+        The job.
+    cv_ids : tuple of str
+        The base candidates at the batch's positions in the job's generation order.
+    """
+
+    task_id: str
+    job_id: str
+    cv_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -77,8 +98,8 @@ class LlmSettings:
 
     Attributes
     ----------
-    cache : pathlib.Path
-        The SQLite response cache.
+    cache : runtime.llm.cache.ResponseCache
+        The LLM answers, kept in the run's task store.
     concurrency : dict of str to int
         Concurrent requests per system id (default :data:`DEFAULT_CONCURRENCY`).
     retries : int
@@ -87,7 +108,7 @@ class LlmSettings:
         Seconds per request.
     """
 
-    cache: Path
+    cache: Any
     concurrency: dict[str, int] = field(default_factory=dict)
     retries: int = 5
     timeout_s: float = 120.0

@@ -84,7 +84,6 @@ class LlmScreener(SystemAdapter):
 
     def score(self, request: ScoreRequest) -> pd.DataFrame:
         from compiler.llm import score_schema
-        from runtime.llm.cache import ResponseCache
         from runtime.llm.client import CallCounters, Endpoint, LlmClient
         from runtime.seeding import derive_seed
 
@@ -112,14 +111,15 @@ class LlmScreener(SystemAdapter):
         info["llm_calls"] = counters.__dict__  # live view: run.json sees partial counts on failure
         info.update({"model": r["endpoint"]["model"], "api_key_env": r["endpoint"]["api_key_env"],
                      "replicates": r["replicates"], "conditions": [c["id"] for c in r["conditions"]],
-                     "requests_planned": len(cells), "cache": str(settings.cache)})
+                     "requests_planned": len(cells), "cache": str(settings.cache.path)})
         advance = request.progress(f"{self.id}: LLM requests", len(cells)) \
             if request.progress else None
         ep = Endpoint.from_resolved(r["endpoint"], who=f"system {self.id!r}",
                                     concurrency=settings.concurrency_of(self.id),
                                     retries=settings.retries, timeout_s=settings.timeout_s)
-        cache = ResponseCache(settings.cache)
+        cache = settings.cache
         client = LlmClient(ep, cache, counters, on_call=None)
+        batch_of = {(b.job_id, cv): [b.task_id] for b in request.batches for cv in b.cv_ids}
         schema = score_schema(lo, hi)
         log: list[dict[str, Any]] = []
         seed = request.seed
@@ -131,7 +131,8 @@ class LlmScreener(SystemAdapter):
                 s = derive_seed(seed, "llm", self.id, cell.condition["id"], cell.job_id, cell.cv_id,
                                 cell.variant, cell.replicate, attempt) % (2**31)
                 text, cached = await client.complete(cell.messages, replicate=cell.replicate,
-                                                     attempt=attempt, seed=s, schema=schema)
+                                                     attempt=attempt, seed=s, schema=schema,
+                                                     refs=batch_of.get((cell.job_id, cell.cv_id), request.plan_tasks))
                 p = parse_score(text, lo=lo, hi=hi)
                 log.append({"system": self.id, "condition": cell.condition["id"], "job_id": cell.job_id,
                             "cv_id": cell.cv_id, "variant": cell.variant, "replicate": cell.replicate,
