@@ -12,7 +12,7 @@ re-locks only with ``--amend --reason``, so that one spec digest never yields tw
 from __future__ import annotations
 
 #: The methods version this audit-compiler implements.
-METHODS_VERSION = 2
+METHODS_VERSION = 3
 
 #: Methods version -> what changed in it (version 1: the first implementation).
 CHANGES: dict[int, str] = {
@@ -22,6 +22,15 @@ CHANGES: dict[int, str] = {
         "instead of length-sorted chunks of every text set by execution.batch_size; embedding "
         "scores may differ from version 1 in the last bits of a float, and no longer depend on "
         "execution.batch_size"),
+    3: ("tie-safe counterfactual statistics (issue 12): tests on paired differences run on each system's "
+        "score grid (declared systems[].score_resolution, else inferred), with mid-ranks and the exact "
+        "sign-flip distribution when differences tie; ranks are mid-ranks of the scores (no cv_id "
+        "tie-break in any metric); top-K membership, flips, retention, Recall@K, nDCG@K and the TPR/FPR "
+        "gaps are expectations over the orders of tied candidates (McSherry & Najork 2008); the MARC "
+        "rank test, McNemar on flips and the impact ratio's Fisher test, which cannot reject under "
+        "per-variant ranking, are left out of BH (their p_adj is empty); Wilson bounds are clamped to "
+        "[0, 1]; a bootstrap resample with no true match (or no non-match) is dropped and counted, not "
+        "read as a gap of 0. Values and raw p-values of inputs without ties are unchanged"),
 }
 
 #: Resumes per score batch of the plan (:func:`compiler.plan.score_batches`): a batch holds

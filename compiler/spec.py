@@ -234,6 +234,10 @@ class LlmSystemBase(LlmEndpoint):
                                      "or out-of-range answer; each invalid answer is recorded.")
     score_range: tuple[float, float] = Field(default=(0.0, 100.0), description="[low, high] of the "
                                              "score scale; score_delta uses (s-low)/(high-low).")
+    score_resolution: float | None = Field(
+        default=None, gt=0, description="Grid of one answer's score, in their units (1 for integer answers; a mean of r replicates lies on resolution/r); every "
+        "test on paired differences runs on that grid. Default: inferred from the scores (a decimal grid, "
+        "or 1/r of one for a mean of r replicates; none for continuous scores).")
 
 
 class LlmScoreSystem(LlmSystemBase):
@@ -322,6 +326,10 @@ class PrecomputedSystem(Strict):
     score_range: tuple[float, float] = Field(
         default=(0.0, 1.0), description="[low, high] of the score scale; score_delta uses (s-low)/(high-low)."
     )
+    score_resolution: float | None = Field(
+        default=None, gt=0, description="Grid of the scores, in their units (1 for integer scores); every "
+        "test on paired differences runs on that grid. Default: inferred from the scores (a decimal grid, "
+        "or 1/r of one for a mean of r replicates; none for continuous scores).")
 
 
 System = Annotated[Union[EmbeddingSystem, PrecomputedSystem, LlmScoreSystem, LlmCompareSystem],

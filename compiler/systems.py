@@ -33,6 +33,14 @@ MSG_NO_DEFAULT_MODEL = (
     "or set systems[].model to a local model folder"
 )
 MSG_SCORE_RANGE = "score_range must be [low, high] with low < high (got {rng})"
+MSG_RESOLUTION = "score_resolution {res} must be smaller than the width of score_range {rng}"
+
+
+def _resolution(system: Any) -> dict[str, float]:
+    """``{"score_resolution": x}`` when the spec declares it (absent otherwise, so that the digests of
+    specs without it do not change)."""
+    res = getattr(system, "score_resolution", None)
+    return {} if res is None else {"score_resolution": float(res)}
 MSG_REFERENCE_JOB = "references names job {job!r}, which is not a job of the spec; jobs: {jobs}"
 MSG_REFERENCE_NEEDED = (
     "job {job!r} has no template family, so llm_compare cannot draw a default reference resume; "
@@ -108,10 +116,13 @@ class SystemHook:
         return []
 
     def issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
-        """Semantic checks of ``systems[i]`` (score range order by default)."""
+        """Semantic checks of ``systems[i]`` (score range order, resolution inside the range)."""
         lo, hi = system.score_range
         if not lo < hi:
             return [ls.issue(("systems", i, "score_range"), MSG_SCORE_RANGE.format(rng=[lo, hi]))]
+        res = getattr(system, "score_resolution", None)
+        if res is not None and res >= hi - lo:
+            return [ls.issue(("systems", i, "score_resolution"), MSG_RESOLUTION.format(res=res, rng=[lo, hi]))]
         return []
 
     def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
@@ -198,7 +209,7 @@ class Precomputed(SystemHook):
 
     def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
         return {"id": system.id, "kind": system.kind, "data": file_ref(ls.folder, system.path),
-                "score_range": list(system.score_range)}
+                "score_range": list(system.score_range), **_resolution(system)}
 
     def fingerprint(self, resolved: dict[str, Any]) -> dict[str, str]:
         return resolved.get("fingerprint") or {"algorithm": "sha256", "digest": resolved["data"]["sha256"]}
@@ -237,7 +248,7 @@ class LlmScreener(SystemHook):
         return {
             "id": system.id, "kind": system.kind, "endpoint": llm.endpoint(system),
             "replicates": system.replicates, "max_invalid_retries": system.max_invalid_retries,
-            "score_range": list(system.score_range),
+            "score_range": list(system.score_range), **_resolution(system),
             "conditions": llm.condition_templates(system, ls.folder),
             "system_prompt": llm.template_text(f"system_{system.kind}.j2"),
             "output_instruction": llm.template_text(f"output_{system.kind}.j2"),

@@ -1,12 +1,15 @@
 """Ranking and the paired frame (seed 000 §3.3; DESIGN.md "Analysis contracts").
 
-Ranks are computed within ``(system, condition, replicate, job_id, variant)``: score descending,
-ties broken by ``cv_id`` ascending, rank 1 = best. A variant's rank is therefore its position within
-its own otherwise-identical cohort, never a cross-variant comparison.
+Ranks are computed within ``(system, condition, replicate, job_id, variant)``: score descending, rank
+1 = best, and tied scores share their **mid-rank** (the mean of the positions they occupy; methods
+version 3), so no metric depends on how candidates are labelled. Rows are sorted by ``cv_id`` within
+a tie for display only. A variant's rank is therefore its position within its own otherwise-identical
+cohort, never a cross-variant comparison.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 GROUP = ["system", "condition", "replicate", "job_id", "variant"]
@@ -15,7 +18,11 @@ PAIRED_COLUMNS = ["system", "condition", "replicate", "job_id", "cv_id", "varian
 
 
 def rank_within_groups(frame: pd.DataFrame) -> pd.DataFrame:
-    """Return ``frame`` sorted by group then rank, with an integer ``rank`` column (1 = best).
+    """Return ``frame`` sorted by group then rank, with a ``rank`` column (1 = best, mid-ranks for ties).
+
+    ``rank`` is int64 when no score ties within a group, else float64 (a tie of t candidates at
+    positions a..a+t-1 gives each ``a + (t - 1) / 2``). The row order within a tie (by ``cv_id``) is
+    for display only.
 
     Parameters
     ----------
@@ -24,7 +31,9 @@ def rank_within_groups(frame: pd.DataFrame) -> pd.DataFrame:
     """
     out = frame.sort_values(GROUP + ["score", "cv_id"], ascending=[True] * len(GROUP) + [False, True],
                             kind="mergesort").reset_index(drop=True)
-    out["rank"] = out.groupby(GROUP, sort=False).cumcount().astype("int64") + 1
+    rank = out.groupby(GROUP, sort=False)["score"].rank(method="average", ascending=False)
+    integral = bool(np.all(rank.to_numpy() == np.floor(rank.to_numpy())))
+    out["rank"] = rank.astype("int64") if integral else rank.astype("float64")
     return out
 
 

@@ -120,21 +120,21 @@ def test_a_1_0_lock_is_read_as_methods_version_1(write_spec, tmp_path):
     lock = read_lock(tmp_path / "spec.yaml", "spec.yaml")
     assert lock["schema_version"] == "1.0" and lock["methods_version"] == 1
     assert "generated_at" not in lock
-    # under methods version 2 recompiling refuses and leaves it alone; the amendment re-locks it
+    # under a later methods version recompiling refuses and leaves it alone; the amendment re-locks it
     before = path.read_bytes()
     proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
     assert proc.returncode == 3 and "made under methods version 1" in proc.stderr, proc.stderr
     assert path.read_bytes() == before
-    proc = run_cli("compile", "spec.yaml", "--amend", "--reason", "adopt methods version 2", cwd=tmp_path)
+    proc = run_cli("compile", "spec.yaml", "--amend", "--reason", "adopt the current methods", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     lock = json.loads(path.read_text())
-    assert lock["schema_version"] == LOCK_SCHEMA_VERSION and lock["methods_version"] == 2
+    assert lock["schema_version"] == LOCK_SCHEMA_VERSION and lock["methods_version"] == methods.METHODS_VERSION
     assert lock["amendments"][0]["previous"]["methods_version"] == 1
     proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
-    assert json.loads((run_dir / "run.json").read_text())["methods_version"] == 2
-    assert json.loads((run_dir / "manifest.json").read_text())["lock"]["methods_version"] == 2
+    assert json.loads((run_dir / "run.json").read_text())["methods_version"] == methods.METHODS_VERSION
+    assert json.loads((run_dir / "manifest.json").read_text())["lock"]["methods_version"] == methods.METHODS_VERSION
 
 
 UNKNOWN_MAJOR_LOCK = (

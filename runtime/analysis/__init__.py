@@ -38,11 +38,17 @@ METRIC_COLUMNS = ("family", "metric", "system", "condition", "variant", "referen
                   "ci_low", "ci_high", "p_value", "p_adj", "test", "direction", "status",
                   "status_operational", "notes")
 DIAGNOSTIC_COLUMNS = ("k", "marc_raw", "flip_in_rate", "flip_out_rate", "n_in_out", "n_out_in",
-                      "retained", "slots", "tp", "p", "fp", "negatives", "tpr", "fpr", "jobs_used")
+                      "retained", "slots", "tp", "p", "fp", "negatives", "tpr", "fpr", "jobs_used",
+                      "ties_at_cutoff")
 #: Every column of the metrics frame, in order.
 COLUMNS = METRIC_COLUMNS + DIAGNOSTIC_COLUMNS
+#: Counts: written as integers, unless ties make one an expected (fractional) count.
 _COUNT_COLUMNS = ("n", "k", "n_in_out", "n_out_in", "retained", "slots", "tp", "p", "fp",
-                  "negatives", "jobs_used")
+                  "negatives", "jobs_used", "ties_at_cutoff")
+#: Metrics read at a top-K cutoff (``ties_at_cutoff`` is reported for them).
+TOP_K_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k",
+                           "equal_opportunity_gap", "equalized_odds_gap"})
+NOTE_NOT_INFORMATIVE = "{test} not informative in this design ({why}): left out of BH, p_adj empty"
 
 ERR_K = "k must map each family ({families}) to a positive integer, got {got!r}"
 ERR_ALPHA = "alpha must lie in (0, 1), got {got!r}"
@@ -120,16 +126,19 @@ def _pairing(cohort: Cohort, variant: str, *, k: Mapping[str, int], n_bootstrap:
                    score_ref=cohort.score[ref], score_var=cohort.score[variant],
                    rank_ref=cohort.rank[ref], rank_var=cohort.rank[variant], match=cohort.match,
                    n_unlabelled_jobs=cohort.n_unlabelled_jobs, k=k, n_bootstrap=n_bootstrap,
-                   seed=seed)
+                   seed=seed, tie_ref=cohort.tie[ref], tie_var=cohort.tie[variant], step=cohort.step)
 
 
 def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]:
     """One metrics row. A reference row keeps its value and interval but carries no test: comparing
     a sample with itself tests nothing, so its p-value stays empty and never enters BH (a self-
-    comparison's p = 1 would only inflate the number of tests, m)."""
+    comparison's p = 1 would only inflate the number of tests, m). A test that cannot reject in this
+    design (``res.not_informative``) keeps its raw p-value, says why, and stays out of BH."""
     info = catalog.METRICS[metric_id]
     notes = list(res.notes)
     p_value, test = float(res.p_value), res.test
+    if res.not_informative and not pairing.is_reference and test:
+        notes.append(NOTE_NOT_INFORMATIVE.format(test=test, why=res.not_informative))
     if pairing.is_reference:
         suffix = stats.NOTE_TEST_UNDEFINED.split("}")[-1]  # "... p-value left empty"
         notes = [NOTE_REFERENCE] + [n for n in notes if not n.endswith(suffix)]
@@ -145,13 +154,23 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
     }
     for column in DIAGNOSTIC_COLUMNS[1:]:
         row[column] = res.diagnostics.get(column, math.nan)
+    if metric_id in TOP_K_METRICS:
+        row["ties_at_cutoff"] = pairing.ties_at_cutoff(pairing.k_of(metric_id))
+    row["_in_bh"] = not res.not_informative and not pairing.is_reference
     return row
+
+
+def _integral(column: pd.Series) -> bool:
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return bool(np.all(values == np.round(values)))
 
 
 def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha: float,
             n_bootstrap: int, seed: int,
             thresholds: Mapping[str, Mapping[str, Mapping[str, float]]],
             score_range: Mapping[str, tuple[float, float]],
+            score_resolution: Mapping[str, float | None] | None = None,
             progress: Callable[[int], None] | None = None) -> AnalysisResult:
     """Compute the metric suite of seed 000 §3.4-3.6 on a paired frame.
 
@@ -179,6 +198,10 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         ``compiler.catalog.default_thresholds()``.
     score_range : Mapping[str, tuple of float]
         ``(lo, hi)`` per system; ``score_delta`` and drift use ``(score − lo) / (hi − lo)``.
+    score_resolution : Mapping[str, float or None], optional
+        Each system's score grid in its units (None or absent: inferred from its scores,
+        :func:`runtime.analysis.stats.infer_resolution`); every test on paired differences runs on
+        differences rounded to it, so a p-value does not depend on the scale of the scores.
     progress : callable, optional
         Called as ``progress(n)`` with the number of cells finished since the previous call
         (an increment, like ``rich.progress.Progress.advance``: ``1`` after each cell); the
@@ -199,7 +222,8 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     kk = _check_args(k=k, alpha=alpha, n_bootstrap=n_bootstrap, thresholds=thresholds)
     rows: list[dict[str, object]] = []
     drift: list[dict[str, object]] = []
-    for cohort in cohorts(paired, reference=reference, score_range=score_range):
+    for cohort in cohorts(paired, reference=reference, score_range=score_range,
+                          score_resolution=score_resolution):
         drift.extend(drift_rows(cohort))
         by_metric: dict[str, list[dict[str, object]]] = {m: [] for m in metric_ids()}
         for variant in cohort.variants:
@@ -210,12 +234,13 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
                     progress(1)
         for metric_rows in by_metric.values():
             rows.extend(metric_rows)
-    metrics = pd.DataFrame(rows, columns=list(COLUMNS))
-    metrics["p_adj"] = bh_adjust(metrics["p_value"].to_numpy(dtype=float), alpha=alpha)
+    metrics = pd.DataFrame(rows, columns=[*COLUMNS, "_in_bh"])
+    in_bh = metrics.pop("_in_bh").to_numpy(dtype=bool)
+    metrics["p_adj"] = bh_adjust(np.where(in_bh, metrics["p_value"].to_numpy(dtype=float), np.nan), alpha=alpha)
     for tier, column in (("research", "status"), ("operational", "status_operational")):
         metrics[column] = [
             classify(v, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
             for v, m in zip(metrics["value"].to_numpy(dtype=float), metrics["metric"])
         ]
-    metrics = metrics.astype({c: "Int64" for c in _COUNT_COLUMNS})
+    metrics = metrics.astype({c: "Int64" for c in _COUNT_COLUMNS if _integral(metrics[c])})
     return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift))

@@ -31,7 +31,7 @@ class Pairing:
     score_ref, score_var : numpy.ndarray of float
         Scores normalised to [0, 1] by the system's ``score_range``.
     rank_ref, rank_var : numpy.ndarray of float
-        Ranks within (job, variant), 1 = best.
+        Ranks within (job, variant), 1 = best; tied scores share their mid-rank.
     match : numpy.ndarray of float
         ``is_true_match`` (0/1) of each candidate; ``nan`` for every candidate of a job whose labels
         are unknown.
@@ -43,6 +43,11 @@ class Pairing:
         Bootstrap resamples.
     seed : int
         The spec's seed.
+    tie_ref, tie_var : numpy.ndarray of float, optional
+        Size of each candidate's tie group in its (job, variant) pool (1 = untied; default all 1).
+    step : float
+        The score grid on the normalised scale (0 = continuous): every test on score differences
+        runs on differences rounded to it.
     """
 
     system: str
@@ -60,6 +65,9 @@ class Pairing:
     k: Mapping[str, int]
     n_bootstrap: int
     seed: int
+    tie_ref: np.ndarray | None = None
+    tie_var: np.ndarray | None = None
+    step: float = 0.0
 
     @property
     def n(self) -> int:
@@ -75,9 +83,56 @@ class Pairing:
         """Shortlist size of the family of ``metric_id``."""
         return int(self.k[catalog.METRICS[metric_id].family])
 
+    def in_top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(reference, variant) probability that each candidate is in its pool's top-K.
+
+        An untied candidate is in (1) or out (0). A tie group of t candidates occupying positions
+        ``a .. a + t - 1`` straddling the cutoff puts each of them inside with probability
+        ``(K - a + 1) / t``: the expectation over the equally likely orders of the tied candidates
+        (McSherry & Najork 2008). Per job these add up to ``min(K, pool size)``.
+        """
+        return (top_share(self.rank_ref, self.tie_ref, k), top_share(self.rank_var, self.tie_var, k))
+
+    def joint_in(self, k: int) -> np.ndarray:
+        """Probability that each candidate is in both top-Ks: ``p_ref · p_var`` (the two pools' tie
+        orders are independent), or ``p_ref`` for the reference compared with itself (one order)."""
+        p_ref, p_var = self.in_top(k)
+        return p_ref if self.is_reference else p_ref * p_var
+
+    def ties_at_cutoff(self, k: int) -> int:
+        """Candidates whose top-K membership is decided by a tie (fractional) in either pool."""
+        p_ref, p_var = self.in_top(k)
+        return int(np.sum(((p_ref > 0) & (p_ref < 1)) | ((p_var > 0) & (p_var < 1))))
+
     def rng(self, metric_id: str) -> np.random.Generator:
         """Bootstrap generator of this cell: ``rng(seed, "bootstrap", system, condition, metric, variant)``."""
         return seeding.rng(self.seed, "bootstrap", self.system, self.condition, metric_id, self.variant)
+
+
+def exact_sum(weights: np.ndarray) -> float:
+    """The correctly rounded sum (``math.fsum``): expected counts over tied orders are fractions
+    (1/3 ...) whose float sum would otherwise depend on the order of the candidates, i.e. on their
+    labels."""
+    return math.fsum(np.asarray(weights, dtype=float).tolist())
+
+
+def job_sums(job: np.ndarray, weights: np.ndarray, n_jobs: int) -> np.ndarray:
+    """Per-job sums of ``weights``, correctly rounded (:func:`exact_sum`); identical to
+    ``np.bincount`` when every weight is an integer."""
+    w = np.asarray(weights, dtype=float)
+    if np.all(w == np.round(w)):
+        return np.bincount(job, weights=w, minlength=n_jobs)
+    return np.array([exact_sum(w[job == j]) for j in range(n_jobs)])
+
+
+def top_share(rank: np.ndarray, tie: np.ndarray | None, k: int) -> np.ndarray:
+    """Probability of being in the top-K given a mid-rank and the tie group's size (see
+    :meth:`Pairing.in_top`); ``rank <= k`` exactly when nothing is tied."""
+    rank = np.asarray(rank, dtype=float)
+    if tie is None or np.all(tie == 1):
+        return (rank <= k).astype(float)
+    first = rank - (tie - 1) / 2
+    return np.clip((k - first + 1) / tie, 0.0, 1.0)
 
 
 @dataclass
@@ -86,6 +141,9 @@ class CellResult:
 
     ``diagnostics`` holds the family-specific columns of ``metrics.csv`` (``marc_raw``,
     ``flip_in_rate``, ``retained``, ``tp`` ...); columns it does not name are left empty.
+    ``not_informative`` says why the cell's test cannot reject in this design (its p-value is then
+    kept in ``p_value`` but left out of the BH family and never shown as evidence); empty when the
+    test is informative.
     """
 
     value: float
@@ -95,6 +153,7 @@ class CellResult:
     test: str = ""
     notes: list[str] = field(default_factory=list)
     diagnostics: dict[str, float] = field(default_factory=dict)
+    not_informative: str = ""
 
     @classmethod
     def undefined(cls, note: str, **diagnostics: float) -> CellResult:

@@ -9,8 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from runtime.analysis import stats
-from runtime.analysis.cell import CellResult, Pairing
+from runtime.analysis.cell import CellResult, Pairing, exact_sum
 from runtime.analysis.registry import metric
+
+#: Why a rank or selection test cannot reject under seed 000's per-variant ranking (§3.3): every
+#: variant is ranked in its own pool of candidates that all carry the same cue.
+PER_VARIANT_RANKS = "per-variant ranking: each variant is ranked in its own pool, so rank changes and flips balance out per job"
 
 
 @metric("score_delta")
@@ -22,16 +26,17 @@ def score_delta(p: Pairing) -> CellResult:
     Classified on ``|Δ̄_v|``, lower is better.
 
     CI: percentile bootstrap of the mean over the ``Δ_v,i``. Test: two-sided Wilcoxon signed-rank
-    on the paired normalised scores ``(s_v,i, s_ref,i)``, scipy defaults; empty when every
-    difference is zero.
+    on the differences put on the system's score grid (:func:`runtime.analysis.stats.wilcoxon_p`:
+    mid-ranks, exact sign-flip distribution when tied); empty when every difference is zero. The
+    test is informative in every ranking mode: scores are not ranked.
     """
     d = p.score_var - p.score_ref
     value = float(np.mean(d))
     ci = stats.percentile_bootstrap((d,), np.mean, value=value, n_resamples=p.n_bootstrap,
                                     rng=p.rng("score_delta"))
-    pv, notes = stats.wilcoxon_p(p.score_var, p.score_ref)
+    pv, notes, test = stats.wilcoxon_p(d, step=p.step)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
-                      test=stats.TEST_WILCOXON, notes=[*ci.notes, *notes])
+                      test=test, notes=[*ci.notes, *notes])
 
 
 @metric("marc")
@@ -41,9 +46,14 @@ def marc(p: Pairing) -> CellResult:
     ``MARC_v = (1/n_v) Σ_i |rank_v,i − rank_ref,i|`` (column ``marc_raw``); value
     ``MARC_v / K_counterfactual`` in [0, (n_job − 1) / K], lower is better.
 
+    Ranks are mid-ranks when scores tie, so MARC does not depend on how candidates are labelled.
+
     CI: percentile bootstrap of the same statistic (the paired bootstrap of the mean absolute
     difference reduces to a one-sample bootstrap of ``|rank_v,i − rank_ref,i|``), divided by K.
-    Test: two-sided Wilcoxon signed-rank on the paired ranks, scipy defaults.
+    Test: two-sided Wilcoxon signed-rank on the paired rank differences (grid 0.5: mid-ranks).
+    **Not informative under per-variant ranking**: each variant is ranked in its own pool, so a
+    job's rank differences sum to zero by construction and the test is near p = 1 whatever the
+    system does; it is reported, left out of BH (see :data:`PER_VARIANT_RANKS`).
     """
     k = p.k_of("marc")
     a = np.abs(p.rank_var - p.rank_ref)
@@ -51,10 +61,10 @@ def marc(p: Pairing) -> CellResult:
     value = raw / k
     ci = stats.percentile_bootstrap((a / k,), np.mean, value=value, n_resamples=p.n_bootstrap,
                                     rng=p.rng("marc"))
-    pv, notes = stats.wilcoxon_p(p.rank_var, p.rank_ref)
+    pv, notes, test = stats.wilcoxon_p(p.rank_var, p.rank_ref, step=0.5)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
-                      test=stats.TEST_WILCOXON, notes=[*ci.notes, *notes],
-                      diagnostics={"marc_raw": raw})
+                      test=test, notes=[*ci.notes, *notes],
+                      diagnostics={"marc_raw": raw}, not_informative=PER_VARIANT_RANKS)
 
 
 @metric("flip_rate")
@@ -66,24 +76,33 @@ def flip_rate(p: Pairing) -> CellResult:
     rates of seed 000 §4.3, ``flip_out_rate = n_in,out / #(ref in)`` and
     ``flip_in_rate = n_out,in / #(ref out)`` (empty when the denominator is 0).
 
-    CI: Wilson score interval on the flipped proportion. Test: McNemar on the same table, exact
-    binomial when ``n_in,out + n_out,in < 25``, continuity-corrected chi-square otherwise.
+    With tied scores at the cutoff, membership is the probability of being inside over the orders
+    of the tied candidates (:meth:`Pairing.in_top`), reference and variant pools independent, and
+    the counts are expectations (possibly fractional).
+
+    CI: Wilson score interval on the flipped proportion. Test: McNemar on the same table (counts
+    rounded to integers), exact binomial when ``n_in,out + n_out,in < 25``, continuity-corrected
+    chi-square otherwise. **Not informative under per-variant ranking**: each variant fills its
+    own top-K, so per job flips out equal flips in and McNemar can never reject; it is reported,
+    left out of BH (see :data:`PER_VARIANT_RANKS`).
     """
     k = p.k_of("flip_rate")
-    was_in = p.rank_ref <= k
-    now_in = p.rank_var <= k
-    n_ii = int(np.sum(was_in & now_in))
-    n_io = int(np.sum(was_in & ~now_in))
-    n_oi = int(np.sum(~was_in & now_in))
-    n_oo = int(np.sum(~was_in & ~now_in))
+    was_in, now_in = p.in_top(k)
+    both = p.joint_in(k)
+    n_ii = exact_sum(both)
+    n_io = exact_sum(was_in - both)
+    n_oi = exact_sum(now_in - both)
+    n_oo = exact_sum(1 - was_in - now_in + both)
     n = p.n
     flips = n_io + n_oi
     value = flips / n
     ci = stats.wilson_interval(flips, n)
-    pv, test = stats.mcnemar_p(np.array([[n_ii, n_io], [n_oi, n_oo]]))
+    table = np.rint(np.array([[n_ii, n_io], [n_oi, n_oo]])).astype(np.int64)
+    pv, test = stats.mcnemar_p(table)
     ref_in, ref_out = n_ii + n_io, n_oi + n_oo
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
                       test=test,
                       diagnostics={"n_in_out": n_io, "n_out_in": n_oi,
                                    "flip_out_rate": n_io / ref_in if ref_in else np.nan,
-                                   "flip_in_rate": n_oi / ref_out if ref_out else np.nan})
+                                   "flip_in_rate": n_oi / ref_out if ref_out else np.nan},
+                      not_informative=PER_VARIANT_RANKS)

@@ -153,7 +153,7 @@ def independent_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float) -> dic
             "var_d": (n1 + n0) / (n1 * n0) + d * d / (2 * (n1 + n0))}
 
 
-def paired_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float) -> dict[str, object]:
+def paired_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float, step: float = 0.0) -> dict[str, object]:
     """d_z of paired scores, exact 95%/90% CIs, paired t p, TOST (``ttost_paired``).
 
     Parameters
@@ -162,12 +162,19 @@ def paired_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float) -> dict[str
         Variant and reference scores, aligned by base candidate (same length).
     sesoi : float
         Equivalence bound on |d_z|; the TOST bounds are ±sesoi · sd(x1 − x0).
+    step : float
+        The scores' grid (0 = continuous): the differences are put on it first
+        (:func:`runtime.analysis.stats.on_grid`), so no floating-point noise enters the tests.
     """
     from scipy import stats
     from statsmodels.stats.weightstats import ttost_paired
 
+    from runtime.analysis.stats import on_grid
+
     n = len(x1)
     diff = np.asarray(x1, dtype=float) - np.asarray(x0, dtype=float)
+    if step > 0:
+        diff = on_grid(diff, step) * step
     out: dict[str, object] = {"test": "paired_t", "n_treatment": n, "n_reference": n,
                               "mean_treatment": float(np.mean(x1)) if n else math.nan,
                               "mean_reference": float(np.mean(x0)) if n else math.nan}
@@ -180,10 +187,14 @@ def paired_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float) -> dict[str
         return {**out, "df": n - 1, "notes": NOTE_ZERO_VAR}
     d = out["mean_diff"] / sd
     scale = 1 / math.sqrt(n)
-    res = stats.ttest_rel(x1, x0)
+    if step > 0:  # the same tests on the differences on the grid
+        res = stats.ttest_1samp(diff, 0.0)
+        tost_p = float(ttost_paired(diff, np.zeros_like(diff), -sesoi * sd, sesoi * sd)[0])
+    else:
+        res = stats.ttest_rel(x1, x0)
+        tost_p = float(ttost_paired(np.asarray(x1, float), np.asarray(x0, float), -sesoi * sd, sesoi * sd)[0])
     lo, hi = d_interval(float(res.statistic), n - 1, scale, 0.95)
     lo90, hi90 = d_interval(float(res.statistic), n - 1, scale, 0.90)
-    tost_p = float(ttost_paired(np.asarray(x1, float), np.asarray(x0, float), -sesoi * sd, sesoi * sd)[0])
     return {**out, "d": d, "ci_low": lo, "ci_high": hi, "statistic": float(res.statistic),
             "df": float(n - 1), "p_value": float(res.pvalue), "tost_p": tost_p,
             "ci90_low": lo90, "ci90_high": hi90, "margin": max(abs(lo90), abs(hi90)),
@@ -197,9 +208,20 @@ def contrast_label(c: Mapping[str, str]) -> str:
     return f"{c['variant']} vs {c['reference']}"
 
 
+def score_grids(frame: pd.DataFrame, score_resolution: Mapping[str, float | None] | None) -> dict[str, float]:
+    """System id -> the grid of its scores: declared, else inferred (:func:`runtime.analysis.stats.infer_resolution`)."""
+    from runtime.analysis.stats import infer_resolution
+
+    declared = score_resolution or {}
+    return {str(s): (float(declared[s]) if declared.get(s) is not None else infer_resolution(sub["score"].to_numpy(float)))
+            for s, sub in frame.groupby("system", sort=True)}
+
+
 def contrast_rows(frame: pd.DataFrame, contrasts: Sequence[Mapping[str, str]], *, sesoi: float,
-                  by: Sequence[str]) -> list[dict[str, object]]:
-    """Unadjusted contrast rows per group of ``by`` (no BH); ``frame`` from :func:`average_replicates`."""
+                  by: Sequence[str], score_resolution: Mapping[str, float | None] | None = None) -> list[dict[str, object]]:
+    """Unadjusted contrast rows per group of ``by`` (no BH); ``frame`` from :func:`average_replicates`.
+    Paired contrasts run on the differences put on each system's score grid (:func:`score_grids`)."""
+    grids = score_grids(frame, score_resolution)
     rows = []
     for key, sub in frame.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
@@ -224,7 +246,8 @@ def contrast_rows(frame: pd.DataFrame, contrasts: Sequence[Mapping[str, str]], *
                 else:
                     wide = wide.dropna()
                     res = paired_contrast(wide[c["variant"]].to_numpy(float),
-                                          wide[c["reference"]].to_numpy(float), sesoi=sesoi)
+                                          wide[c["reference"]].to_numpy(float), sesoi=sesoi,
+                                          step=grids.get(str(ids.get("system")), 0.0))
             rows.append(_empty_row(**base, **res))
     return rows
 
@@ -246,7 +269,7 @@ def finish(rows: list[dict[str, object]], *, alpha: float, sesoi: float) -> pd.D
 
 
 def effect_sizes(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str, str]], axes: Sequence[str],
-                 sesoi: float, alpha: float) -> pd.DataFrame:
+                 sesoi: float, alpha: float, score_resolution: Mapping[str, float | None] | None = None) -> pd.DataFrame:
     """Every contrast per system x condition, with BH within family (seed 003 §3.7, Table 1).
 
     Parameters
@@ -260,6 +283,8 @@ def effect_sizes(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str, str]]
         Axis names (columns of ``paired``).
     sesoi, alpha : float
         Smallest effect size of interest (|d|) and the BH / TOST level.
+    score_resolution : Mapping, optional
+        Declared score grid per system (else inferred); paired tests run on the grid.
 
     Returns
     -------
@@ -269,5 +294,5 @@ def effect_sizes(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str, str]]
         margin; ``var_d`` is the large-sample variance of d (Hedges & Olkin 1985) used for pooling.
     """
     frame = average_replicates(paired, axes)
-    return finish(contrast_rows(frame, contrasts, sesoi=sesoi, by=("system", "condition")),
-                  alpha=alpha, sesoi=sesoi)
+    return finish(contrast_rows(frame, contrasts, sesoi=sesoi, by=("system", "condition"),
+                                score_resolution=score_resolution), alpha=alpha, sesoi=sesoi)

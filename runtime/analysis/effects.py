@@ -58,7 +58,8 @@ class EffectsResult:
 def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metrics: pd.DataFrame,
                     analyse_metrics: Callable[[pd.DataFrame], pd.DataFrame],
                     score_range: Mapping[str, tuple[float, float]],
-                    mde: list[dict] | None = None) -> EffectsResult:
+                    mde: list[dict] | None = None,
+                    score_resolution: Mapping[str, float | None] | None = None) -> EffectsResult:
     """Run what ``resolved["analysis"]`` declares (``effect_size`` and/or ``validity``).
 
     Parameters
@@ -75,6 +76,8 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
         System id -> its resolved ``score_range`` (the distribution check normalises by it).
     mde : list of dict, optional
         Compile-time minimum detectable effects (``plan["sensitivity"]``).
+    score_resolution : Mapping, optional
+        Declared score grid per system (else inferred): paired tests run on it.
     """
     from runtime.analysis.effect_size import effect_sizes
     from runtime.analysis.models import fit_models
@@ -90,12 +93,13 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
     es = an.get("effect_size")
     if es:
         out.sesoi = es["sesoi"]
-        out.contrasts = effect_sizes(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"], alpha=alpha)
+        out.contrasts = effect_sizes(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"], alpha=alpha,
+                                     score_resolution=score_resolution)
         out.models = fit_models(paired, axes={a: v["reference"] for a, v in resolved["axes"].items()},
                                 controls=es["controls"], alpha=alpha, wild_bootstrap=es["wild_bootstrap"],
                                 seed=derive_seed(resolved["seed"], "wild_bootstrap") % (2**32))
         out.pooling = pool_contrasts(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"],
-                                     pool_over=es["pool_over"])
+                                     pool_over=es["pool_over"], score_resolution=score_resolution)
         out.self_test = planted_self_test(paired, reference=reference, shift_se=es["planted_shift_se"],
                                           alpha=alpha, sesoi=es["sesoi"], axes=axes,
                                           observed_metrics=metrics, observed_effects=out.contrasts,

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from runtime.analysis import stats
+
 #: Columns :func:`cohorts` reads; ``replicate`` and the axis columns are ignored.
 REQUIRED_COLUMNS = ("system", "condition", "job_id", "cv_id", "variant", "score", "rank",
                     "is_true_match")
@@ -52,11 +54,21 @@ class Cohort:
     score : dict of str to numpy.ndarray
         Normalised score ``(score - lo) / (hi - lo)`` per variant.
     rank : dict of str to numpy.ndarray
-        Rank per variant.
+        Rank per variant within its (job, variant) pool: the **mid-rank** of the score, recomputed
+        here (1 = best; tied scores share the mean of their positions), whatever the frame's
+        ``rank`` column says.
     match : numpy.ndarray of float
         ``is_true_match`` taken from the reference rows; ``nan`` for all candidates of a job with
         any unknown label.
     n_unlabelled_jobs : int
+    tie : dict of str to numpy.ndarray
+        Per variant, the size of each candidate's tie group within its (job, variant) pool (1 when
+        its score is not tied); with the mid-rank it gives the positions the group occupies.
+    resolution : float
+        The system's score grid in its own units (declared ``score_resolution`` or inferred with
+        :func:`runtime.analysis.stats.infer_resolution`; 0 = continuous).
+    step : float
+        The same grid on the normalised scale: ``resolution / (hi - lo)``.
     """
 
     system: str
@@ -71,6 +83,16 @@ class Cohort:
     rank: dict[str, np.ndarray]
     match: np.ndarray
     n_unlabelled_jobs: int
+    tie: dict[str, np.ndarray]
+    resolution: float = 0.0
+    step: float = 0.0
+
+
+def tie_sizes(job: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Size of each candidate's tie group: how many candidates of its job share its (mid-)rank."""
+    key = np.stack([np.asarray(job, dtype=float), np.asarray(rank, dtype=float)], axis=1)
+    _, inverse, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    return counts[inverse.ravel()].astype(float)
 
 
 def check_columns(paired: pd.DataFrame) -> None:
@@ -117,7 +139,8 @@ def _score_range(score_range: Mapping[str, tuple[float, float]], system: str) ->
 
 
 def cohorts(paired: pd.DataFrame, *, reference: str,
-            score_range: Mapping[str, tuple[float, float]]) -> list[Cohort]:
+            score_range: Mapping[str, tuple[float, float]],
+            score_resolution: Mapping[str, float | None] | None = None) -> list[Cohort]:
     """Validate ``paired`` and pivot it into one :class:`Cohort` per system x condition.
 
     Parameters
@@ -128,6 +151,9 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
         The reference variant (``BASE``).
     score_range : Mapping[str, tuple of float]
         ``(lo, hi)`` of each system's score scale.
+    score_resolution : Mapping[str, float or None], optional
+        Each system's declared score grid (``systems[].score_resolution``); a system without one has
+        its grid inferred from its scores (:func:`runtime.analysis.stats.infer_resolution`).
 
     Returns
     -------
@@ -157,6 +183,10 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
             if bad:
                 raise ValueError(ERR_NAN_VALUE.format(column=column, count=bad, system=system,
                                                       condition=condition))
+        # every metric reads mid-ranks of the scores (methods version 3): a caller's tie-break (by
+        # cv_id, say) never reaches a metric
+        sub = sub.assign(rank=sub.groupby(["job_id", "variant"], sort=False)["score"]
+                         .rank(method="average", ascending=False).astype(float))
         wide = sub.pivot(index=list(KEY), columns="variant", values=["score", "rank"])
         wide = wide.sort_index()
         rank_wide = wide["rank"]
@@ -173,10 +203,14 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
         rank = {v: rank_wide[v].to_numpy(dtype=float) for v in variants}
         match, n_unlabelled = _match(sub, reference=reference, index=wide.index, job=job,
                                      n_jobs=len(uniques), system=system)
+        declared = (score_resolution or {}).get(system)
+        resolution = float(declared) if declared is not None else stats.infer_resolution(sub["score"].to_numpy(float))
         out.append(Cohort(system=system, condition=condition, reference=reference,
                           variants=variants, job_ids=job_ids, cv_ids=cv_ids, job=job,
                           n_jobs=len(uniques), score=score, rank=rank, match=match,
-                          n_unlabelled_jobs=n_unlabelled))
+                          n_unlabelled_jobs=n_unlabelled,
+                          tie={v: tie_sizes(job, rank[v]) for v in variants},
+                          resolution=resolution, step=resolution / (hi - lo)))
     return out
 
 

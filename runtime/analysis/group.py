@@ -7,25 +7,25 @@ import math
 import numpy as np
 
 from runtime.analysis import stats
-from runtime.analysis.cell import CellResult, Pairing
+from runtime.analysis.cell import CellResult, Pairing, job_sums
 from runtime.analysis.registry import metric
 
+#: Why the impact ratio's Fisher test cannot be read as evidence under per-variant ranking.
+REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 by construction, so any loss looks significant"
 NOTE_ONE_JOB_RETENTION = "1 job: Wilson interval on pooled retained/slots"
 NOTE_ONE_JOB_IMPACT = ("1 job: Wilson interval on pooled retained/slots of the variant, divided by "
                        "the reference's retention")
 
 
-def job_retention(rank_base: np.ndarray, rank_other: np.ndarray, job: np.ndarray, n_jobs: int,
-                  k: int) -> tuple[np.ndarray, np.ndarray]:
+def job_retention(in_b: np.ndarray, both: np.ndarray, job: np.ndarray, n_jobs: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-job retained and slot counts of the top-K (seed 000 §3.4.2).
 
-    ``B_j = {cv: rank_base ≤ K}``, ``V_j = {cv: rank_other ≤ K}``; returns
-    ``(|B_j ∩ V_j|, |B_j|)`` as two arrays of length ``n_jobs``.
+    ``in_b``: each candidate's probability of being in the reference's top-K, ``both``: of being in
+    both top-Ks (0 or 1 without ties at the cutoff; :meth:`Pairing.in_top`, :meth:`Pairing.joint_in`).
+    Returns ``(E|B_j ∩ V_j|, E|B_j|)`` as two arrays of length ``n_jobs``.
     """
-    in_b = rank_base <= k
-    in_v = rank_other <= k
-    retained = np.bincount(job, weights=in_b & in_v, minlength=n_jobs)
-    slots = np.bincount(job, weights=in_b, minlength=n_jobs)
+    retained = job_sums(job, both, n_jobs)
+    slots = job_sums(job, in_b, n_jobs)
     return retained, slots
 
 
@@ -49,7 +49,8 @@ def retention_rate(p: Pairing) -> CellResult:
     pooled retained/slots. No test.
     """
     k = p.k_of("retention_rate")
-    retained, slots = job_retention(p.rank_ref, p.rank_var, p.job, p.n_jobs, k)
+    in_ref, _ = p.in_top(k)
+    retained, slots = job_retention(in_ref, p.joint_in(k), p.job, p.n_jobs)
     r = _macro(retained, slots)
     used = ~np.isnan(r)
     r = r[used]
@@ -76,11 +77,15 @@ def impact_ratio(p: Pairing) -> CellResult:
 
     CI: paired percentile bootstrap over jobs of the ratio of the two macro means (one job: Wilson
     on the variant's pooled retained/slots divided by ``R̄_ref``). Test: Fisher exact on the pooled
-    table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]``.
+    table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]`` (counts
+    rounded). **Not informative under per-variant ranking**: the reference's retention against
+    itself is 1 by construction, so the table's second row has no losses and any loss looks
+    significant; the test is reported, left out of BH.
     """
     k = p.k_of("impact_ratio")
-    ret_v, slots_v = job_retention(p.rank_ref, p.rank_var, p.job, p.n_jobs, k)
-    ret_r, slots_r = job_retention(p.rank_ref, p.rank_ref, p.job, p.n_jobs, k)
+    in_ref, _ = p.in_top(k)
+    ret_v, slots_v = job_retention(in_ref, p.joint_in(k), p.job, p.n_jobs)
+    ret_r, slots_r = job_retention(in_ref, in_ref, p.job, p.n_jobs)  # the reference against itself: 1
     r_v, r_r = _macro(ret_v, slots_v), _macro(ret_r, slots_r)
     used = ~np.isnan(r_v)
     r_v, r_r = r_v[used], r_r[used]
@@ -88,12 +93,13 @@ def impact_ratio(p: Pairing) -> CellResult:
             "jobs_used": int(used.sum())}
     mean_ref = float(np.mean(r_r))
     value = float(np.mean(r_v)) / mean_ref if mean_ref > 0 else math.nan
-    table = np.array([[ret_v.sum(), slots_v.sum() - ret_v.sum()],
-                      [ret_r.sum(), slots_r.sum() - ret_r.sum()]], dtype=np.int64)
+    table = np.rint(np.array([[ret_v.sum(), slots_v.sum() - ret_v.sum()],
+                              [ret_r.sum(), slots_r.sum() - ret_r.sum()]])).astype(np.int64)
     pv = stats.fisher_p(table)
     if not math.isfinite(value):
         return CellResult(value=math.nan, p_value=pv, test=stats.TEST_FISHER,
-                          notes=["reference retention is 0: ratio undefined"], diagnostics=diag)
+                          notes=["reference retention is 0: ratio undefined"], diagnostics=diag,
+                          not_informative=REFERENCE_RETENTION_ONE)
     if r_v.size >= 2:
         ci = stats.percentile_bootstrap((r_v, r_r), _ratio_of_means, value=value,
                                         n_resamples=p.n_bootstrap, rng=p.rng("impact_ratio"),
@@ -104,4 +110,4 @@ def impact_ratio(p: Pairing) -> CellResult:
         low, high, _ = stats.contain(value, w.low / mean_ref, w.high / mean_ref)
         low, high, notes = float(low), float(high), [NOTE_ONE_JOB_IMPACT]
     return CellResult(value=value, ci_low=low, ci_high=high, p_value=pv, test=stats.TEST_FISHER,
-                      notes=notes, diagnostics=diag)
+                      notes=notes, diagnostics=diag, not_informative=REFERENCE_RETENTION_ONE)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtime.analysis import stats
-from runtime.analysis.cell import CellResult, Pairing
+from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_sums
 from runtime.analysis.registry import metric
 
 NOTE_LABELS_UNKNOWN = "is_true_match unknown: merit metrics undefined"
@@ -34,18 +34,24 @@ class _Labelled:
     job: np.ndarray
     rank_var: np.ndarray
     rank_ref: np.ndarray
+    tie_var: np.ndarray    # tie-group size in the variant's pool (1 = untied)
     n_jobs: int
     labelled_job: np.ndarray  # bool per job code
+    in_var: np.ndarray     # probability of being in the variant's top-K
+    in_ref: np.ndarray     # ... in the reference's top-K
 
 
-def _labelled(p: Pairing) -> _Labelled | None:
+def _labelled(p: Pairing, k: int) -> _Labelled | None:
     mask = ~np.isnan(p.match)
     if not mask.any():
         return None
     job = p.job[mask]
+    in_ref, in_var = p.in_top(k)
+    tie_var = p.tie_var[mask] if p.tie_var is not None else np.ones(int(mask.sum()))
     return _Labelled(y=p.match[mask].astype(np.int8), job=job, rank_var=p.rank_var[mask],
-                     rank_ref=p.rank_ref[mask], n_jobs=p.n_jobs,
-                     labelled_job=np.bincount(job, minlength=p.n_jobs) > 0)
+                     rank_ref=p.rank_ref[mask], tie_var=tie_var, n_jobs=p.n_jobs,
+                     labelled_job=np.bincount(job, minlength=p.n_jobs) > 0,
+                     in_var=in_var[mask], in_ref=in_ref[mask])
 
 
 def _label_notes(p: Pairing) -> list[str]:
@@ -53,9 +59,9 @@ def _label_notes(p: Pairing) -> list[str]:
 
 
 def _per_job(lab: _Labelled, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-job true matches P_j, true positives TP_j in the variant's top-K, and the jobs used."""
+    """Per-job true matches P_j, (expected) true positives TP_j in the variant's top-K, and the jobs used."""
     pos = np.bincount(lab.job, weights=lab.y, minlength=lab.n_jobs)
-    tp = np.bincount(lab.job, weights=lab.y * (lab.rank_var <= k), minlength=lab.n_jobs)
+    tp = job_sums(lab.job, lab.y * lab.in_var, lab.n_jobs)
     used = lab.labelled_job & (pos > 0)
     return pos, tp, used
 
@@ -72,12 +78,14 @@ def recall_at_k(p: Pairing) -> CellResult:
     ``Recall@K_v = (1/|J'|) Σ_{j∈J'} |{i: rank_v,i ≤ K, y_i = 1}| / |{i: y_i = 1}|`` with
     ``K = k.merit``; range [0, 1], higher is better. Taken literally, a job with P > K true
     matches cannot exceed K/P; the note gives the attainable maximum when it is below 1.
+    Tied scores at the cutoff count each tied true match by its probability of being inside
+    (tie-averaged, McSherry & Najork 2008), so the value does not depend on candidate labels.
     Diagnostics ``tp``/``p``: pooled over the jobs used.
 
     CI: percentile bootstrap over the jobs used (one job: Wilson on pooled tp/p). No test.
     """
     k = p.k_of("recall_at_k")
-    lab = _labelled(p)
+    lab = _labelled(p, k)
     if lab is None:
         return CellResult.undefined(NOTE_LABELS_UNKNOWN)
     pos, tp, used = _per_job(lab, k)
@@ -108,6 +116,24 @@ def ideal_dcg(n_relevant: np.ndarray, k: int) -> np.ndarray:
     return cum[np.minimum(n_relevant.astype(np.int64), k)]
 
 
+def tie_averaged_gain(y: np.ndarray, rank: np.ndarray, tie: np.ndarray, k: int) -> np.ndarray:
+    """Each candidate's share of DCG@K: ``y / log2(rank + 1)`` for an untied candidate inside the
+    top-K; for a tie group at positions ``a .. b``, ``y / t · Σ_{r=a}^{min(b, K)} 1 / log2(r + 1)``."""
+    rank = np.asarray(rank, dtype=float)
+    tie = np.asarray(tie, dtype=float)
+    gain = np.zeros(y.shape[0])
+    single = (tie == 1) & (rank <= k)
+    gain[single] = y[single] / np.log2(rank[single] + 1.0)
+    tied = tie > 1
+    if tied.any():
+        cum = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(2, k + 2)))))
+        first = np.rint(rank[tied] - (tie[tied] - 1) / 2).astype(np.int64)
+        last = np.rint(rank[tied] + (tie[tied] - 1) / 2).astype(np.int64)
+        lo, hi = np.minimum(first - 1, k), np.minimum(last, k)
+        gain[tied] = y[tied] / tie[tied] * (cum[hi] - cum[lo])
+    return gain
+
+
 @metric("ndcg_at_k")
 def ndcg_at_k(p: Pairing) -> CellResult:
     """nDCG@K with binary relevance, mean over jobs with a true match (seed 000 §3.4.3).
@@ -116,12 +142,14 @@ def ndcg_at_k(p: Pairing) -> CellResult:
     ``DCG@K = Σ_{r=1}^{K} rel_r / log2(r + 1)`` (so a true match at rank r ≤ K contributes
     ``1 / log2(r + 1)``) and ``IDCG@K`` is the DCG of the ideal ordering (all true matches first);
     value = mean of ``DCG@K / IDCG@K`` over jobs with at least one true match; range [0, 1],
-    higher is better.
+    higher is better. Tied scores use the tie-averaged DCG of McSherry & Najork (2008): a tie group
+    occupying positions ``a .. b`` contributes its mean relevance times
+    ``Σ_{r=a}^{min(b, K)} 1 / log2(r + 1)``, the expectation over the orders of the tied candidates.
 
     CI: percentile bootstrap over the jobs used (one job: left empty, with a note). No test.
     """
     k = p.k_of("ndcg_at_k")
-    lab = _labelled(p)
+    lab = _labelled(p, k)
     if lab is None:
         return CellResult.undefined(NOTE_LABELS_UNKNOWN)
     pos, _, used = _per_job(lab, k)
@@ -129,10 +157,9 @@ def ndcg_at_k(p: Pairing) -> CellResult:
     if not used.any():
         return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH],
                           diagnostics={"jobs_used": 0})
-    top = lab.rank_var <= k
-    gain = np.zeros(lab.y.shape[0])
-    gain[top] = lab.y[top] / np.log2(lab.rank_var[top] + 1.0)
-    dcg = np.bincount(lab.job, weights=gain, minlength=lab.n_jobs)
+    gain = tie_averaged_gain(lab.y, lab.rank_var, lab.tie_var, k)
+    order = np.lexsort((lab.rank_var, lab.job))  # summed in rank order: no label decides the rounding
+    dcg = np.bincount(lab.job[order], weights=gain[order], minlength=lab.n_jobs)
     nd = dcg[used] / ideal_dcg(pos[used], k)
     value = float(np.mean(nd))
     if nd.size >= 2:
@@ -160,18 +187,19 @@ def abs_interval(low: float, high: float) -> tuple[float, float]:
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den``, nan where ``den`` is 0 (a rate of an empty base is undefined, not 0)."""
     num = np.asarray(num, dtype=float)
     den = np.asarray(den, dtype=float)
-    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+    return np.divide(num, den, out=np.full(np.broadcast(num, den).shape, np.nan), where=den > 0)
 
 
 def _tpr_diff(y: np.ndarray, tpd: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Signed TPR_v − TPR_ref of a (resampled) set of candidates; 0 when it holds no true match."""
+    """Signed TPR_v − TPR_ref of a (resampled) set of candidates; nan when it holds no true match."""
     return _ratio(tpd.sum(axis=axis), y.sum(axis=axis))
 
 
 def _rate_diffs(y: np.ndarray, tpd: np.ndarray, fpd: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Stack of signed (TPR_v − TPR_ref, FPR_v − FPR_ref); a rate with an empty base counts as 0."""
+    """Stack of signed (TPR_v − TPR_ref, FPR_v − FPR_ref); nan for a rate with an empty base."""
     pos = y.sum(axis=axis)
     neg = y.shape[axis] - pos
     return np.stack([_ratio(tpd.sum(axis=axis), pos), _ratio(fpd.sum(axis=axis), neg)])
@@ -180,26 +208,24 @@ def _rate_diffs(y: np.ndarray, tpd: np.ndarray, fpd: np.ndarray, axis: int = -1)
 @dataclass(frozen=True)
 class _Rates:
     y: np.ndarray
-    tpd: np.ndarray   # y * (in_v - in_ref), int8
-    fpd: np.ndarray   # (1 - y) * (in_v - in_ref), int8
-    tp_v: int
-    tp_r: int
-    fp_v: int
-    fp_r: int
+    tpd: np.ndarray   # y * (in_v - in_ref): expected change of each candidate's true-positive count
+    fpd: np.ndarray   # (1 - y) * (in_v - in_ref)
+    tp_v: float
+    tp_r: float
+    fp_v: float
+    fp_r: float
     pos: int
     neg: int
 
 
-def _rates(lab: _Labelled, k: int) -> _Rates:
-    in_v = (lab.rank_var <= k).astype(np.int8)
-    in_r = (lab.rank_ref <= k).astype(np.int8)
-    y = lab.y
-    neg_y = (1 - y).astype(np.int8)
-    return _Rates(y=y, tpd=(y * (in_v - in_r)).astype(np.int8),
-                  fpd=(neg_y * (in_v - in_r)).astype(np.int8),
-                  tp_v=int(np.sum(y * in_v)), tp_r=int(np.sum(y * in_r)),
-                  fp_v=int(np.sum(neg_y * in_v)), fp_r=int(np.sum(neg_y * in_r)),
-                  pos=int(y.sum()), neg=int(neg_y.sum()))
+def _rates(lab: _Labelled) -> _Rates:
+    in_v, in_r = lab.in_var, lab.in_ref
+    y = lab.y.astype(float)
+    neg_y = 1.0 - y
+    return _Rates(y=lab.y, tpd=y * (in_v - in_r), fpd=neg_y * (in_v - in_r),
+                  tp_v=exact_sum(y * in_v), tp_r=exact_sum(y * in_r),
+                  fp_v=exact_sum(neg_y * in_v), fp_r=exact_sum(neg_y * in_r),
+                  pos=int(lab.y.sum()), neg=int(neg_y.sum()))
 
 
 @metric("equal_opportunity_gap")
@@ -220,10 +246,10 @@ def equal_opportunity_gap(p: Pairing) -> CellResult:
     estimate it belongs to. No test.
     """
     k = p.k_of("equal_opportunity_gap")
-    lab = _labelled(p)
+    lab = _labelled(p, k)
     if lab is None:
         return CellResult.undefined(NOTE_LABELS_UNKNOWN)
-    r = _rates(lab, k)
+    r = _rates(lab)
     notes = _label_notes(p)
     if r.pos == 0:
         return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH],
@@ -253,10 +279,10 @@ def equalized_odds_gap(p: Pairing) -> CellResult:
     values each inside its own interval. No test.
     """
     k = p.k_of("equalized_odds_gap")
-    lab = _labelled(p)
+    lab = _labelled(p, k)
     if lab is None:
         return CellResult.undefined(NOTE_LABELS_UNKNOWN)
-    r = _rates(lab, k)
+    r = _rates(lab)
     notes = _label_notes(p)
     diag: dict[str, float] = {"tp": r.tp_v, "p": r.pos, "fp": r.fp_v, "negatives": r.neg}
     if r.pos == 0:

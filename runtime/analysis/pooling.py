@@ -20,7 +20,7 @@ With a single unit there is nothing to pool: the row says so (``pooled`` is Fals
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ NOTE_ONE_UNIT = "cannot pool: a single {unit} ({name}); declare pool_over to poo
 
 
 def pool_contrasts(paired: pd.DataFrame, *, contrasts: Sequence[dict], axes: Sequence[str], sesoi: float,
-                   pool_over: str) -> pd.DataFrame:
+                   pool_over: str, score_resolution: Mapping[str, float | None] | None = None) -> pd.DataFrame:
     """One DL-pooled row per contrast x fixed group (e.g. per system when pooling conditions).
 
     Returns
@@ -51,7 +51,8 @@ def pool_contrasts(paired: pd.DataFrame, *, contrasts: Sequence[dict], axes: Seq
     frame = average_replicates(paired, axes)
     unit = UNIT_COLUMN[pool_over]
     fixed = list(GROUP_BY[pool_over])
-    per_unit = pd.DataFrame(contrast_rows(frame, contrasts, sesoi=sesoi, by=(*fixed, unit)))
+    per_unit = pd.DataFrame(contrast_rows(frame, contrasts, sesoi=sesoi, by=(*fixed, unit),
+                                          score_resolution=score_resolution))
     rows = []
     for (contrast, *group), sub in per_unit.groupby(["contrast", *fixed], sort=False):
         sub = sub[np.isfinite(sub["d"].astype(float)) & np.isfinite(sub["var_d"].astype(float))]

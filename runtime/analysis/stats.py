@@ -32,6 +32,8 @@ TEST_FISHER = "fisher_exact"
 NOTE_TEST_UNDEFINED = "{test} undefined ({why}); p-value left empty"
 NOTE_ALL_ZERO = "all paired differences are zero"
 NOTE_TOO_FEW = "bootstrap needs at least 2 observations, got {n}; CI left empty"
+NOTE_DROPPED = ("{n} of {b} bootstrap resamples left the statistic undefined (e.g. no true match drawn) "
+                "and were dropped, not counted as 0")
 NOTE_WIDENED = "percentile CI [{low:.6g}, {high:.6g}] did not contain the estimate; widened to include it"
 
 # scipy >= 1.15 names the generator argument ``rng``; older releases only know ``random_state``.
@@ -112,52 +114,142 @@ def percentile_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
         return Interval(v, v)
     with warnings.catch_warnings():
         # A degenerate bootstrap distribution is a valid percentile interval (a point); scipy only
-        # warns about it because BCa would be undefined.
+        # warns about it because BCa would be undefined. A resample whose statistic is undefined
+        # (nan) is dropped below, and counted.
         warnings.simplefilter("ignore", sps.DegenerateDataWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
         res = sps.bootstrap(tuple(arrays), statistic, n_resamples=n_resamples, vectorized=True,
                             paired=paired, method="percentile",
                             confidence_level=CONFIDENCE_LEVEL, **{_RNG_KW: rng})
-    low, high, widened = contain(value, res.confidence_interval.low, res.confidence_interval.high)
+    ci_low, ci_high = res.confidence_interval.low, res.confidence_interval.high
     notes: tuple[str, ...] = ()
+    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    undefined = np.isnan(dist)
+    if undefined.any():
+        dropped = int(undefined.reshape(-1, dist.shape[-1]).any(axis=0).sum())
+        notes = (NOTE_DROPPED.format(n=dropped, b=dist.shape[-1]),)
+        if dropped == dist.shape[-1]:
+            nan = np.full_like(np.asarray(value, dtype=float), np.nan)
+            return Interval(nan, nan, notes)
+        tail = (1 - CONFIDENCE_LEVEL) / 2 * 100
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ci_low = np.nanpercentile(dist, tail, axis=-1)
+            ci_high = np.nanpercentile(dist, 100 - tail, axis=-1)
+        if np.ndim(value) == 0:
+            ci_low, ci_high = float(ci_low), float(ci_high)
+    low, high, widened = contain(value, ci_low, ci_high)
     if widened:
-        notes = (NOTE_WIDENED.format(low=float(np.min(res.confidence_interval.low)),
-                                     high=float(np.max(res.confidence_interval.high))),)
+        notes = (*notes, NOTE_WIDENED.format(low=float(np.nanmin(ci_low)), high=float(np.nanmax(ci_high))))
     return Interval(low, high, notes)
 
 
 def wilson_interval(count: float, nobs: float) -> Interval:
     """Wilson score interval of ``count / nobs`` at 95% (seed 000 §3.4.1, Table 4).
 
-    ``statsmodels.stats.proportion.proportion_confint(count, nobs, alpha=0.05, method="wilson")``;
-    ``nan`` bounds when ``nobs`` is 0. The interval always contains ``count / nobs``; it is passed
-    through :func:`contain` only to absorb floating-point noise at 0 and 1.
+    ``statsmodels.stats.proportion.proportion_confint(count, nobs, alpha=0.05, method="wilson")``,
+    clamped to [0, 1] (statsmodels 0.14 returns ``1.0000000000000002`` for ``count == nobs``);
+    ``nan`` bounds when ``nobs`` is 0. ``count`` may be fractional (an expected count over tied
+    orderings). The interval always contains ``count / nobs``; it is passed through :func:`contain`
+    only to absorb floating-point noise at 0 and 1.
     """
     if nobs <= 0:
         return Interval(math.nan, math.nan)
     lo, hi = proportion_confint(count, nobs, alpha=1 - CONFIDENCE_LEVEL, method="wilson")
     low, high, _ = contain(count / nobs, lo, hi)
-    return Interval(float(low), float(high))
+    return Interval(float(min(max(low, 0.0), 1.0)), float(min(max(high, 0.0), 1.0)))
 
 
-def wilcoxon_p(x: np.ndarray, y: np.ndarray) -> tuple[float, tuple[str, ...]]:
-    """Two-sided Wilcoxon signed-rank p-value of the paired samples (seed 000 §3.4.1, Table 4).
+#: Decimal places tried when a system's score grid is inferred (:func:`infer_resolution`).
+GRID_DECIMALS = 6
+#: Divisors tried with each decimal grid (an average of r replicates of integer scores lies on 1/r).
+GRID_DIVISORS = tuple(range(1, 11))
+_GRID_TOL = 1e-6
 
-    ``scipy.stats.wilcoxon(x, y)`` with scipy's defaults. Returns ``(nan, note)`` when the test is
-    undefined (every difference is zero, fewer than one non-zero pair, scipy raising or returning
-    nan); scipy's warnings are not passed on.
+
+def infer_resolution(values: np.ndarray) -> float:
+    """The coarsest grid ``10^-d / r`` (d = 0..6, r = 1..10) every finite value lies on, else 0.
+
+    An LLM or a vendor's scores are integers on 0-100 (grid 1), a rating to one decimal has grid
+    0.1, the mean of 3 integer replicates grid 1/3; a float embedding's cosines lie on no such grid
+    (0: continuous). A value lies on grid g when ``|x/g - round(x/g)| <= 1e-6``.
     """
-    d = np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
-    if d.size == 0 or not np.any(d != 0):
-        return math.nan, (NOTE_TEST_UNDEFINED.format(test=TEST_WILCOXON, why=NOTE_ALL_ZERO),)
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return 0.0
+    grids = sorted({10.0 ** -d / r for d in range(GRID_DECIMALS + 1) for r in GRID_DIVISORS}, reverse=True)
+    for g in grids:
+        q = x / g
+        if np.all(np.abs(q - np.round(q)) <= _GRID_TOL):
+            return float(g)
+    return 0.0
+
+
+def on_grid(d: np.ndarray, step: float) -> np.ndarray:
+    """Differences ``d`` as integer multiples of ``step`` (float64 integers), or ``d`` unchanged when
+    ``step`` is 0 (continuous scores): floating-point noise can no longer split a tie or a zero."""
+    d = np.asarray(d, dtype=float)
+    return np.round(d / step) if step > 0 else d
+
+
+#: Largest number of non-zero differences whose 2^n sign flips are enumerated when ties or zeros
+#: make scipy's exact null distribution inapplicable (2^20 = 1,048,576 flips).
+EXACT_FLIPS_UP_TO = 20
+TEST_WILCOXON_EXACT_TIES = "wilcoxon_exact_midranks"
+TEST_WILCOXON_NORMAL_TIES = "wilcoxon_normal_ties"
+
+
+def _signed_rank_sum(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Sum of the mid-ranks of ``|x|`` over the positive ``x`` (the Wilcoxon T+ with ties)."""
+    ranks = sps.rankdata(np.abs(x), axis=axis)
+    return np.sum(ranks * (x > 0), axis=axis)
+
+
+def wilcoxon_p(x: np.ndarray, y: np.ndarray | None = None, *, step: float = 0.0) -> tuple[float, tuple[str, ...], str]:
+    """Two-sided Wilcoxon signed-rank p-value of paired differences on the score grid (seed 000 §3.4.1).
+
+    The differences ``d = x - y`` (or ``x``) are first put on the grid ``step`` (:func:`on_grid`;
+    0 = continuous), so the test is the same on any scale of the same scores. Zeros are dropped
+    (``zero_method="wilcox"``). Then:
+
+    - no ties among ``|d|`` and no zero: ``scipy.stats.wilcoxon(d)`` with scipy's defaults (exact
+      null distribution up to 50 pairs, normal beyond), test ``wilcoxon``;
+    - ties or zeros, at most :data:`EXACT_FLIPS_UP_TO` non-zero pairs: the exact permutation
+      distribution of T+ with mid-ranks over all ``2^n`` sign flips
+      (``scipy.stats.permutation_test``, ``permutation_type="samples"``), test
+      ``wilcoxon_exact_midranks``;
+    - ties or zeros, more pairs: ``scipy.stats.wilcoxon(d, method="asymptotic")``, the normal
+      approximation with the tie correction of the variance, test ``wilcoxon_normal_ties``.
+
+    Returns
+    -------
+    (float, tuple of str, str)
+        The p-value in [0, 1] (``nan`` when undefined: every difference is zero), notes, the test.
+    """
+    d = np.asarray(x, dtype=float) if y is None else np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
+    d = on_grid(d, step)
+    nonzero = d[d != 0]
+    if d.size == 0 or nonzero.size == 0:
+        return math.nan, (NOTE_TEST_UNDEFINED.format(test=TEST_WILCOXON, why=NOTE_ALL_ZERO),), TEST_WILCOXON
+    ties = np.unique(np.abs(nonzero)).size < nonzero.size
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            p = float(sps.wilcoxon(x, y).pvalue)
+            if not ties and nonzero.size == d.size:
+                p, test = float(sps.wilcoxon(d).pvalue), TEST_WILCOXON
+            elif nonzero.size <= EXACT_FLIPS_UP_TO:
+                res = sps.permutation_test((nonzero,), _signed_rank_sum, permutation_type="samples",
+                                           n_resamples=np.inf, vectorized=True, alternative="two-sided",
+                                           batch=1 << 16)
+                p, test = min(1.0, float(res.pvalue)), TEST_WILCOXON_EXACT_TIES
+            else:
+                p, test = float(sps.wilcoxon(nonzero, method="asymptotic").pvalue), TEST_WILCOXON_NORMAL_TIES
         except ValueError as exc:
-            return math.nan, (NOTE_TEST_UNDEFINED.format(test=TEST_WILCOXON, why=str(exc)),)
+            return math.nan, (NOTE_TEST_UNDEFINED.format(test=TEST_WILCOXON, why=str(exc)),), TEST_WILCOXON
     if not math.isfinite(p):
-        return math.nan, (NOTE_TEST_UNDEFINED.format(test=TEST_WILCOXON, why="scipy returned nan"),)
-    return p, ()
+        return math.nan, (NOTE_TEST_UNDEFINED.format(test=TEST_WILCOXON, why="scipy returned nan"),), test
+    return p, (), test
 
 
 def mcnemar_p(table: np.ndarray) -> tuple[float, str]:

@@ -33,7 +33,8 @@ class Effects(AuditFamily):
             mde = minimum_detectable_effects(r, k_total=int(ctx.paired.drop_duplicates(["job_id", "cv_id"]).shape[0]))
         effects = analyse_effects(ctx.paired, r, metrics=metrics,
                                   analyse_metrics=lambda f: suite(ctx, f, n_bootstrap=SELF_TEST_BOOTSTRAP).metrics,
-                                  score_range=ctx.score_range(), mde=mde)
+                                  score_range=ctx.score_range(), mde=mde,
+                                  score_resolution=ctx.score_resolution())
         out = FamilyResult(tables={"effects": effects.long_frame()}, data={"effects": effects})
         if r["analysis"].get("validity"):
             out.verdict, out.failed = effects.verdict, list(effects.failed)

@@ -21,7 +21,7 @@ def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, progress
                    alpha=r["analysis"]["alpha"],
                    n_bootstrap=r["analysis"]["bootstrap"] if n_bootstrap is None else n_bootstrap,
                    seed=r["seed"], thresholds=r["thresholds"], score_range=ctx.score_range(),
-                   progress=progress)
+                   score_resolution=ctx.score_resolution(), progress=progress)
 
 
 def metric_status(metrics: pd.DataFrame, family_id: str = "metric_suite") -> pd.DataFrame:

@@ -78,6 +78,15 @@ class RunContext:
         """System id -> its resolved ``score_range`` (the one place it is read at run time)."""
         return {s["id"]: tuple(s["score_range"]) for s in self.compiled.resolved["systems"]}
 
+    def score_resolution(self) -> dict[str, float | None]:
+        """System id -> the grid of the scores the analyses see: the declared ``score_resolution``
+        divided by the replicates averaged per candidate (LLM screeners), or None (inferred)."""
+        out: dict[str, float | None] = {}
+        for s in self.compiled.resolved["systems"]:
+            res = s.get("score_resolution")
+            out[s["id"]] = None if res is None else float(res) / int(s.get("replicates") or 1)
+        return out
+
     def write_table(self, name: str, frame: pd.DataFrame) -> None:
         """Keep ``frame`` as table ``name`` and write it as ``<name>.csv`` at once."""
         self.tables[name] = frame

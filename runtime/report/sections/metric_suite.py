@@ -60,9 +60,15 @@ THRESHOLD_BASIS: dict[str, str] = {
     "equalized_odds_gap": "Pre-registered gap tolerance, equalized-odds criterion (policy choice)",
 }
 
+#: The words of a metrics row whose test cannot reject in this design (runtime.analysis).
+NOT_INFORMATIVE = "not informative in this design"
+
 #: How each test id of ``metrics.test`` is described (seed 000 §3.4, Table 4).
 TEST_TEXT: dict[str, str] = {
     "wilcoxon": "Wilcoxon signed-rank test (paired, two-sided)",
+    "wilcoxon_exact_midranks": ("Wilcoxon signed-rank test with mid-ranks, exact over every sign flip "
+                                "(ties or zeros on the score grid)"),
+    "wilcoxon_normal_ties": "Wilcoxon signed-rank test, normal approximation with the tie correction",
     "mcnemar": "McNemar's test (exact binomial below 25 discordant pairs, else continuity-corrected χ²)",
     "mcnemar_exact": "McNemar's exact (binomial) test",
     "mcnemar_chi2_cc": "McNemar's χ² test with continuity correction",
@@ -325,13 +331,14 @@ def _metric_rows(
     for v in order:
         r = by_variant[v]
         p_adj = to_float(r.get("p_adj"))
+        uninformative = NOT_INFORMATIVE in str(r.get("notes") or "")
         out.append({
             "variant": v,
             "is_reference": v == reference,
             # shown at the precision it was classified with, so a value beside a boundary reads right
             "value": fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed),
             "ci": fmt_ci(r.get("ci_low"), r.get("ci_high"), signed=signed),
-            "p": fmt_p(r.get("p_value")),
+            "p": "not informative" if uninformative else fmt_p(r.get("p_value")),
             "p_adj": fmt_p(p_adj),
             "significant": math.isfinite(p_adj) and math.isfinite(alpha) and p_adj < alpha,
             "status": _status(r.get("status")),
