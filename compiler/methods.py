@@ -30,8 +30,17 @@ CHANGES: dict[int, str] = {
         "rank test, McNemar on flips and the impact ratio's Fisher test, which cannot reject under "
         "per-variant ranking, are left out of BH (their p_adj is empty); Wilson bounds are clamped to "
         "[0, 1]; a bootstrap resample with no true match (or no non-match) is dropped and counted, not "
-        "read as a gap of 0. Values and raw p-values of inputs without ties are unchanged"),
+        "read as a gap of 0. The default ranking is swap_in (analysis.ranking): each variant resume is "
+        "ranked against the reference resumes of the other candidates of its job, so MARC, flips, "
+        "retention and the impact ratio have a direction and their tests can reject; per_variant (seed "
+        "000 §3.3) keeps the earlier ranking, whose values and raw p-values are unchanged for inputs "
+        "without ties; every FAIL or INVESTIGATE row names the disadvantaged level (metrics.csv column "
+        "disadvantaged)"),
 }
+
+#: The default of ``analysis.ranking`` (seed 000 §3.3 ranks per variant; swap-in gives rank and
+#: selection changes a direction their tests can detect; README, "Ranking modes").
+RANKING = "swap_in"
 
 #: Resumes per score batch of the plan (:func:`compiler.plan.score_batches`): a batch holds
 #: ``max(1, SCORE_BATCH_RESUMES // resumes per base candidate)`` base candidates of one job with all

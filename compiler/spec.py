@@ -437,6 +437,11 @@ class _AnalysisBase(Strict):
     k: KPerFamily = Field(default_factory=KPerFamily)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     bootstrap: int = Field(default=1000, ge=100, le=100_000, description="Bootstrap resamples.")
+    ranking: Literal["per_variant", "swap_in"] | None = Field(
+        default=None, description="How a variant is ranked: swap_in (the default since methods version 3) "
+        "ranks each variant resume against the reference resumes of the other candidates of its job, so "
+        "rank changes and flips have a direction and their tests can reject; per_variant ranks each "
+        "variant in its own pool, as seed 000 §3.3 does (rank and selection tests cannot reject there).")
     effect_size: EffectSize | None = Field(
         default=None, description="Effect sizes, equivalence tests and models (seed 003 §3.7).")
     validity: Validity | None = Field(

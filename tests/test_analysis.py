@@ -55,10 +55,12 @@ def tiny_frame() -> pd.DataFrame:
 
 
 def run(df: pd.DataFrame, *, seed: int = 11, n_bootstrap: int = 1000, k=K2,
-        score_range=None, **kw) -> AnalysisResult:
+        score_range=None, ranking: str = "per_variant", **kw) -> AnalysisResult:
+    """The hand computations below follow seed 000's per-variant ranking (§3.3); swap-in is checked
+    against the independent implementation in test_analysis_reference and in test_ties."""
     if score_range is None:
         score_range = {s: (0.0, 100.0) for s in df["system"].unique()}
-    return analyse(df, reference="BASE", k=k, alpha=0.05, n_bootstrap=n_bootstrap, seed=seed,
+    return analyse(df, reference="BASE", k=k, alpha=0.05, n_bootstrap=n_bootstrap, seed=seed, ranking=ranking,
                    thresholds=catalog.default_thresholds(), score_range=score_range, **kw)
 
 

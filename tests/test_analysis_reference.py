@@ -81,7 +81,14 @@ def signed_rank_p(d: list[float]) -> float:
     return float(2 * stats.norm.sf(abs(z)))
 
 
-def reference_metrics(df: pd.DataFrame) -> dict[tuple[str, str], dict[str, float | str]]:
+def swap_positions(base: dict[str, float], var: dict[str, float]) -> dict[str, tuple[int, int]]:
+    """cv -> (h, t) of its variant resume swapped into the reference pool: h reference resumes of the
+    other candidates score higher, t - 1 tie with it."""
+    return {cv: (sum(1 for o, s in base.items() if o != cv and s > var[cv]),
+                 1 + sum(1 for o, s in base.items() if o != cv and s == var[cv])) for cv in var}
+
+
+def reference_metrics(df: pd.DataFrame, ranking: str = "per_variant") -> dict[tuple[str, str], dict[str, float | str]]:
     """{(metric, variant): {"value", "p_value", "test", "in_bh"}} from seed 000 §3.4, tie-aware
     (methods version 3): mid-ranks, top-K membership as the probability over the orders of tied
     candidates, tie-averaged nDCG (McSherry & Najork 2008), tests on the integer score grid. The
@@ -90,9 +97,20 @@ def reference_metrics(df: pd.DataFrame) -> dict[tuple[str, str], dict[str, float
     pos_of: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
     for name, sub in df.groupby("variant"):
         data[name] = {(r.job_id, r.cv_id): (r.score, int(r.is_true_match)) for r in sub.itertuples()}
+    pool_of: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
+    for name, sub in df.groupby("variant"):
+        pool_of[name] = {(job, cv): ht for job, jsub in sub.groupby("job_id")
+                         for cv, ht in pool_positions(dict(zip(jsub["cv_id"], jsub["score"]))).items()}
+    for name, sub in df.groupby("variant"):
         pos_of[name] = {}
         for job, jsub in sub.groupby("job_id"):
-            for cv, ht in pool_positions(dict(zip(jsub["cv_id"], jsub["score"]))).items():
+            scores = dict(zip(jsub["cv_id"], jsub["score"]))
+            if ranking == "swap_in" and name != "BASE":
+                base = {cv: data["BASE"][(job, cv)][0] for cv in scores}
+                positions = swap_positions(base, scores)
+            else:
+                positions = pool_positions(scores)
+            for cv, ht in positions.items():
                 pos_of[name][(job, cv)] = ht
     keys = sorted(data["BASE"])
     jobs = sorted({j for j, _ in keys})
@@ -116,7 +134,7 @@ def reference_metrics(df: pd.DataFrame) -> dict[tuple[str, str], dict[str, float
         kc = K["counterfactual"]
         marc = sum(abs(mid_v[i] - mid_b[i]) for i in range(n)) / n / kc
         p = signed_rank_p([2 * (mid_v[i] - mid_b[i]) for i in range(n)])
-        out[("marc", v)] = {"value": marc, "p_value": p, "in_bh": False}
+        out[("marc", v)] = {"value": marc, "p_value": p, "in_bh": ranking == "swap_in"}
 
         # flip rate: expected counts; McNemar on the rounded table (not informative either)
         pin_v = [p_in(h, t, kc) for h, t in h_v]
@@ -133,7 +151,8 @@ def reference_metrics(df: pd.DataFrame) -> dict[tuple[str, str], dict[str, float
             p = min(1.0, 2 * stats.binom.cdf(min(b, c), disc, 0.5))
         else:
             p = stats.chi2.sf((abs(b - c) - 1) ** 2 / disc, 1)
-        out[("flip_rate", v)] = {"value": (n_io + n_oi) / n, "p_value": p, "in_bh": False}
+        out[("flip_rate", v)] = {"value": (n_io + n_oi) / n, "p_value": p, "in_bh": ranking == "swap_in"}
+        flip_p = p
 
         # retention, impact ratio (expected retained / slots)
         kg = K["group"]
@@ -150,12 +169,22 @@ def reference_metrics(df: pd.DataFrame) -> dict[tuple[str, str], dict[str, float
             ret_ref += sum(gb[i] for i in idx)
         out[("retention_rate", v)] = {"value": sum(rr) / len(rr), "p_value": math.nan, "in_bh": False}
         ref_mean = 1.0  # the reference's retention against itself
-        p = stats.fisher_exact([[round(retained), round(slots - retained)],
-                                [round(ret_ref), round(slots - ret_ref)]]).pvalue
+        if ranking == "swap_in":  # the same paired in/out table as the flips (at K group)
+            io = sum(gb[i] - gb[i] * gv[i] for i in range(n))
+            oi = sum(gv[i] - gb[i] * gv[i] for i in range(n))
+            b_, c_ = round(io), round(oi)
+            p = 1.0 if b_ + c_ == 0 else (min(1.0, 2 * stats.binom.cdf(min(b_, c_), b_ + c_, 0.5)) if b_ + c_ < 25
+                                           else stats.chi2.sf((abs(b_ - c_) - 1) ** 2 / (b_ + c_), 1))
+            if v == "BASE":
+                p = math.nan
+        else:
+            p = stats.fisher_exact([[round(retained), round(slots - retained)],
+                                    [round(ret_ref), round(slots - ret_ref)]]).pvalue
         out[("impact_ratio", v)] = {"value": (sum(rr) / len(rr)) / ref_mean, "p_value": p, "in_bh": False}
 
-        # recall@K, nDCG@K (tie-averaged)
+        # recall@K, nDCG@K (tie-averaged), on the variant's own pool in both ranking modes
         km = K["merit"]
+        h_v = [pool_of[v][key] for key in keys]
         mv = [p_in(h, t, km) for h, t in h_v]
         mb = [p_in(h, t, km) for h, t in h_b]
         recalls, ndcgs = [], []
@@ -216,13 +245,13 @@ def status(value: float, metric_id: str, bounds: dict[str, float]) -> str:
     return "PASS" if v >= bounds["pass"] else "INVESTIGATE" if v >= bounds["investigate"] else "FAIL"
 
 
-@pytest.fixture(scope="module")
-def both():
+@pytest.fixture(scope="module", params=["per_variant", "swap_in"])
+def both(request):
     df = random_frame()
     thresholds = catalog.default_thresholds()
     res = analyse(df, reference="BASE", k=K, alpha=0.05, n_bootstrap=200, seed=99,
-                  thresholds=thresholds, score_range={"emb": (LO, HI)})
-    return res, reference_metrics(df), thresholds
+                  thresholds=thresholds, score_range={"emb": (LO, HI)}, ranking=request.param)
+    return res, reference_metrics(df, request.param), thresholds
 
 
 def test_values_and_p_values_agree(both):
@@ -246,9 +275,11 @@ def test_p_adj_agrees(both):
                    for r in m.itertuples()])
     for got, exp in zip(m["p_adj"], expected):
         assert (math.isnan(got) and math.isnan(exp)) or got == pytest.approx(exp, abs=1e-9, rel=0)
-    # the score tests of V1 and V2 (V3 equals the reference; the rank and selection tests cannot
-    # reject under per-variant ranking and stay out of BH)
-    assert m["p_adj"].notna().sum() == 2
+    # per-variant: the score tests of V1 and V2 (V3 equals the reference; the rank and selection
+    # tests cannot reject and stay out of BH); swap-in: also MARC's tests of V1 and V2 (V3's rank
+    # changes are all 0) and the flips' of V1-V3 (the impact ratio's McNemar is the flips' table,
+    # counted once)
+    assert m["p_adj"].notna().sum() == (2 if m["notes"].str.contains("per-variant", na=False).any() else 7)
 
 
 def test_statuses_and_risk_agree(both):

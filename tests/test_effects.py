@@ -300,10 +300,11 @@ def test_planted_self_test_table_shows_which_metrics_detect_2_se():
     paired = _paired_frame(37, n_jobs=2, k=60, effects={"F": 0.0, "Older": 0.0})
     paired = rank_within_groups(paired.drop(columns=["rank"]))
     settings = dict(reference="BASE", k={"counterfactual": 10, "group": 10, "merit": 10}, alpha=0.05,
-                    n_bootstrap=100, seed=1, thresholds=default_thresholds(), score_range={"s1": (0.0, 100.0)})
+                    n_bootstrap=100, seed=1, thresholds=default_thresholds(), score_range={"s1": (0.0, 100.0)},
+                    ranking="per_variant")
 
-    def suite(frame):
-        return analyse(frame, **settings).metrics
+    def suite(frame, **kw):
+        return analyse(frame, **{**settings, **kw}).metrics
 
     observed = suite(paired)
     eff = effect_sizes(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
@@ -320,6 +321,13 @@ def test_planted_self_test_table_shows_which_metrics_detect_2_se():
         assert np.allclose(sub["value_planted"], sub["value_null"], equal_nan=True), metric
     sd = table[table["metric"] == "score_delta"]
     assert np.allclose(sd["value_planted"], sd["shift"] / 100.0)  # normalised by score_range
+    # under swap-in ranking the same shared shift moves every variant resume against the others'
+    # reference resumes: the rank metrics see it
+    swap = planted_self_test(paired, reference="BASE", shift_se=2.0, alpha=0.05, sesoi=0.2,
+                             axes=["sex_gender", "age_signal"], observed_metrics=suite(paired, ranking="swap_in"),
+                             observed_effects=eff, analyse_metrics=lambda f: suite(f, ranking="swap_in"))
+    marc = swap[swap["metric"] == "marc"]
+    assert not np.allclose(marc["value_planted"], marc["value_null"])
 
 
 def test_models_with_several_conditions_and_systems_use_the_controls():

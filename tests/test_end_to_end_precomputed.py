@@ -94,7 +94,7 @@ def test_precomputed_audit_matches_independent_computation(tmp_path, monkeypatch
     monkeypatch.setattr(ref, "K", {"counterfactual": 5, "group": 6, "merit": 8})
     monkeypatch.setattr(ref, "LO", 0.0)
     monkeypatch.setattr(ref, "HI", 100.0)
-    expected = ref.reference_metrics(independent_ranks(csv))
+    expected = ref.reference_metrics(independent_ranks(csv), "swap_in")  # the default ranking
     thresholds = catalog.default_thresholds()
     thresholds["research"]["score_delta"] = {"pass": 0.01, "investigate": 0.03}
     thresholds["research"]["flip_rate"] = {"pass": 0.08, "investigate": 0.2}

@@ -77,7 +77,10 @@ def resolve(ls: LoadedSpec, resolved: dict[str, Any]) -> None:
             if given is not None:
                 bounds[mid] = {"pass": given["pass"], "investigate": given["investigate"]}
     # the other families write their own blocks (effects; plug-in families of compiler.blocks)
-    resolved["analysis"] = spec.analysis.model_dump(exclude={"effect_size", "validity", *PLUGIN_BLOCKS})
+    # ``ranking`` only when written: its default belongs to the methods version (compiler.methods.RANKING),
+    # so the digests of specs that do not set it do not change
+    dropped = {"effect_size", "validity", *PLUGIN_BLOCKS, *(("ranking",) if spec.analysis.ranking is None else ())}
+    resolved["analysis"] = spec.analysis.model_dump(exclude=dropped)
     resolved["thresholds"] = thresholds
 
 

@@ -22,7 +22,7 @@ from compiler import catalog
 from runtime.analysis import counterfactual, group, merit  # noqa: F401  (register the metrics)
 from runtime.analysis import stats
 from runtime.analysis.cell import CellResult, Pairing
-from runtime.analysis.classify import (RISK_COLUMNS, bh_adjust, classify, risk_table,
+from runtime.analysis.classify import (DEPENDS_ON, RISK_COLUMNS, bh_adjust, classify, risk_table,
                                        round_significant, tier_bounds)
 from runtime.analysis.drift import DRIFT_COLUMNS, drift_frame, drift_rows, qualification_drift
 from runtime.analysis.frame import Cohort, check_columns, cohorts, groups, variants_of
@@ -36,10 +36,10 @@ __all__ = [
 
 METRIC_COLUMNS = ("family", "metric", "system", "condition", "variant", "reference", "n", "value",
                   "ci_low", "ci_high", "p_value", "p_adj", "test", "direction", "status",
-                  "status_operational", "notes")
+                  "status_operational", "disadvantaged", "depends_on", "notes")
 DIAGNOSTIC_COLUMNS = ("k", "marc_raw", "flip_in_rate", "flip_out_rate", "n_in_out", "n_out_in",
                       "retained", "slots", "tp", "p", "fp", "negatives", "tpr", "fpr", "jobs_used",
-                      "ties_at_cutoff")
+                      "ties_at_cutoff", "rank_shift", "bootstrap_se")
 #: Every column of the metrics frame, in order.
 COLUMNS = METRIC_COLUMNS + DIAGNOSTIC_COLUMNS
 #: Counts: written as integers, unless ties make one an expected (fractional) count.
@@ -49,6 +49,7 @@ _COUNT_COLUMNS = ("n", "k", "n_in_out", "n_out_in", "retained", "slots", "tp", "
 TOP_K_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k",
                            "equal_opportunity_gap", "equalized_odds_gap"})
 NOTE_NOT_INFORMATIVE = "{test} not informative in this design ({why}): left out of BH, p_adj empty"
+NOTE_SHARED_TEST = "{test} counted once in BH ({why}); p_adj empty here"
 
 ERR_K = "k must map each family ({families}) to a positive integer, got {got!r}"
 ERR_ALPHA = "alpha must lie in (0, 1), got {got!r}"
@@ -126,7 +127,10 @@ def _pairing(cohort: Cohort, variant: str, *, k: Mapping[str, int], n_bootstrap:
                    score_ref=cohort.score[ref], score_var=cohort.score[variant],
                    rank_ref=cohort.rank[ref], rank_var=cohort.rank[variant], match=cohort.match,
                    n_unlabelled_jobs=cohort.n_unlabelled_jobs, k=k, n_bootstrap=n_bootstrap,
-                   seed=seed, tie_ref=cohort.tie[ref], tie_var=cohort.tie[variant], step=cohort.step)
+                   seed=seed, tie_ref=cohort.tie[ref], tie_var=cohort.tie[variant], step=cohort.step,
+                   ranking=cohort.ranking,
+                   pool_rank_var=cohort.pool_rank[variant] if cohort.pool_rank else None,
+                   pool_tie_var=cohort.pool_tie[variant] if cohort.pool_tie else None)
 
 
 def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]:
@@ -139,6 +143,8 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
     p_value, test = float(res.p_value), res.test
     if res.not_informative and not pairing.is_reference and test:
         notes.append(NOTE_NOT_INFORMATIVE.format(test=test, why=res.not_informative))
+    elif res.shared_test and not pairing.is_reference and test:
+        notes.append(NOTE_SHARED_TEST.format(test=test, why=res.shared_test))
     if pairing.is_reference:
         suffix = stats.NOTE_TEST_UNDEFINED.split("}")[-1]  # "... p-value left empty"
         notes = [NOTE_REFERENCE] + [n for n in notes if not n.endswith(suffix)]
@@ -150,14 +156,59 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
         "ci_low": float(res.ci_low), "ci_high": float(res.ci_high),
         "p_value": p_value, "p_adj": math.nan, "test": test,
         "direction": info.direction, "status": "", "status_operational": "",
-        "notes": "; ".join(notes), "k": pairing.k_of(metric_id),
+        "notes": "; ".join(notes), "k": pairing.k_of(metric_id), "depends_on": DEPENDS_ON.get(metric_id, ""),
     }
     for column in DIAGNOSTIC_COLUMNS[1:]:
         row[column] = res.diagnostics.get(column, math.nan)
     if metric_id in TOP_K_METRICS:
         row["ties_at_cutoff"] = pairing.ties_at_cutoff(pairing.k_of(metric_id))
-    row["_in_bh"] = not res.not_informative and not pairing.is_reference
+    row["_in_bh"] = not res.not_informative and not res.shared_test and not pairing.is_reference
+    row["_lean"] = res.diagnostics.get("lean", math.nan)
     return row
+
+
+#: ``disadvantaged`` of a FAIL/INVESTIGATE row whose direction cannot be told.
+NO_DIRECTION = "none (no direction)"
+REFERENCE_LOSES = "reference"
+
+
+def level_label(variant: str, reference: str, levels: Mapping[str, Mapping[str, str]] | None) -> str:
+    """The level(s) a variant changes from the reference: ``Female-NA``, or ``sex_gender=Female-NA;
+    age=older`` when it changes several axes; the variant id when the levels are unknown."""
+    if not levels or variant not in levels or reference not in levels:
+        return variant
+    diff = {a: lv for a, lv in levels[variant].items() if levels[reference].get(a) != lv}
+    if len(diff) == 1:
+        return next(iter(diff.values()))
+    return "; ".join(f"{a}={lv}" for a, lv in diff.items()) or variant
+
+
+def _disadvantaged(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
+                   levels: Mapping[str, Mapping[str, str]] | None) -> list[str]:
+    """Who loses on each FAIL/INVESTIGATE row: the variant's level, ``reference``, or no direction.
+
+    A row's lean is its own signed statistic (score shift, swap-in rank shift, flips out minus in,
+    selection change, TPR/FPR difference, Recall/nDCG against the reference's); where that has no sign
+    (per-variant ranking balances rank and selection changes by construction) the variant's score
+    shift decides, i.e. the side whose scores the system lowered.
+    """
+    lean = np.asarray(leans, dtype=float).copy()
+    key = list(zip(metrics["system"], metrics["condition"], metrics["variant"]))
+    value = metrics["value"].to_numpy(dtype=float)
+    by_metric = {(k, m): v for k, m, v in zip(key, metrics["metric"], value)}
+    for i, (k, m) in enumerate(zip(key, metrics["metric"])):
+        if m in ("recall_at_k", "ndcg_at_k"):
+            ref_value = by_metric.get(((k[0], k[1], reference), m), math.nan)
+            lean[i] = np.sign(ref_value - value[i]) if math.isfinite(ref_value) and math.isfinite(value[i]) else math.nan
+    shift = {k: -np.sign(v) for (k, m), v in by_metric.items() if m == "score_delta" and math.isfinite(v)}
+    out = []
+    for i, (k, status, op) in enumerate(zip(key, metrics["status"], metrics["status_operational"])):
+        if k[2] == reference or not ({status, op} & {"FAIL", "INVESTIGATE"}):
+            out.append("")
+            continue
+        s = lean[i] if math.isfinite(lean[i]) and lean[i] != 0 else shift.get(k, 0.0)
+        out.append(level_label(k[2], reference, levels) if s > 0 else REFERENCE_LOSES if s < 0 else NO_DIRECTION)
+    return out
 
 
 def _integral(column: pd.Series) -> bool:
@@ -171,6 +222,8 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             thresholds: Mapping[str, Mapping[str, Mapping[str, float]]],
             score_range: Mapping[str, tuple[float, float]],
             score_resolution: Mapping[str, float | None] | None = None,
+            ranking: str | None = None,
+            variant_levels: Mapping[str, Mapping[str, str]] | None = None,
             progress: Callable[[int], None] | None = None) -> AnalysisResult:
     """Compute the metric suite of seed 000 §3.4-3.6 on a paired frame.
 
@@ -202,6 +255,15 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         Each system's score grid in its units (None or absent: inferred from its scores,
         :func:`runtime.analysis.stats.infer_resolution`); every test on paired differences runs on
         differences rounded to it, so a p-value does not depend on the scale of the scores.
+    ranking : {"per_variant", "swap_in"}, optional
+        How each variant is ranked (:func:`runtime.analysis.frame.cohorts`); default the methods
+        version's (:data:`compiler.methods.RANKING`, ``swap_in``); the pipeline passes the spec's
+        ``analysis.ranking`` when it sets one. Under
+        ``per_variant`` the MARC rank test, McNemar on flips and the impact ratio's Fisher test cannot
+        reject: they are reported, left out of BH.
+    variant_levels : Mapping, optional
+        Variant id -> {axis: level}; names the disadvantaged level of each FAIL/INVESTIGATE row
+        (column ``disadvantaged``: the level, ``reference``, or ``none (no direction)``).
     progress : callable, optional
         Called as ``progress(n)`` with the number of cells finished since the previous call
         (an increment, like ``rich.progress.Progress.advance``: ``1`` after each cell); the
@@ -220,27 +282,41 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         frame errors of :func:`runtime.analysis.frame.cohorts`.
     """
     kk = _check_args(k=k, alpha=alpha, n_bootstrap=n_bootstrap, thresholds=thresholds)
+    if ranking is None:
+        from compiler.methods import RANKING
+
+        ranking = RANKING
     rows: list[dict[str, object]] = []
     drift: list[dict[str, object]] = []
     for cohort in cohorts(paired, reference=reference, score_range=score_range,
-                          score_resolution=score_resolution):
+                          score_resolution=score_resolution, ranking=ranking):
         drift.extend(drift_rows(cohort))
         by_metric: dict[str, list[dict[str, object]]] = {m: [] for m in metric_ids()}
         for variant in cohort.variants:
             pairing = _pairing(cohort, variant, k=kk, n_bootstrap=int(n_bootstrap), seed=seed)
             for metric_id in metric_ids():
-                by_metric[metric_id].append(_row(pairing, metric_id, get_metric(metric_id)(pairing)))
+                sink: list[float] = []
+                token = stats.BOOTSTRAP_SE.set(sink)
+                try:
+                    res = get_metric(metric_id)(pairing)
+                finally:
+                    stats.BOOTSTRAP_SE.reset(token)
+                row = _row(pairing, metric_id, res)
+                row["bootstrap_se"] = max(sink) if sink else math.nan
+                by_metric[metric_id].append(row)
                 if progress is not None:
                     progress(1)
         for metric_rows in by_metric.values():
             rows.extend(metric_rows)
-    metrics = pd.DataFrame(rows, columns=[*COLUMNS, "_in_bh"])
+    metrics = pd.DataFrame(rows, columns=[*COLUMNS, "_in_bh", "_lean"])
     in_bh = metrics.pop("_in_bh").to_numpy(dtype=bool)
+    leans = metrics.pop("_lean").to_numpy(dtype=float)
     metrics["p_adj"] = bh_adjust(np.where(in_bh, metrics["p_value"].to_numpy(dtype=float), np.nan), alpha=alpha)
     for tier, column in (("research", "status"), ("operational", "status_operational")):
         metrics[column] = [
             classify(v, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
             for v, m in zip(metrics["value"].to_numpy(dtype=float), metrics["metric"])
         ]
+    metrics["disadvantaged"] = _disadvantaged(metrics, leans, reference=reference, levels=variant_levels)
     metrics = metrics.astype({c: "Int64" for c in _COUNT_COLUMNS if _integral(metrics[c])})
     return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift))

@@ -48,6 +48,12 @@ class Pairing:
     step : float
         The score grid on the normalised scale (0 = continuous): every test on score differences
         runs on differences rounded to it.
+    ranking : {"per_variant", "swap_in"}
+        How ``rank_var`` was obtained (:func:`runtime.analysis.frame.cohorts`).
+    pool_rank_var, pool_tie_var : numpy.ndarray, optional
+        The variant's mid-rank and tie size in its own pool (default: ``rank_var``, ``tie_var``): the
+        ranking the merit metrics judge. Under swap-in each variant resume is ranked on its own
+        against the others' reference resumes, which is no single ranked list to score with nDCG.
     """
 
     system: str
@@ -68,6 +74,9 @@ class Pairing:
     tie_ref: np.ndarray | None = None
     tie_var: np.ndarray | None = None
     step: float = 0.0
+    ranking: str = "per_variant"
+    pool_rank_var: np.ndarray | None = None
+    pool_tie_var: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -93,6 +102,12 @@ class Pairing:
         """
         return (top_share(self.rank_ref, self.tie_ref, k), top_share(self.rank_var, self.tie_var, k))
 
+    def in_top_pool(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(reference, variant) top-K membership in each variant's own pool (see :meth:`in_top`)."""
+        rank = self.pool_rank_var if self.pool_rank_var is not None else self.rank_var
+        tie = self.pool_tie_var if self.pool_rank_var is not None else self.tie_var
+        return top_share(self.rank_ref, self.tie_ref, k), top_share(rank, tie, k)
+
     def joint_in(self, k: int) -> np.ndarray:
         """Probability that each candidate is in both top-Ks: ``p_ref · p_var`` (the two pools' tie
         orders are independent), or ``p_ref`` for the reference compared with itself (one order)."""
@@ -103,6 +118,11 @@ class Pairing:
         """Candidates whose top-K membership is decided by a tie (fractional) in either pool."""
         p_ref, p_var = self.in_top(k)
         return int(np.sum(((p_ref > 0) & (p_ref < 1)) | ((p_var > 0) & (p_var < 1))))
+
+    @property
+    def per_variant(self) -> bool:
+        """Whether the variant was ranked in its own pool (rank and selection tests cannot reject)."""
+        return self.ranking == "per_variant"
 
     def rng(self, metric_id: str) -> np.random.Generator:
         """Bootstrap generator of this cell: ``rng(seed, "bootstrap", system, condition, metric, variant)``."""
@@ -143,7 +163,8 @@ class CellResult:
     ``flip_in_rate``, ``retained``, ``tp`` ...); columns it does not name are left empty.
     ``not_informative`` says why the cell's test cannot reject in this design (its p-value is then
     kept in ``p_value`` but left out of the BH family and never shown as evidence); empty when the
-    test is informative.
+    test is informative. ``shared_test`` says which other row carries the same test in BH (the
+    row keeps its p-value and stays out of BH: one test is counted once).
     """
 
     value: float
@@ -154,6 +175,7 @@ class CellResult:
     notes: list[str] = field(default_factory=list)
     diagnostics: dict[str, float] = field(default_factory=dict)
     not_informative: str = ""
+    shared_test: str = ""
 
     @classmethod
     def undefined(cls, note: str, **diagnostics: float) -> CellResult:

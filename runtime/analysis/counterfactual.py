@@ -36,7 +36,7 @@ def score_delta(p: Pairing) -> CellResult:
                                     rng=p.rng("score_delta"))
     pv, notes, test = stats.wilcoxon_p(d, step=p.step)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
-                      test=test, notes=[*ci.notes, *notes])
+                      test=test, notes=[*ci.notes, *notes], diagnostics={"lean": -float(np.sign(value))})
 
 
 @metric("marc")
@@ -53,7 +53,10 @@ def marc(p: Pairing) -> CellResult:
     Test: two-sided Wilcoxon signed-rank on the paired rank differences (grid 0.5: mid-ranks).
     **Not informative under per-variant ranking**: each variant is ranked in its own pool, so a
     job's rank differences sum to zero by construction and the test is near p = 1 whatever the
-    system does; it is reported, left out of BH (see :data:`PER_VARIANT_RANKS`).
+    system does; it is reported, left out of BH (see :data:`PER_VARIANT_RANKS`). Under swap-in
+    ranking the variant resume is ranked against the other candidates' reference resumes, the rank
+    change has a direction (diagnostic ``rank_shift``, the mean signed change: positive = the
+    variant ranks worse) and the test is informative.
     """
     k = p.k_of("marc")
     a = np.abs(p.rank_var - p.rank_ref)
@@ -64,7 +67,9 @@ def marc(p: Pairing) -> CellResult:
     pv, notes, test = stats.wilcoxon_p(p.rank_var, p.rank_ref, step=0.5)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
                       test=test, notes=[*ci.notes, *notes],
-                      diagnostics={"marc_raw": raw}, not_informative=PER_VARIANT_RANKS)
+                      diagnostics={"marc_raw": raw, "rank_shift": float(np.mean(p.rank_var - p.rank_ref)),
+                                   "lean": float(np.sign(np.mean(p.rank_var - p.rank_ref)))},
+                      not_informative=PER_VARIANT_RANKS if p.per_variant else "")
 
 
 @metric("flip_rate")
@@ -84,7 +89,8 @@ def flip_rate(p: Pairing) -> CellResult:
     rounded to integers), exact binomial when ``n_in,out + n_out,in < 25``, continuity-corrected
     chi-square otherwise. **Not informative under per-variant ranking**: each variant fills its
     own top-K, so per job flips out equal flips in and McNemar can never reject; it is reported,
-    left out of BH (see :data:`PER_VARIANT_RANKS`).
+    left out of BH (see :data:`PER_VARIANT_RANKS`). Under swap-in ranking flips out and in need not
+    balance and McNemar is informative.
     """
     k = p.k_of("flip_rate")
     was_in, now_in = p.in_top(k)
@@ -104,5 +110,6 @@ def flip_rate(p: Pairing) -> CellResult:
                       test=test,
                       diagnostics={"n_in_out": n_io, "n_out_in": n_oi,
                                    "flip_out_rate": n_io / ref_in if ref_in else np.nan,
-                                   "flip_in_rate": n_oi / ref_out if ref_out else np.nan},
-                      not_informative=PER_VARIANT_RANKS)
+                                   "flip_in_rate": n_oi / ref_out if ref_out else np.nan,
+                                   "lean": float(np.sign(round(n_io - n_oi, 9)))},
+                      not_informative=PER_VARIANT_RANKS if p.per_variant else "")

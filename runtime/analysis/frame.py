@@ -69,6 +69,11 @@ class Cohort:
         :func:`runtime.analysis.stats.infer_resolution`; 0 = continuous).
     step : float
         The same grid on the normalised scale: ``resolution / (hi - lo)``.
+    ranking : str
+        ``per_variant`` or ``swap_in`` (see :func:`cohorts`); ``rank`` and ``tie`` of the variants follow it.
+    pool_rank, pool_tie : dict of str to numpy.ndarray
+        Each variant's mid-rank and tie size in its own pool, whatever ``ranking`` says: the ranking
+        whose quality the merit metrics measure (Recall@K, nDCG@K and the TPR/FPR gaps).
     """
 
     system: str
@@ -86,6 +91,9 @@ class Cohort:
     tie: dict[str, np.ndarray]
     resolution: float = 0.0
     step: float = 0.0
+    ranking: str = "per_variant"
+    pool_rank: dict[str, np.ndarray] | None = None
+    pool_tie: dict[str, np.ndarray] | None = None
 
 
 def tie_sizes(job: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -93,6 +101,31 @@ def tie_sizes(job: np.ndarray, rank: np.ndarray) -> np.ndarray:
     key = np.stack([np.asarray(job, dtype=float), np.asarray(rank, dtype=float)], axis=1)
     _, inverse, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
     return counts[inverse.ravel()].astype(float)
+
+
+#: Ranking modes (``analysis.ranking``).
+PER_VARIANT, SWAP_IN = "per_variant", "swap_in"
+ERR_RANKING = "ranking must be 'per_variant' or 'swap_in', got {got!r}"
+
+
+def swap_in_ranks(ref: np.ndarray, var: np.ndarray, job: np.ndarray, n_jobs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Swap-in rank and tie size of each variant resume: candidate i's variant score ranked against the
+    reference scores of the *other* candidates of its job (higher = better; mid-rank on a tie).
+
+    ``rank_i = 1 + #{j ≠ i: ref_j > var_i} + #{j ≠ i: ref_j = var_i} / 2``, tie size
+    ``1 + #{j ≠ i: ref_j = var_i}``. The reference's own rank is the same formula with var = ref.
+    """
+    rank = np.empty(var.shape[0])
+    tie = np.empty(var.shape[0])
+    for j in range(n_jobs):
+        idx = np.flatnonzero(job == j)
+        r, v = ref[idx], var[idx]
+        srt = np.sort(r)
+        above = srt.size - np.searchsorted(srt, v, side="right") - (r > v)
+        same = np.searchsorted(srt, v, side="right") - np.searchsorted(srt, v, side="left") - (r == v)
+        rank[idx] = 1 + above + same / 2
+        tie[idx] = 1 + same
+    return rank, tie
 
 
 def check_columns(paired: pd.DataFrame) -> None:
@@ -140,7 +173,8 @@ def _score_range(score_range: Mapping[str, tuple[float, float]], system: str) ->
 
 def cohorts(paired: pd.DataFrame, *, reference: str,
             score_range: Mapping[str, tuple[float, float]],
-            score_resolution: Mapping[str, float | None] | None = None) -> list[Cohort]:
+            score_resolution: Mapping[str, float | None] | None = None,
+            ranking: str = PER_VARIANT) -> list[Cohort]:
     """Validate ``paired`` and pivot it into one :class:`Cohort` per system x condition.
 
     Parameters
@@ -154,6 +188,10 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
     score_resolution : Mapping[str, float or None], optional
         Each system's declared score grid (``systems[].score_resolution``); a system without one has
         its grid inferred from its scores (:func:`runtime.analysis.stats.infer_resolution`).
+    ranking : {"per_variant", "swap_in"}
+        ``per_variant`` (seed 000 §3.3): a variant's rank is its mid-rank in its own pool.
+        ``swap_in``: a variant's rank is that of its resume swapped into the reference pool
+        (:func:`swap_in_ranks`). The reference's rank is the same either way.
 
     Returns
     -------
@@ -168,6 +206,8 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
         ``ERR_SCORE_RANGE_BAD``.
     """
     check_columns(paired)
+    if ranking not in (PER_VARIANT, SWAP_IN):
+        raise ValueError(ERR_RANKING.format(got=ranking))
     out: list[Cohort] = []
     for system, condition, sub in groups(paired):
         lo, hi = _score_range(score_range, system)
@@ -203,14 +243,20 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
         rank = {v: rank_wide[v].to_numpy(dtype=float) for v in variants}
         match, n_unlabelled = _match(sub, reference=reference, index=wide.index, job=job,
                                      n_jobs=len(uniques), system=system)
+        tie = {v: tie_sizes(job, rank[v]) for v in variants}
+        pool_rank, pool_tie = dict(rank), dict(tie)
+        if ranking == SWAP_IN:
+            raw = {v: wide["score"][v].to_numpy(dtype=float) for v in variants}
+            for v in variants[1:]:
+                rank[v], tie[v] = swap_in_ranks(raw[reference], raw[v], job, len(uniques))
         declared = (score_resolution or {}).get(system)
         resolution = float(declared) if declared is not None else stats.infer_resolution(sub["score"].to_numpy(float))
         out.append(Cohort(system=system, condition=condition, reference=reference,
                           variants=variants, job_ids=job_ids, cv_ids=cv_ids, job=job,
                           n_jobs=len(uniques), score=score, rank=rank, match=match,
-                          n_unlabelled_jobs=n_unlabelled,
-                          tie={v: tie_sizes(job, rank[v]) for v in variants},
-                          resolution=resolution, step=resolution / (hi - lo)))
+                          n_unlabelled_jobs=n_unlabelled, tie=tie,
+                          resolution=resolution, step=resolution / (hi - lo), ranking=ranking,
+                          pool_rank=pool_rank, pool_tie=pool_tie))
     return out
 
 

@@ -7,11 +7,13 @@ import math
 import numpy as np
 
 from runtime.analysis import stats
-from runtime.analysis.cell import CellResult, Pairing, job_sums
+from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_sums
 from runtime.analysis.registry import metric
 
 #: Why the impact ratio's Fisher test cannot be read as evidence under per-variant ranking.
 REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 by construction, so any loss looks significant"
+#: Under swap-in ranking the impact ratio's paired test is the flip rate's McNemar test.
+SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH"
 NOTE_ONE_JOB_RETENTION = "1 job: Wilson interval on pooled retained/slots"
 NOTE_ONE_JOB_IMPACT = ("1 job: Wilson interval on pooled retained/slots of the variant, divided by "
                        "the reference's retention")
@@ -27,6 +29,13 @@ def job_retention(in_b: np.ndarray, both: np.ndarray, job: np.ndarray, n_jobs: i
     retained = job_sums(job, both, n_jobs)
     slots = job_sums(job, in_b, n_jobs)
     return retained, slots
+
+
+def _selection_lean(p: Pairing, k: int) -> float:
+    """+1 when the variant resumes are selected less often than the reference resumes (the variant
+    loses), -1 when more often, 0 when as often (always, under per-variant ranking)."""
+    in_ref, in_var = p.in_top(k)
+    return float(np.sign(round(exact_sum(in_ref) - exact_sum(in_var), 9)))
 
 
 def _macro(retained: np.ndarray, slots: np.ndarray) -> np.ndarray:
@@ -55,7 +64,7 @@ def retention_rate(p: Pairing) -> CellResult:
     used = ~np.isnan(r)
     r = r[used]
     diag = {"retained": float(retained.sum()), "slots": float(slots.sum()),
-            "jobs_used": int(used.sum())}
+            "jobs_used": int(used.sum()), "lean": _selection_lean(p, k)}
     value = float(np.mean(r))
     if r.size >= 2:
         ci = stats.percentile_bootstrap((r,), np.mean, value=value, n_resamples=p.n_bootstrap,
@@ -80,7 +89,9 @@ def impact_ratio(p: Pairing) -> CellResult:
     table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]`` (counts
     rounded). **Not informative under per-variant ranking**: the reference's retention against
     itself is 1 by construction, so the table's second row has no losses and any loss looks
-    significant; the test is reported, left out of BH.
+    significant; the test is reported, left out of BH. Under swap-in ranking the test is McNemar on
+    the paired in/out table of the same candidates (exact below 25 discordant pairs), the same
+    table as the flip rate's: it is reported and counted once in BH, with the flip rate.
     """
     k = p.k_of("impact_ratio")
     in_ref, _ = p.in_top(k)
@@ -90,16 +101,23 @@ def impact_ratio(p: Pairing) -> CellResult:
     used = ~np.isnan(r_v)
     r_v, r_r = r_v[used], r_r[used]
     diag = {"retained": float(ret_v.sum()), "slots": float(slots_v.sum()),
-            "jobs_used": int(used.sum())}
+            "jobs_used": int(used.sum()), "lean": _selection_lean(p, k)}
     mean_ref = float(np.mean(r_r))
     value = float(np.mean(r_v)) / mean_ref if mean_ref > 0 else math.nan
-    table = np.rint(np.array([[ret_v.sum(), slots_v.sum() - ret_v.sum()],
-                              [ret_r.sum(), slots_r.sum() - ret_r.sum()]])).astype(np.int64)
-    pv = stats.fisher_p(table)
+    if p.per_variant:
+        table = np.rint(np.array([[ret_v.sum(), slots_v.sum() - ret_v.sum()],
+                                  [ret_r.sum(), slots_r.sum() - ret_r.sum()]])).astype(np.int64)
+        pv, test, why, shared = stats.fisher_p(table), stats.TEST_FISHER, REFERENCE_RETENTION_ONE, ""
+    else:  # swap-in: the same candidates in and out of the top-K, paired: McNemar on the 2x2 table
+        in_v = p.in_top(k)[1]
+        both = p.joint_in(k)
+        cells = [[exact_sum(both), exact_sum(in_ref - both)], [exact_sum(in_v - both), exact_sum(1 - in_ref - in_v + both)]]
+        pv, test = stats.mcnemar_p(np.rint(np.array(cells)).astype(np.int64))
+        why, shared = "", SHARED_WITH_FLIPS
     if not math.isfinite(value):
-        return CellResult(value=math.nan, p_value=pv, test=stats.TEST_FISHER,
+        return CellResult(value=math.nan, p_value=pv, test=test,
                           notes=["reference retention is 0: ratio undefined"], diagnostics=diag,
-                          not_informative=REFERENCE_RETENTION_ONE)
+                          not_informative=why, shared_test=shared)
     if r_v.size >= 2:
         ci = stats.percentile_bootstrap((r_v, r_r), _ratio_of_means, value=value,
                                         n_resamples=p.n_bootstrap, rng=p.rng("impact_ratio"),
@@ -109,5 +127,5 @@ def impact_ratio(p: Pairing) -> CellResult:
         w = stats.wilson_interval(ret_v.sum(), slots_v.sum())
         low, high, _ = stats.contain(value, w.low / mean_ref, w.high / mean_ref)
         low, high, notes = float(low), float(high), [NOTE_ONE_JOB_IMPACT]
-    return CellResult(value=value, ci_low=low, ci_high=high, p_value=pv, test=stats.TEST_FISHER,
-                      notes=notes, diagnostics=diag, not_informative=REFERENCE_RETENTION_ONE)
+    return CellResult(value=value, ci_low=low, ci_high=high, p_value=pv, test=test,
+                      notes=notes, diagnostics=diag, not_informative=why, shared_test=shared)

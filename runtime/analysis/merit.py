@@ -1,7 +1,10 @@
 """Merit-aware family: Recall@K, nDCG@K, equal opportunity and equalized odds gaps (seed 000 §3.4.3).
 
 These need the ground-truth ``is_true_match`` label of each base candidate. Jobs whose labels are
-unknown are left out (with a note); when no job is labelled every merit metric is N/A.
+unknown are left out (with a note); when no job is labelled every merit metric is N/A. They judge a
+ranked list, so they always read each variant's ranking in its own pool (seed 000 §3.3), also under
+``analysis.ranking: swap_in``, where each variant resume is ranked alone against the others'
+reference resumes and there is no single list to judge.
 """
 
 from __future__ import annotations
@@ -46,9 +49,11 @@ def _labelled(p: Pairing, k: int) -> _Labelled | None:
     if not mask.any():
         return None
     job = p.job[mask]
-    in_ref, in_var = p.in_top(k)
-    tie_var = p.tie_var[mask] if p.tie_var is not None else np.ones(int(mask.sum()))
-    return _Labelled(y=p.match[mask].astype(np.int8), job=job, rank_var=p.rank_var[mask],
+    in_ref, in_var = p.in_top_pool(k)  # the variant's own ranked list, in either ranking mode
+    rank_var = p.pool_rank_var if p.pool_rank_var is not None else p.rank_var
+    tie_all = p.pool_tie_var if p.pool_rank_var is not None else p.tie_var
+    tie_var = tie_all[mask] if tie_all is not None else np.ones(int(mask.sum()))
+    return _Labelled(y=p.match[mask].astype(np.int8), job=job, rank_var=rank_var[mask],
                      rank_ref=p.rank_ref[mask], tie_var=tie_var, n_jobs=p.n_jobs,
                      labelled_job=np.bincount(job, minlength=p.n_jobs) > 0,
                      in_var=in_var[mask], in_ref=in_ref[mask])
@@ -261,7 +266,8 @@ def equal_opportunity_gap(p: Pairing) -> CellResult:
                                     paired=True)
     low, high = abs_interval(float(ci.low), float(ci.high))
     return CellResult(value=value, ci_low=low, ci_high=high, notes=[*notes, *ci.notes],
-                      diagnostics={"tp": r.tp_v, "p": r.pos, "tpr": r.tp_v / r.pos})
+                      diagnostics={"tp": r.tp_v, "p": r.pos, "tpr": r.tp_v / r.pos,
+                                   "lean": -float(np.sign(round(signed, 12)))})
 
 
 @metric("equalized_odds_gap")
@@ -289,6 +295,7 @@ def equalized_odds_gap(p: Pairing) -> CellResult:
         return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH], diagnostics=diag)
     d_tpr = (r.tp_v - r.tp_r) / r.pos
     diag["tpr"] = r.tp_v / r.pos
+    diag["lean"] = -float(np.sign(round(d_tpr, 12)))
     rng = p.rng("equalized_odds_gap")
     if r.neg == 0:
         ci = stats.percentile_bootstrap((r.y, r.tpd), _tpr_diff, value=d_tpr,
@@ -298,6 +305,8 @@ def equalized_odds_gap(p: Pairing) -> CellResult:
                           notes=[*notes, NOTE_NO_NEGATIVES, *ci.notes], diagnostics=diag)
     d_fpr = (r.fp_v - r.fp_r) / r.neg
     diag["fpr"] = r.fp_v / r.neg
+    if abs(d_fpr) > abs(d_tpr):  # the larger gap decides: being selected more is the advantage
+        diag["lean"] = -float(np.sign(round(d_fpr, 12)))
     ci = stats.percentile_bootstrap((r.y, r.tpd, r.fpd), _rate_diffs,
                                     value=np.array([d_tpr, d_fpr]), n_resamples=p.n_bootstrap,
                                     rng=rng, paired=True)

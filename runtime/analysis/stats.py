@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
+from contextvars import ContextVar
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,11 @@ NOTE_WIDENED = "percentile CI [{low:.6g}, {high:.6g}] did not contain the estima
 # Both use a passed ``numpy.random.Generator`` as it is, so the draws are identical.
 _RNG_KW = "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"
 _WIDEN_TOL = 1e-9
+
+
+#: Where :func:`percentile_bootstrap` reports the standard error of each bootstrap distribution it
+#: draws (a list, set by :func:`runtime.analysis.analyse` around each metric cell; None: nowhere).
+BOOTSTRAP_SE: ContextVar[list[float] | None] = ContextVar("BOOTSTRAP_SE", default=None)
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,11 @@ def percentile_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
     ci_low, ci_high = res.confidence_interval.low, res.confidence_interval.high
     notes: tuple[str, ...] = ()
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    sink = BOOTSTRAP_SE.get()
+    if sink is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sink.append(float(np.nanmax(np.nanstd(dist.reshape(-1, dist.shape[-1]), axis=-1, ddof=1))))
     undefined = np.isnan(dist)
     if undefined.any():
         dropped = int(undefined.reshape(-1, dist.shape[-1]).any(axis=0).sum())

@@ -14,6 +14,7 @@ from runtime.families import PAIRED, AuditFamily, FamilyResult, family, status_f
 
 def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, progress=None):
     """The nine metrics of ``paired`` under the run's analysis settings (:func:`runtime.analysis.analyse`)."""
+    from compiler.methods import RANKING
     from runtime.analysis import analyse
 
     r = ctx.resolved
@@ -21,7 +22,8 @@ def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, progress
                    alpha=r["analysis"]["alpha"],
                    n_bootstrap=r["analysis"]["bootstrap"] if n_bootstrap is None else n_bootstrap,
                    seed=r["seed"], thresholds=r["thresholds"], score_range=ctx.score_range(),
-                   score_resolution=ctx.score_resolution(), progress=progress)
+                   score_resolution=ctx.score_resolution(), ranking=r["analysis"].get("ranking") or RANKING,
+                   variant_levels=r["variants"]["table"], progress=progress)
 
 
 def metric_status(metrics: pd.DataFrame, family_id: str = "metric_suite") -> pd.DataFrame:

@@ -268,6 +268,9 @@ def _risk(risk: pd.DataFrame | None) -> dict[str, Any]:
             "n_pass": fmt_int(r.get("n_pass")),
             "n_na": fmt_int(r.get("n_na")),
             "formula_filled": filled,
+            "independent_score": fmt_sig(to_float(r.get("risk_score_independent"))),
+            "independent_band": BAND_TEXT.get(fmt_text(r.get("band_independent"), "").lower(), "not computed"),
+            "n_quantities": fmt_int(r.get("n_quantities")),
         }
 
     tier_order = {"research": 0, "operational": 1}
@@ -282,7 +285,9 @@ def _risk(risk: pd.DataFrame | None) -> dict[str, Any]:
                             "band_label": "Not computed", "score": MISSING, "score_pct": MISSING,
                             "system": "ALL", "condition": MISSING, "n_total": MISSING,
                             "n_fail": MISSING, "n_investigate": MISSING, "n_pass": MISSING,
-                            "n_na": MISSING, "formula_filled": "no risk row for this tier"})
+                            "n_na": MISSING, "formula_filled": "no risk row for this tier",
+                            "independent_score": MISSING, "independent_band": "not computed",
+                            "n_quantities": MISSING})
     overall.sort(key=lambda r: tier_order.get(r["tier"], 9))
     return {
         "overall": overall,
@@ -346,6 +351,7 @@ def _metric_rows(
             "n": fmt_int(r.get("n")),
             "diagnostics": [d[1](r) for d in diags],
             "notes": fmt_text(r.get("notes"), ""),
+            "disadvantaged": fmt_text(r.get("disadvantaged"), "—"),
             "_raw": r,
         })
     return out, [d[0] for d in diags]
@@ -439,6 +445,7 @@ def _fail_table(units: list[dict[str, Any]], meta: Mapping[str, Any], variant_or
                     found.setdefault((u["system"], u["condition"], r["variant"]), []).append({
                         "label": m["label"], "anchor": m["anchor"], "value": r["value"], "ci": r["ci"],
                         "p_adj": r["p_adj"], "operational": r["status_operational"],
+                        "disadvantaged": r["disadvantaged"],
                     })
     out = []
     for (system, condition, variant), failing in found.items():
