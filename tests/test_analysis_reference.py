@@ -59,7 +59,9 @@ def p_in(h: int, t: int, k: int) -> float:
 def signed_rank_p(d: list[float]) -> float:
     """Two-sided Wilcoxon signed-rank p of integer differences, written from the textbook: zeros
     dropped; no ties: scipy's exact/normal default; ties, n <= 20: all 2^n sign flips with
-    mid-ranks; ties, n > 20: normal approximation with the tie-corrected variance."""
+    mid-ranks; ties, n > 50: normal approximation with the tie-corrected variance (the frames here
+    have no tied case with 20 < n <= 50, where the analysis counts the exact distribution and no
+    brute force can follow it)."""
     nz = [x for x in d if x != 0]
     if not nz:
         return math.nan
@@ -75,6 +77,7 @@ def signed_rank_p(d: list[float]) -> float:
         lo = sum(1 for v in dist if v <= t_plus + 1e-9) / len(dist)
         hi = sum(1 for v in dist if v >= t_plus - 1e-9) / len(dist)
         return min(1.0, 2 * min(lo, hi))
+    assert n > 50, "a tied case with 20 < n <= 50: no independent exact computation here"
     groups = [a.count(v) for v in set(a)]
     var = n * (n + 1) * (2 * n + 1) / 24 - sum(t ** 3 - t for t in groups) / 48
     z = (t_plus - n * (n + 1) / 4) / math.sqrt(var)

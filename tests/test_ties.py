@@ -160,6 +160,17 @@ def test_a_declared_resolution_wins_over_the_inferred_grid():
     assert math.isnan(coarse["p_value"]) and "all paired differences are zero" in coarse["notes"]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-4, 4).filter(lambda x: x != 0), min_size=2, max_size=12))
+def test_the_exact_tied_distribution_agrees_with_scipy_permutation_test(d):
+    """The dynamic-programming count of T+ equals scipy's enumeration of every sign flip."""
+    x = np.array(d, dtype=float)
+    ranks = stats.sps.rankdata(np.abs(x))
+    res = stats.sps.permutation_test((x,), lambda v, axis=-1: np.sum(ranks * (v > 0), axis=axis),
+                                     permutation_type="samples", n_resamples=np.inf, vectorized=True)
+    assert stats.signed_rank_exact_p(x) == pytest.approx(min(1.0, float(res.pvalue)), abs=1e-12)
+
+
 def test_wilson_bounds_stay_inside_0_1():
     iv = stats.wilson_interval(5, 5)
     assert iv.high == 1.0 and 0 < iv.low < 1
