@@ -74,7 +74,7 @@ def test_the_default_ranking_sees_a_uniform_penalty(tmp_path):
     overall = risk[(risk.system == "ALL") & (risk.tier == "research")].iloc[0]
     assert overall.band_independent != "low" and overall.band != "low"
     html = (run_dir / "report.html").read_text()
-    assert "Dependence-aware score" in html and "<td>NA</td>" in html
+    assert "Dependence-aware score" in html and '<td class="dis">NA</td>' in html
 
 
 @pytest.mark.slow
