@@ -102,10 +102,16 @@ class Pairing:
         """
         return (top_share(self.rank_ref, self.tie_ref, k), top_share(self.rank_var, self.tie_var, k))
 
+    @property
+    def pool_var(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """(mid-rank, tie size) of the variant in its own pool (``rank_var``, ``tie_var`` when not given)."""
+        if self.pool_rank_var is not None:
+            return self.pool_rank_var, self.pool_tie_var
+        return self.rank_var, self.tie_var
+
     def in_top_pool(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(reference, variant) top-K membership in each variant's own pool (see :meth:`in_top`)."""
-        rank = self.pool_rank_var if self.pool_rank_var is not None else self.rank_var
-        tie = self.pool_tie_var if self.pool_rank_var is not None else self.tie_var
+        rank, tie = self.pool_var
         return top_share(self.rank_ref, self.tie_ref, k), top_share(rank, tie, k)
 
     def joint_in(self, k: int) -> np.ndarray:

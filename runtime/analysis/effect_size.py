@@ -210,10 +210,10 @@ def contrast_label(c: Mapping[str, str]) -> str:
 
 def score_grids(frame: pd.DataFrame, score_resolution: Mapping[str, float | None] | None) -> dict[str, float]:
     """System id -> the grid of its scores: declared, else inferred (:func:`runtime.analysis.stats.infer_resolution`)."""
-    from runtime.analysis.stats import infer_resolution
+    from runtime.analysis.stats import score_grid
 
     declared = score_resolution or {}
-    return {str(s): (float(declared[s]) if declared.get(s) is not None else infer_resolution(sub["score"].to_numpy(float)))
+    return {str(s): score_grid(declared.get(s), sub["score"].to_numpy(float))
             for s, sub in frame.groupby("system", sort=True)}
 
 

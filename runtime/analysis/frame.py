@@ -249,8 +249,7 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
             raw = {v: wide["score"][v].to_numpy(dtype=float) for v in variants}
             for v in variants[1:]:
                 rank[v], tie[v] = swap_in_ranks(raw[reference], raw[v], job, len(uniques))
-        declared = (score_resolution or {}).get(system)
-        resolution = float(declared) if declared is not None else stats.infer_resolution(sub["score"].to_numpy(float))
+        resolution = stats.score_grid((score_resolution or {}).get(system), sub["score"].to_numpy(float))
         out.append(Cohort(system=system, condition=condition, reference=reference,
                           variants=variants, job_ids=job_ids, cv_ids=cv_ids, job=job,
                           n_jobs=len(uniques), score=score, rank=rank, match=match,

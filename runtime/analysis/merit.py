@@ -50,8 +50,7 @@ def _labelled(p: Pairing, k: int) -> _Labelled | None:
         return None
     job = p.job[mask]
     in_ref, in_var = p.in_top_pool(k)  # the variant's own ranked list, in either ranking mode
-    rank_var = p.pool_rank_var if p.pool_rank_var is not None else p.rank_var
-    tie_all = p.pool_tie_var if p.pool_rank_var is not None else p.tie_var
+    rank_var, tie_all = p.pool_var
     tie_var = tie_all[mask] if tie_all is not None else np.ones(int(mask.sum()))
     return _Labelled(y=p.match[mask].astype(np.int8), job=job, rank_var=rank_var[mask],
                      rank_ref=p.rank_ref[mask], tie_var=tie_var, n_jobs=p.n_jobs,

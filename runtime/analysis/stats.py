@@ -197,6 +197,11 @@ def infer_resolution(values: np.ndarray) -> float:
     return 0.0
 
 
+def score_grid(declared: float | None, values: np.ndarray) -> float:
+    """A system's score grid: its declared ``score_resolution``, else :func:`infer_resolution` of its scores."""
+    return float(declared) if declared is not None else infer_resolution(values)
+
+
 def on_grid(d: np.ndarray, step: float) -> np.ndarray:
     """Differences ``d`` as integer multiples of ``step`` (float64 integers), or ``d`` unchanged when
     ``step`` is 0 (continuous scores): floating-point noise can no longer split a tie or a zero."""
