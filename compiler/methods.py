@@ -12,7 +12,7 @@ re-locks only with ``--amend --reason``, so that one spec digest never yields tw
 from __future__ import annotations
 
 #: The methods version this audit-compiler implements.
-METHODS_VERSION = 3
+METHODS_VERSION = 4
 
 #: Methods version -> what changed in it (version 1: the first implementation).
 CHANGES: dict[int, str] = {
@@ -36,6 +36,7 @@ CHANGES: dict[int, str] = {
         "000 §3.3) keeps the earlier ranking, whose values and raw p-values are unchanged for inputs "
         "without ties; every FAIL or INVESTIGATE row names the disadvantaged level (metrics.csv column "
         "disadvantaged)"),
+    4: ("calibrated intervals (issue 12, bench/coverage_counterfactual.py): the intervals of MARC, top-K retention, the impact ratio, Recall@K and nDCG@K come from a candidate-level percentile bootstrap within jobs (runtime.analysis.stats.stratified_bootstrap: each resample redraws the base candidates of every job, each with its reference and variant, and MARC, Recall@K and nDCG@K rank every resampled pool again), instead of a bootstrap over jobs (which covered 42-51% with 2 jobs) or of independent per-candidate values (MARC: 86-89%); the one-job Wilson and empty-interval fallbacks are gone; every row whose test rejects after BH names the disadvantaged level too"),
 }
 
 #: The default of ``analysis.ranking`` (seed 000 §3.3 ranks per variant; swap-in gives rank and

@@ -37,7 +37,7 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 SIGNATURE_FIELD = "AuditSignature"
 SIGNATURE_BOX_ID = "signature-box"
 #: Result tables whose bytes a re-run with the same spec and seed reproduces (listed in the report).
-REPRODUCIBLE_RESULTS = ("metrics.csv", "paired.csv", "effects.csv", "causal.csv")
+REPRODUCIBLE_RESULTS = ("metrics.csv", "metrics_by_job.csv", "paired.csv", "effects.csv", "causal.csv")
 #: The signature box of the report template, in mm (runtime/report/templates/_signature.html.j2).
 SIGNATURE_BOX_MM = (100.0, 30.0)
 

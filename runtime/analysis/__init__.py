@@ -21,6 +21,7 @@ import pandas as pd
 from compiler import catalog
 from runtime.analysis import counterfactual, group, merit  # noqa: F401  (register the metrics)
 from runtime.analysis import stats
+from runtime.analysis.by_job import BY_JOB_COLUMNS, job_frame
 from runtime.analysis.cell import CellResult, Pairing
 from runtime.analysis.classify import (DEPENDS_ON, RISK_COLUMNS, bh_adjust, classify, risk_table,
                                        round_significant, tier_bounds)
@@ -69,18 +70,23 @@ class AnalysisResult:
         Risk score per system x condition x tier plus run-wide ``ALL`` rows; :data:`RISK_COLUMNS`.
     drift : pandas.DataFrame
         Qualification drift per system x condition x non-reference variant; :data:`DRIFT_COLUMNS`.
+    by_job : pandas.DataFrame or None
+        Per-job values and heterogeneity (:func:`runtime.analysis.by_job.job_frame`,
+        ``metrics_by_job.csv``) when :func:`analyse` was asked for them, else None.
     """
 
     metrics: pd.DataFrame
     risk: pd.DataFrame
     drift: pd.DataFrame
+    by_job: pd.DataFrame | None = None
 
 
-def n_bootstrap_cells(paired: pd.DataFrame, reference: str) -> int:
+def n_bootstrap_cells(paired: pd.DataFrame, reference: str, *, per_job: bool = False) -> int:
     """Number of metric cells :func:`analyse` reports progress on.
 
     One cell per system x condition x metric x variant, the reference included (every cell
-    computes a confidence interval, by bootstrap or Wilson).
+    computes a confidence interval, by bootstrap or Wilson); with ``per_job``, one more per job of
+    each.
 
     Raises
     ------
@@ -90,7 +96,8 @@ def n_bootstrap_cells(paired: pd.DataFrame, reference: str) -> int:
     check_columns(paired)
     total = 0
     for system, condition, sub in groups(paired):
-        total += len(variants_of(sub, system=system, condition=condition, reference=reference))
+        cells = len(variants_of(sub, system=system, condition=condition, reference=reference))
+        total += cells * (1 + sub["job_id"].nunique()) if per_job else cells
     return total * len(metric_ids())
 
 
@@ -183,31 +190,53 @@ def level_label(variant: str, reference: str, levels: Mapping[str, Mapping[str, 
     return "; ".join(f"{a}={lv}" for a, lv in diff.items()) or variant
 
 
-def _disadvantaged(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
-                   levels: Mapping[str, Mapping[str, str]] | None) -> list[str]:
-    """Who loses on each FAIL/INVESTIGATE row: the variant's level, ``reference``, or no direction.
+def row_leans(frame: pd.DataFrame, leans: np.ndarray, *, reference: str,
+              by: tuple[str, ...] = ("system", "condition", "variant")) -> np.ndarray:
+    """Who each row's statistic disfavours: +1 the variant, -1 the reference, 0 or nan untold.
 
     A row's lean is its own signed statistic (score shift, swap-in rank shift, flips out minus in,
-    selection change, TPR/FPR difference, Recall/nDCG against the reference's); where that has no sign
-    (per-variant ranking balances rank and selection changes by construction) the variant's score
-    shift decides, i.e. the side whose scores the system lowered.
+    selection change, TPR/FPR difference); Recall@K and nDCG@K lean against the reference's value of
+    the same ``by`` group with the variant's id replaced by the reference; where the statistic has no
+    sign (per-variant ranking balances rank and selection changes by construction) the group's score
+    shift decides, i.e. the side whose scores the system lowered. ``by`` names the columns of a
+    cell (``job_id`` added for the per-job frame); its last entry must be ``variant``.
     """
     lean = np.asarray(leans, dtype=float).copy()
-    key = list(zip(metrics["system"], metrics["condition"], metrics["variant"]))
-    value = metrics["value"].to_numpy(dtype=float)
-    by_metric = {(k, m): v for k, m, v in zip(key, metrics["metric"], value)}
-    for i, (k, m) in enumerate(zip(key, metrics["metric"])):
+    key = list(zip(*(frame[c] for c in by)))
+    value = frame["value"].to_numpy(dtype=float)
+    by_metric = {(k, m): v for k, m, v in zip(key, frame["metric"], value)}
+    vi = by.index("variant")
+    for i, (k, m) in enumerate(zip(key, frame["metric"])):
         if m in ("recall_at_k", "ndcg_at_k"):
-            ref_value = by_metric.get(((k[0], k[1], reference), m), math.nan)
+            ref_key = (*k[:vi], reference, *k[vi + 1:])
+            ref_value = by_metric.get((ref_key, m), math.nan)
             lean[i] = np.sign(ref_value - value[i]) if math.isfinite(ref_value) and math.isfinite(value[i]) else math.nan
     shift = {k: -np.sign(v) for (k, m), v in by_metric.items() if m == "score_delta" and math.isfinite(v)}
+    out = np.zeros(len(key))
+    for i, k in enumerate(key):
+        out[i] = lean[i] if math.isfinite(lean[i]) and lean[i] != 0 else shift.get(k, 0.0)
+    return out
+
+
+def side_label(lean: float, variant: str, reference: str, levels: Mapping[str, Mapping[str, str]] | None) -> str:
+    """The disadvantaged side of a lean: the variant's level, ``reference``, or no direction."""
+    return level_label(variant, reference, levels) if lean > 0 else REFERENCE_LOSES if lean < 0 else NO_DIRECTION
+
+
+def _disadvantaged(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
+                   levels: Mapping[str, Mapping[str, str]] | None, alpha: float = 0.05) -> list[str]:
+    """Who loses on each FAIL/INVESTIGATE row, and on each row whose test rejects after BH
+    (``p_adj < alpha``, whatever its status): the variant's level, ``reference``, or no direction
+    (:func:`row_leans`).
+    """
+    final = row_leans(metrics, leans, reference=reference)
+    significant = metrics["p_adj"].to_numpy(dtype=float) < alpha
     out = []
-    for i, (k, status, op) in enumerate(zip(key, metrics["status"], metrics["status_operational"])):
-        if k[2] == reference or not ({status, op} & {"FAIL", "INVESTIGATE"}):
+    for i, (variant, status, op) in enumerate(zip(metrics["variant"], metrics["status"], metrics["status_operational"])):
+        if variant == reference or not ({status, op} & {"FAIL", "INVESTIGATE"} or significant[i]):
             out.append("")
             continue
-        s = lean[i] if math.isfinite(lean[i]) and lean[i] != 0 else shift.get(k, 0.0)
-        out.append(level_label(k[2], reference, levels) if s > 0 else REFERENCE_LOSES if s < 0 else NO_DIRECTION)
+        out.append(side_label(final[i], variant, reference, levels))
     return out
 
 
@@ -224,6 +253,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             score_resolution: Mapping[str, float | None] | None = None,
             ranking: str | None = None,
             variant_levels: Mapping[str, Mapping[str, str]] | None = None,
+            per_job: bool = False,
             progress: Callable[[int], None] | None = None) -> AnalysisResult:
     """Compute the metric suite of seed 000 §3.4-3.6 on a paired frame.
 
@@ -264,6 +294,10 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     variant_levels : Mapping, optional
         Variant id -> {axis: level}; names the disadvantaged level of each FAIL/INVESTIGATE row
         (column ``disadvantaged``: the level, ``reference``, or ``none (no direction)``).
+    per_job : bool
+        Also compute every metric on the candidates of each job, with its interval, and the
+        heterogeneity across jobs (``AnalysisResult.by_job``, :mod:`runtime.analysis.by_job`); each job
+        cell draws from the pooled cell's generator with ``"job", job_id`` appended.
     progress : callable, optional
         Called as ``progress(n)`` with the number of cells finished since the previous call
         (an increment, like ``rich.progress.Progress.advance``: ``1`` after each cell); the
@@ -288,24 +322,36 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         ranking = RANKING
     rows: list[dict[str, object]] = []
     drift: list[dict[str, object]] = []
+    job_rows: list[dict[str, object]] = []
+    job_leans: list[float] = []
     for cohort in cohorts(paired, reference=reference, score_range=score_range,
                           score_resolution=score_resolution, ranking=ranking):
         drift.extend(drift_rows(cohort))
         by_metric: dict[str, list[dict[str, object]]] = {m: [] for m in metric_ids()}
+        job_names = [str(cohort.job_ids[cohort.job == code][0]) for code in range(cohort.n_jobs)]
         for variant in cohort.variants:
             pairing = _pairing(cohort, variant, k=kk, n_bootstrap=int(n_bootstrap), seed=seed)
             for metric_id in metric_ids():
-                sink: list[float] = []
-                token = stats.BOOTSTRAP_SE.set(sink)
-                try:
-                    res = get_metric(metric_id)(pairing)
-                finally:
-                    stats.BOOTSTRAP_SE.reset(token)
+                res, se = _compute(metric_id, pairing)
                 row = _row(pairing, metric_id, res)
-                row["bootstrap_se"] = max(sink) if sink else math.nan
+                row["bootstrap_se"] = se
                 by_metric[metric_id].append(row)
                 if progress is not None:
                     progress(1)
+            if not per_job:
+                continue
+            for code, job_id in enumerate(job_names):
+                sub = pairing.restrict(code, job_id)
+                for metric_id in metric_ids():
+                    res, se = _compute(metric_id, sub)
+                    job_rows.append({"system": sub.system, "condition": sub.condition, "metric": metric_id,
+                                     "variant": variant, "job_id": job_id, "n": sub.n,
+                                     "value": float(res.value), "ci_low": float(res.ci_low),
+                                     "ci_high": float(res.ci_high), "bootstrap_se": se,
+                                     "notes": "; ".join(res.notes)})
+                    job_leans.append(res.diagnostics.get("lean", math.nan))
+                    if progress is not None:
+                        progress(1)
         for metric_rows in by_metric.values():
             rows.extend(metric_rows)
     metrics = pd.DataFrame(rows, columns=[*COLUMNS, "_in_bh", "_lean"])
@@ -317,6 +363,22 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             classify(v, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
             for v, m in zip(metrics["value"].to_numpy(dtype=float), metrics["metric"])
         ]
-    metrics["disadvantaged"] = _disadvantaged(metrics, leans, reference=reference, levels=variant_levels)
+    metrics["disadvantaged"] = _disadvantaged(metrics, leans, reference=reference, levels=variant_levels,
+                                              alpha=alpha)
     metrics = metrics.astype({c: "Int64" for c in _COUNT_COLUMNS if _integral(metrics[c])})
-    return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift))
+    by_job = None
+    if per_job:
+        by_job = job_frame(job_rows, np.asarray(job_leans, dtype=float), metrics, leans, reference=reference,
+                           thresholds=thresholds, levels=variant_levels)
+    return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift), by_job=by_job)
+
+
+def _compute(metric_id: str, pairing: Pairing) -> tuple[CellResult, float]:
+    """One metric cell and the largest SE of the bootstrap distributions it drew (nan: none)."""
+    sink: list[float] = []
+    token = stats.BOOTSTRAP_SE.set(sink)
+    try:
+        res = get_metric(metric_id)(pairing)
+    finally:
+        stats.BOOTSTRAP_SE.reset(token)
+    return res, max(sink) if sink else math.nan

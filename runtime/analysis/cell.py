@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -50,6 +50,9 @@ class Pairing:
         runs on differences rounded to it.
     ranking : {"per_variant", "swap_in"}
         How ``rank_var`` was obtained (:func:`runtime.analysis.frame.cohorts`).
+    stream : tuple of str
+        Extra labels of the bootstrap generators (:meth:`rng`); ``("job", job_id)`` for the pairing of
+        one job (:meth:`restrict`), empty for the pooled cell.
     pool_rank_var, pool_tie_var : numpy.ndarray, optional
         The variant's mid-rank and tie size in its own pool (default: ``rank_var``, ``tie_var``): the
         ranking the merit metrics judge. Under swap-in each variant resume is ranked on its own
@@ -77,6 +80,7 @@ class Pairing:
     ranking: str = "per_variant"
     pool_rank_var: np.ndarray | None = None
     pool_tie_var: np.ndarray | None = None
+    stream: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -131,8 +135,29 @@ class Pairing:
         return self.ranking == "per_variant"
 
     def rng(self, metric_id: str) -> np.random.Generator:
-        """Bootstrap generator of this cell: ``rng(seed, "bootstrap", system, condition, metric, variant)``."""
-        return seeding.rng(self.seed, "bootstrap", self.system, self.condition, metric_id, self.variant)
+        """Bootstrap generator of this cell: ``rng(seed, "bootstrap", system, condition, metric, variant,
+        *stream)``."""
+        return seeding.rng(self.seed, "bootstrap", self.system, self.condition, metric_id, self.variant,
+                           *self.stream)
+
+    def restrict(self, job_code: int, job_id: str) -> Pairing:
+        """The same cell on the candidates of one job (``n_jobs`` 1; bootstrap stream ``("job", job_id)``).
+
+        Ranks are within (job, variant) pools, swap-in ranks against the same job's reference
+        resumes, so every rank and tie size carries over unchanged.
+        """
+        m = self.job == job_code
+
+        def cut(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[m]
+
+        match = self.match[m]
+        return replace(self, job=np.zeros(int(m.sum()), dtype=self.job.dtype), n_jobs=1,
+                       score_ref=self.score_ref[m], score_var=self.score_var[m], rank_ref=self.rank_ref[m],
+                       rank_var=self.rank_var[m], match=match,
+                       n_unlabelled_jobs=int(bool(np.isnan(match).any())), tie_ref=cut(self.tie_ref),
+                       tie_var=cut(self.tie_var), pool_rank_var=cut(self.pool_rank_var),
+                       pool_tie_var=cut(self.pool_tie_var), stream=("job", str(job_id)))
 
 
 def exact_sum(weights: np.ndarray) -> float:

@@ -14,9 +14,6 @@ from runtime.analysis.registry import metric
 REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 by construction, so any loss looks significant"
 #: Under swap-in ranking the impact ratio's paired test is the flip rate's McNemar test.
 SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH"
-NOTE_ONE_JOB_RETENTION = "1 job: Wilson interval on pooled retained/slots"
-NOTE_ONE_JOB_IMPACT = ("1 job: Wilson interval on pooled retained/slots of the variant, divided by "
-                       "the reference's retention")
 
 
 def job_retention(in_b: np.ndarray, both: np.ndarray, job: np.ndarray, n_jobs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -42,8 +39,18 @@ def _macro(retained: np.ndarray, slots: np.ndarray) -> np.ndarray:
     return np.divide(retained, slots, out=np.full_like(retained, np.nan), where=slots > 0)
 
 
-def _ratio_of_means(r_v: np.ndarray, r_ref: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(r_v, axis=axis) / np.mean(r_ref, axis=axis)
+def _onehot(job: np.ndarray, n_jobs: int) -> np.ndarray:
+    """``(n, n_jobs)`` indicator of each candidate's job: per-job sums of resamples by one product."""
+    return np.eye(n_jobs)[job]
+
+
+def _macro_b(num: np.ndarray, den: np.ndarray, onehot: np.ndarray) -> np.ndarray:
+    """Macro mean over jobs of ``Σ num / Σ den`` for resampled ``(b, n)`` arrays; ``nan`` for a
+    resample that leaves a job without a slot (dropped and counted by the bootstrap)."""
+    top, bottom = num @ onehot, den @ onehot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
+    return r.mean(axis=-1)
 
 
 @metric("retention_rate")
@@ -54,26 +61,24 @@ def retention_rate(p: Pairing) -> CellResult:
     ``cv_id`` sets of job j; value ``R̄_v = (1/|J|) Σ_j R_j`` in [0, 1], higher is better (1 for the
     reference by construction). Diagnostics ``retained``/``slots``: pooled counts.
 
-    CI: percentile bootstrap over jobs when there are at least two, else the Wilson interval on
-    pooled retained/slots. No test.
+    CI: candidate-level percentile bootstrap within jobs (:func:`runtime.analysis.stats.stratified_bootstrap`:
+    each resample redraws the base candidates of every job, each with its reference and variant
+    membership, and recomputes the macro mean), defined from one job on. No test.
     """
     k = p.k_of("retention_rate")
     in_ref, _ = p.in_top(k)
-    retained, slots = job_retention(in_ref, p.joint_in(k), p.job, p.n_jobs)
+    both = p.joint_in(k)
+    retained, slots = job_retention(in_ref, both, p.job, p.n_jobs)
     r = _macro(retained, slots)
     used = ~np.isnan(r)
     r = r[used]
     diag = {"retained": float(retained.sum()), "slots": float(slots.sum()),
             "jobs_used": int(used.sum()), "lean": _selection_lean(p, k)}
     value = float(np.mean(r))
-    if r.size >= 2:
-        ci = stats.percentile_bootstrap((r,), np.mean, value=value, n_resamples=p.n_bootstrap,
-                                        rng=p.rng("retention_rate"))
-        notes = list(ci.notes)
-    else:
-        ci = stats.wilson_interval(retained.sum(), slots.sum())
-        notes = [NOTE_ONE_JOB_RETENTION]
-    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
+    onehot = _onehot(p.job, p.n_jobs)[:, used]
+    ci = stats.stratified_bootstrap((in_ref, both), lambda i, b: _macro_b(b, i, onehot), strata=p.job,
+                                    value=value, n_resamples=p.n_bootstrap, rng=p.rng("retention_rate"))
+    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=list(ci.notes),
                       diagnostics=diag)
 
 
@@ -84,8 +89,8 @@ def impact_ratio(p: Pairing) -> CellResult:
     ``IR_v = R̄_v / R̄_ref``, where ``R̄_ref`` is the reference's retention against itself (1 by
     construction); range [0, 1], higher is better.
 
-    CI: paired percentile bootstrap over jobs of the ratio of the two macro means (one job: Wilson
-    on the variant's pooled retained/slots divided by ``R̄_ref``). Test: Fisher exact on the pooled
+    CI: candidate-level percentile bootstrap within jobs of the ratio of the two macro means (as
+    :func:`retention_rate`). Test: Fisher exact on the pooled
     table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]`` (counts
     rounded). **Not informative under per-variant ranking**: the reference's retention against
     itself is 1 by construction, so the table's second row has no losses and any loss looks
@@ -118,14 +123,11 @@ def impact_ratio(p: Pairing) -> CellResult:
         return CellResult(value=math.nan, p_value=pv, test=test,
                           notes=["reference retention is 0: ratio undefined"], diagnostics=diag,
                           not_informative=why, shared_test=shared)
-    if r_v.size >= 2:
-        ci = stats.percentile_bootstrap((r_v, r_r), _ratio_of_means, value=value,
-                                        n_resamples=p.n_bootstrap, rng=p.rng("impact_ratio"),
-                                        paired=True)
-        low, high, notes = float(ci.low), float(ci.high), list(ci.notes)
-    else:
-        w = stats.wilson_interval(ret_v.sum(), slots_v.sum())
-        low, high, _ = stats.contain(value, w.low / mean_ref, w.high / mean_ref)
-        low, high, notes = float(low), float(high), [NOTE_ONE_JOB_IMPACT]
+    onehot = _onehot(p.job, p.n_jobs)[:, used]
+    both = p.joint_in(k)
+    ci = stats.stratified_bootstrap(
+        (in_ref, both), lambda i, b: _macro_b(b, i, onehot) / _macro_b(i, i, onehot), strata=p.job,
+        value=value, n_resamples=p.n_bootstrap, rng=p.rng("impact_ratio"))
+    low, high, notes = float(ci.low), float(ci.high), list(ci.notes)
     return CellResult(value=value, ci_low=low, ci_high=high, p_value=pv, test=test,
                       notes=notes, diagnostics=diag, not_informative=why, shared_test=shared)

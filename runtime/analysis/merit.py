@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtime.analysis import stats
-from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_sums
+from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_sums, top_share
 from runtime.analysis.registry import metric
 
 NOTE_LABELS_UNKNOWN = "is_true_match unknown: merit metrics undefined"
@@ -24,8 +24,6 @@ NOTE_NO_MATCH_JOBS = "{n} job(s) without a true match excluded"
 NOTE_NO_MATCH = "no true match in any labelled job: undefined"
 NOTE_MAX_ATTAINABLE = ("max attainable = {cap:.6g} (Eq. 4 caps a job's recall at K/P when its P "
                        "true matches exceed K={k})")
-NOTE_ONE_JOB_RECALL = "1 job: Wilson interval on pooled true positives / true matches"
-NOTE_ONE_JOB_NDCG = "1 job: a bootstrap over jobs is undefined; CI left empty"
 NOTE_NO_NEGATIVES = "no non-match in any labelled job: FPR term undefined, gap = |ΔTPR|"
 
 
@@ -42,6 +40,8 @@ class _Labelled:
     labelled_job: np.ndarray  # bool per job code
     in_var: np.ndarray     # probability of being in the variant's top-K
     in_ref: np.ndarray     # ... in the reference's top-K
+    score_var: np.ndarray  # normalised scores: re-ranked in each bootstrap resample
+    score_ref: np.ndarray
 
 
 def _labelled(p: Pairing, k: int) -> _Labelled | None:
@@ -55,7 +55,8 @@ def _labelled(p: Pairing, k: int) -> _Labelled | None:
     return _Labelled(y=p.match[mask].astype(np.int8), job=job, rank_var=rank_var[mask],
                      rank_ref=p.rank_ref[mask], tie_var=tie_var, n_jobs=p.n_jobs,
                      labelled_job=np.bincount(job, minlength=p.n_jobs) > 0,
-                     in_var=in_var[mask], in_ref=in_ref[mask])
+                     in_var=in_var[mask], in_ref=in_ref[mask], score_var=p.score_var[mask],
+                     score_ref=p.score_ref[mask])
 
 
 def _label_notes(p: Pairing) -> list[str]:
@@ -68,6 +69,37 @@ def _per_job(lab: _Labelled, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
     tp = job_sums(lab.job, lab.y * lab.in_var, lab.n_jobs)
     used = lab.labelled_job & (pos > 0)
     return pos, tp, used
+
+
+def _strata(lab: _Labelled) -> np.ndarray:
+    """Bootstrap strata of the merit metrics: job x label, so that every resample keeps each job's
+    number of true matches P_j (a design constant: ``candidates.matching_per_job``)."""
+    return 2 * lab.job + lab.y
+
+
+def _rerank(score: np.ndarray, job: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Top-K share, mid-rank and tie size of every candidate of resampled pools (1 = best).
+
+    ``score`` is ``(b, n)``: b resamples of the labelled candidates, each position kept in its job
+    (:func:`runtime.analysis.stats.stratified_bootstrap`); each row's candidates are ranked again
+    within their job, a candidate drawn twice tying with itself (tie-averaged, as the originals).
+    """
+    from scipy.stats import rankdata
+
+    mid = np.empty_like(score, dtype=float)
+    tie = np.empty_like(score, dtype=float)
+    for j in np.unique(job):
+        cols = np.flatnonzero(job == j)
+        lo = rankdata(-score[:, cols], method="min", axis=1)
+        hi = rankdata(-score[:, cols], method="max", axis=1)
+        mid[:, cols] = (lo + hi) / 2
+        tie[:, cols] = hi - lo + 1
+    return top_share(mid, tie, k), mid, tie
+
+
+def _onehot_used(lab: _Labelled, used: np.ndarray) -> np.ndarray:
+    """``(n, jobs used)`` indicator of each labelled candidate's job."""
+    return np.eye(lab.n_jobs)[lab.job][:, used]
 
 
 def _job_notes(lab: _Labelled, used: np.ndarray) -> list[str]:
@@ -86,7 +118,9 @@ def recall_at_k(p: Pairing) -> CellResult:
     (tie-averaged, McSherry & Najork 2008), so the value does not depend on candidate labels.
     Diagnostics ``tp``/``p``: pooled over the jobs used.
 
-    CI: percentile bootstrap over the jobs used (one job: Wilson on pooled tp/p). No test.
+    CI: candidate-level percentile bootstrap within job x label strata
+    (:func:`runtime.analysis.stats.stratified_bootstrap`; each job keeps its P true matches),
+    defined from one job on. No test.
     """
     k = p.k_of("recall_at_k")
     lab = _labelled(p, k)
@@ -103,13 +137,14 @@ def recall_at_k(p: Pairing) -> CellResult:
     if cap < 1:
         notes.append(NOTE_MAX_ATTAINABLE.format(cap=cap, k=k))
     diag = {"tp": float(tp[used].sum()), "p": float(pos[used].sum()), "jobs_used": int(used.sum())}
-    if rec.size >= 2:
-        ci = stats.percentile_bootstrap((rec,), np.mean, value=value, n_resamples=p.n_bootstrap,
-                                        rng=p.rng("recall_at_k"))
-        notes.extend(ci.notes)
-    else:
-        ci = stats.wilson_interval(tp[used].sum(), pos[used].sum())
-        notes.append(NOTE_ONE_JOB_RECALL)
+    per_job = _onehot_used(lab, used) / pos[used]
+
+    def stat(s_b: np.ndarray, y_b: np.ndarray) -> np.ndarray:
+        return ((y_b * _rerank(s_b, lab.job, k)[0]) @ per_job).mean(axis=-1)
+
+    ci = stats.stratified_bootstrap((lab.score_var, lab.y), stat, strata=_strata(lab), value=value,
+                                    n_resamples=p.n_bootstrap, rng=p.rng("recall_at_k"))
+    notes.extend(ci.notes)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
                       diagnostics=diag)
 
@@ -150,7 +185,8 @@ def ndcg_at_k(p: Pairing) -> CellResult:
     occupying positions ``a .. b`` contributes its mean relevance times
     ``Σ_{r=a}^{min(b, K)} 1 / log2(r + 1)``, the expectation over the orders of the tied candidates.
 
-    CI: percentile bootstrap over the jobs used (one job: left empty, with a note). No test.
+    CI: candidate-level percentile bootstrap within job x label strata, each resampled candidate
+    keeping its tie-averaged gain (as :func:`recall_at_k`), defined from one job on. No test.
     """
     k = p.k_of("ndcg_at_k")
     lab = _labelled(p, k)
@@ -166,15 +202,17 @@ def ndcg_at_k(p: Pairing) -> CellResult:
     dcg = np.bincount(lab.job[order], weights=gain[order], minlength=lab.n_jobs)
     nd = dcg[used] / ideal_dcg(pos[used], k)
     value = float(np.mean(nd))
-    if nd.size >= 2:
-        ci = stats.percentile_bootstrap((nd,), np.mean, value=value, n_resamples=p.n_bootstrap,
-                                        rng=p.rng("ndcg_at_k"))
-        low, high = float(ci.low), float(ci.high)
-        notes.extend(ci.notes)
-    else:
-        low = high = math.nan
-        notes.append(NOTE_ONE_JOB_NDCG)
-    return CellResult(value=value, ci_low=low, ci_high=high, notes=notes,
+    per_job = _onehot_used(lab, used) / ideal_dcg(pos[used], k)
+
+    def stat(s_b: np.ndarray, y_b: np.ndarray) -> np.ndarray:
+        _, mid, tie = _rerank(s_b, lab.job, k)
+        g = tie_averaged_gain(y_b.ravel(), mid.ravel(), tie.ravel(), k).reshape(s_b.shape)
+        return (g @ per_job).mean(axis=-1)
+
+    ci = stats.stratified_bootstrap((lab.score_var, lab.y), stat, strata=_strata(lab), value=value,
+                                    n_resamples=p.n_bootstrap, rng=p.rng("ndcg_at_k"))
+    notes.extend(ci.notes)
+    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
                       diagnostics={"jobs_used": int(used.sum())})
 
 

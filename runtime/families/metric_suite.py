@@ -1,6 +1,7 @@
 """The metric suite of seed 000: nine counterfactual, group and merit-aware metrics (§3.4-3.6).
 
 Tables: ``metrics`` (one row per system x condition x metric x variant, the reference included),
+``metrics_by_job`` (the same per job, with Cochran's Q and I² across jobs; :mod:`runtime.analysis.by_job`),
 ``risk`` (seed 000 Eq. 6 per system x condition x tier and run-wide) and ``drift`` (qualification
 drift, §3.1.2). Status rows: every metric row under both threshold tiers (Table 3, §3.7).
 """
@@ -12,8 +13,9 @@ import pandas as pd
 from runtime.families import PAIRED, AuditFamily, FamilyResult, family, status_frame
 
 
-def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, progress=None):
-    """The nine metrics of ``paired`` under the run's analysis settings (:func:`runtime.analysis.analyse`)."""
+def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job: bool = False, progress=None):
+    """The nine metrics of ``paired`` under the run's analysis settings (:func:`runtime.analysis.analyse`);
+    with ``per_job``, also every metric per job and the heterogeneity across jobs."""
     from compiler.methods import RANKING
     from runtime.analysis import analyse
 
@@ -23,7 +25,7 @@ def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, progress
                    n_bootstrap=r["analysis"]["bootstrap"] if n_bootstrap is None else n_bootstrap,
                    seed=r["seed"], thresholds=r["thresholds"], score_range=ctx.score_range(),
                    score_resolution=ctx.score_resolution(), ranking=r["analysis"].get("ranking") or RANKING,
-                   variant_levels=r["variants"]["table"], progress=progress)
+                   variant_levels=r["variants"]["table"], per_job=per_job, progress=progress)
 
 
 def metric_status(metrics: pd.DataFrame, family_id: str = "metric_suite") -> pd.DataFrame:
@@ -44,8 +46,9 @@ class MetricSuite(AuditFamily):
     def analyse(self, ctx) -> FamilyResult:
         from runtime.analysis import n_bootstrap_cells
 
-        advance = ctx.progress.task("bootstrap", n_bootstrap_cells(ctx.paired, ctx.resolved["variants"]["reference"]))
-        result = suite(ctx, ctx.paired, progress=advance)
+        advance = ctx.progress.task("bootstrap", n_bootstrap_cells(ctx.paired, ctx.resolved["variants"]["reference"],
+                                                                   per_job=True))
+        result = suite(ctx, ctx.paired, per_job=True, progress=advance)
         summary = []
         risk = result.risk[result.risk["system"] == "ALL"].set_index("tier")
         for t in ("research", "operational"):
@@ -53,7 +56,8 @@ class MetricSuite(AuditFamily):
                 row = risk.loc[t]
                 summary.append(f"{t:<12} risk {row['risk_score']:.3f} ({row['band']}): {int(row['n_fail'])} FAIL, "
                                f"{int(row['n_investigate'])} INVESTIGATE, {int(row['n_pass'])} PASS")
-        return FamilyResult(tables={"metrics": result.metrics, "risk": result.risk, "drift": result.drift},
+        return FamilyResult(tables={"metrics": result.metrics, "metrics_by_job": result.by_job,
+                                    "risk": result.risk, "drift": result.drift},
                             status=metric_status(result.metrics), summary=summary,
                             data={"result": result})
 
@@ -61,4 +65,5 @@ class MetricSuite(AuditFamily):
         from runtime.report import metric_suite_sections
 
         suite = result.data["result"]
-        return metric_suite_sections(metrics=suite.metrics, risk=suite.risk, drift=suite.drift, meta=meta)
+        return metric_suite_sections(metrics=suite.metrics, risk=suite.risk, drift=suite.drift, meta=meta,
+                                     by_job=suite.by_job)

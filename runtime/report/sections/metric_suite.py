@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from compiler.catalog import METRICS, RISK_BANDS, CLASSIFY_SIGNIFICANT_DIGITS, default_thresholds
+from runtime.analysis import coverage
 from runtime.report.charts import metric_chart_svg
 from runtime.report.formatting import (
     MISSING,
@@ -81,9 +82,13 @@ MCNEMAR_RULE = "exact when fewer than 25 candidates flip, χ² otherwise"
 CI_TEXT: dict[str, str] = {
     "bootstrap percentile": "bootstrap percentile interval",
     "wilson": "Wilson score interval",
-    "bootstrap over jobs / wilson": "bootstrap over jobs (Wilson interval on pooled counts with one job)",
-    "paired bootstrap over jobs": "paired bootstrap over jobs",
-    "bootstrap over jobs": "bootstrap over jobs",
+    "candidate bootstrap within jobs": ("bootstrap of the base candidates within each job (the audited "
+                                        "jobs are kept; each candidate brings its reference and variant)"),
+    "candidate bootstrap within jobs, re-ranked": ("bootstrap of the base candidates within each job, every "
+                                                   "resampled pool ranked again"),
+    "candidate bootstrap within jobs and labels, re-ranked": ("bootstrap of the base candidates within each "
+                                                              "job and match label, every resampled pool "
+                                                              "ranked again"),
     "paired bootstrap over candidates": "paired bootstrap over candidates",
 }
 
@@ -363,6 +368,7 @@ def _units(
 ) -> list[dict[str, Any]]:
     recs = _records(metrics)
     alpha = to_float(meta.get("alpha"))
+    n_jobs = len(meta.get("jobs") or []) or None
     systems_meta = {str(s.get("id")): s for s in meta.get("systems") or []}
     system_order = _ordered([str(r.get("system")) for r in recs], list(systems_meta))
     units = []
@@ -415,6 +421,8 @@ def _units(
                     "test_text": test_text,
                     "has_test": bool(tests) or any(not is_missing(r.get("p_value")) for r in mrecs),
                     "ci_text": CI_TEXT.get(info["ci"], info["ci"]),
+                    "ci_coverage": coverage.statement(metric, n_jobs),
+                    "ci_approximate": coverage.statement(metric, n_jobs).startswith("approximate"),
                     "direction_text": "lower is better" if info["direction"] == "lower" else "higher is better",
                     "research_text": _threshold_text(info["direction"], research, info["classify_abs"]),
                     "operational_text": _threshold_text(info["direction"], operational, info["classify_abs"]),
@@ -518,12 +526,60 @@ def _threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str]) -> li
 # ------------------------------------------------------------------------------------ public API
 
 
+#: Rows shown in each per-job table of the report (the rest are in ``metrics_by_job.csv``).
+JOB_ROWS_SHOWN = 40
+_SEVERITY = {"FAIL": 0, "INVESTIGATE": 1, "PASS": 2}
+
+
+def _by_job(by_job: pd.DataFrame | None, reference: str, variant_order: list[str]) -> dict[str, Any]:
+    """Context of the per-job section: heterogeneous cells (Cochran's Q p < 0.05) and flagged jobs."""
+    if by_job is None or len(by_job) == 0:
+        return {"present": False}
+    rows = [r for r in _records(by_job) if str(r.get("variant")) != reference]
+    metric_order = {m: i for i, m in enumerate(METRICS)}
+    variant_rank = {v: i for i, v in enumerate(variant_order)}
+    pooled = [r for r in rows if str(r.get("job_id")) == "ALL"]
+    het = [r for r in pooled if math.isfinite(to_float(r.get("q_p"))) and to_float(r.get("q_p")) < 0.05]
+    het.sort(key=lambda r: (-to_float(r.get("i2")), metric_order.get(r["metric"], 99), variant_rank.get(r["variant"], 99)))
+    flagged = [r for r in rows if str(r.get("job_id")) != "ALL" and isinstance(r.get("flag"), str) and r["flag"]]
+    flagged.sort(key=lambda r: (_SEVERITY.get(str(r.get("status")), 3), metric_order.get(r["metric"], 99),
+                                variant_rank.get(r["variant"], 99), str(r.get("job_id"))))
+
+    def label(metric: str) -> str:
+        return METRICS[metric].label if metric in METRICS else metric
+
+    signed = lambda r: r["metric"] == "score_delta"  # noqa: E731
+    return {
+        "present": True,
+        "n_cells": len(pooled),
+        "n_tested": sum(1 for r in pooled if math.isfinite(to_float(r.get("q")))),
+        "n_heterogeneous": len(het),
+        "heterogeneous": [{"system": r["system"], "condition": r["condition"], "metric": label(r["metric"]),
+                           "variant": r["variant"], "pooled": fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed(r)),
+                           "status": _status(r.get("status")), "q": fmt_num(r.get("q"), 2), "df": fmt_int(r.get("q_df")),
+                           "p": fmt_p(r.get("q_p")), "i2": f"{100 * to_float(r.get('i2')):.0f}%"}
+                          for r in het[:JOB_ROWS_SHOWN]],
+        "n_flagged": len(flagged),
+        "flagged": [{"system": r["system"], "condition": r["condition"], "metric": label(r["metric"]),
+                     "variant": r["variant"], "job": r["job_id"],
+                     "value": fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed(r)),
+                     "ci": fmt_ci(r.get("ci_low"), r.get("ci_high"), signed=signed(r)),
+                     "status": _status(r.get("status")),
+                     "pooled": fmt_sig(r.get("pooled_value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed(r)),
+                     "pooled_status": _status(r.get("pooled_status")),
+                     "disadvantaged": fmt_text(r.get("disadvantaged"), "—"), "flag": fmt_text(r.get("flag"), "")}
+                    for r in flagged[:JOB_ROWS_SHOWN]],
+        "shown": JOB_ROWS_SHOWN,
+    }
+
+
 def metric_suite_sections(
     *,
     metrics: pd.DataFrame,
     risk: pd.DataFrame,
     drift: pd.DataFrame,
     meta: Mapping[str, Any],
+    by_job: pd.DataFrame | None = None,
 ) -> list[Section]:
     """The report sections of the nine-metric suite (seed 000 §3.8).
 
@@ -542,6 +598,8 @@ def metric_suite_sections(
         Qualification drift per system × condition × variant (seed 000 §3.1.2); may be empty.
     meta : Mapping
         Run metadata (reference, K, α, bootstrap, thresholds, variants, axes, jobs, systems, counts).
+    by_job : pandas.DataFrame, optional
+        ``metrics_by_job.csv`` (:mod:`runtime.analysis.by_job`); adds the ``by-job`` section.
 
     Returns
     -------
@@ -549,7 +607,8 @@ def metric_suite_sections(
         ``at-a-glance`` (front matter), ``risk`` (with the key figures), ``fail-variants``,
         ``design``, one results section per system × condition (anchor ``u-<system>-<condition>``;
         every metric's chart is an inline SVG string under ``context["metrics"][j]["chart_svg"]``),
-        ``drift`` and ``appendix`` (thresholds and method notes). Deterministic in the inputs.
+        ``by-job`` (when ``by_job`` is given), ``drift`` and ``appendix`` (thresholds and method notes).
+        Deterministic in the inputs.
     """
     reference = fmt_text(meta.get("reference"), "BASE")
     thresholds = _thresholds(meta)
@@ -573,6 +632,9 @@ def metric_suite_sections(
         *[Section(id=u["anchor"], title=f"Results: system {u['system']}, condition {u['condition']}",
                   template="sections/metric_suite_unit.html.j2", context={**u, "reference": reference},
                   order=ORDER["results"]) for u in units],
+        *([Section(id="by-job", title="Per-job results", template="sections/metric_suite_by_job.html.j2",
+                   context={**_by_job(by_job, reference, variant_order), "reference": reference},
+                   order=ORDER["results"] + 50)] if by_job is not None else []),
         Section(id="drift", title="Qualification drift", template="sections/metric_suite_drift.html.j2",
                 context={"rows": _drift(drift, units, variant_order), "reference": reference,
                          "score_delta_pass": fmt_threshold(research.get("score_delta", {}).get("pass"))},

@@ -1,0 +1,132 @@
+"""The candidate-level bootstrap intervals (issue 12, methods version 4) and the audit simulator.
+
+Checked against independent computations: the exact bootstrap distribution by enumeration of every
+resample, the ranks of :func:`runtime.analysis.frame.cohorts`, and the simulator's planted effect.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import rankdata
+
+from compiler import catalog
+from runtime.analysis import analyse, stats
+from runtime.analysis.counterfactual import _rerank_within
+from runtime.analysis.counterfactual_sim import CorrespondenceSim
+from runtime.analysis.frame import cohorts
+
+from test_analysis import tiny_frame
+
+
+def _top_share(scores: np.ndarray, k: int) -> np.ndarray:
+    """Probability of each entry being in the top-k of ``scores`` (ties: tie-averaged), by counting."""
+    greater = (scores[None, :] > scores[:, None]).sum(axis=1)
+    tied = (scores[None, :] == scores[:, None]).sum(axis=1)
+    return np.clip((k - greater) / tied, 0.0, 1.0)
+
+
+def test_recall_interval_matches_the_enumerated_bootstrap_distribution():
+    # tiny_frame, K = 2, BASE: J1 scores a 90 (match) b 70 c 50 (match) d 30; J2 a 80 b 60 (match) c 40
+    # d 20 (match). The bootstrap draws 2 of the 2 matches and 2 of the 2 non-matches of each job with
+    # replacement (strata job x label: 4^4 = 256 equally likely resamples) and ranks each resampled
+    # pool again. Enumerating them gives the exact distribution of Recall@2; the product's 4000-draw
+    # percentile interval must lie on its 1-4% and 96-99% quantiles.
+    df = tiny_frame()
+    base = df[df["variant"] == "BASE"].sort_values(["job_id", "cv_id"])
+    values = []
+    strata = []
+    for job in ("J1", "J2"):
+        sub = base[base["job_id"] == job]
+        for label in (1, 0):
+            strata.append(sub.loc[sub["is_true_match"] == label, "score"].to_numpy())
+    for choice in itertools.product(itertools.product((0, 1), repeat=2), repeat=4):
+        recall = []
+        for j in range(2):
+            pos = strata[2 * j][list(choice[2 * j])]
+            neg = strata[2 * j + 1][list(choice[2 * j + 1])]
+            share = _top_share(np.concatenate([pos, neg]), 2)
+            recall.append(share[:2].sum() / 2)
+        values.append(np.mean(recall))
+    values = np.sort(values)
+    res = analyse(df, reference="BASE", k={"counterfactual": 2, "group": 2, "merit": 2}, alpha=0.05,
+                  n_bootstrap=4000, seed=3, thresholds=catalog.default_thresholds(),
+                  score_range={"sys": (0, 100)}, ranking="per_variant")
+    row = res.metrics[(res.metrics["metric"] == "recall_at_k") & (res.metrics["variant"] == "BASE")].iloc[0]
+    assert row["value"] == pytest.approx(0.5)
+    q = lambda p: float(np.quantile(values, p))  # noqa: E731
+    assert q(0.01) <= row["ci_low"] <= q(0.04)
+    assert q(0.96) <= row["ci_high"] <= q(0.99)
+
+
+def test_stratified_bootstrap_keeps_every_position_in_its_stratum():
+    # Two strata whose values never mix: any resample of the mean of stratum "a" is 1 and of "b" is 10,
+    # so the statistic "mean of a-positions" is constant at 1 and its interval is the point 1.
+    strata = np.array(["a", "a", "a", "b", "b"])
+    x = np.array([1.0, 1.0, 1.0, 10.0, 20.0])
+    ci = stats.stratified_bootstrap((x,), lambda xb: xb[:, :3].mean(axis=-1), strata=strata, value=1.0,
+                                    n_resamples=200, rng=np.random.default_rng(0))
+    assert (ci.low, ci.high) == (1.0, 1.0)
+    # Stratum b alone: its resampled mean is 10, 15 or 20 with probabilities 1/4, 1/2, 1/4.
+    ci = stats.stratified_bootstrap((x,), lambda xb: xb[:, 3:].mean(axis=-1), strata=strata, value=15.0,
+                                    n_resamples=4000, rng=np.random.default_rng(0))
+    assert (ci.low, ci.high) == (10.0, 20.0)
+
+
+def test_stratified_bootstrap_drops_and_counts_undefined_resamples():
+    x = np.array([0.0, 1.0])
+    ci = stats.stratified_bootstrap((x,), lambda xb: np.where(xb.sum(axis=-1) > 0, xb.mean(axis=-1), np.nan),
+                                    strata=np.zeros(2), value=0.5, n_resamples=400,
+                                    rng=np.random.default_rng(1))
+    assert ci.notes and "were dropped, not counted as 0" in ci.notes[0]
+    assert ci.low == 0.5 and ci.high == 1.0
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("ranking", ["swap_in", "per_variant"])
+def test_reranking_reproduces_the_cohort_ranks(ties, ranking):
+    # On the original data (no duplicate), ranking every pool again gives the ranks of frame.cohorts.
+    f = CorrespondenceSim(n_jobs=3, effect_se=3, ties=ties).frame(np.random.default_rng(0), 1)
+    c = next(iter(cohorts(f, reference="BASE", score_range={"sim": (0, 100)}, ranking=ranking)))
+    ref, var = c.score["BASE"][None], c.score["V01"][None]
+    ident = np.arange(ref.shape[1], dtype=float)[None]
+    assert np.array_equal(_rerank_within(ref, ref, c.job, ident)[0], c.rank["BASE"])
+    assert np.array_equal(_rerank_within(var, ref if ranking == "swap_in" else var, c.job, ident)[0],
+                          c.rank["V01"])
+    if ties:
+        assert np.any(c.tie["BASE"] > 1)
+
+
+def test_reranking_does_not_count_a_candidate_against_its_own_copy():
+    # Pool of one job: candidate 0 drawn twice (positions 0 and 1), candidate 1 once. Candidate 0's
+    # copies are not each other's competitors: each ranks against candidate 1 only.
+    x = np.array([[5.0, 5.0, 7.0]])
+    ident = np.array([[0.0, 0.0, 1.0]])
+    assert _rerank_within(x, x, np.zeros(3, dtype=int), ident).tolist() == [[2.0, 2.0, 1.0]]
+    # Without identities the copies would tie with each other: 2.5 each.
+    plain = rankdata(-x[0], method="average")
+    assert plain.tolist() == [2.5, 2.5, 1.0]
+
+
+def test_simulator_plants_the_paired_statistic_and_an_exchangeable_null():
+    sim = CorrespondenceSim(n_jobs=5, effect_se=3, ties=False)
+    score, match = sim.scores(np.random.default_rng(5), 4000)
+    d = (score[:, 1] - score[:, 0]).reshape(4000, -1)
+    t = d.mean(axis=1) / (d.std(axis=1, ddof=1) / math.sqrt(d.shape[1]))
+    assert t.mean() == pytest.approx(-3.0, abs=0.1)
+    assert match.sum() == 5 * 20
+    # Planted null, no heterogeneity: reference and variant scores have the same distribution, so the
+    # variant resumes are as likely to enter the reference's top-10 as to leave it (swap-in flips).
+    null = CorrespondenceSim(n_jobs=5, effect_se=0, heterogeneity=0.0, ties=True)
+    f = null.frame(np.random.default_rng(6), 40)
+    res = analyse(f, reference="BASE", k={"counterfactual": 10, "group": 10, "merit": 20}, alpha=0.05,
+                  n_bootstrap=20, seed=1, thresholds=catalog.default_thresholds(),
+                  score_range={"sim": (0, 100)}, ranking="swap_in")
+    flips = res.metrics[(res.metrics["metric"] == "flip_rate") & (res.metrics["variant"] != "BASE")]
+    out, into = flips["n_in_out"].astype(float).sum(), flips["n_out_in"].astype(float).sum()
+    assert abs(out - into) < 3 * math.sqrt(out + into)
+    assert isinstance(f, pd.DataFrame) and set(f["variant"]) == {"BASE", "V01", "V02"}
