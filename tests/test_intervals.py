@@ -130,3 +130,28 @@ def test_simulator_plants_the_paired_statistic_and_an_exchangeable_null():
     out, into = flips["n_in_out"].astype(float).sum(), flips["n_out_in"].astype(float).sum()
     assert abs(out - into) < 3 * math.sqrt(out + into)
     assert isinstance(f, pd.DataFrame) and set(f["variant"]) == {"BASE", "V01", "V02"}
+
+
+def _rerank_by_table(x, pool, job, ident):
+    """The definition, by an m x m table per job (independent of the rank-based count)."""
+    out = np.empty(x.shape)
+    for j in np.unique(job):
+        cols = np.flatnonzero(job == j)
+        xs, ps = x[:, cols, None], pool[:, None, cols]
+        other = ident[:, cols, None] != ident[:, None, cols]
+        out[:, cols] = 1.0 + ((ps > xs) & other).sum(-1) + ((ps == xs) & other).sum(-1) / 2
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_counting_matches_the_pairwise_table_on_resamples(seed):
+    # Resamples of 3 jobs of 7 candidates on a coarse grid (ties, copies of one candidate, copies tying
+    # with other candidates): the O(m log m) count equals the pairwise definition exactly.
+    g = np.random.default_rng(seed)
+    job = np.repeat(np.arange(3), 7)
+    ref = g.integers(0, 4, size=21).astype(float)
+    var = ref + g.integers(-2, 3, size=21)
+    idx = np.stack([np.concatenate([c * 7 + g.integers(0, 7, size=7) for c in range(3)]) for _ in range(50)])
+    ident = np.arange(21, dtype=float)[idx]
+    for x, pool in ((ref[idx], ref[idx]), (var[idx], ref[idx]), (var[idx], var[idx])):
+        assert np.array_equal(_rerank_within(x, pool, job, ident), _rerank_by_table(x, pool, job, ident))

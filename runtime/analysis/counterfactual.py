@@ -25,13 +25,31 @@ def _rerank_within(x: np.ndarray, pool: np.ndarray, job: np.ndarray, ident: np.n
 
     With ``pool = x`` this is the rank in the candidate's own pool; with ``pool`` the reference
     scores and ``x`` the variant's, the swap-in rank (:func:`runtime.analysis.frame.cohorts`).
+    Counted with ranks of the pooled values (O(b · m log m) per job of m candidates, no m x m table):
+    the values of ``pool`` above ``x_i`` are those of ``pool ∪ x`` above it less those of ``x``, and
+    the ``c_i`` copies of candidate i itself are taken out again.
     """
+    from scipy.stats import rankdata
+
+    x, pool, ident = np.atleast_2d(x), np.atleast_2d(pool), np.atleast_2d(ident)
     out = np.empty(x.shape, dtype=float)
     for j in np.unique(job):
         cols = np.flatnonzero(job == j)
-        xs, ps = x[..., cols, None], pool[..., None, cols]
-        other = ident[..., cols, None] != ident[..., None, cols]
-        out[..., cols] = 1.0 + ((ps > xs) & other).sum(axis=-1) + ((ps == xs) & other).sum(axis=-1) / 2
+        xs, ps = x[:, cols], pool[:, cols]
+        m = cols.size
+        both = np.concatenate([ps, xs], axis=1)
+        hi_b = rankdata(-both, method="max", axis=1)[:, m:]   # #{both >= x_i}
+        lo_b = rankdata(-both, method="min", axis=1)[:, m:]   # 1 + #{both > x_i}
+        hi_x = rankdata(-xs, method="max", axis=1)
+        lo_x = rankdata(-xs, method="min", axis=1)
+        above = (lo_b - 1) - (lo_x - 1)                       # #{pool_j > x_i} over every position j
+        equal = (hi_b - lo_b + 1) - (hi_x - lo_x + 1)         # #{pool_j == x_i}
+        ids = ident[:, cols]
+        copies = rankdata(ids, method="max", axis=1) - rankdata(ids, method="min", axis=1) + 1
+        own = ps                                               # candidate i's own pool value
+        above = above - copies * (own > xs)
+        equal = equal - copies * (own == xs)
+        out[:, cols] = 1.0 + above + equal / 2
     return out
 
 

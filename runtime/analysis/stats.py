@@ -155,8 +155,10 @@ def percentile_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
     return Interval(low, high, notes)
 
 
-#: Resamples drawn at once by :func:`stratified_bootstrap` (bounds its memory: block x n indices).
+#: Resamples drawn at once by :func:`stratified_bootstrap`, and the most resampled values held at once
+#: (block x n): bounds its memory for a large audit (100,000 candidates per job: 40 resamples a block).
 _BLOCK = 256
+_BLOCK_VALUES = 4_000_000
 
 
 def stratified_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np.ndarray], *,
@@ -210,8 +212,9 @@ def stratified_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
         return Interval(v, v)
     n = strata.shape[0]
     parts = []
-    for start in range(0, n_resamples, _BLOCK):
-        b = min(_BLOCK, n_resamples - start)
+    block = max(1, min(_BLOCK, _BLOCK_VALUES // n))
+    for start in range(0, n_resamples, block):
+        b = min(block, n_resamples - start)
         idx = np.empty((b, n), dtype=np.int64)
         for g in groups:
             idx[:, g] = g[rng.integers(0, g.size, size=(b, g.size))]

@@ -56,6 +56,15 @@ class MetricSuite(AuditFamily):
                 row = risk.loc[t]
                 summary.append(f"{t:<12} risk {row['risk_score']:.3f} ({row['band']}): {int(row['n_fail'])} FAIL, "
                                f"{int(row['n_investigate'])} INVESTIGATE, {int(row['n_pass'])} PASS")
+        by_job = result.by_job
+        if by_job is not None and len(by_job):
+            ref = ctx.resolved["variants"]["reference"]
+            jobs = by_job[(by_job["job_id"] != "ALL") & (by_job["variant"] != ref)]
+            pooled = by_job[(by_job["job_id"] == "ALL") & (by_job["variant"] != ref)]
+            q_p = pd.to_numeric(pooled["q_p"], errors="coerce")
+            summary.append(f"per job       {int((jobs['flag'].fillna('') != '').sum())} job values flagged "
+                           f"(threshold crossed or opposite sign), {int((q_p < 0.05).sum())} of "
+                           f"{int(q_p.notna().sum())} cells heterogeneous across jobs (metrics_by_job.csv)")
         return FamilyResult(tables={"metrics": result.metrics, "metrics_by_job": result.by_job,
                                     "risk": result.risk, "drift": result.drift},
                             status=metric_status(result.metrics), summary=summary,
