@@ -138,7 +138,7 @@ def summarise(root: Path, settings: list[tuple[int, bool, float]]) -> list[dict]
 
 def write_table(rows: list[dict], path_md: Path, header: str) -> None:
     lines = [header, "",
-             "| jobs | ties | effect (SE) | metric | variant | n | truth (MC SE) | coverage (MC SE) | miss low / high | mean width | verdict |",
+             "| jobs | ties | effect (SE) | metric | variant | n | truth (MC SE) | coverage (MC SE) | miss above / below | mean width | verdict |",
              "|---:|:---:|---:|---|---|---:|---|---|---|---:|---|"]
     for r in rows:
         if r["verdict"] == "undefined" and "coverage" not in r:
@@ -152,17 +152,21 @@ def write_table(rows: list[dict], path_md: Path, header: str) -> None:
     path_md.write_text("\n".join(lines) + "\n")
 
 
-def publish(rows: list[dict], *, audits: int, ranking: str) -> None:
+def publish(rows: list[dict], settings: list[tuple[int, bool, float]], *, audits: int, ranking: str) -> None:
     """Per metric and job count, the lowest and highest coverage over the settings (degenerate and
-    undefined rows left out): ``runtime/analysis/coverage_measured.json`` (:mod:`runtime.analysis.coverage`)."""
+    undefined rows left out): ``runtime/analysis/coverage_measured.json`` (:mod:`runtime.analysis.coverage`).
+    Only job counts whose every setting has ``audits`` audits are published."""
     from runtime.analysis import coverage
 
-    incomplete = [r["setting"] for r in rows if r["n"] < audits]
+    full = {r["setting"] for r in rows if r["n"] >= audits} - {r["setting"] for r in rows if r["n"] < audits}
+    incomplete = {j for j, t, e in settings if setting_name(j, t, e) not in full}
+    complete = sorted({j for j, _, _ in settings} - incomplete)
     if incomplete:
-        raise SystemExit(f"not published: {len(set(incomplete))} setting(s) have fewer than {audits} audits")
+        print(f"publishing {complete} jobs only: settings with {sorted(incomplete)} jobs have fewer than "
+              f"{audits} audits (run the bench again to complete them)")
     table: dict[str, dict[str, list[float]]] = {}
     for r in rows:
-        if r["verdict"] not in ("ok", "under", "over"):
+        if r["verdict"] not in ("ok", "under", "over") or r["n_jobs"] not in complete:
             continue
         lo_hi = table.setdefault(r["metric"], {}).setdefault(str(r["n_jobs"]), [1.0, 0.0])
         lo_hi[0], lo_hi[1] = min(lo_hi[0], r["coverage"]), max(lo_hi[1], r["coverage"])
@@ -218,10 +222,15 @@ def main() -> int:
     (RESULTS / f"{stem}.json").write_text(json.dumps(rows, indent=1))
     header = (f"# Interval coverage, {args.ranking} ranking ({time.strftime('%Y-%m-%d')}; "
               f"target {LOW:.0%}-{HIGH:.0%}; {args.resamples} resamples; truth = mean over {args.truth} audits)\n\n"
-              "miss low / high: the interval lies wholly below / above the truth.")
+              "miss above / below: share of audits whose interval lies wholly above / below the truth.")
+    partial = sorted({r["setting"] for r in rows if r["n"] < args.audits}
+                     | {setting_name(*st) for st in settings} - {r["setting"] for r in rows})
+    if partial:
+        header += (f"\n\n**Partial**: {len(partial)} setting(s) have fewer than {args.audits} audits so far "
+                   f"({', '.join(partial)}); column n gives each row's count. Run the bench again to resume.")
     write_table(rows, RESULTS / f"{stem}.md", header)
     if args.publish:
-        publish(rows, audits=args.audits, ranking=args.ranking)
+        publish(rows, settings, audits=args.audits, ranking=args.ranking)
     bad = [r for r in rows if r["verdict"] in ("under", "over")]
     print(f"{len(rows)} rows; {len(bad)} outside {LOW:.0%}-{HIGH:.0%}; table: {RESULTS / (stem + '.md')}")
     return 0

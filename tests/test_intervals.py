@@ -155,3 +155,43 @@ def test_rank_counting_matches_the_pairwise_table_on_resamples(seed):
     ident = np.arange(21, dtype=float)[idx]
     for x, pool in ((ref[idx], ref[idx]), (var[idx], ref[idx]), (var[idx], var[idx])):
         assert np.array_equal(_rerank_within(x, pool, job, ident), _rerank_by_table(x, pool, job, ident))
+
+
+def test_coverage_statements_follow_the_published_table(monkeypatch):
+    from runtime.analysis import coverage
+
+    table = {"audits": 1000, "metrics": {"marc": {"2": [0.943, 0.968], "5": [0.948, 0.958]},
+                                         "retention_rate": {"5": [0.914, 0.946]}}}
+    monkeypatch.setattr(coverage, "_table", lambda: table)
+    assert coverage.statement("marc", 5) == ("measured coverage 94.8–95.8% in 1,000 simulated audits per "
+                                             "setting with 5 jobs (target 93–97%)")
+    assert coverage.measured("marc", 1)["jobs"] == 2          # 1 job: the 2-job figures
+    assert coverage.statement("retention_rate", 8).startswith("approximate: measured coverage 91.4–94.6%")
+    assert coverage.measured("retention_rate", 13) is None    # 13 jobs: no figure within a factor 2.5
+    assert coverage.statement("ndcg_at_k", 5) == ""            # not measured: nothing is claimed
+
+
+def test_the_shipped_coverage_table_covers_every_metric_at_2_and_5_jobs():
+    from compiler import catalog
+    from runtime.analysis import coverage
+
+    coverage._table.cache_clear()
+    for metric in catalog.METRICS:
+        for jobs in (2, 5):
+            m = coverage.measured(metric, jobs)
+            assert m is not None and m["jobs"] == jobs and 0.5 < m["low"] <= m["high"] <= 1.0, (metric, jobs)
+
+
+def test_rank_counting_with_jobs_of_different_sizes():
+    # Jobs of 7, 4 and 7 candidates (two blocks of equal size are ranked together, the other alone).
+    g = np.random.default_rng(11)
+    job = np.repeat(np.arange(3), [7, 4, 7])
+    starts = np.array([0, 7, 11])
+    sizes = np.array([7, 4, 7])
+    ref = g.integers(0, 4, size=18).astype(float)
+    var = ref + g.integers(-2, 3, size=18)
+    idx = np.stack([np.concatenate([starts[c] + g.integers(0, sizes[c], size=sizes[c]) for c in range(3)])
+                    for _ in range(40)])
+    ident = np.arange(18, dtype=float)[idx]
+    for x, pool in ((ref[idx], ref[idx]), (var[idx], ref[idx])):
+        assert np.array_equal(_rerank_within(x, pool, job, ident), _rerank_by_table(x, pool, job, ident))

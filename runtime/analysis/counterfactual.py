@@ -33,24 +33,31 @@ def _rerank_within(x: np.ndarray, pool: np.ndarray, job: np.ndarray, ident: np.n
 
     x, pool, ident = np.atleast_2d(x), np.atleast_2d(pool), np.atleast_2d(ident)
     out = np.empty(x.shape, dtype=float)
-    for j in np.unique(job):
-        cols = np.flatnonzero(job == j)
-        xs, ps = x[:, cols], pool[:, cols]
-        m = cols.size
-        both = np.concatenate([ps, xs], axis=1)
-        hi_b = rankdata(-both, method="max", axis=1)[:, m:]   # #{both >= x_i}
-        lo_b = rankdata(-both, method="min", axis=1)[:, m:]   # 1 + #{both > x_i}
-        hi_x = rankdata(-xs, method="max", axis=1)
-        lo_x = rankdata(-xs, method="min", axis=1)
-        above = (lo_b - 1) - (lo_x - 1)                       # #{pool_j > x_i} over every position j
-        equal = (hi_b - lo_b + 1) - (hi_x - lo_x + 1)         # #{pool_j == x_i}
-        ids = ident[:, cols]
-        copies = rankdata(ids, method="max", axis=1) - rankdata(ids, method="min", axis=1) + 1
-        own = ps                                               # candidate i's own pool value
-        above = above - copies * (own > xs)
-        equal = equal - copies * (own == xs)
+    for cols in job_blocks(job):  # (jobs, m): jobs of equal size ranked at once, along the last axis
+        xs, ps, ids = x[:, cols], pool[:, cols], ident[:, cols]
+        m = cols.shape[-1]
+        both = np.concatenate([ps, xs], axis=-1)
+        hi_b = rankdata(-both, method="max", axis=-1)[..., m:]   # #{both >= x_i}
+        lo_b = rankdata(-both, method="min", axis=-1)[..., m:]   # 1 + #{both > x_i}
+        hi_x = rankdata(-xs, method="max", axis=-1)
+        lo_x = rankdata(-xs, method="min", axis=-1)
+        above = (lo_b - 1) - (lo_x - 1)                          # #{pool_j > x_i} over every position j
+        equal = (hi_b - lo_b + 1) - (hi_x - lo_x + 1)            # #{pool_j == x_i}
+        copies = rankdata(ids, method="max", axis=-1) - rankdata(ids, method="min", axis=-1) + 1
+        above = above - copies * (ps > xs)                       # ps: candidate i's own pool value
+        equal = equal - copies * (ps == xs)
         out[:, cols] = 1.0 + above + equal / 2
     return out
+
+
+def job_blocks(job: np.ndarray) -> list[np.ndarray]:
+    """Positions of each job as ``(jobs, m)`` index arrays, one per distinct job size m: ``x[:, block]``
+    is ``(b, jobs, m)``, so that one vectorised call ranks every job of that size."""
+    sizes: dict[int, list[np.ndarray]] = {}
+    for j in np.unique(job):
+        cols = np.flatnonzero(job == j)
+        sizes.setdefault(cols.size, []).append(cols)
+    return [np.stack(group) for group in sizes.values()]
 
 
 @metric("score_delta")

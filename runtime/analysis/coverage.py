@@ -20,6 +20,9 @@ from pathlib import Path
 MEASURED = Path(__file__).with_name("coverage_measured.json")
 #: Coverage a 95% interval must reach in the bench to be shown without qualification.
 TARGET = (0.93, 0.97)
+#: A simulated job count stands for a run's when they differ by at most this factor (1 job: the 2-job
+#: figures; 13 jobs and more: the 20-job figures only).
+NEAR = 2.5
 
 
 @lru_cache(maxsize=1)
@@ -37,13 +40,16 @@ def measured(metric: str, n_jobs: int | None) -> dict | None:
     dict or None
         ``{"low", "high"}`` (fractions in [0, 1]), ``"jobs"`` (the simulated job count used),
         ``"audits"`` (simulated audits per setting) and ``"within"`` (both in :data:`TARGET`); None when
-        the metric or the job count is unknown, or nothing was measured.
+        the metric or the job count is unknown, or nothing was measured within a factor :data:`NEAR` of
+        ``n_jobs``.
     """
     table = _table()
     per_jobs = table.get("metrics", {}).get(metric)
     if not per_jobs or not n_jobs or n_jobs < 1:
         return None
     jobs = min((int(j) for j in per_jobs), key=lambda j: (abs(math.log(j) - math.log(n_jobs)), j))
+    if abs(math.log(jobs) - math.log(n_jobs)) > math.log(NEAR):
+        return None
     low, high = per_jobs[str(jobs)]
     return {"low": low, "high": high, "jobs": jobs, "audits": table.get("audits"),
             "within": TARGET[0] <= low and high <= TARGET[1]}

@@ -86,12 +86,13 @@ def _rerank(score: np.ndarray, job: np.ndarray, k: int) -> tuple[np.ndarray, np.
     """
     from scipy.stats import rankdata
 
+    from runtime.analysis.counterfactual import job_blocks
+
     mid = np.empty_like(score, dtype=float)
     tie = np.empty_like(score, dtype=float)
-    for j in np.unique(job):
-        cols = np.flatnonzero(job == j)
-        lo = rankdata(-score[:, cols], method="min", axis=1)
-        hi = rankdata(-score[:, cols], method="max", axis=1)
+    for cols in job_blocks(job):
+        lo = rankdata(-score[:, cols], method="min", axis=-1)
+        hi = rankdata(-score[:, cols], method="max", axis=-1)
         mid[:, cols] = (lo + hi) / 2
         tie[:, cols] = hi - lo + 1
     return top_share(mid, tie, k), mid, tie
