@@ -22,6 +22,8 @@ from compiler import catalog
 from runtime.analysis import counterfactual, group, merit  # noqa: F401  (register the metrics)
 from runtime.analysis import stats
 from runtime.analysis.by_job import BY_JOB_COLUMNS, job_frame
+from runtime.analysis.direction import (NO_DIRECTION, REFERENCE_LOSES, level_label, row_leans,  # noqa: F401
+                                        side_label)
 from runtime.analysis.cell import CellResult, Pairing
 from runtime.analysis.classify import (DEPENDS_ON, RISK_COLUMNS, bh_adjust, classify, risk_table,
                                        round_significant, tier_bounds)
@@ -32,7 +34,7 @@ from runtime.analysis.registry import get_metric, metric, metric_ids
 __all__ = [
     "AnalysisResult", "analyse", "n_bootstrap_cells", "qualification_drift", "risk_table",
     "classify", "round_significant", "bh_adjust", "metric", "metric_ids", "get_metric",
-    "METRIC_COLUMNS", "DIAGNOSTIC_COLUMNS", "COLUMNS", "RISK_COLUMNS", "DRIFT_COLUMNS",
+    "METRIC_COLUMNS", "DIAGNOSTIC_COLUMNS", "COLUMNS", "RISK_COLUMNS", "DRIFT_COLUMNS", "BY_JOB_COLUMNS",
 ]
 
 METRIC_COLUMNS = ("family", "metric", "system", "condition", "variant", "reference", "n", "value",
@@ -172,55 +174,6 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
     row["_in_bh"] = not res.not_informative and not res.shared_test and not pairing.is_reference
     row["_lean"] = res.diagnostics.get("lean", math.nan)
     return row
-
-
-#: ``disadvantaged`` of a FAIL/INVESTIGATE row whose direction cannot be told.
-NO_DIRECTION = "none (no direction)"
-REFERENCE_LOSES = "reference"
-
-
-def level_label(variant: str, reference: str, levels: Mapping[str, Mapping[str, str]] | None) -> str:
-    """The level(s) a variant changes from the reference: ``Female-NA``, or ``sex_gender=Female-NA;
-    age=older`` when it changes several axes; the variant id when the levels are unknown."""
-    if not levels or variant not in levels or reference not in levels:
-        return variant
-    diff = {a: lv for a, lv in levels[variant].items() if levels[reference].get(a) != lv}
-    if len(diff) == 1:
-        return next(iter(diff.values()))
-    return "; ".join(f"{a}={lv}" for a, lv in diff.items()) or variant
-
-
-def row_leans(frame: pd.DataFrame, leans: np.ndarray, *, reference: str,
-              by: tuple[str, ...] = ("system", "condition", "variant")) -> np.ndarray:
-    """Who each row's statistic disfavours: +1 the variant, -1 the reference, 0 or nan untold.
-
-    A row's lean is its own signed statistic (score shift, swap-in rank shift, flips out minus in,
-    selection change, TPR/FPR difference); Recall@K and nDCG@K lean against the reference's value of
-    the same ``by`` group with the variant's id replaced by the reference; where the statistic has no
-    sign (per-variant ranking balances rank and selection changes by construction) the group's score
-    shift decides, i.e. the side whose scores the system lowered. ``by`` names the columns of a
-    cell (``job_id`` added for the per-job frame); its last entry must be ``variant``.
-    """
-    lean = np.asarray(leans, dtype=float).copy()
-    key = list(zip(*(frame[c] for c in by)))
-    value = frame["value"].to_numpy(dtype=float)
-    by_metric = {(k, m): v for k, m, v in zip(key, frame["metric"], value)}
-    vi = by.index("variant")
-    for i, (k, m) in enumerate(zip(key, frame["metric"])):
-        if m in ("recall_at_k", "ndcg_at_k"):
-            ref_key = (*k[:vi], reference, *k[vi + 1:])
-            ref_value = by_metric.get((ref_key, m), math.nan)
-            lean[i] = np.sign(ref_value - value[i]) if math.isfinite(ref_value) and math.isfinite(value[i]) else math.nan
-    shift = {k: -np.sign(v) for (k, m), v in by_metric.items() if m == "score_delta" and math.isfinite(v)}
-    out = np.zeros(len(key))
-    for i, k in enumerate(key):
-        out[i] = lean[i] if math.isfinite(lean[i]) and lean[i] != 0 else shift.get(k, 0.0)
-    return out
-
-
-def side_label(lean: float, variant: str, reference: str, levels: Mapping[str, Mapping[str, str]] | None) -> str:
-    """The disadvantaged side of a lean: the variant's level, ``reference``, or no direction."""
-    return level_label(variant, reference, levels) if lean > 0 else REFERENCE_LOSES if lean < 0 else NO_DIRECTION
 
 
 def _disadvantaged(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from runtime.analysis.classify import classify, tier_bounds
+from runtime.analysis.direction import row_leans, side_label
 
 BY_JOB_COLUMNS = ("system", "condition", "metric", "variant", "job_id", "n", "value", "ci_low", "ci_high",
                   "bootstrap_se", "status", "status_operational", "disadvantaged", "pooled_value",
@@ -74,8 +75,6 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
         ``q``, ``q_df``, ``q_p``, ``i2`` (in [0, 1]) and ``jobs_in_q`` on ``ALL`` rows only, empty when
         fewer than two jobs have a defined value and a positive SE.
     """
-    from runtime.analysis import row_leans, side_label
-
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=list(BY_JOB_COLUMNS))

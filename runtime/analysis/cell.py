@@ -176,6 +176,16 @@ def job_sums(job: np.ndarray, weights: np.ndarray, n_jobs: int) -> np.ndarray:
     return np.array([exact_sum(w[job == j]) for j in range(n_jobs)])
 
 
+def job_blocks(job: np.ndarray) -> list[np.ndarray]:
+    """Positions of each job as ``(jobs, m)`` index arrays, one per distinct job size m: ``x[:, block]``
+    is ``(b, jobs, m)``, so that one vectorised call ranks every job of that size."""
+    sizes: dict[int, list[np.ndarray]] = {}
+    for j in np.unique(job):
+        cols = np.flatnonzero(job == j)
+        sizes.setdefault(cols.size, []).append(cols)
+    return [np.stack(group) for group in sizes.values()]
+
+
 def top_share(rank: np.ndarray, tie: np.ndarray | None, k: int) -> np.ndarray:
     """Probability of being in the top-K given a mid-rank and the tie group's size (see
     :meth:`Pairing.in_top`); ``rank <= k`` exactly when nothing is tied."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime.analysis import stats
-from runtime.analysis.cell import CellResult, Pairing, exact_sum
+from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_blocks
 from runtime.analysis.registry import metric
 
 #: Why a rank or selection test cannot reject under seed 000's per-variant ranking (§3.3): every
@@ -48,16 +48,6 @@ def _rerank_within(x: np.ndarray, pool: np.ndarray, job: np.ndarray, ident: np.n
         equal = equal - copies * (ps == xs)
         out[:, cols] = 1.0 + above + equal / 2
     return out
-
-
-def job_blocks(job: np.ndarray) -> list[np.ndarray]:
-    """Positions of each job as ``(jobs, m)`` index arrays, one per distinct job size m: ``x[:, block]``
-    is ``(b, jobs, m)``, so that one vectorised call ranks every job of that size."""
-    sizes: dict[int, list[np.ndarray]] = {}
-    for j in np.unique(job):
-        cols = np.flatnonzero(job == j)
-        sizes.setdefault(cols.size, []).append(cols)
-    return [np.stack(group) for group in sizes.values()]
 
 
 @metric("score_delta")

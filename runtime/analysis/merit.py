@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtime.analysis import stats
-from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_sums, top_share
+from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_blocks, job_sums, top_share
 from runtime.analysis.registry import metric
 
 NOTE_LABELS_UNKNOWN = "is_true_match unknown: merit metrics undefined"
@@ -85,8 +85,6 @@ def _rerank(score: np.ndarray, job: np.ndarray, k: int) -> tuple[np.ndarray, np.
     within their job, a candidate drawn twice tying with itself (tie-averaged, as the originals).
     """
     from scipy.stats import rankdata
-
-    from runtime.analysis.counterfactual import job_blocks
 
     mid = np.empty_like(score, dtype=float)
     tie = np.empty_like(score, dtype=float)

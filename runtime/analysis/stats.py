@@ -127,31 +127,39 @@ def percentile_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
         res = sps.bootstrap(tuple(arrays), statistic, n_resamples=n_resamples, vectorized=True,
                             paired=paired, method="percentile",
                             confidence_level=CONFIDENCE_LEVEL, **{_RNG_KW: rng})
-    ci_low, ci_high = res.confidence_interval.low, res.confidence_interval.high
+    return _percentile_interval(np.asarray(res.bootstrap_distribution, dtype=float), value,
+                                (res.confidence_interval.low, res.confidence_interval.high))
+
+
+def _percentile_interval(dist: np.ndarray, value: np.ndarray | float,
+                         ci: tuple[np.ndarray | float, np.ndarray | float] | None = None) -> Interval:
+    """The 95% percentile interval of a bootstrap distribution ``dist`` (resamples on the last axis).
+
+    Reports the distribution's SE to :data:`BOOTSTRAP_SE`; drops and counts resamples whose statistic is
+    undefined (nan), never reading them as 0; uses ``ci`` (scipy's own percentiles) when every resample
+    is defined; widens the interval to contain ``value``, with a note.
+    """
     notes: tuple[str, ...] = ()
-    dist = np.asarray(res.bootstrap_distribution, dtype=float)
-    sink = BOOTSTRAP_SE.get()
-    if sink is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sink = BOOTSTRAP_SE.get()
+        if sink is not None:
             sink.append(float(np.nanmax(np.nanstd(dist.reshape(-1, dist.shape[-1]), axis=-1, ddof=1))))
-    undefined = np.isnan(dist)
-    if undefined.any():
-        dropped = int(undefined.reshape(-1, dist.shape[-1]).any(axis=0).sum())
-        notes = (NOTE_DROPPED.format(n=dropped, b=dist.shape[-1]),)
-        if dropped == dist.shape[-1]:
-            nan = np.full_like(np.asarray(value, dtype=float), np.nan)
-            return Interval(nan, nan, notes)
-        tail = (1 - CONFIDENCE_LEVEL) / 2 * 100
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            ci_low = np.nanpercentile(dist, tail, axis=-1)
-            ci_high = np.nanpercentile(dist, 100 - tail, axis=-1)
-        if np.ndim(value) == 0:
-            ci_low, ci_high = float(ci_low), float(ci_high)
-    low, high, widened = contain(value, ci_low, ci_high)
+        undefined = np.isnan(dist).reshape(-1, dist.shape[-1]).any(axis=0)
+        if undefined.any():
+            notes = (NOTE_DROPPED.format(n=int(undefined.sum()), b=dist.shape[-1]),)
+            if undefined.all():
+                nan = np.full_like(np.asarray(value, dtype=float), np.nan)
+                return Interval(nan, nan, notes)
+            ci = None
+        if ci is None:
+            tail = (1 - CONFIDENCE_LEVEL) / 2 * 100
+            ci = (np.nanpercentile(dist, tail, axis=-1), np.nanpercentile(dist, 100 - tail, axis=-1))
+            if np.ndim(value) == 0:
+                ci = (float(ci[0]), float(ci[1]))
+    low, high, widened = contain(value, *ci)
     if widened:
-        notes = (*notes, NOTE_WIDENED.format(low=float(np.nanmin(ci_low)), high=float(np.nanmax(ci_high))))
+        notes = (*notes, NOTE_WIDENED.format(low=float(np.nanmin(ci[0])), high=float(np.nanmax(ci[1]))))
     return Interval(low, high, notes)
 
 
@@ -219,28 +227,7 @@ def stratified_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
         for g in groups:
             idx[:, g] = g[rng.integers(0, g.size, size=(b, g.size))]
         parts.append(np.asarray(statistic(*(a[idx] for a in arrays)), dtype=float))
-    dist = np.concatenate(parts, axis=-1)
-    notes: tuple[str, ...] = ()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        sink = BOOTSTRAP_SE.get()
-        if sink is not None:
-            sink.append(float(np.nanmax(np.nanstd(dist.reshape(-1, dist.shape[-1]), axis=-1, ddof=1))))
-        undefined = np.isnan(dist).reshape(-1, dist.shape[-1]).any(axis=0)
-        if undefined.any():
-            notes = (NOTE_DROPPED.format(n=int(undefined.sum()), b=dist.shape[-1]),)
-            if undefined.all():
-                nan = np.full_like(np.asarray(value, dtype=float), np.nan)
-                return Interval(nan, nan, notes)
-        tail = (1 - CONFIDENCE_LEVEL) / 2 * 100
-        ci_low = np.nanpercentile(dist, tail, axis=-1)
-        ci_high = np.nanpercentile(dist, 100 - tail, axis=-1)
-    if np.ndim(value) == 0:
-        ci_low, ci_high = float(ci_low), float(ci_high)
-    low, high, widened = contain(value, ci_low, ci_high)
-    if widened:
-        notes = (*notes, NOTE_WIDENED.format(low=float(np.nanmin(ci_low)), high=float(np.nanmax(ci_high))))
-    return Interval(low, high, notes)
+    return _percentile_interval(np.concatenate(parts, axis=-1), value)
 
 
 def wilson_interval(count: float, nobs: float) -> Interval:
