@@ -382,6 +382,7 @@ def _units(
                 info = _metric_info(metric)
                 mrecs = [r for r in crecs if str(r.get("metric")) == metric]
                 rows, diag_headers = _metric_rows(mrecs, info, variant_order, reference, alpha)
+                ci_coverage = coverage.statement(metric, n_jobs)
                 ks = [r.get("k") for r in mrecs if not is_missing(r.get("k"))]
                 k = fmt_int(ks[0]) if ks else fmt_text((meta.get("k") or {}).get(info["family"]))
                 tests = _ordered(str(r.get("test")) for r in mrecs if isinstance(r.get("test"), str) and r.get("test"))
@@ -421,8 +422,8 @@ def _units(
                     "test_text": test_text,
                     "has_test": bool(tests) or any(not is_missing(r.get("p_value")) for r in mrecs),
                     "ci_text": CI_TEXT.get(info["ci"], info["ci"]),
-                    "ci_coverage": coverage.statement(metric, n_jobs),
-                    "ci_approximate": coverage.statement(metric, n_jobs).startswith("approximate"),
+                    "ci_coverage": ci_coverage,
+                    "ci_approximate": ci_coverage.startswith("approximate"),
                     "direction_text": "lower is better" if info["direction"] == "lower" else "higher is better",
                     "research_text": _threshold_text(info["direction"], research, info["classify_abs"]),
                     "operational_text": _threshold_text(info["direction"], operational, info["classify_abs"]),
