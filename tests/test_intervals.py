@@ -16,7 +16,8 @@ from scipy.stats import rankdata
 
 from compiler import catalog
 from runtime.analysis import analyse, stats
-from runtime.analysis.counterfactual import _rerank_within
+from runtime.analysis.cell import dense_codes, rank_counts
+from runtime.analysis.counterfactual import _rerank_within as _rerank_codes
 from runtime.analysis.counterfactual_sim import CorrespondenceSim
 from runtime.analysis.frame import cohorts
 
@@ -84,6 +85,25 @@ def test_stratified_bootstrap_drops_and_counts_undefined_resamples():
                                     rng=np.random.default_rng(1))
     assert ci.notes and "were dropped, not counted as 0" in ci.notes[0]
     assert ci.low == 0.5 and ci.high == 1.0
+
+
+def _rerank_within(x, pool, job, ident):
+    """The production re-ranking on the values themselves (coded as the metrics code them)."""
+    return _rerank_codes(*dense_codes(x, pool, job), job, np.asarray(ident).astype(np.int64))
+
+
+def test_rank_counts_on_codes_equal_rankdata_on_values():
+    # Per row and job, above = min-rank - 1 and equal = max-rank - min-rank + 1 of the pooled values,
+    # less what x itself contributes; here pool = x, so scipy's ranks give both directly.
+    g = np.random.default_rng(3)
+    job = np.repeat(np.arange(4), [5, 9, 5, 1])
+    x = g.choice([0.1, 0.2, 0.30000000000000004, 0.3, -0.0, 0.0, 7.5], size=(30, 20))
+    above, equal = rank_counts(*dense_codes(x, x, job), job)
+    for j in range(4):
+        cols = job == j
+        lo = rankdata(-x[:, cols], method="min", axis=-1)
+        hi = rankdata(-x[:, cols], method="max", axis=-1)
+        assert np.array_equal(above[:, cols], lo - 1) and np.array_equal(equal[:, cols], hi - lo + 1)
 
 
 @pytest.mark.parametrize("ties", [False, True])

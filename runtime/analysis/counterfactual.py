@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime.analysis import stats
-from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_blocks
+from runtime.analysis.cell import CellResult, Pairing, copies_in_row, dense_codes, exact_sum, rank_counts
 from runtime.analysis.registry import metric
 
 #: Why a rank or selection test cannot reject under seed 000's per-variant ranking (§3.3): every
@@ -23,31 +23,19 @@ def _rerank_within(x: np.ndarray, pool: np.ndarray, job: np.ndarray, ident: np.n
     ``j`` whose candidate ``ident_j`` differs from ``ident_i`` (a candidate drawn twice is not its own
     competitor; another candidate drawn twice competes twice, as two such candidates would).
 
-    With ``pool = x`` this is the rank in the candidate's own pool; with ``pool`` the reference
-    scores and ``x`` the variant's, the swap-in rank (:func:`runtime.analysis.frame.cohorts`).
-    Counted with ranks of the pooled values (O(b · m log m) per job of m candidates, no m x m table):
-    the values of ``pool`` above ``x_i`` are those of ``pool ∪ x`` above it less those of ``x``, and
-    the ``c_i`` copies of candidate i itself are taken out again.
+    ``x`` and ``pool`` are codes from :func:`runtime.analysis.cell.dense_codes` (the scores coded
+    once before the bootstrap); ``ident`` an int ``0 .. n - 1`` per position. With ``pool = x`` this
+    is the rank in the candidate's own pool; with ``pool`` the reference scores and ``x`` the
+    variant's, the swap-in rank (:func:`runtime.analysis.frame.cohorts`). Counted, not sorted
+    (:func:`runtime.analysis.cell.rank_counts`, O(b · n)); the ``c_i`` copies of candidate i itself
+    are then taken out again.
     """
-    from scipy.stats import rankdata
-
-    x, pool, ident = np.atleast_2d(x), np.atleast_2d(pool), np.atleast_2d(ident)
-    out = np.empty(x.shape, dtype=float)
-    for cols in job_blocks(job):  # (jobs, m): jobs of equal size ranked at once, along the last axis
-        xs, ps, ids = x[:, cols], pool[:, cols], ident[:, cols]
-        m = cols.shape[-1]
-        both = np.concatenate([ps, xs], axis=-1)
-        hi_b = rankdata(-both, method="max", axis=-1)[..., m:]   # #{both >= x_i}
-        lo_b = rankdata(-both, method="min", axis=-1)[..., m:]   # 1 + #{both > x_i}
-        hi_x = rankdata(-xs, method="max", axis=-1)
-        lo_x = rankdata(-xs, method="min", axis=-1)
-        above = (lo_b - 1) - (lo_x - 1)                          # #{pool_j > x_i} over every position j
-        equal = (hi_b - lo_b + 1) - (hi_x - lo_x + 1)            # #{pool_j == x_i}
-        copies = rankdata(ids, method="max", axis=-1) - rankdata(ids, method="min", axis=-1) + 1
-        above = above - copies * (ps > xs)                       # ps: candidate i's own pool value
-        equal = equal - copies * (ps == xs)
-        out[:, cols] = 1.0 + above + equal / 2
-    return out
+    x, pool = np.atleast_2d(x), np.atleast_2d(pool)
+    above, equal = rank_counts(x, pool, job)
+    copies = copies_in_row(ident)
+    above = above - copies * (pool > x)                          # pool[i]: candidate i's own pool value
+    equal = equal - copies * (pool == x)
+    return 1.0 + above + equal / 2
 
 
 @metric("score_delta")
@@ -105,8 +93,9 @@ def marc(p: Pairing) -> CellResult:
         r_var = _rerank_within(var, ref if swap_in else var, p.job, ident)
         return np.abs(r_var - r_ref).mean(axis=-1) / k
 
-    ident = np.arange(p.n, dtype=float)
-    ci = stats.stratified_bootstrap((p.score_ref, p.score_var, ident), stat, strata=p.job, value=value,
+    ident = np.arange(p.n)
+    code_ref, code_var = dense_codes(p.score_ref, p.score_var, p.job)
+    ci = stats.stratified_bootstrap((code_ref, code_var, ident), stat, strata=p.job, value=value,
                                     n_resamples=p.n_bootstrap, rng=p.rng("marc"))
     pv, notes, test = stats.wilcoxon_p(p.rank_var, p.rank_ref, step=0.5)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,

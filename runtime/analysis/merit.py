@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtime.analysis import stats
-from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_blocks, job_sums, top_share
+from runtime.analysis.cell import CellResult, Pairing, dense_codes, exact_sum, job_sums, rank_counts, top_share
 from runtime.analysis.registry import metric
 
 NOTE_LABELS_UNKNOWN = "is_true_match unknown: merit metrics undefined"
@@ -77,22 +77,18 @@ def _strata(lab: _Labelled) -> np.ndarray:
     return 2 * lab.job + lab.y
 
 
-def _rerank(score: np.ndarray, job: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rerank(code: np.ndarray, job: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Top-K share, mid-rank and tie size of every candidate of resampled pools (1 = best).
 
-    ``score`` is ``(b, n)``: b resamples of the labelled candidates, each position kept in its job
+    ``code`` is ``(b, n)``: b resamples of the labelled candidates' scores, coded once by
+    :func:`runtime.analysis.cell.dense_codes`, each position kept in its job
     (:func:`runtime.analysis.stats.stratified_bootstrap`); each row's candidates are ranked again
-    within their job, a candidate drawn twice tying with itself (tie-averaged, as the originals).
+    within their job by counting (:func:`runtime.analysis.cell.rank_counts`), a candidate drawn
+    twice tying with itself (tie-averaged, as the originals).
     """
-    from scipy.stats import rankdata
-
-    mid = np.empty_like(score, dtype=float)
-    tie = np.empty_like(score, dtype=float)
-    for cols in job_blocks(job):
-        lo = rankdata(-score[:, cols], method="min", axis=-1)
-        hi = rankdata(-score[:, cols], method="max", axis=-1)
-        mid[:, cols] = (lo + hi) / 2
-        tie[:, cols] = hi - lo + 1
+    above, equal = rank_counts(code, code, job)
+    mid = 1.0 + above + (equal - 1) / 2
+    tie = equal.astype(float)
     return top_share(mid, tie, k), mid, tie
 
 
@@ -141,7 +137,8 @@ def recall_at_k(p: Pairing) -> CellResult:
     def stat(s_b: np.ndarray, y_b: np.ndarray) -> np.ndarray:
         return ((y_b * _rerank(s_b, lab.job, k)[0]) @ per_job).mean(axis=-1)
 
-    ci = stats.stratified_bootstrap((lab.score_var, lab.y), stat, strata=_strata(lab), value=value,
+    code = dense_codes(lab.score_var, lab.score_var, lab.job)[0]
+    ci = stats.stratified_bootstrap((code, lab.y), stat, strata=_strata(lab), value=value,
                                     n_resamples=p.n_bootstrap, rng=p.rng("recall_at_k"))
     notes.extend(ci.notes)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
@@ -208,7 +205,8 @@ def ndcg_at_k(p: Pairing) -> CellResult:
         g = tie_averaged_gain(y_b.ravel(), mid.ravel(), tie.ravel(), k).reshape(s_b.shape)
         return (g @ per_job).mean(axis=-1)
 
-    ci = stats.stratified_bootstrap((lab.score_var, lab.y), stat, strata=_strata(lab), value=value,
+    code = dense_codes(lab.score_var, lab.score_var, lab.job)[0]
+    ci = stats.stratified_bootstrap((code, lab.y), stat, strata=_strata(lab), value=value,
                                     n_resamples=p.n_bootstrap, rng=p.rng("ndcg_at_k"))
     notes.extend(ci.notes)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
