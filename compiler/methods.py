@@ -12,7 +12,7 @@ re-locks only with ``--amend --reason``, so that one spec digest never yields tw
 from __future__ import annotations
 
 #: The methods version this audit-compiler implements.
-METHODS_VERSION = 4
+METHODS_VERSION = 5
 
 #: Methods version -> what changed in it (version 1: the first implementation).
 CHANGES: dict[int, str] = {
@@ -37,6 +37,7 @@ CHANGES: dict[int, str] = {
         "without ties; every FAIL or INVESTIGATE row names the disadvantaged level (metrics.csv column "
         "disadvantaged)"),
     4: ("calibrated intervals (issue 12, bench/coverage_counterfactual.py): the intervals of MARC, top-K retention, the impact ratio, Recall@K and nDCG@K come from a candidate-level percentile bootstrap within jobs (runtime.analysis.stats.stratified_bootstrap: each resample redraws the base candidates of every job, each with its reference and variant, and MARC, Recall@K and nDCG@K rank every resampled pool again), instead of a bootstrap over jobs (which covered 42-51% with 2 jobs) or of independent per-candidate values (MARC: 86-89%); the one-job Wilson and empty-interval fallbacks are gone; every row whose test rejects after BH names the disadvantaged level too; metrics_by_job.csv gives every metric per job with its interval, flags and Cochran's Q / I2 across jobs"),
+    5: ("effect sizes on the seeds' scale (issue 13): every contrast's d is Cohen's d with the pooled SD of the two groups of scores, the scale of the SESOI, the joint criterion, the equivalence bounds and the forest plot (variant contrasts were d_z = mean/sd of the paired differences, 4-6 times larger at r = 0.97-0.99; d_z is now its own column, never compared with the SESOI); variant contrasts keep the paired t-test, with the Algina & Keselman (2003) interval of d; axis contrasts of paired designs come from OLS with a fixed effect per base resume, every axis adjusted for the others, SEs clustered by base resume (t on G-1 df), instead of marginal Welch tests that treated the resumes as independent (kept for independent full-factorial designs; OLS with HC3 otherwise); the TOST, its p, the equivalence flag and the achieved margin come from one interval, the (1-2 alpha) t interval that the TOST inverts (the margin was the largest endpoint of a pooled-variance noncentral-t interval), so equivalent holds exactly when margin < SESOI; BH runs over one family across every contrast by default (analysis.effect_size.bh_families: all; per_axis keeps the earlier families); model rows give no SE, interval or p-value when the residual variance within base resumes is zero or a coefficient is not estimable, and MixedLM at its boundary (REML score at zero template variance not positive) reports ICC 0, the OLS coefficients and boundary = True, with its convergence warnings in the notes"),
 }
 
 #: The default of ``analysis.ranking`` (seed 000 §3.3 ranks per variant; swap-in gives rank and

@@ -370,7 +370,9 @@ class Contrast(Strict):
     level: Name | None = Field(default=None, description="Level compared with the axis's reference level.")
     variant: VariantId | None = Field(default=None, description="Variant compared with the reference variant.")
     family: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=64)] | None = Field(
-        default=None, description="Benjamini-Hochberg family; default: the axis name, or 'variants'.")
+        default=None,
+        description="Benjamini-Hochberg family; default: 'contrasts' (bh_families: all), or the axis "
+                    "name / 'variants' (bh_families: per_axis).")
 
 
 class EffectSize(Strict):
@@ -385,6 +387,11 @@ class EffectSize(Strict):
         description="Fixed effects of the OLS and mixed models, besides the axis indicators.")
     pool_over: Literal["condition", "job", "system"] = Field(
         default="condition", description="Units a contrast is pooled over (DerSimonian-Laird).")
+    bh_families: Literal["all", "per_axis"] = Field(
+        default="all",
+        description="Benjamini-Hochberg families of the contrasts: 'all' = one family across every "
+                    "pre-registered contrast (seed 003 Table 1), 'per_axis' = one per axis plus one "
+                    "for the variants. A contrast's own 'family' overrides either.")
     wild_bootstrap: int = Field(default=999, ge=99, le=99_999,
                                 description="Wild cluster bootstrap draws (fewer than 30 templates).")
     power: float = Field(default=0.8, gt=0, lt=1, description="Power of the minimum detectable effect.")

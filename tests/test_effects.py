@@ -11,6 +11,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from runtime.analysis.effect_size import effect_sizes, independent_contrast, paired_contrast
@@ -73,31 +75,68 @@ def test_independent_contrast_equals_scipy_and_statsmodels(seed):
     df = n1 + n0 - 2
     assert res["ci_low"] == pytest.approx(_nc_bisect(t, df, 0.975) * scale, abs=1e-8)
     assert res["ci_high"] == pytest.approx(_nc_bisect(t, df, 0.025) * scale, abs=1e-8)
-    lo90, hi90 = _nc_bisect(t, df, 0.95) * scale, _nc_bisect(t, df, 0.05) * scale
-    assert res["margin"] == pytest.approx(max(abs(lo90), abs(hi90)), abs=1e-8)
+    # The margin is the bound at which the same Welch TOST gives p = alpha, found by bisection on
+    # statsmodels directly (in d units: the bound on the score scale divided by s_p).
+    bound = optimize.bisect(lambda b: ttost_ind(x1, x0, -b, b, usevar="unequal")[0] - 0.05, 1e-9, 50, xtol=1e-13)
+    assert res["margin"] == pytest.approx(bound / sp, abs=1e-6)
+    assert res["sesoi_score"] == pytest.approx(0.2 * sp, rel=1e-12)
     # the exact interval is close to the large-sample one (Hedges & Olkin) at this n
     se = math.sqrt((n1 + n0) / (n1 * n0) + d * d / (2 * (n1 + n0)))
     assert res["ci_low"] == pytest.approx(d - 1.959964 * se, abs=0.01)
 
 
 @pytest.mark.parametrize("seed", [303, 404])
-def test_paired_contrast_equals_scipy_and_statsmodels(seed):
+def test_paired_contrast_is_cohens_d_with_the_paired_test(seed):
     from statsmodels.stats.weightstats import ttost_paired
 
     rng = np.random.default_rng(seed)
     x0 = rng.normal(50, 10, 64)
     x1 = x0 + rng.normal(0.4, 2.0, 64)
     res = paired_contrast(x1, x0, sesoi=0.2)
-    diff = x1 - x0
+    diff, n = x1 - x0, len(x1)
     sd = diff.std(ddof=1)
-    assert res["d"] == pytest.approx(diff.mean() / sd, rel=1e-12)
-    assert res["p_value"] == pytest.approx(stats.ttest_rel(x1, x0).pvalue, rel=1e-12)
-    assert res["tost_p"] == pytest.approx(ttost_paired(x1, x0, -0.2 * sd, 0.2 * sd)[0], rel=1e-12)
-    t, n = stats.ttest_rel(x1, x0).statistic, len(x1)
-    assert res["ci_low"] == pytest.approx(_nc_bisect(t, n - 1, 0.975) / math.sqrt(n), abs=1e-8)
-    assert res["ci_high"] == pytest.approx(_nc_bisect(t, n - 1, 0.025) / math.sqrt(n), abs=1e-8)
-    lo90, hi90 = _nc_bisect(t, n - 1, 0.95) / math.sqrt(n), _nc_bisect(t, n - 1, 0.05) / math.sqrt(n)
-    assert res["margin"] == pytest.approx(max(abs(lo90), abs(hi90)), abs=1e-8)
+    s_av = math.sqrt((x1.var(ddof=1) + x0.var(ddof=1)) / 2)
+    # one d, on the seed's scale: the pooled SD of the two arms, not the SD of the differences
+    assert res["d"] == pytest.approx(diff.mean() / s_av, rel=1e-12)
+    assert res["d_z"] == pytest.approx(diff.mean() / sd, rel=1e-12)
+    assert abs(res["d_z"]) > 3 * abs(res["d"])  # r ~ 0.98: d_z is several times d
+    assert res["p_value"] == pytest.approx(stats.ttest_rel(x1, x0).pvalue, rel=1e-9)
+    assert res["tost_p"] == pytest.approx(ttost_paired(x1, x0, -0.2 * s_av, 0.2 * s_av)[0], rel=1e-9)
+    # Algina & Keselman (2003): noncentral-t limits of the paired t times sd(diff) / (s_av sqrt(n))
+    t = stats.ttest_rel(x1, x0).statistic
+    scale = sd / (s_av * math.sqrt(n))
+    assert res["ci_low"] == pytest.approx(_nc_bisect(t, n - 1, 0.975) * scale, abs=1e-8)
+    assert res["ci_high"] == pytest.approx(_nc_bisect(t, n - 1, 0.025) * scale, abs=1e-8)
+    bound = optimize.bisect(lambda b: ttost_paired(x1, x0, -b, b)[0] - 0.05, 1e-9, 50, xtol=1e-13)
+    assert res["margin"] == pytest.approx(bound / s_av, abs=1e-6)
+    # Bonett (2008) variance, by the delta method written out independently
+    r = np.corrcoef(x1, x0)[0, 1]
+    v1, v0 = x1.var(ddof=1), x0.var(ddof=1)
+    d = res["d"]
+    expect = d ** 2 * (v1 ** 2 + v0 ** 2 + 2 * r ** 2 * v1 * v0) / (8 * (n - 1) * s_av ** 4) + sd ** 2 / ((n - 1) * s_av ** 2)
+    assert res["var_d"] == pytest.approx(expect, rel=1e-12)
+
+
+def test_margin_of_unbalanced_unequal_variance_groups_is_where_ttost_ind_gives_alpha():
+    # The issue's example: 40 vs 200 independent scores, SDs differing 3x. Before, the margin came from
+    # a pooled-variance interval (0.288) while the Welch TOST said "equivalent" (p = 0.007).
+    from statsmodels.stats.weightstats import ttost_ind
+
+    rng = np.random.default_rng(40200)
+    x1, x0 = rng.normal(0.0, 3.0, 40), rng.normal(0.0, 1.0, 200)
+    res = independent_contrast(x1, x0, sesoi=0.2)
+    sp = res["standardiser"]
+    bound = optimize.bisect(lambda b: ttost_ind(x1, x0, -b, b, usevar="unequal")[0] - 0.05, 1e-9, 50, xtol=1e-13)
+    assert res["margin"] == pytest.approx(bound / sp, abs=1e-6)
+    assert (res["tost_p"] < 0.05) == (res["margin"] < 0.2)
+
+
+def test_constant_paired_differences_leave_the_tests_undefined_with_a_reason():
+    x0 = np.arange(10, dtype=float)
+    res = paired_contrast(x0 - 3.0, x0, sesoi=0.2)
+    assert res["d"] == pytest.approx(-3.0 / x0.std(ddof=1))
+    assert math.isnan(res.get("p_value", math.nan)) and math.isnan(res.get("tost_p", math.nan))
+    assert "every paired difference equals -3" in res["notes"]
 
 
 def test_zero_variance_leaves_d_undefined():
@@ -116,7 +155,9 @@ def test_effect_sizes_bh_within_family_and_joint_criterion():
     expect = (out["d"].abs() >= 0.2) & (out["q_value"] < 0.05)
     assert (out["meaningful"] == expect).all()
     v02 = out[(out["contrast"] == "V02 vs BASE") & (out["condition"] == "default")].iloc[0]
-    assert v02["meaningful"] and v02["d"] > 1  # a 6-point shift against 3-point noise
+    # a 6-point shift: d against the score SD (about 9: base SD 8, the match effect, noise 3), while
+    # d_z, against the SD of the paired differences (noise only), is more than twice as large
+    assert v02["meaningful"] and 0.4 < v02["d"] < 1 and v02["d_z"] > 2 * v02["d"]
 
 
 def test_mixedlm_and_cluster_models_equal_statsmodels_directly():
@@ -347,3 +388,189 @@ def test_models_with_several_conditions_and_systems_use_the_controls():
     # a résumé instance is scored by both systems under both conditions: 4 rows per cluster
     cand = out[out["model"] == "ols_cluster_candidate"]
     assert cand["n_clusters"].iloc[0] == len(paired) // 4
+
+
+def _partial_frame(seed: int, *, k=60, effect_b=2.0) -> pd.DataFrame:
+    """A partial (non-factorial) paired variant table: BASE (A0, B0), V1 (A1, B1), V2 (A0, B1); only
+    axis B moves scores (+effect_b), so A's marginal contrast is confounded with B."""
+    rng = np.random.default_rng(seed)
+    variants = {"BASE": ("A0", "B0"), "V1": ("A1", "B1"), "V2": ("A0", "B1")}
+    rows = []
+    for c in range(k):
+        base = rng.normal(50, 8)
+        for v, (a, b) in variants.items():
+            rows.append({"system": "s1", "condition": "default", "replicate": 0, "job_id": "j0",
+                         "cv_id": f"c{c:03d}", "variant": v, "axis_a": a, "axis_b": b, "rank": 0,
+                         "score": base + rng.normal(0, 1.0) + (effect_b if b == "B1" else 0.0)})
+    return pd.DataFrame(rows)
+
+
+PARTIAL_CONTRASTS = [
+    {"kind": "axis", "axis": "axis_a", "level": "A1", "reference": "A0", "family": "contrasts"},
+    {"kind": "axis", "axis": "axis_b", "level": "B1", "reference": "B0", "family": "contrasts"},
+]
+
+
+def test_axis_contrasts_of_a_paired_partial_design_are_adjusted_within_base_resumes():
+    import statsmodels.formula.api as smf
+
+    from runtime.analysis.effect_size import axis_design
+
+    paired = _partial_frame(5)
+    out = effect_sizes(paired, contrasts=PARTIAL_CONTRASTS, axes=["axis_a", "axis_b"], sesoi=0.2,
+                       alpha=0.05).set_index("axis")
+    assert axis_design(paired, ["axis_a", "axis_b"]) == "template_fe"
+    assert (out["test"] == "template_fe_cluster_t").all()
+    # Independently: OLS with one dummy per base resume, clustered by base resume. Its cluster
+    # correction counts the dummies in K; the within estimator does not (they are nested in the
+    # clusters), so the SEs differ by exactly sqrt((N - K_dummies) / (N - K_within)).
+    df = paired.assign(A1=(paired["axis_a"] == "A1").astype(float), B1=(paired["axis_b"] == "B1").astype(float))
+    groups = pd.factorize(df["cv_id"])[0]
+    direct = smf.ols("score ~ A1 + B1 + C(cv_id)", df).fit(cov_type="cluster", cov_kwds={"groups": groups},
+                                                           use_t=True)
+    n, k_dummies, k_within = len(df), direct.params.size, 2
+    for axis, term in (("axis_a", "A1"), ("axis_b", "B1")):
+        row = out.loc[axis]
+        assert row["mean_diff"] == pytest.approx(direct.params[term], rel=1e-9, abs=1e-12)
+        assert row["se_diff"] == pytest.approx(direct.bse[term] * math.sqrt((n - k_dummies) / (n - k_within)),
+                                               rel=1e-9)
+        assert row["df"] == 59  # G - 1 clusters
+    # The marginal contrast of A is confounded with B (every A1 resume also has B1): about +1 point;
+    # adjusted for B within base resumes it is about 0, and B's +2 points are recovered.
+    marginal = paired.loc[paired["axis_a"] == "A1", "score"].mean() - paired.loc[paired["axis_a"] == "A0", "score"].mean()
+    assert marginal == pytest.approx(1.0, abs=0.4)
+    assert abs(out.loc["axis_a", "mean_diff"]) < 0.4 and out.loc["axis_b", "mean_diff"] == pytest.approx(2.0, abs=0.4)
+    assert out.loc["axis_b", "meaningful"] and not out.loc["axis_a", "meaningful"]
+
+
+def test_axis_contrasts_of_independent_resumes_use_welch_when_factorial_and_hc3_otherwise():
+    from runtime.analysis.effect_size import axis_design
+
+    paired = _paired_frame(3)
+    independent = paired.assign(cv_id=paired["cv_id"] + "-" + paired["variant"])  # every resume scored once
+    assert axis_design(independent, ["sex_gender", "age_signal"]) == "welch"
+    out = effect_sizes(independent, contrasts=CONTRASTS[:2], axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
+    assert (out["test"] == "welch_t").all()
+    partial = _partial_frame(6)
+    partial = partial.assign(cv_id=partial["cv_id"] + "-" + partial["variant"])
+    assert axis_design(partial, ["axis_a", "axis_b"]) == "ols_hc3"
+    out = effect_sizes(partial, contrasts=PARTIAL_CONTRASTS, axes=["axis_a", "axis_b"], sesoi=0.2, alpha=0.05)
+    assert (out["test"] == "ols_hc3_t").all()
+
+
+def test_exact_additive_scores_give_no_model_p_values_with_a_reason():
+    # Every variant scores exactly 2 points above its base resume when B1: the within-template fit is
+    # exact, so there is no residual variance to test against.
+    paired = _partial_frame(7)
+    paired["score"] = paired.groupby("cv_id")["score"].transform("first") + np.where(paired["axis_b"] == "B1", 2.0, 0.0)
+    out = effect_sizes(paired, contrasts=PARTIAL_CONTRASTS, axes=["axis_a", "axis_b"], sesoi=0.2, alpha=0.05)
+    assert out["p_value"].isna().all() and out["tost_p"].isna().all() and not out["equivalent"].any()
+    assert out["notes"].str.contains("zero residual variance").all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(n1=st.integers(3, 60), n0=st.integers(3, 60), shift=st.floats(-1.5, 1.5), ratio=st.floats(0.3, 3.0),
+       paired_design=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_equivalent_exactly_when_the_margin_is_below_the_sesoi(n1, n0, shift, ratio, paired_design, seed):
+    rng = np.random.default_rng(seed)
+    if paired_design:
+        x0 = rng.normal(0, 1, n1)
+        res = paired_contrast(x0 + shift * 0.1 + rng.normal(0, 0.3 * ratio, n1), x0, sesoi=0.2)
+    else:
+        res = independent_contrast(rng.normal(shift * 0.1, ratio, n1), rng.normal(0, 1, n0), sesoi=0.2)
+    assume(math.isfinite(res.get("margin", math.nan)) and abs(res["margin"] - 0.2) > 1e-9)
+    assert (res["tost_p"] < 0.05) == (res["margin"] < 0.2)
+
+
+def _reml_profile(y: np.ndarray, X: np.ndarray, groups: np.ndarray, theta: float) -> float:
+    """REML log-likelihood (scale profiled out) of a random-intercept model with variance ratio theta,
+    written out with dense matrices (independent of statsmodels and of models.boundary_score)."""
+    n, p = X.shape
+    Z = np.eye(int(groups.max()) + 1)[groups]
+    V = np.eye(n) + theta * Z @ Z.T
+    Vi = np.linalg.inv(V)
+    XtViX = X.T @ Vi @ X
+    P = Vi - Vi @ X @ np.linalg.solve(XtViX, X.T @ Vi)
+    s2 = float(y @ P @ y) / (n - p)
+    return -0.5 * ((n - p) * math.log(s2) + np.linalg.slogdet(V)[1] + np.linalg.slogdet(XtViX)[1])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mixedlm_boundary_gives_icc_zero_and_a_flag(seed):
+    # No template effect at all: whether REML puts the template variance at 0 depends on the draw.
+    # The flag must agree with the REML profile (maximised over a grid, at 0 or not), and at the
+    # boundary the row reports ICC 0 and the OLS coefficients, whatever statsmodels' optimiser returned.
+    rng = np.random.default_rng(seed)
+    rows = []
+    for c in range(40):
+        for v, (g, a) in {"BASE": ("M", "Young"), "V01": ("F", "Young"), "V02": ("M", "Older"), "V03": ("F", "Older")}.items():
+            rows.append({"system": "s1", "condition": "default", "replicate": 0, "job_id": "j0", "cv_id": f"c{c:03d}",
+                         "variant": v, "score": 50 + 0.3 * (g == "F") + rng.normal(0, 1), "rank": 0,
+                         "sex_gender": g, "age_signal": a})
+    paired = pd.DataFrame(rows)
+    out = fit_models(paired, axes={"sex_gender": "M", "age_signal": "Young"}, controls=[], alpha=0.05,
+                     wild_bootstrap=99, seed=1)
+    mixed = out[out["model"] == "mixedlm"].set_index("term")
+    ols = out[out["model"] == "ols"].set_index("term")
+    y = paired["score"].to_numpy(float)
+    X = np.column_stack([np.ones(len(y)), (paired["sex_gender"] == "F"), (paired["age_signal"] == "Older")]).astype(float)
+    groups = pd.factorize(paired["cv_id"])[0]
+    grid = np.concatenate([[0.0], np.geomspace(1e-4, 2.0, 200)])
+    at_zero = int(np.argmax([_reml_profile(y, X, groups, t) for t in grid])) == 0
+    assert bool(mixed["boundary"].iloc[0]) == at_zero
+    if at_zero:
+        assert (mixed["icc"] == 0).all() and (mixed["var_template"] == 0).all()
+        assert mixed.loc["sex_gender[F]", "coef"] == pytest.approx(ols.loc["sex_gender[F]", "coef"], rel=1e-12)
+        assert mixed["notes"].str.contains("boundary").all()
+    else:
+        assert (mixed["icc"] > 0).all()
+
+
+@pytest.mark.parametrize("kind", ["constant", "equal"])
+def test_degenerate_scores_give_no_model_p_values_with_reasons(kind):
+    # constant: every resume scores 50; equal: every variant scores what its base candidate scores
+    paired = _paired_frame(21, n_jobs=1, k=12)
+    if kind == "constant":
+        paired["score"] = 50.0
+    else:
+        paired["score"] = paired.groupby(["job_id", "cv_id"])["score"].transform("first")
+    out = fit_models(paired, axes={"sex_gender": "M", "age_signal": "Young"}, controls=["job"], alpha=0.05,
+                     wild_bootstrap=99, seed=3)
+    terms = out[out["term"].astype(str) != ""]
+    assert set(terms["model"]) == {"ols", "ols_cluster_candidate", "ols_cluster_template", "mixedlm", "wild_bootstrap"}
+    assert terms["p_value"].isna().all() and terms["se"].isna().all()
+    assert terms["notes"].str.contains("zero residual variance").all()
+    es = effect_sizes(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
+    assert es["p_value"].isna().all() and not es["equivalent"].any() and not es["meaningful"].any()
+    assert (es["notes"] != "").all()
+
+
+def test_report_resolves_table_and_model_disagreements_in_words():
+    from runtime.report.sections.effects import reconcile
+
+    contrasts = pd.DataFrame([
+        # significant in the table, not in the mixed model; equivalent: a real but negligible effect
+        {"system": "s", "condition": "c", "kind": "axis", "axis": "lang", "level": "EN", "contrast": "lang: EN vs FR",
+         "p_value": 0.004, "q_value": 0.006, "equivalent": True, "margin": 0.02, "mean_diff": 0.0021, "se_diff": 0.0007},
+        # raw p agrees with the model, BH does not
+        {"system": "s", "condition": "c", "kind": "axis", "axis": "age", "level": "Old", "contrast": "age: Old vs Young",
+         "p_value": 0.03, "q_value": 0.08, "equivalent": False, "margin": 0.3, "mean_diff": 0.5, "se_diff": 0.2},
+        {"system": "s", "condition": "c", "kind": "variant", "axis": "", "level": "", "contrast": "V01 vs BASE",
+         "p_value": 0.2, "q_value": 0.3, "equivalent": False, "margin": 0.4, "mean_diff": 0.1, "se_diff": 0.1},
+    ])
+    models = pd.DataFrame([
+        {"model": "mixedlm", "term": "lang[EN]", "coef": 0.0021, "se": 0.0022, "p_value": 0.34, "n_clusters": 200},
+        {"model": "mixedlm", "term": "age[Old]", "coef": 0.5, "se": 0.21, "p_value": 0.02, "n_clusters": 12},
+    ])
+    lines = reconcile(contrasts, models, alpha=0.05, sesoi=0.2)
+    assert lines[0].startswith("1 contrast is both distinguishable from zero") and "lang: EN vs FR" in lines[0]
+    lang = next(x for x in lines if x.startswith("lang: EN vs FR: the contrast table"))
+    assert "standard errors differ" in lang and "200 base résumés" in lang and "too small to matter" in lang
+    age = next(x for x in lines if x.startswith("age: Old vs Young"))
+    assert "BH adjustment" in age
+    assert not any("V01" in x for x in lines[1:])  # agree (neither rejects): nothing to resolve
+    # several systems x conditions: the model pools them, so the comparison is not made, and it says why
+    two = pd.concat([contrasts, contrasts.assign(condition="d")], ignore_index=True)
+    lines = reconcile(two, models, alpha=0.05, sesoi=0.2)
+    assert lines[0].startswith("The mixed model pools every system and condition")
+    assert not any("the contrast table gives q" in x for x in lines)

@@ -82,6 +82,13 @@ def test_factorial_design_is_the_full_cross(write_spec, tmp_path):
     es = c.resolved["analysis"]["effect_size"]
     assert es["sesoi"] == 0.2 and es["controls"] == ["job", "system", "condition"]
     kinds = [(x["kind"], x["family"]) for x in es["contrasts"]]
+    # seed 003 Table 1: one BH family across every pre-registered contrast by default
+    assert es["bh_families"] == "all"
+    assert kinds.count(("axis", "contrasts")) == 3 and kinds.count(("variant", "contrasts")) == 5
+    # per_axis: one family per axis and one for the variants; a contrast's own family wins either way
+    per_axis = compile_spec(write_spec(_with_analysis("  effect_size: {bh_families: per_axis}\n", text),
+                                       **{"scores.csv": TINY_SCORES})).resolved["analysis"]["effect_size"]
+    kinds = [(x["kind"], x["family"]) for x in per_axis["contrasts"]]
     assert kinds.count(("axis", "sex_gender")) == 2 and kinds.count(("axis", "age_signal")) == 1
     assert kinds.count(("variant", "variants")) == 5
 

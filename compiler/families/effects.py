@@ -137,28 +137,39 @@ def validity_issues(ls: LoadedSpec) -> list[Issue]:
 
 
 
+#: The BH family of every contrast under ``bh_families: all`` (seed 003 Table 1).
+ALL_CONTRASTS = "contrasts"
+
+
 def effect_contrasts(spec: AuditSpec, ref_levels: dict[str, str]) -> list[dict[str, str]]:
     """The effect-size contrasts, explicit (seed 003 §3.7).
 
-    Default: every non-reference level of every axis (family: the axis name), then every
-    non-reference variant (family ``variants``). Each entry is ``{"kind": "axis", "axis", "level",
-    "reference", "family"}`` or ``{"kind": "variant", "variant", "reference", "family"}``.
+    Default: every non-reference level of every axis, then every non-reference variant. Each entry
+    is ``{"kind": "axis", "axis", "level", "reference", "family"}`` or ``{"kind": "variant",
+    "variant", "reference", "family"}``. The BH family is the contrast's own ``family``, else
+    ``contrasts`` (``bh_families: all``, the default: one family across every contrast, as seed
+    003's Table 1) or the axis name / ``variants`` (``bh_families: per_axis``).
     """
     es = spec.analysis.effect_size
     ref = spec.variants.reference
+    per_axis = es is not None and es.bh_families == "per_axis"
+
+    def family(own: str | None, axis: str | None) -> str:
+        return own or ((axis or "variants") if per_axis else ALL_CONTRASTS)
+
     if es is not None and es.contrasts is not None:
         out = []
         for c in es.contrasts:
             if c.variant is not None:
                 out.append({"kind": "variant", "variant": c.variant, "reference": ref,
-                            "family": c.family or "variants"})
+                            "family": family(c.family, None)})
             else:
                 out.append({"kind": "axis", "axis": c.axis, "level": c.level,
-                            "reference": ref_levels[c.axis], "family": c.family or c.axis})
+                            "reference": ref_levels[c.axis], "family": family(c.family, c.axis)})
         return out
-    out = [{"kind": "axis", "axis": name, "level": level, "reference": ref_levels[name], "family": name}
+    out = [{"kind": "axis", "axis": name, "level": level, "reference": ref_levels[name], "family": family(None, name)}
            for name, axis in spec.axes.items() for level in axis.levels if level != ref_levels[name]]
-    out += [{"kind": "variant", "variant": v, "reference": ref, "family": "variants"}
+    out += [{"kind": "variant", "variant": v, "reference": ref, "family": family(None, None)}
             for v in variant_table(spec) if v != ref]
     return out
 

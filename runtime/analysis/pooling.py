@@ -1,8 +1,9 @@
 """DerSimonian–Laird random-effects pooling of a contrast across conditions (seed 003 §3.7, §4.3).
 
 For each contrast, the per-unit effect sizes d_i (units: conditions, jobs or systems, as declared by
-``analysis.effect_size.pool_over``) with their large-sample variances v_i (Hedges & Olkin 1985:
-two-sample (n1+n0)/(n1·n0) + d²/(2(n1+n0)); paired 1/n + d²/(2n)) are combined by
+``analysis.effect_size.pool_over``) with their large-sample variances v_i (column ``var_d`` of
+:func:`runtime.analysis.effect_size.effect_sizes`: Hedges & Olkin 1985 for independent groups,
+Bonett 2008 for paired d_av, the model SE for adjusted axis contrasts) are combined by
 ``statsmodels.stats.meta_analysis.combine_effects(method_re="dl")``: the between-unit variance τ²,
 Cochran's Q on k − 1 df with its p-value, I² = max(0, (Q − df)/Q), and the random-effects pooled d
 with its 95% and 90% intervals (normal); the 90% interval gives the pooled equivalence margin.
@@ -51,7 +52,7 @@ def pool_contrasts(paired: pd.DataFrame, *, contrasts: Sequence[dict], axes: Seq
     frame = average_replicates(paired, axes)
     unit = UNIT_COLUMN[pool_over]
     fixed = list(GROUP_BY[pool_over])
-    per_unit = pd.DataFrame(contrast_rows(frame, contrasts, sesoi=sesoi, by=(*fixed, unit),
+    per_unit = pd.DataFrame(contrast_rows(frame, contrasts, sesoi=sesoi, by=(*fixed, unit), axes=axes,
                                           score_resolution=score_resolution))
     rows = []
     for (contrast, *group), sub in per_unit.groupby(["contrast", *fixed], sort=False):

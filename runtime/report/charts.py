@@ -293,7 +293,7 @@ def forest_plot_svg(
         ax.set_yticklabels(labels, fontsize=7.5)
         ax.set_ylim(-0.7, n - 0.3)
         ax.set_xlim(lo - pad, hi + pad)
-        ax.set_xlabel("Cohen's d (paired contrasts: d_z), 95% CI")
+        ax.set_xlabel("Cohen's d (pooled SD), 95% CI")
         ax.tick_params(axis="y", length=0)
         ax.grid(axis="x", color="#e3e6ea", linewidth=0.6, zorder=0)
         buf = io.StringIO()

@@ -22,6 +22,12 @@ CHECK_LABELS = {
     "distribution_sd": "Distribution: spread",
     "distribution_ceiling": "Distribution: ceiling",
 }
+TEST_LABELS = {
+    "paired_t": "paired t",
+    "welch_t": "Welch t",
+    "template_fe_cluster_t": "fixed effect per base résumé, SEs clustered by résumé",
+    "ols_hc3_t": "OLS adjusted for the other axes, HC3 SEs",
+}
 MODEL_LABELS = {
     "ols": "OLS",
     "ols_cluster_candidate": "OLS, SEs clustered by résumé instance",
@@ -52,17 +58,76 @@ def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float) -> list[d
                               labels=list(sub["contrast"]), d=list(sub["d"]), ci_low=list(sub["ci_low"]),
                               ci_high=list(sub["ci_high"]), meaningful=[_b(m) for m in sub["meaningful"]],
                               sesoi=sesoi)
-        rows = [{"contrast": r.contrast, "family": r.family, "test": r.test,
+        rows = [{"contrast": r.contrast, "family": r.family, "test": TEST_LABELS.get(r.test, r.test),
+                 "d_z": "" if is_missing(getattr(r, "d_z", None)) else fmt_sig(r.d_z, 3, signed=True),
                  "n": fmt_int(r.n_treatment) if r.test == "paired_t" else f"{fmt_int(r.n_treatment)} / {fmt_int(r.n_reference)}",
                  "diff": fmt_sig(r.mean_diff, signed=True), "d": fmt_sig(r.d, 3, signed=True),
                  "ci": fmt_ci(r.ci_low, r.ci_high, 3, signed=True), "p": fmt_p(r.p_value),
                  "q": fmt_p(r.q_value), "meaningful": _b(r.meaningful), "tost_p": fmt_p(r.tost_p),
                  "equivalent": _b(r.equivalent), "margin": fmt_sig(r.margin, 3),
                  "notes": _t(r.notes)} for r in sub.itertuples()]
+        scale = pd.to_numeric(sub.get("sesoi_score", pd.Series(dtype=float)), errors="coerce").dropna()
         units.append({"system": system, "condition": condition, "svg": svg, "rows": rows,
                       "n_meaningful": sum(r["meaningful"] for r in rows),
-                      "n_equivalent": sum(r["equivalent"] for r in rows), "n": len(rows)})
+                      "n_equivalent": sum(r["equivalent"] for r in rows), "n": len(rows),
+                      "sesoi_score": "" if scale.empty else (
+                          fmt_sig(scale.min(), 3) if fmt_sig(scale.min(), 3) == fmt_sig(scale.max(), 3)
+                          else f"{fmt_sig(scale.min(), 3)}–{fmt_sig(scale.max(), 3)}")})
     return units
+
+
+def reconcile(contrasts: pd.DataFrame, models: pd.DataFrame, *, alpha: float, sesoi: float) -> list[str]:
+    """Sentences that resolve, in words, where the contrast table and the primary model (the mixed
+    model) seem to disagree about an axis level, and where a contrast is both significant and
+    equivalent (issue 13).
+
+    Only for axis contrasts of a run with one system x condition: the mixed model pools every system
+    and condition, so with several the two estimate different things (said once instead).
+    """
+    if contrasts is None or not len(contrasts) or models is None or not len(models):
+        return []
+    out = []
+    axis = contrasts[contrasts["kind"] == "axis"]
+    mixed = models[models["model"] == "mixedlm"].set_index("term") if "term" in models else pd.DataFrame()
+    units = contrasts[["system", "condition"]].drop_duplicates()
+    if len(units) > 1 and len(axis):
+        out.append("The mixed model pools every system and condition; the contrast table gives each "
+                   "system × condition on its own, so their estimates of an axis level need not agree.")
+    both = [r.contrast + (f" ({r.system}, {r.condition})" if len(units) > 1 else "")
+            for r in contrasts.itertuples() if float(r.q_value) < alpha and _b(r.equivalent)]
+    if both:
+        out.append(f"{len(both)} contrast{'s are' if len(both) > 1 else ' is'} both distinguishable from zero "
+                   f"(q < {alpha:g}) and equivalent within ±{sesoi:g} SD: {', '.join(both)}. Such an effect is "
+                   f"real but smaller than the SESOI; the two findings do not contradict each other.")
+    for r in contrasts.itertuples():
+        q = float(r.q_value)
+        if len(units) > 1 or r.kind != "axis" or mixed.empty:
+            continue
+        term = f"{r.axis}[{r.level}]"
+        if term not in mixed.index:
+            continue
+        p_model = float(mixed.loc[term, "p_value"])
+        if not (p_model == p_model and q == q) or (p_model < alpha) == (q < alpha):
+            continue
+        se_table, se_model = float(r.se_diff), float(mixed.loc[term, "se"])
+        n_cl = float(mixed.loc[term, "n_clusters"])
+        bh_only = float(r.p_value) < alpha <= q and p_model < alpha
+        why = ("the unadjusted p-values agree; the table's BH adjustment over its family explains the difference"
+               if bh_only else f"the estimates agree ({fmt_sig(r.mean_diff, 3, signed=True)} vs "
+                    f"{fmt_sig(mixed.loc[term, 'coef'], 3, signed=True)} score units) but their standard errors "
+                    f"differ ({fmt_sig(se_table, 3)} clustered by base résumé vs {fmt_sig(se_model, 3)} "
+                    f"model-based): the mixed model, primary in seed 003 §3.7, assumes one residual variance for "
+                    f"every variant; the clustered SE does not need that assumption"
+                    + (f" and, with {fmt_int(n_cl)} base résumés, has enough clusters to rely on" if n_cl >= 30 else
+                       f" but, with only {fmt_int(n_cl)} base résumés, can be anti-conservative (see the wild "
+                       f"cluster bootstrap)"))
+        if _b(r.equivalent):
+            why += (f". Either way the level is equivalent within ±{sesoi:g} SD (margin {fmt_sig(r.margin, 3)}): "
+                    f"the disagreement is about an effect too small to matter")
+        out.append(f"{r.contrast}: the contrast table gives q = {fmt_p(q)} (BH over its family; p = "
+                   f"{fmt_p(r.p_value)}), the mixed model p = {fmt_p(p_model)} (not adjusted for multiplicity); "
+                   f"{why}.")
+    return out
 
 
 def effects_sections(effects) -> list[Section]:
@@ -92,7 +157,8 @@ def effects_sections(effects) -> list[Section]:
     m = effects.models
     if m is not None and len(m):
         for r in m.itertuples():
-            models.append({"model": MODEL_LABELS.get(r.model, r.model), "term": _t(r.term) or "—",
+            models.append({"model": MODEL_LABELS.get(r.model, r.model) + (" (boundary: ICC 0)" if _b(getattr(r, "boundary", False)) else ""),
+                           "term": _t(r.term) or "—",
                            "model_id": r.model,
                            "coef": fmt_sig(r.coef, signed=True), "se": fmt_sig(r.se),
                            "ci": "" if is_missing(r.ci_low) else fmt_ci(r.ci_low, r.ci_high, signed=True),
@@ -127,6 +193,7 @@ def effects_sections(effects) -> list[Section]:
         "sesoi": f"{effects.sesoi:g}", "alpha": f"{effects.alpha:g}",
         "units": [] if contrasts is None or not len(contrasts) else _forest_units(contrasts, effects.sesoi, effects.alpha),
         "models": models, "icc": icc,
+        "reconcile": reconcile(contrasts, m, alpha=effects.alpha, sesoi=effects.sesoi),
         "model_notes": list(dict.fromkeys(part for r in models for part in r["notes"].split("; ") if part)),
         "pooling": pooling, "self_test": self_test, "mde": mde,
     }
