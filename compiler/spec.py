@@ -422,18 +422,35 @@ class ManipulationCheck(Strict):
 
 
 class DistributionCheck(Strict):
-    """Scores keep enough spread and stay off the ceiling (normalised score scale [0, 1])."""
+    """Scores keep enough spread and stay off the ceiling (normalised score scale [0, 1]).
 
-    min_sd: float = Field(default=0.01, ge=0, le=1, description="Smallest allowed SD of normalised scores.")
+    Defaults (issue 13, from seed 003 §3.4 and §3.7: the check must show that the ceiling effect is
+    gone, not merely shifted):
+
+    - ``min_sd``: one step of the system's score grid divided by the SESOI, at least 0.01. An effect
+      of the SESOI (SESOI · SD) must move scores by at least one step of their grid, or the
+      instrument cannot express it: integer scores on 0-100 need an SD of 5 points at SESOI 0.2
+      (seed 003's reference-anchored design had 12-18; its absolute-scale pilot, near 95 for almost
+      every résumé, had about 2). Continuous scores keep the floor 0.01.
+    - ``max_ceiling_share``: 0.1. Where scores pile up at the ceiling, a shift of the latent score
+      moves the observed mean by the shift times the share below the ceiling
+      (d/dδ E[min(Y + δ, c)] = P(Y + δ < c)): the share at the ceiling is the fraction of a bias the
+      scores cannot show. At most 10% of it may be hidden.
+    """
+
+    min_sd: float | None = Field(
+        default=None, ge=0, le=1,
+        description="Smallest allowed SD of normalised scores; default: the score grid's step / SESOI, at least 0.01.")
     ceiling: float = Field(default=0.95, gt=0, le=1, description="Normalised score counted as at the ceiling.")
-    max_ceiling_share: float = Field(default=0.5, ge=0, le=1,
-                                     description="Largest allowed share of scores at or above the ceiling.")
+    max_ceiling_share: float = Field(default=0.1, ge=0, le=1,
+                                     description="Largest allowed share of scores at or above the ceiling "
+                                                 "(the share of a bias the scores cannot show).")
 
 
 class Validity(Strict):
     """The validity protocol of seed 003 §3.7: positive control, manipulation checks, distribution."""
 
-    positive_control: PositiveControl
+    positive_control: PositiveControl = Field(default_factory=PositiveControl)
     manipulation_checks: list[ManipulationCheck] = Field(default_factory=list)
     distribution: DistributionCheck = Field(default_factory=DistributionCheck)
 

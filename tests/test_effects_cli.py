@@ -151,3 +151,36 @@ def test_compile_prints_minimum_detectable_effects(write_spec, tmp_path):
     assert f"{TTestIndPower().solve_power(nobs1=100, ratio=1.0, alpha=0.05, power=0.8):.3f}" in proc.stdout
     plan = json.loads((tmp_path / "spec.plan.json").read_text())
     assert len(plan["sensitivity"]) == 2 + 3 * 2  # 2 axis rows + 3 variants x (d_z, score_delta)
+
+
+def test_ceiling_effect_system_is_inconclusive_with_every_default(write_spec, tmp_path):
+    # Seed 003 §3.4's pilot: integer scores on 0-100 clustered near 95 (here mean ~94, SD ~2, about a
+    # third at or above 95). The system does see quality (matching candidates +2.5 points), so only the
+    # distribution check can stop it, with `validity: {}`: every default.
+    rng = np.random.default_rng(7)
+    rows = []
+    for job in ("j1", "j2"):
+        for c in range(60):
+            match = int(c < 30)
+            base = 92.5 + 2.5 * match + rng.normal(0, 1.2)
+            for v in VARIANTS:
+                rows.append({"job_id": job, "cv_id": f"c{c:03d}", "variant": v,
+                             "score": int(min(100, round(base + rng.normal(0, 0.8)))), "is_true_match": match})
+    scores = pd.DataFrame(rows)
+    spec = write_spec(SPEC.replace("  validity:\n    positive_control: {contrast: match, min_d: 0.5}\n", "  validity: {}\n"),
+                      **{"scores.csv": scores.to_csv(index=False)})
+    assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 5, proc.stderr
+    run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
+    effects = pd.read_csv(run_dir / "effects.csv")
+    v = effects[effects["section"] == "validity"].set_index("check")
+    assert bool(v.loc["positive_control", "passed"])  # the instrument sees quality ...
+    # ... but an effect of the SESOI (0.2 SD, about 0.4 points) is below the 1-point grid, and a third of
+    # the scores sit at the ceiling, hiding a third of any bias
+    assert v.loc["distribution_sd", "threshold"] == pytest.approx(0.01 / 0.2)
+    assert v.loc["distribution_sd", "value"] < 0.03 and not bool(v.loc["distribution_sd", "passed"])
+    share = float(np.mean(scores["score"] >= 95))
+    assert v.loc["distribution_ceiling", "value"] == pytest.approx(share, abs=0.02)  # replicate-averaged frame
+    assert share > 0.2 and not bool(v.loc["distribution_ceiling", "passed"])
+    assert "INCONCLUSIVE" in proc.stderr and "distribution_sd" in proc.stderr

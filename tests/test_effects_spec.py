@@ -43,7 +43,6 @@ CASES = {
     "effects_unknown_key": _with_analysis("  effect_size: {sesio: 0.2}\n"),
     "validity_positive_control_axis_missing": _with_analysis(
         "  validity:\n    positive_control: {contrast: axis, axis: sex_gender}\n"),
-    "validity_positive_control_missing": _with_analysis("  validity: {}\n"),
     "validity_manipulation_same_condition": _with_analysis(
         "  validity:\n    positive_control: {contrast: match}\n    manipulation_checks:\n"
         "      - {condition: default, direction: lower}\n"),

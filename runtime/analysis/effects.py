@@ -83,7 +83,7 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
     from runtime.analysis.models import fit_models
     from runtime.analysis.pooling import pool_contrasts
     from runtime.analysis.sensitivity import planted_self_test
-    from runtime.analysis.validity import check_validity
+    from runtime.analysis.validity import DEFAULT_SESOI, check_validity
     from runtime.seeding import derive_seed
 
     an = resolved["analysis"]
@@ -106,8 +106,11 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
                                           analyse_metrics=analyse_metrics)
         out.mde = pd.DataFrame(mde or [])
     if an.get("validity"):
+        from runtime.analysis.effect_size import score_grids
+
         v = check_validity(paired, config=an["validity"], reference=reference, axes=axes,
-                           score_range=score_range,
-                           alpha=alpha)
+                           score_range=score_range, alpha=alpha,
+                           score_step=score_grids(paired, score_resolution),
+                           sesoi=es["sesoi"] if es else DEFAULT_SESOI)
         out.validity, out.verdict, out.failed = v.checks, v.verdict, v.failed
     return out

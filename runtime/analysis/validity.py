@@ -13,7 +13,11 @@ Three kinds of check, each per system x condition unless stated:
   condition absent from the data fails the check: it could not be verified.
 - **distribution check**: the SD of the normalised score is at least ``min_sd`` and the share of
   normalised scores at or above ``ceiling`` is at most ``max_ceiling_share`` (seed 003 §3.4: a
-  ceiling collapses the variance needed to detect group differences).
+  ceiling collapses the variance needed to detect group differences). Defaults
+  (:class:`compiler.spec.DistributionCheck`): ``min_sd`` = the system's score grid step (normalised)
+  / SESOI, at least :data:`MIN_SD_FLOOR`, so that an effect of the SESOI moves scores by at least
+  one step; ``max_ceiling_share`` = 0.1, the largest fraction of a latent shift that a ceiling may
+  hide (a shift δ moves the mean of min(Y + δ, c) by δ · P(Y < c)).
 
 Any failed check makes the verdict ``INCONCLUSIVE`` (exit 5 in the CLI); otherwise ``VALID``.
 No I/O.
@@ -36,6 +40,10 @@ VALIDITY_COLUMNS = ("check", "system", "condition", "description", "statistic", 
                     "ci_high", "p_value", "q_value", "threshold", "n", "passed", "detail")
 MSG_NO_LABELS = "no matching/non-matching labels on the reference variant; the control cannot be computed"
 MSG_UNDEFINED = "d is undefined ({why})"
+#: Floor of the default ``min_sd`` (continuous scores have no grid).
+MIN_SD_FLOOR = 0.01
+#: SESOI used for the default ``min_sd`` when the spec declares no ``effect_size`` (its default).
+DEFAULT_SESOI = 0.2
 MSG_NO_CONDITION = "condition {cond!r} is not in the data (conditions: {present}); the check cannot be verified"
 
 
@@ -63,8 +71,16 @@ def _op(direction: str, min_d: float) -> str:
     return {"higher": f"d ≥ {min_d:g}", "lower": f"d ≤ −{min_d:g}", "either": f"|d| ≥ {min_d:g}"}[direction]
 
 
+def default_min_sd(step: float, lo: float, hi: float, sesoi: float) -> float:
+    """``max(MIN_SD_FLOOR, (step / (hi − lo)) / sesoi)``: the SD at which an effect of the SESOI moves
+    scores by one step of their grid (``step`` 0: continuous scores, the floor)."""
+    grid = step / (hi - lo) if step > 0 and hi > lo else 0.0
+    return max(MIN_SD_FLOOR, grid / sesoi)
+
+
 def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axes: list[str],
-                   score_range: Mapping[str, tuple[float, float]], alpha: float) -> ValidityResult:
+                   score_range: Mapping[str, tuple[float, float]], alpha: float,
+                   score_step: Mapping[str, float] | None = None, sesoi: float = DEFAULT_SESOI) -> ValidityResult:
     """Run the declared checks.
 
     Parameters
@@ -82,6 +98,10 @@ def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axe
         ``(lo, hi)`` per system, to normalise scores for the distribution check.
     alpha : float
         Level of the q-value criteria.
+    score_step : Mapping, optional
+        Score grid step per system (score units; 0 = continuous), for the default ``min_sd``.
+    sesoi : float
+        The SESOI (|d|) of the default ``min_sd``.
 
     Returns
     -------
@@ -146,10 +166,17 @@ def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axe
         s = (sub["score"].to_numpy(float) - lo) / (hi - lo)
         sd = float(np.std(s, ddof=1)) if len(s) > 1 else math.nan
         share = float(np.mean(s >= dist["ceiling"])) if len(s) else math.nan
+        step = float((score_step or {}).get(system, 0.0))
+        min_sd = dist["min_sd"]
+        why = ""
+        if min_sd is None:
+            min_sd = default_min_sd(step, lo, hi, sesoi)
+            why = (f" (default: score step {step:g} / range {hi - lo:g} / SESOI {sesoi:g}, at least {MIN_SD_FLOOR:g})"
+                   if step > 0 else f" (default: continuous scores, floor {MIN_SD_FLOOR:g})")
         rows.append({"check": "distribution_sd", "system": system, "condition": condition,
-                     "description": f"SD of the normalised score ≥ {dist['min_sd']:g}", "statistic": "sd",
-                     "value": sd, "threshold": dist["min_sd"], "n": len(s),
-                     "passed": bool(math.isfinite(sd) and sd >= dist["min_sd"]), "detail": ""})
+                     "description": f"SD of the normalised score ≥ {min_sd:.4g}{why}", "statistic": "sd",
+                     "value": sd, "threshold": min_sd, "n": len(s),
+                     "passed": bool(math.isfinite(sd) and sd >= min_sd), "detail": ""})
         rows.append({"check": "distribution_ceiling", "system": system, "condition": condition,
                      "description": f"share of normalised scores ≥ {dist['ceiling']:g} at most "
                                     f"{dist['max_ceiling_share']:g}", "statistic": "ceiling_share",
