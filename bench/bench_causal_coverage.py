@@ -1,143 +1,214 @@
-"""Coverage and bias of the DML-UCA estimator on linear SCMs with closed-form effects (seed 001 §3).
+"""Coverage, bias and false case labels of the DML-UCA estimator (seed 001 §3; issue 13).
 
-Each replication draws a fresh data set from :class:`runtime.analysis.causal_sim.LinearSCM` (every
-pathway active), estimates TE, NDE, NIE, BIE, RIE with 5-fold cross-fitting and the Gaussian
-multiplier bootstrap (500 draws), and checks whether each 95% CI covers the closed-form truth.
-Hyperparameters are searched once (seed 001 App. C.5) on an independent pilot draw of the same SCM
-and then held fixed, so that 200+ replications fit in minutes on 2 cores.
+Settings (``--scm``, ``--tuning``, ``--n``):
 
-Must show: coverage in [93%, 97%] and |bias| < 0.1 SE for every effect.
+- ``--scm linear``: :class:`runtime.analysis.causal_sim.LinearSCM`, every pathway active, closed-form
+  truth, and the oracle (the same influence function with the true nuisances) as a control variate:
+  "paired bias/SE" = mean(estimate − oracle) / mean SE, the bias that estimating the nuisances adds,
+  with a Monte Carlo SE 3-7x smaller than that of the plain bias;
+- ``--scm nonlinear``: :class:`runtime.analysis.causal_sim.NonlinearSCM` (interactions, a non-linear
+  outcome, P(X=1|Z) from 0.08 to 0.93), truth by Monte Carlo over 4 million draws;
+- ``--scm null``: :data:`runtime.analysis.causal_sim.NULL_SCM`, every effect 0: the share of
+  replications with any case label of seed 001 §5.2 must be at most 5% (the simultaneous band,
+  :func:`runtime.analysis.causal.max_t_critical`), against about 13% from per-effect intervals.
 
-    .venv/bin/python bench/bench_causal_coverage.py [--reps 1000] [--n 3000] [--seed 2026] [--json PATH]
+``--tuning pilot`` searches the hyperparameters once (seed 001 App. C.5) on an independent pilot draw
+and holds them fixed (fast); ``--tuning each`` is the production path of ``audit execute``: every
+replication searches on its own data (``--search`` candidates), minutes per replication on 2 cores.
 
-Bias is reported twice. "bias/SE" is mean(estimate) - truth over the mean SE; its Monte Carlo SE is
-about 0.07 at 200 replications, as large as the 0.1 goal. "paired bias/SE" uses the oracle as a control
-variate: on each draw the same influence function is also evaluated with the TRUE nuisances of the
-SCM (:meth:`LinearSCM.oracle_phi`), whose mean error is exactly 0 in expectation (seed 001 Lemma 2;
-checked in ``tests/test_causal.py``), so mean(estimate - oracle) is the bias that estimating the
-nuisances adds, with a Monte Carlo SE 3-7x smaller. The goal is checked on the paired bias. "oracle
-cov" is the coverage of the oracle's plug-in 95% interval on the same draws: how lucky the draws were.
+Each replication is saved as soon as it ends under ``bench/results/causal_coverage/<setting>/``
+(git-ignored), seeded by (setting, replication), so a run resumes across sessions and gives the same
+table; ``--procs`` runs replications in parallel. Goal (issue 13): every effect covers 93-97% at
+n = 3,000 over 1,000 replications (MC SE 0.7 points), |paired bias| < 0.1 SE, and a false-label
+rate ≤ 5% under the null.
 
-Measured on 2026-11-29, 1000 replications, n = 3000, pilot search 12 grid points
-(bench/results/causal_coverage_n3000_1000reps.*; 1396 s on the shared 2-core machine):
+    .venv/bin/python bench/bench_causal_coverage.py --scm linear --tuning each [--reps 1000] [--n 3000]
+        [--search 12] [--bootstrap 500] [--procs 2] [--table-only]
 
-    effect  coverage (MC SE)  bias/SE  oracle bias/SE  oracle cov  paired bias/SE (MC SE)
-    TE      94.6% (0.7)       +0.059   +0.060          94.7%       -0.001 (0.002)
-    NDE     94.4% (0.7)       +0.081   +0.061          94.5%       +0.021 (0.011)
-    NIE     94.8% (0.7)       -0.005   +0.014          95.6%       -0.019 (0.010)
-    BIE     94.2% (0.7)       +0.023   +0.027          94.9%       -0.005 (0.011)
-    RIE     93.4% (0.8)       -0.038   -0.012          94.8%       -0.025 (0.005)
+Output: ``bench/results/causal_coverage_<setting>.md`` / ``.json`` (also for a partial run: ``reps``
+says how many replications the table rests on). Columns: truth, mean estimate, bias/SE, mean SE,
+empirical SD, coverage of the per-effect 95% interval and of the simultaneous band (with MC SE),
+the oracle's coverage and paired bias (linear and null SCMs), and the share of replications with
+any effect significant (a case label) by the band and by the per-effect intervals.
 
-All within goal. The earlier 200-replication study (NDE coverage 92.0%, bias/SE +0.175; RIE -0.148)
-used the same first 200 draws, and its table is reproduced exactly at the 200 checkpoint of this run.
-On those 200 draws the oracle itself, exactly unbiased, shows NDE bias/SE +0.181 and coverage 91.5%,
-RIE bias/SE -0.124, while the paired biases are -0.005 (NDE) and -0.024 (RIE): the "NDE bias" was the
-sampling noise of those 200 draws, not an estimator error, and 200 replications cannot show
-|bias| < 0.1 SE. What estimating the nuisances does add is small but visible: RIE -0.025 SE (5 MC SE)
-and an RIE SE about 3% below its empirical SD (coverage 93.4%, the closest cell to the limit).
+Earlier study (2026-11-29, ``--scm linear --tuning pilot``, 1000 replications, per-effect intervals,
+``bench/results/causal_coverage_n3000_1000reps.*``): coverage 93.4-94.8%, RIE 93.4% closest to the
+limit, paired bias/SE at most 0.025.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.analysis.causal import EFFECTS, effects_from_quantities, estimate_pse  # noqa: E402
-from runtime.analysis.causal_sim import LinearSCM  # noqa: E402
+from runtime.analysis.causal import EFFECTS, classify_cases, effects_from_quantities, estimate_pse  # noqa: E402
+from runtime.analysis.causal_sim import NULL_SCM, LinearSCM, NonlinearSCM  # noqa: E402
 from runtime.seeding import rng  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SCMS = {"linear": LinearSCM(), "nonlinear": NonlinearSCM(), "null": NULL_SCM}
+LOW, HIGH = 0.93, 0.97
+
+
+def setting_name(scm: str, tuning: str, n: int) -> str:
+    return f"{scm}-{tuning}-n{n}"
+
+
+def pilot_params(scm: str, n: int, seed: int, search: int) -> dict:
+    """Hyperparameters searched once on an independent pilot draw (``--tuning pilot``)."""
+    pilot = SCMS[scm].sample(n, rng(seed, "pilot", scm))
+    return estimate_pse(**pilot, seed=seed, n_bootstrap=10, search_candidates=search).params
+
+
+def run_rep(scm: str, tuning: str, n: int, rep: int, seed: int, bootstrap: int, search: int,
+            params: dict | None) -> dict:
+    """One replication: estimates, SEs, both intervals and the case labels (and the oracle's, linear SCMs)."""
+    t0 = time.perf_counter()
+    model = SCMS[scm]
+    data = model.sample(n, rng(seed, "rep", scm, rep))
+    res = estimate_pse(**data, seed=seed + rep, n_bootstrap=bootstrap,
+                       params=params if tuning == "pilot" else None, search_candidates=search)
+    t = res.table.set_index("term")
+    eff = {e: {"estimate": float(t.loc[e, "estimate"]), "se": float(t.loc[e, "se"]),
+               "ci": [float(t.loc[e, "ci_low"]), float(t.loc[e, "ci_high"])],
+               "band": [float(t.loc[e, "sim_low"]), float(t.loc[e, "sim_high"])],
+               "sig": bool(t.loc[e, "significant"]), "sig_marginal": bool(t.loc[e, "significant_marginal"])}
+           for e in EFFECTS}
+    est = {e: eff[e]["estimate"] for e in EFFECTS}
+    out = {"rep": rep, "effects": eff, "band_critical": res.diagnostics["band_critical"],
+           "cases": list(classify_cases({e: eff[e]["sig"] for e in EFFECTS}, est).cases),
+           "cases_marginal": list(classify_cases({e: eff[e]["sig_marginal"] for e in EFFECTS}, est).cases),
+           "params": res.params if tuning == "each" else None}
+    if hasattr(model, "oracle_phi"):
+        phi0 = model.oracle_phi(data)
+        o_est, o_phi = effects_from_quantities(phi0.mean(axis=0)), effects_from_quantities(phi0)
+        out["oracle"] = {e: {"estimate": float(o_est[e]), "se": float(np.std(o_phi[e], ddof=1) / math.sqrt(n))}
+                         for e in EFFECTS}
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def summarise(records: list[dict], truth: dict[str, float]) -> dict:
+    """Per effect: bias, SE, coverage of both intervals (MC SE), oracle columns; false-label rates."""
+    k = len(records)
+    out: dict = {"reps": k, "effects": {}}
+    if not k:
+        return out
+    for e in EFFECTS:
+        a = np.array([r["effects"][e]["estimate"] for r in records])
+        s = np.array([r["effects"][e]["se"] for r in records])
+        ci = np.array([r["effects"][e]["ci"] for r in records])
+        band = np.array([r["effects"][e]["band"] for r in records])
+        cov = float(np.mean((ci[:, 0] <= truth[e]) & (truth[e] <= ci[:, 1])))
+        cov_band = float(np.mean((band[:, 0] <= truth[e]) & (truth[e] <= band[:, 1])))
+        row = {"truth": truth[e], "mean_estimate": float(a.mean()), "bias": float(a.mean() - truth[e]),
+               "mean_se": float(s.mean()), "bias_over_se": float((a.mean() - truth[e]) / s.mean()),
+               "empirical_sd": float(a.std(ddof=1)) if k > 1 else math.nan,
+               "coverage": cov, "coverage_mc_se": math.sqrt(cov * (1 - cov) / k),
+               "coverage_band": cov_band, "coverage_band_mc_se": math.sqrt(cov_band * (1 - cov_band) / k),
+               "verdict": "ok" if LOW <= cov <= HIGH else ("under" if cov < LOW else "over")}
+        if all("oracle" in r for r in records):
+            o = np.array([r["oracle"][e]["estimate"] for r in records])
+            o_se = np.array([r["oracle"][e]["se"] for r in records])
+            diff = a - o
+            row.update(oracle_coverage=float(np.mean(np.abs(o - truth[e]) <= 1.959964 * o_se)),
+                       paired_bias_over_se=float(diff.mean() / s.mean()),
+                       paired_bias_over_se_mc_se=float(diff.std(ddof=1) / math.sqrt(k) / s.mean()) if k > 1 else math.nan)
+        out["effects"][e] = row
+    out["all_in_band"] = float(np.mean([all(r["effects"][e]["band"][0] <= truth[e] <= r["effects"][e]["band"][1]
+                                            for e in EFFECTS) for r in records]))
+    out["any_case_band"] = float(np.mean([bool(r["cases"]) for r in records]))
+    out["any_case_marginal"] = float(np.mean([bool(r["cases_marginal"]) for r in records]))
+    out["any_significant_band"] = float(np.mean([any(r["effects"][e]["sig"] for e in EFFECTS) for r in records]))
+    out["any_significant_marginal"] = float(np.mean([any(r["effects"][e]["sig_marginal"] for e in EFFECTS)
+                                                     for r in records]))
+    out["mean_band_critical"] = float(np.mean([r["band_critical"] for r in records]))
+    out["mean_seconds"] = float(np.mean([r["seconds"] for r in records]))
+    return out
+
+
+def write_table(summary: dict, setting: str, args, path_md: Path) -> None:
+    k = summary["reps"]
+    lines = [f"# DML-UCA coverage, {setting} ({time.strftime('%Y-%m-%d')}; {k} of {args.reps} replications; "
+             f"{args.bootstrap} multiplier draws; 5 folds; search {args.search} candidates)", ""]
+    if k < args.reps:
+        lines += [f"**Partial**: {k} of {args.reps} replications so far. Run the bench again to resume.", ""]
+    lines += ["| effect | truth | mean est. | bias/SE | mean SE | emp. SD | coverage 95% CI (MC SE) | "
+              "coverage simultaneous band (MC SE) | oracle cov. | paired bias/SE (MC SE) | verdict |",
+              "|---|---:|---:|---:|---:|---:|---|---|---:|---|---|"]
+    for e, r in summary["effects"].items():
+        oracle = (f"{100 * r['oracle_coverage']:.1f}%", f"{r['paired_bias_over_se']:+.3f} ({r['paired_bias_over_se_mc_se']:.3f})") \
+            if "oracle_coverage" in r else ("", "")
+        lines.append(f"| {e} | {r['truth']:.4f} | {r['mean_estimate']:.4f} | {r['bias_over_se']:+.3f} | {r['mean_se']:.4f} | "
+                     f"{r['empirical_sd']:.4f} | {100 * r['coverage']:.1f}% ({100 * r['coverage_mc_se']:.1f}) | "
+                     f"{100 * r['coverage_band']:.1f}% ({100 * r['coverage_band_mc_se']:.1f}) | {oracle[0]} | {oracle[1]} | "
+                     f"{r['verdict']} |")
+    lines += ["", f"- every effect inside the simultaneous band: {100 * summary['all_in_band']:.1f}% "
+                  f"(mean critical value {summary['mean_band_critical']:.3f})",
+              f"- replications with a case label (seed 001 §5.2): {100 * summary['any_case_band']:.1f}% by the band, "
+              f"{100 * summary['any_case_marginal']:.1f}% by per-effect intervals",
+              f"- replications with any effect significant: {100 * summary['any_significant_band']:.1f}% by the band, "
+              f"{100 * summary['any_significant_marginal']:.1f}% by per-effect intervals",
+              f"- mean time per replication: {summary['mean_seconds']:.1f} s"]
+    path_md.write_text("\n".join(lines) + "\n")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scm", choices=sorted(SCMS), default="linear")
+    ap.add_argument("--tuning", choices=["pilot", "each"], default="each")
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--bootstrap", type=int, default=500)
-    ap.add_argument("--json", type=Path, default=None, help="write the summary here")
-    ap.add_argument("--search", type=int, default=12, help="grid points of the pilot search (100 = whole C.5 grid)")
-    ap.add_argument("--checkpoint", type=int, default=100,
-                    help="also print the table after every this many replications (0 = only at the end)")
+    ap.add_argument("--search", type=int, default=12, help="grid points of the C.5 search (100 = whole grid)")
+    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=RESULTS / "causal_coverage")
+    ap.add_argument("--table-only", action="store_true", help="summarise the saved replications, run nothing")
     args = ap.parse_args()
-
-    scm = LinearSCM()
-    truth = scm.truth()
-    pilot = scm.sample(args.n, rng(args.seed, "pilot"))
-    params = estimate_pse(**pilot, seed=args.seed, n_bootstrap=10, search_candidates=args.search).params
-    print(f"hyperparameters from the pilot draw: {json.dumps(params)}")
-    est = {e: [] for e in EFFECTS}
-    se = {e: [] for e in EFFECTS}
-    hit = {e: [] for e in EFFECTS}
-    orc = {e: [] for e in EFFECTS}
-    orc_hit = {e: [] for e in EFFECTS}
-
-    def report(k: int) -> bool:
-        """Print the table for the first k replications and write the summary; True if all within goal."""
-        summary = {"reps": k, "n": args.n, "search_candidates": args.search, "folds": 5, "bootstrap": args.bootstrap, "seed": args.seed,
-                   "params": params, "effects": {}}
-        print(f"\n{k} replications, n = {args.n}, 5 folds, {args.bootstrap} multiplier draws")
-        print(f"{'effect':<6} {'truth':>7} {'mean est':>9} {'bias':>8} {'mean SE':>8} {'bias/SE':>8} "
-              f"{'emp SD':>7} {'coverage':>9} {'MC SE':>6} | {'oracle bias/SE':>14} {'oracle cov':>10} | "
-              f"{'paired bias/SE':>14} {'MC SE':>6}")
-        ok = True
-        for e in EFFECTS:
-            a, s, h = np.array(est[e][:k]), np.array(se[e][:k]), np.array(hit[e][:k])
-            o = np.array(orc[e][:k])
-            bias = a.mean() - truth[e]
-            cov = h.mean()
-            mcse = np.sqrt(cov * (1 - cov) / len(h))
-            ratio = bias / s.mean()
-            # control variate: the oracle's mean error on these draws is pure sampling noise (its
-            # expectation is exactly 0), so mean(est - oracle) estimates the bias with far less noise
-            diff = a - o
-            paired = diff.mean() / s.mean()
-            paired_mcse = diff.std(ddof=1) / np.sqrt(len(diff)) / s.mean()
-            o_ratio = (o.mean() - truth[e]) / s.mean()
-            o_cov = np.mean(orc_hit[e][:k])
-            o_empsd = float(np.std(o, ddof=1))
-            summary["effects"][e] = {"truth": truth[e], "mean_estimate": a.mean(), "bias": bias,
-                                     "mean_se": s.mean(), "bias_over_se": ratio, "empirical_sd": a.std(ddof=1),
-                                     "coverage": cov, "coverage_mc_se": mcse,
-                                     "oracle_bias_over_se": o_ratio, "oracle_coverage": o_cov, "oracle_empirical_sd": o_empsd,
-                                     "paired_bias": diff.mean(), "paired_bias_over_se": paired,
-                                     "paired_bias_over_se_mc_se": paired_mcse}
-            good = 0.93 <= cov <= 0.97 and abs(paired) < 0.1
-            ok &= good
-            print(f"{e:<6} {truth[e]:7.3f} {a.mean():9.4f} {bias:8.4f} {s.mean():8.4f} {ratio:8.3f} "
-                  f"{a.std(ddof=1):7.4f} {cov:9.3f} {mcse:6.3f} | {o_ratio:14.3f} {o_cov:10.3f} | "
-                  f"{paired:14.3f} {paired_mcse:6.3f} {'ok' if good else 'MISS'}")
-        if args.json:
-            args.json.write_text(json.dumps(summary, indent=2))
-        return ok
-
-    t0 = time.perf_counter()
-    for rep in range(args.reps):
-        data = scm.sample(args.n, rng(args.seed, "rep", rep))
-        res = estimate_pse(**data, seed=args.seed + rep, n_bootstrap=args.bootstrap, params=params)
-        t = res.table.set_index("term")
-        phi0 = scm.oracle_phi(data)
-        o_est, o_phi = effects_from_quantities(phi0.mean(axis=0)), effects_from_quantities(phi0)
-        for e in EFFECTS:
-            est[e].append(t.loc[e, "estimate"])
-            se[e].append(t.loc[e, "se"])
-            hit[e].append(t.loc[e, "ci_low"] <= truth[e] <= t.loc[e, "ci_high"])
-            o_se = np.std(o_phi[e], ddof=1) / np.sqrt(args.n)
-            orc[e].append(o_est[e])
-            orc_hit[e].append(abs(o_est[e] - truth[e]) <= 1.959964 * o_se)
-        if (rep + 1) % 20 == 0:
-            print(f"  {rep + 1} replications, {time.perf_counter() - t0:.0f} s", flush=True)
-        if args.checkpoint and (rep + 1) % args.checkpoint == 0 and rep + 1 < args.reps:
-            report(rep + 1)
-            sys.stdout.flush()
-    ok = report(args.reps)
-    print(f"total {time.perf_counter() - t0:.0f} s; {'all within goal' if ok else 'NOT all within goal'}")
-    return 0 if ok else 1
+    setting = setting_name(args.scm, args.tuning, args.n)
+    root = args.out / setting
+    root.mkdir(parents=True, exist_ok=True)
+    params = None
+    if args.tuning == "pilot":
+        pfile = root / "pilot_params.json"
+        if not pfile.exists():
+            pfile.write_text(json.dumps(pilot_params(args.scm, args.n, args.seed, args.search), indent=1))
+        params = json.loads(pfile.read_text())
+    todo = [r for r in range(args.reps) if not (root / f"rep-{r:05d}.json").exists()]
+    print(f"{setting}: {args.reps - len(todo)} replications saved, {len(todo)} to run", flush=True)
+    t0 = time.time()
+    if todo and not args.table_only:
+        with ProcessPoolExecutor(max_workers=args.procs) as pool:
+            futures = [pool.submit(run_rep, args.scm, args.tuning, args.n, r, args.seed, args.bootstrap,
+                                   args.search, params) for r in todo]
+            for i, fut in enumerate(as_completed(futures), 1):
+                rec = fut.result()
+                path = root / f"rep-{rec['rep']:05d}.json"
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(rec))
+                tmp.replace(path)
+                if i % 10 == 0 or i == len(todo):
+                    print(f"  {i}/{len(todo)} replications, {time.time() - t0:.0f} s", flush=True)
+    records = [json.loads(p.read_text()) for p in sorted(root.glob("rep-*.json"))]
+    records = [r for r in records if r["rep"] < args.reps]
+    model = SCMS[args.scm]
+    truth = model.truth()
+    summary = {"setting": setting, "scm": args.scm, "tuning": args.tuning, "n": args.n, "search": args.search,
+               "bootstrap": args.bootstrap, "seed": args.seed, "params": params, **summarise(records, truth)}
+    (RESULTS / f"causal_coverage_{setting}.json").write_text(json.dumps(summary, indent=1))
+    write_table(summary, setting, args, RESULTS / f"causal_coverage_{setting}.md")
+    print((RESULTS / f"causal_coverage_{setting}.md").read_text())
+    return 0
 
 
 if __name__ == "__main__":

@@ -162,3 +162,31 @@ def test_input_errors():
     with pytest.raises(ValueError, match="x0 has 36, x1 has 4"):
         estimate_pse(x=np.r_[np.zeros(36), np.ones(4)].astype(int), y=np.zeros(40), z=z, b=z, r=z, seed=1)
     assert "needs at least" in ERR_ARM
+
+
+def test_nonlinear_scm_monte_carlo_truth_matches_the_closed_form_without_interactions():
+    from runtime.analysis.causal_sim import NonlinearSCM
+
+    scm = NonlinearSCM(interact=0.0)
+    mc, exact = scm.truth(n_mc=1_000_000), scm.closed_form_without_interactions()
+    for e in EFFECTS:
+        assert mc[e] == pytest.approx(exact[e], abs=0.01), e
+    # with the interactions every pathway stays active and the effects differ from the linear part
+    full = NonlinearSCM().truth(n_mc=1_000_000)
+    assert all(abs(full[e]) > 0.3 for e in EFFECTS) and abs(full["NDE"] - exact["NDE"]) > 0.1
+
+
+def test_max_t_band_widens_with_the_number_of_independent_effects():
+    from scipy import stats
+
+    from runtime.analysis.causal import max_t_critical
+
+    g = np.random.default_rng(0)
+    one = max_t_critical({"a": g.standard_normal(200_000)}, {"a": 0.0}, 0.05)
+    assert one == pytest.approx(stats.norm.ppf(0.975), abs=0.02)
+    five = {e: g.standard_normal(200_000) for e in "abcde"}
+    # max of 5 independent |N(0,1)|: P(max <= c) = (2 Phi(c) - 1)^5 = 0.95
+    expect = stats.norm.ppf((1 + 0.95 ** (1 / 5)) / 2)
+    assert max_t_critical(five, dict.fromkeys(five, 0.0), 0.05) == pytest.approx(expect, abs=0.02)
+    same = dict.fromkeys("abcde", five["a"])  # perfectly dependent effects: no widening
+    assert max_t_critical(same, dict.fromkeys(same, 0.0), 0.05) == pytest.approx(one, abs=0.02)

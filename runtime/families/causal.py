@@ -2,7 +2,8 @@
 
 Each system's scores are decomposed into TE, NDE, NIE, BIE and RIE per job (occupation) by the
 doubly robust, cross-fitted DML-UCA estimator, and each system x job gets the cases of seed 001
-§5.2 and a status: FAIL when NDE or RIE is significant (a direct or proxy path), INVESTIGATE when
+§5.2 and a status (significance: the simultaneous max-t band over the five effects,
+:func:`runtime.analysis.causal.max_t_critical`): FAIL when NDE or RIE is significant (a direct or proxy path), INVESTIGATE when
 only other effects are or when positivity is violated (the path-specific effects are then
 extrapolated), PASS otherwise. Table ``causal``; one status row per system x condition x job.
 """
@@ -19,7 +20,7 @@ from runtime.families import UNPAIRED, AuditFamily, FamilyResult, family, status
 
 #: Columns of ``causal.csv``; runs with LLM screeners add ``condition`` after ``system``.
 CAUSAL_COLUMNS = ("system", "job_id", "attribute", "x0", "x1", "kind", "term", "estimate", "se", "ci_low",
-                  "ci_high", "significant", "n", "n_x0", "n_x1", "cases", "verdict", "status", "positivity",
+                  "ci_high", "sim_low", "sim_high", "significant", "significant_marginal", "n", "n_x0", "n_x1", "cases", "verdict", "status", "positivity",
                   "clipped_p_x_rz", "clipped_p_x_brz", "p1_source", "folds", "n_bootstrap", "alpha")
 MSG_SMALL_ARM = ("job {job!r}: {n0} profiles with {attr} = {x0} and {n1} with {x1}; the estimator needs at "
                  "least {need} of each (raise profiles_per_job)")
@@ -65,8 +66,9 @@ def causal_rows(*, system: str, job_id: str, profiles: pd.DataFrame, scores: np.
     rows = []
     for t in res.table.itertuples():
         rows.append({**base, "kind": t.kind, "term": t.term, "estimate": t.estimate, "se": t.se,
-                     "ci_low": t.ci_low, "ci_high": t.ci_high,
-                     "significant": "" if t.significant is None else bool(t.significant)})
+                     "ci_low": t.ci_low, "ci_high": t.ci_high, "sim_low": t.sim_low, "sim_high": t.sim_high,
+                     "significant": "" if t.significant is None else bool(t.significant),
+                     "significant_marginal": "" if t.significant_marginal is None else bool(t.significant_marginal)})
     return rows
 
 

@@ -32,7 +32,7 @@ QUANTITY_TEXT = {
 STATUS_TEXT = {
     "FAIL": "an impermissible pathway is significant (direct effect NDE or proxy effect RIE)",
     "INVESTIGATE": "a significant effect runs only through qualifications or is not attributable to a path",
-    "PASS": "no effect's 95% CI excludes 0",
+    "PASS": "no effect's simultaneous 95% band excludes 0",
 }
 
 
@@ -72,12 +72,16 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame, meta: Mappi
         qty = g[g["kind"] == "quantity"].set_index("term")
         first = g.iloc[0]
         sig = {t: str(v) == "True" for t, v in eff["significant"].items()}
+        # the simultaneous band (max-t over the five effects) decides significance; files written
+        # before it existed carry only the per-effect interval
+        band = eff[["sim_low", "sim_high"]] if "sim_low" in eff else eff[["ci_low", "ci_high"]].set_axis(
+            ["sim_low", "sim_high"], axis=1)
         verdict = classify_cases(sig, eff["estimate"].to_dict())
         anchor = f"causal-{system}-{job}".replace("_", "-")
         chart = causal_chart_svg(
             chart_id=anchor, title=f"Path-specific effects of {first['attribute']} on the score of {system}, job {job}",
             ylabel=f"effect on score ({first['x1']} − {first['x0']})", effects=list(eff.index),
-            values=eff["estimate"].tolist(), ci_low=eff["ci_low"].tolist(), ci_high=eff["ci_high"].tolist(),
+            values=eff["estimate"].tolist(), ci_low=band["sim_low"].tolist(), ci_high=band["sim_high"].tolist(),
             significant=[sig[t] for t in eff.index])
         units.append({
             "anchor": anchor, "system": system, "job": job, "attribute": first["attribute"],
@@ -91,6 +95,7 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame, meta: Mappi
             "positivity_violated": first["positivity"] == "violated",
             "clipped_rz": f"{first['clipped_p_x_rz']:.0%}", "clipped_brz": f"{first['clipped_p_x_brz']:.0%}",
             "effects": [{"term": t, "estimate": _fmt(r.estimate), "ci": fmt_ci(r.ci_low, r.ci_high, 4, signed=True),
+                         "band": fmt_ci(band.loc[t, "sim_low"], band.loc[t, "sim_high"], 4, signed=True),
                          "se": fmt_sig(r.se, 3), "significant": sig[t], "text": EFFECT_TEXT[t]}
                         for t, r in eff.iterrows()],
             "quantities": [{"term": t, "estimate": _fmt(r.estimate), "ci": fmt_ci(r.ci_low, r.ci_high, 4, signed=True),

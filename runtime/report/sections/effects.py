@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from runtime.report.charts import forest_plot_svg
-from runtime.report.formatting import fmt_ci, fmt_int, fmt_p, fmt_sig, is_missing
+from runtime.report.formatting import fmt_ci, fmt_int, fmt_p, fmt_sig, is_missing, to_float
 from runtime.report.sections import ORDER, Section
 
 CHECK_LABELS = {
@@ -25,8 +25,8 @@ CHECK_LABELS = {
 TEST_LABELS = {
     "paired_t": "paired t",
     "welch_t": "Welch t",
-    "template_fe_cluster_t": "fixed effect per base résumé, SEs clustered by résumé",
-    "ols_hc3_t": "OLS adjusted for the other axes, HC3 SEs",
+    "template_fe_cluster_t": "résumé fixed effect, clustered SE",
+    "ols_hc3_t": "OLS, HC3 SE",
 }
 MODEL_LABELS = {
     "ols": "OLS",
@@ -63,7 +63,7 @@ def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float) -> list[d
                  "n": fmt_int(r.n_treatment) if r.test == "paired_t" else f"{fmt_int(r.n_treatment)} / {fmt_int(r.n_reference)}",
                  "diff": fmt_sig(r.mean_diff, signed=True), "d": fmt_sig(r.d, 3, signed=True),
                  "ci": fmt_ci(r.ci_low, r.ci_high, 3, signed=True), "p": fmt_p(r.p_value),
-                 "q": fmt_p(r.q_value), "meaningful": _b(r.meaningful), "tost_p": fmt_p(r.tost_p),
+                 "q": fmt_p(r.q_value), "meaningful": _b(r.meaningful), "tost_p": "<0.001" if to_float(r.tost_p) < 1e-3 else fmt_p(r.tost_p),
                  "equivalent": _b(r.equivalent), "margin": fmt_sig(r.margin, 3),
                  "notes": _t(r.notes)} for r in sub.itertuples()]
         scale = pd.to_numeric(sub.get("sesoi_score", pd.Series(dtype=float)), errors="coerce").dropna()
