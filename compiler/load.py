@@ -22,6 +22,29 @@ MSG_DUPLICATE_KEY = "duplicate key {key!r}; a key may appear only once in a mapp
 MSG_UNKNOWN_KEY = "unknown key {key!r}; allowed: {allowed}"
 MSG_MISSING_KEY = "required key {key!r} is missing"
 MSG_READ = "cannot read the spec: {err}"
+MSG_TOO_LARGE = "the spec is {size:,} bytes; a spec may be at most {cap:,} bytes (move long texts into files it names)"
+MSG_NOT_UTF8 = "the spec is not UTF-8 text: byte 0x{byte:02x} cannot be decoded; save the file as UTF-8"
+MSG_CONTROL = ("character U+{code:04X} is not allowed in a spec (control characters and Unicode non-characters); "
+               "only tab, line feed and carriage return are")
+MSG_DEPTH = "nesting deeper than {limit} levels; a spec is at most {limit} levels deep"
+MSG_EXPANSION = ("the aliases expand to more than {limit:,} nodes; a spec may hold at most {limit:,} "
+                 "(an alias repeated inside aliases grows exponentially)")
+MSG_TAG = "YAML tag {tag!r} is not allowed; only the standard !!str, !!int, !!float, !!bool and !!null tags are"
+MSG_TAG_VALUE = "{value!r} is not a valid {tag}"
+MSG_KEY_BREAK = "a key may not contain a line break or a control character (got {key!r})"
+MSG_BIG_INT = "integer {value} is out of range; integers in a spec must lie within ±2^53"
+#: Largest spec file read (bytes): a spec is a short configuration; long texts belong in files it names.
+MAX_BYTES = 256 * 1024
+#: Deepest nesting of mappings and sequences.
+MAX_DEPTH = 64
+#: Most YAML nodes after expanding aliases (an alias bomb of 1 KB expands to billions).
+MAX_NODES = 100_000
+#: Largest integer magnitude (integers travel through JSON and float64 hashes: 2^53 is exact in both).
+MAX_INT = 2 ** 53
+_STD = "tag:yaml.org,2002:"
+#: Tags a node may carry: the standard scalars, the containers, the merge key; timestamps are
+#: resolved implicitly from plain scalars such as 2026-12-01.
+ALLOWED_TAGS = {_STD + t for t in ("str", "int", "float", "bool", "null", "map", "seq", "merge", "timestamp")}
 
 
 @dataclass
@@ -86,10 +109,11 @@ def locate(doc: Any, loc: tuple, *, key: bool = False) -> tuple[int | None, int 
         if isinstance(node, CommentedMap):
             if part not in node:
                 continue  # e.g. a pydantic union tag such as "embedding"
+            owner = _key_owner(node, part)  # a merged key (<<: *anchor) is located where it is written
             if last and key:
-                ln, cl = node.lc.key(part)
+                ln, cl = owner.lc.key(part)
             else:
-                ln, cl = node.lc.value(part) if node[part] is not None else node.lc.key(part)
+                ln, cl = owner.lc.value(part) if owner[part] is not None else owner.lc.key(part)
             pos = (ln + 1, cl + 1)
             node = node[part]
         elif isinstance(node, CommentedSeq) and isinstance(part, int):
@@ -101,6 +125,18 @@ def locate(doc: Any, loc: tuple, *, key: bool = False) -> tuple[int | None, int 
         else:
             break
     return pos
+
+
+def _key_owner(node: Any, part: Any) -> Any:
+    """The mapping in which ``part`` is written: ``node`` itself, or (for a key that comes from a YAML
+    merge key ``<<: *anchor``) the merged mapping that holds it, searched in merge order."""
+    if part in getattr(node.lc, "data", {}) or not hasattr(node, "merge"):
+        return node
+    for source in getattr(node, "merge", ()):
+        source = source[1] if isinstance(source, tuple) else source
+        if hasattr(source, "lc") and part in source:
+            return _key_owner(source, part)
+    return node
 
 
 def _plain(node: Any) -> Any:
@@ -120,18 +156,119 @@ def _plain(node: Any) -> Any:
     return node
 
 
-def read_yaml(path: Path) -> tuple[Any, Any]:
-    """Parse ``path``; return (plain data, ruamel document). Raises :class:`SpecError`."""
-    from ruamel.yaml.constructor import DuplicateKeyError
-    from ruamel.yaml.error import MarkedYAMLError
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based (line, col) of character ``index`` of ``text``."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
+
+def _forbidden_char(ch: str) -> bool:
+    """C0/C1 controls other than tab, LF and CR; DEL; Unicode non-characters (U+FDD0-FDEF, U+xFFFE/F)."""
+    o = ord(ch)
+    return ((o < 0x20 and ch not in "\t\n\r") or 0x7F <= o <= 0x9F or 0xFDD0 <= o <= 0xFDEF
+            or (o & 0xFFFE) == 0xFFFE or 0xD800 <= o <= 0xDFFF)
+
+
+def read_text(path: Path) -> str:
+    """The spec's text, guarded: at most :data:`MAX_BYTES`, UTF-8 (a BOM is dropped), no control
+    character or non-character. Raises :class:`SpecError`, located at the offending byte or character."""
     shown = display_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise SpecError([Issue(shown, None, None, "", MSG_TOO_LARGE.format(size=size, cap=MAX_BYTES))])
+        data = path.read_bytes()
+    except (OSError, ValueError) as err:
         raise SpecError([Issue(shown, None, None, "", MSG_READ.format(err=err))]) from None
     try:
-        doc = _yaml().load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise SpecError([Issue(shown, line, col, "", MSG_NOT_UTF8.format(byte=data[err.start]))]) from None
+    text = text.removeprefix("\ufeff")
+    issues = []
+    for i, ch in enumerate(text):
+        if _forbidden_char(ch):
+            line, col = _position(text, i)
+            issues.append(Issue(shown, line, col, "", MSG_CONTROL.format(code=ord(ch))))
+            if len(issues) >= 5:
+                break
+    if issues:
+        raise SpecError(issues)
+    return text
+
+
+def _guard_nodes(root: Any, shown: str) -> None:
+    """Walk the composed YAML graph as the loader will expand it: depth, alias expansion, tags,
+    explicitly tagged scalars that do not parse, keys with line breaks, integers beyond ±2^53.
+
+    Stops at the first problem, located at its node; an alias bomb stops after :data:`MAX_NODES`
+    visits, in milliseconds.
+    """
+    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+    from ruamel.yaml.resolver import VersionedResolver
+
+    resolver = VersionedResolver()
+    count = 0
+
+    def fail(node: Any, message: str) -> None:
+        mark = node.start_mark
+        raise SpecError([Issue(shown, mark.line + 1, mark.column + 1, "", message)])
+
+    stack: list[tuple[Any, int, Any]] = [(root, 1, root)]
+    while stack:
+        node, depth, top = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            fail(top, MSG_EXPANSION.format(limit=MAX_NODES))  # at the top-level key that expands
+        if depth > MAX_DEPTH:
+            fail(node, MSG_DEPTH.format(limit=MAX_DEPTH))
+        tag = node.tag if isinstance(node.tag, str) else getattr(node.tag, "value", str(node.tag))
+        if tag not in ALLOWED_TAGS:
+            fail(node, MSG_TAG.format(tag=tag))
+        if isinstance(node, ScalarNode):
+            short = tag.removeprefix(_STD)
+            if short in ("int", "float", "bool", "null"):
+                implicit = resolver.resolve(ScalarNode, node.value, (True, False))
+                implicit = implicit if isinstance(implicit, str) else getattr(implicit, "value", str(implicit))
+                if implicit != tag and not (short == "float" and implicit == _STD + "int"):
+                    fail(node, MSG_TAG_VALUE.format(value=node.value, tag="!!" + short))
+                if short == "int":
+                    try:
+                        value = int(node.value.replace("_", ""), 0)
+                    except ValueError:
+                        value = 0  # sexagesimal and other YAML 1.1 forms: ruamel reads them
+                    if abs(value) >= MAX_INT:
+                        fail(node, MSG_BIG_INT.format(value=node.value))
+        elif isinstance(node, MappingNode):
+            for key, value in reversed(node.value):
+                if isinstance(key, ScalarNode) and any(c in "\n\r" or _forbidden_char(c) for c in key.value):
+                    fail(key, MSG_KEY_BREAK.format(key=key.value))
+                stack.append((value, depth + 1, key if node is root else top))
+                stack.append((key, depth + 1, key if node is root else top))
+        elif isinstance(node, SequenceNode):
+            stack.extend((item, depth + 1, top) for item in reversed(node.value))
+
+
+def read_yaml(path: Path) -> tuple[Any, Any]:
+    """Parse ``path``; return (plain data, ruamel document). Raises :class:`SpecError`.
+
+    The text passes :func:`read_text` (size, encoding, characters) and the composed node graph
+    :func:`_guard_nodes` (depth, aliases, tags, keys, integers) before anything is constructed, so
+    no input reaches the constructor that could make it raise an unlocated error or run for long.
+    """
+    from ruamel.yaml.constructor import DuplicateKeyError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    shown = display_path(path)
+    text = read_text(path)
+    try:
+        y = _yaml()
+        root = y.compose(text)  # parsed once: guarded as nodes, then constructed from the same nodes
+        if root is not None:
+            _guard_nodes(root, shown)
+        doc = y.constructor.construct_document(root) if root is not None else None
     except DuplicateKeyError as err:
         mark = err.problem_mark
         key = str(err.problem).split('"')[1] if '"' in str(err.problem) else "?"
@@ -144,6 +281,12 @@ def read_yaml(path: Path) -> tuple[Any, Any]:
         msg = " ".join(x for x in (err.context, err.problem) if x)
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
         raise SpecError([Issue(shown, line, col, "", f"YAML syntax error: {msg}")]) from None
+    except RecursionError:
+        raise SpecError([Issue(shown, None, None, "", MSG_DEPTH.format(limit=MAX_DEPTH))]) from None
+    except YAMLError as err:  # reader errors and the like: located by their own position when they have one
+        mark = getattr(err, "problem_mark", None)
+        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        raise SpecError([Issue(shown, line, col, "", f"YAML error: {err}")]) from None
     if not isinstance(doc, dict):
         raise SpecError([Issue(shown, 1, 1, "", MSG_NOT_MAPPING)])
     return _plain(doc), doc

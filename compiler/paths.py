@@ -18,6 +18,8 @@ MSG_FILE_ESCAPES = "path {path!r} leaves the spec's folder {folder}; file refere
 MSG_FILE_ABSOLUTE = "path {path!r} is absolute; file references are relative to the spec's folder"
 MSG_NOT_A_FILE = "path {path!r} is a folder; a file is expected here"
 MSG_NOT_A_FOLDER = "path {path!r} is a file; a sentence-transformers model folder is expected here"
+MSG_EMPTY = "path is empty; name a file relative to the spec's folder"
+MSG_BAD_PATH = "path {path!r} cannot be used: {why}"
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -53,16 +55,23 @@ def resolve_inside(folder: Path, ref: str, *, want: str = "file") -> tuple[Path 
     tuple
         ``(path, None)`` or ``(None, error message)``.
     """
-    if Path(ref).is_absolute():
-        return None, MSG_FILE_ABSOLUTE.format(path=ref)
-    root = folder.resolve()
-    target = (root / ref).resolve()
-    if target != root and root not in target.parents:
-        return None, MSG_FILE_ESCAPES.format(path=ref, folder=root)
-    if not target.exists():
-        return None, MSG_FILE_MISSING.format(path=ref, resolved=target)
-    if want == "file" and not target.is_file():
-        return None, MSG_NOT_A_FILE.format(path=ref)
-    if want == "folder" and not target.is_dir():
-        return None, MSG_NOT_A_FOLDER.format(path=ref)
+    if not str(ref).strip():
+        return None, MSG_EMPTY
+    if "\x00" in str(ref):
+        return None, MSG_BAD_PATH.format(path=ref, why="it contains a NUL character")
+    try:
+        if Path(ref).is_absolute():
+            return None, MSG_FILE_ABSOLUTE.format(path=ref)
+        root = folder.resolve()
+        target = (root / ref).resolve()
+        if target != root and root not in target.parents:
+            return None, MSG_FILE_ESCAPES.format(path=ref, folder=root)
+        if not target.exists():
+            return None, MSG_FILE_MISSING.format(path=ref, resolved=target)
+        if want == "file" and not target.is_file():
+            return None, MSG_NOT_A_FILE.format(path=ref)
+        if want == "folder" and not target.is_dir():
+            return None, MSG_NOT_A_FOLDER.format(path=ref)
+    except (OSError, RuntimeError, ValueError) as err:  # too long a name, a symlink loop, ...
+        return None, MSG_BAD_PATH.format(path=ref, why=getattr(err, "strerror", None) or str(err))
     return target, None

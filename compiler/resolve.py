@@ -34,7 +34,7 @@ __all__ = [
 def _jobs(ls: LoadedSpec) -> list[dict[str, Any]]:
     jobs = []
     for job in ls.spec.jobs:
-        if job.description_file:
+        if job.description_file is not None:
             text = {"source": "file", **file_ref(ls.folder, job.description_file)}
         elif job.description is not None:
             text = {"source": "inline", "sha256": digest(job.description)["digest"]}

@@ -175,10 +175,10 @@ class Embedding(SystemHook):
     kind = "embedding"
 
     def files(self, i: int, system: Any) -> list[FileRef]:
-        return [(("systems", i, "model"), system.model, "folder")] if system.model else []
+        return [(("systems", i, "model"), system.model, "folder")] if system.model is not None else []
 
     def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
-        if system.model:
+        if system.model is not None:
             path, _ = resolve_inside(ls.folder, system.model, want="folder")
             model = {"source": "path", "path": system.model}
         else:

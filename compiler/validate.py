@@ -66,7 +66,7 @@ def _file_issues(ls: LoadedSpec) -> list[Issue]:
     out = []
     refs: list[tuple[tuple, str, str]] = []
     for i, job in enumerate(ls.spec.jobs):
-        if job.description_file:
+        if job.description_file is not None:
             refs.append((("jobs", i, "description_file"), job.description_file, "text"))
     for i, system in enumerate(ls.spec.systems):
         refs += hook_for(system.kind).files(i, system)

@@ -42,6 +42,19 @@ CASES = {
     "infinite_threshold": (TINY_SPEC.replace("investigate: 0.05}", "investigate: .inf}"), {}),
     "boolean_seed": (TINY_SPEC.replace("seed: 7", "seed: true"), {}),
     "not_utf8_description": (TINY_SPEC.replace("- {id: j1}", "- {id: j1, description_file: jd.md}"), {"jd.md": "caf\udce9"}),
+    # the loader guard (issue 14): located errors, never a traceback or a hang
+    "control_character": (TINY_SPEC.replace("title: Tiny", "title: Ti\x07ny"), {}),
+    "non_character": (TINY_SPEC.replace("title: Tiny", "title: Ti\ufffeny"), {}),
+    "deep_nesting": (TINY_SPEC.replace("title: Tiny precomputed audit", "title: " + "[" * 250 + "]" * 250), {}),
+    "alias_bomb": ("lol0: &a0 [lol]\n" + "".join(f"lol{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]\n"
+                                                 for i in range(1, 10)) + TINY_SPEC.replace("title: Tiny precomputed audit", "title: *a9"), {}),
+    "custom_tag": (TINY_SPEC.replace("seed: 7", "seed: !python/object:os.system 7"), {}),
+    "tagged_value_does_not_parse": (TINY_SPEC.replace("seed: 7", 'seed: !!int "seven"'), {}),
+    "merged_key_unknown": (TINY_SPEC.replace("analysis:\n  k:", "defaults: &d {kk: 3}\nanalysis:\n  <<: *d\n  k:"), {}),
+    "key_with_line_break": (TINY_SPEC.replace("seed: 7", '"se\\ned": 7'), {}),
+    "empty_description_file": (TINY_SPEC.replace("- {id: j1}", '- {id: j1, description_file: ""}'), {}),
+    "path_with_nul": (TINY_SPEC.replace("path: scores.csv", 'path: "scores\\0.csv"'), {}),
+    "huge_integer_in_k": (TINY_SPEC.replace("counterfactual: 2", "counterfactual: 9007199254740993"), {}),
 }
 
 
@@ -59,6 +72,48 @@ def test_invalid_spec_golden(case, write_spec, tmp_path):
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(got)
     assert got == golden.read_text()
+
+
+@pytest.mark.parametrize("ref", ["x" * 300 + ".csv", "loop/scores.csv"])
+def test_unusable_paths_are_located_errors(ref, write_spec, tmp_path):
+    # a name too long for the file system, a symlink loop: exit 2 at the key, no traceback
+    spec = write_spec(TINY_SPEC.replace("path: scores.csv", f"path: {ref}"), **{"scores.csv": TINY_SCORES})
+    (tmp_path / "loop").symlink_to("loop")
+    proc = run_cli("validate", spec.name, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: spec.yaml:17:43: systems[0].path: path ")
+
+
+def test_alias_bomb_is_refused_in_under_a_second(tmp_path):
+    import time
+
+    from compiler.errors import SpecError
+    from compiler.load import load_spec
+
+    # ten levels, each repeating the previous nine times: 9^10 nodes once expanded
+    bomb = "a0: &a0 [lol]\n" + "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]\n" for i in range(1, 11))
+    (tmp_path / "bomb.yaml").write_text(bomb)
+    start = time.perf_counter()
+    with pytest.raises(SpecError) as err:
+        load_spec(tmp_path / "bomb.yaml")
+    assert time.perf_counter() - start < 1.0
+    assert "aliases expand to more than 100,000 nodes" in str(err.value)
+
+
+def test_spec_bytes_that_are_not_utf8_or_too_many_are_located(tmp_path):
+    from compiler.load import MAX_BYTES
+
+    (tmp_path / "latin1.yaml").write_bytes(TINY_SPEC.replace("Tiny", "Tiny caf\u00e9").encode("latin-1"))
+    proc = run_cli("validate", "latin1.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: latin1.yaml:2:16: the spec is not UTF-8 text: byte 0xe9")
+    (tmp_path / "big.yaml").write_text(TINY_SPEC + "# padding\n" * (MAX_BYTES // 10))
+    proc = run_cli("validate", "big.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "a spec may be at most 262,144 bytes" in proc.stderr
+    # a BOM and CRLF line ends are fine
+    (tmp_path / "bom.yaml").write_bytes(b"\xef\xbb\xbf" + TINY_SPEC.replace("\n", "\r\n").encode())
+    (tmp_path / "scores.csv").write_text(TINY_SCORES)
+    assert run_cli("validate", "bom.yaml", cwd=tmp_path).returncode == 0
 
 
 def test_every_compile_error_names_file_line_col(write_spec, tmp_path):
