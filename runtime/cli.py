@@ -61,9 +61,18 @@ def _root(
 
 
 def _console(stderr: bool = False):
+    """A Rich console that prints text as it is (``markup=False``): paths, reasons, names and other
+    user text may hold brackets such as ``[/x]``. Styled words go through :func:`_styled`."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
+
+
+def _styled(word: str, style: str, rest: str):
+    """``word`` in ``style`` followed by ``rest`` printed verbatim (never parsed as markup)."""
+    from rich.text import Text
+
+    return Text.assemble((word, style), rest)
 
 
 @app.command()
@@ -75,8 +84,8 @@ def validate(spec: SpecArg) -> None:
     _print_warnings(compiled)
     c = compiled.plan["counts"]
     what = _n(c["profiles"], "profile") if "profiles" in c else _n(c["variants"], "variant")
-    _console().print(f"[green]valid[/]: {spec} ({_n(c['jobs'], 'job')}, {what}, "
-                     f"{_n(c['systems'], 'system')})")
+    _console().print(_styled("valid", "green", f": {spec} ({_n(c['jobs'], 'job')}, {what}, "
+                                               f"{_n(c['systems'], 'system')})"))
 
 
 def _print_warnings(compiled) -> None:
@@ -154,8 +163,8 @@ def compile_(
     if unchanged:
         console.print(f"{lock_path(spec)} unchanged: the spec matches its lock of {lock['created_at']}")
     elif lock["amendments"] and lock["amendments"][-1]["amended_at"] == lock["created_at"]:
-        console.print(f"[yellow]amendment {len(lock['amendments'])}[/] of the lock "
-                      f"(reason: {lock['amendments'][-1].get('reason')}); changed keys:", markup=True)
+        console.print(_styled(f"amendment {len(lock['amendments'])}", "yellow",
+                              f" of the lock (reason: {lock['amendments'][-1].get('reason')}); changed keys:"))
         for line in lock["amendments"][-1]["changes"]:
             console.print(f"  - {line}", markup=False)
         console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
@@ -224,10 +233,9 @@ def execute(
         raise AuditError(f"no signing keys in {kd} (named by {'--key-dir' if key_dir else '$' + KEY_DIR_ENV}); "
                          f"create them with `audit keygen --key-dir {kd}`")
     if keys is None:
-        _console(stderr=True).print(
-            f"[bold red]warning: UNSIGNED run[/]: no signing keys in {kd}. The report and manifest will not be "
-            "signed and `audit verify` will fail on this run. Create keys with `audit keygen` "
-            "(or pass --key-dir).")
+        _console(stderr=True).print(_styled(
+            "warning: UNSIGNED run", "bold red", f": no signing keys in {kd}. The report and manifest will not be "
+            "signed and `audit verify` will fail on this run. Create keys with `audit keygen` (or pass --key-dir)."))
     result = run_execute(spec, out=out, quiet=quiet, keys=keys, resume=resume)
     console = _console()
     reused = result.run.get("reused_tasks") or []
@@ -397,11 +405,11 @@ def verify(
             "(or --key-dir) to pin it.", markup=False)
     if report.failures:
         err = _console(stderr=True)
-        err.print(f"[bold red]verification FAILED[/] for {path}: {len(report.failures)} problem(s)")
+        err.print(_styled("verification FAILED", "bold red", f" for {path}: {len(report.failures)} problem(s)"))
         for f in report.failures:
             err.print(f"  FAIL {f}", markup=False)
         raise typer.Exit(EXIT_VERIFY)
-    console.print(f"[green]verified[/]: {path}")
+    console.print(_styled("verified", "green", f": {path}"))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -38,7 +38,9 @@ class Progress:
         """Add a bar; return the function that advances it."""
         if self._bar is None:
             return lambda n=1: None
-        tid = self._bar.add_task(description, total=total)
+        from rich.markup import escape
+
+        tid = self._bar.add_task(escape(description), total=total)  # the column formats it as markup
         return lambda n=1: self._bar.advance(tid, n)
 
 

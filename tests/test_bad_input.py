@@ -1,0 +1,49 @@
+"""Bad input never crashes (issue 14): user text is printed as it is, never parsed as Rich markup.
+
+Every CLI message that carries a user-supplied string (spec path, title, --reason, --out, the key
+folder and the signer's name) is exercised with ``[/x]`` in it: Rich reads ``[/x]`` as a closing tag
+and raises when it is parsed as markup.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import TINY_SCORES, TINY_SPEC, run_cli
+
+BRACKETS = "[/x]"
+
+
+def test_user_text_with_markup_brackets_is_printed_verbatim(tmp_path):
+    folder = tmp_path / f"a{BRACKETS}"  # a folder "a[" holding a folder "x]"
+    folder.mkdir(parents=True)
+    (folder / "scores.csv").write_text(TINY_SCORES)
+    spec = folder / "spec.yaml"
+    spec.write_text(TINY_SPEC.replace("title: Tiny precomputed audit", f"title: 'Tiny {BRACKETS} audit [bold]'"))
+    rel = f"a{BRACKETS}/spec.yaml"
+    keys = f"k{BRACKETS}"
+
+    def ok(proc, code=0):
+        assert proc.returncode == code, proc.stderr
+        assert "Traceback" not in proc.stderr and "MarkupError" not in proc.stderr
+        return proc
+
+    out = ok(run_cli("validate", rel, cwd=tmp_path)).stdout
+    assert f"valid: {rel} (1 job" in out
+    ok(run_cli("compile", rel, cwd=tmp_path))
+    spec.write_text(spec.read_text().replace("seed: 7", "seed: 8"))
+    out = ok(run_cli("compile", rel, "--amend", "--reason", f"fix {BRACKETS} typo [red]", cwd=tmp_path)).stdout
+    assert f"(reason: fix {BRACKETS} typo [red]); changed keys:" in out
+    out = ok(run_cli("keygen", "--key-dir", keys, "--signer", f"Ann {BRACKETS} Lee", cwd=tmp_path)).stdout
+    assert f"Ann {BRACKETS} Lee" in out
+    proc = ok(run_cli("execute", rel, "-q", "--out", f"out{BRACKETS}", "--key-dir", keys, cwd=tmp_path))
+    run_dir = next((tmp_path / f"out{BRACKETS}" / "tiny-audit").iterdir())
+    assert f"run folder: out{BRACKETS}/tiny-audit/{run_dir.name}" in proc.stdout
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "done"
+    rel_run = f"out{BRACKETS}/tiny-audit/{run_dir.name}"
+    out = ok(run_cli("verify", rel_run, "--key-dir", keys, cwd=tmp_path)).stdout
+    assert f"verified: {rel_run}" in out
+    ok(run_cli("status", rel_run, cwd=tmp_path))
+    (run_dir / "metrics.csv").write_text("tampered\n")
+    err = ok(run_cli("verify", rel_run, "--key-dir", keys, cwd=tmp_path), code=6).stderr
+    assert f"verification FAILED for {rel_run}" in err
