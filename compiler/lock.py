@@ -129,6 +129,28 @@ def _lock_dict(data: Any, path: Path, shown: Path) -> dict[str, Any]:
         raise LockVersionError(str(err), path=path, found=err.found, supported=err.supported) from None
 
 
+def damage(text: str, err: Exception) -> str:
+    """What is wrong with a lock's text, in words: git conflict markers, truncation, or the parser's
+    message (with its line and column)."""
+    if any(line.startswith(("<<<<<<< ", "=======", ">>>>>>> ")) for line in text.splitlines()):
+        return "it holds git merge-conflict markers (<<<<<<< / ======= / >>>>>>>): resolve the conflict"
+    stripped = text.rstrip()
+    if stripped.startswith("{") and not stripped.endswith("}"):
+        lines = stripped.splitlines()
+        return (f"it is truncated: the JSON stops at line {len(lines)}, column {len(lines[-1]) + 1}, "
+                f"before its closing brace ({err})")
+    return str(err)
+
+
+def _read_lock_json(path: Path) -> Any:
+    """``json.loads`` of a lock; a ValueError whose message says how the text is damaged."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise ValueError(damage(text, err)) from None
+
+
 def existing_lock(spec_path: Path, shown: str | None = None) -> dict[str, Any] | None:
     """The lock next to ``spec_path``, or None when there is none.
 
@@ -141,7 +163,7 @@ def existing_lock(spec_path: Path, shown: str | None = None) -> dict[str, Any] |
         return None
     shown_lock = lock_path(Path(shown)) if shown else path
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = _read_lock_json(path)
     except (OSError, ValueError) as err:
         raise LockError(MSG_LOCK_DAMAGED.format(lock=shown_lock, err=err)) from None
     try:
@@ -170,7 +192,7 @@ def read_lock(spec_path: Path, shown: str) -> dict[str, Any]:
     if not path.exists():
         raise LockError(MSG_NO_LOCK.format(lock=path.name, spec=shown))
     try:
-        lock = json.loads(path.read_text(encoding="utf-8"))
+        lock = _read_lock_json(path)
         if not isinstance(lock, dict):
             raise TypeError("not a JSON object")
         missing = [k for k in REQUIRED_LOCK_KEYS if k not in lock]

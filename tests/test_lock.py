@@ -170,3 +170,21 @@ def test_a_damaged_lock_is_never_replaced_by_compile(write_spec, tmp_path):
         assert proc.returncode == 3 and "exists but is unreadable" in proc.stderr, proc.stderr
         assert "git checkout -- spec.lock.json" in proc.stderr and "Traceback" not in proc.stderr
         assert lock.read_text() == damaged
+
+
+def test_a_truncated_or_conflicted_lock_is_named_as_such_and_kept(write_spec, tmp_path):
+    spec = write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
+    lock = tmp_path / "spec.lock.json"
+    good = lock.read_text()
+    spec.write_text(spec.read_text().replace("seed: 7", "seed: 8"))  # a changed spec: compile would re-lock
+    cases = {good[: len(good) // 2]: "it is truncated: the JSON stops at line",
+             f"<<<<<<< HEAD\n{good}=======\n{good}>>>>>>> branch\n": "git merge-conflict markers"}
+    for damaged, words in cases.items():
+        lock.write_text(damaged)
+        for command in ("compile", "execute"):
+            proc = run_cli(command, spec.name, "-q", cwd=tmp_path) if command == "execute" else \
+                run_cli(command, spec.name, cwd=tmp_path)
+            assert proc.returncode == 3 and words in proc.stderr, (command, proc.stderr)
+            assert "Traceback" not in proc.stderr
+        assert lock.read_text() == damaged  # never overwritten, never silently re-locked
