@@ -111,6 +111,36 @@ def _b64(text: Any) -> bytes:
     return base64.b64decode(text, validate=True)
 
 
+#: Keys of a DSSE envelope (https://github.com/secure-systems-lab/dsse, envelope.md) and of each of
+#: its signatures; nothing else is accepted. A later countersignature adds signatures, not keys.
+ENVELOPE_KEYS = frozenset({"payload", "payloadType", "signatures"})
+SIGNATURE_KEYS = frozenset({"keyid", "sig"})
+
+
+def envelope_problems(env: Any) -> str:
+    """Why ``env`` is not a DSSE envelope of the strict shape audit-compiler writes ('' when it is):
+    exactly the keys :data:`ENVELOPE_KEYS`, string payload and payloadType, a non-empty list of
+    signatures, each exactly :data:`SIGNATURE_KEYS` with string values."""
+    if not isinstance(env, dict):
+        return "the top level is not a JSON object"
+    if set(env) != ENVELOPE_KEYS:
+        extra, missing = sorted(set(env) - ENVELOPE_KEYS), sorted(ENVELOPE_KEYS - set(env))
+        return "; ".join(x for x in (f"unknown field(s) {', '.join(extra)}" if extra else "",
+                                     f"missing field(s) {', '.join(missing)}" if missing else "") if x)
+    if not isinstance(env["payload"], str) or not isinstance(env["payloadType"], str):
+        return "payload and payloadType must be strings"
+    sigs = env["signatures"]
+    if not isinstance(sigs, list) or not sigs:
+        return "signatures must be a non-empty list"
+    for i, sig in enumerate(sigs, 1):
+        if not isinstance(sig, dict) or set(sig) != SIGNATURE_KEYS:
+            keys = sorted(sig) if isinstance(sig, dict) else type(sig).__name__
+            return f"signature {i} must have exactly the fields keyid and sig (has {keys})"
+        if not all(isinstance(v, str) for v in sig.values()):
+            return f"signature {i}: keyid and sig must be strings"
+    return ""
+
+
 def check_envelope(run_dir: Path, trust: Trust, report: Report) -> dict[str, Any] | None:
     """Verify ``manifest.dsse.json``; return the signed Statement, or None (failures recorded)."""
     path = run_dir / ENVELOPE
@@ -120,10 +150,18 @@ def check_envelope(run_dir: Path, trust: Trust, report: Report) -> dict[str, Any
     raw = path.read_bytes()
     try:
         env = json.loads(raw.decode("utf-8"))
-        payload, sigs = _b64(env["payload"]), env["signatures"]
-        payload_type = env["payloadType"]
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, binascii.Error) as err:
+    except (UnicodeDecodeError, ValueError) as err:
         report.fail(ENVELOPE, f"not a readable DSSE envelope ({type(err).__name__}: {err})")
+        return None
+    shape = envelope_problems(env)
+    if shape:
+        report.fail(ENVELOPE, f"not a DSSE envelope of the expected shape: {shape}")
+        return None
+    payload_type, sigs = env["payloadType"], env["signatures"]
+    try:
+        payload = _b64(env["payload"])
+    except (ValueError, binascii.Error) as err:
+        report.fail(ENVELOPE, f"payload is not base64 ({err})")
         return None
     if payload_type != PAYLOAD_TYPE:
         report.fail(ENVELOPE, f"payloadType is {payload_type!r}, expected {PAYLOAD_TYPE!r}")
@@ -133,18 +171,19 @@ def check_envelope(run_dir: Path, trust: Trust, report: Report) -> dict[str, Any
     from cryptography.exceptions import InvalidSignature
 
     keyid = K.key_id(trust.public_key)
-    good = False
-    for s in sigs if isinstance(sigs, list) else []:
+    good = 0
+    for i, s in enumerate(sigs):
         try:
-            sig = _b64(s["sig"])
-            trust.public_key.verify(sig, pae(str(payload_type), payload))
-        except (InvalidSignature, ValueError, KeyError, TypeError, binascii.Error):
+            trust.public_key.verify(_b64(s["sig"]), pae(str(payload_type), payload))
+        except (InvalidSignature, ValueError, binascii.Error):
+            which = "the signature" if len(sigs) == 1 else f"signature {i + 1} of {len(sigs)} (every one must verify)"
+            report.fail(ENVELOPE, f"{which} does not verify with the Ed25519 key {keyid[:16]}... ({trust.source})")
             continue
-        if s.get("keyid") not in (None, keyid):
-            report.fail(ENVELOPE, f"keyid {s.get('keyid')!r} does not name the key that signed it ({keyid[:16]}...)")
-        good = True
+        if s["keyid"] != keyid:
+            report.fail(ENVELOPE, f"keyid {s['keyid']!r} does not name the key that signed it ({keyid[:16]}...)")
+            continue
+        good += 1
     if not good:
-        report.fail(ENVELOPE, f"the signature does not verify with the Ed25519 key {keyid[:16]}... ({trust.source})")
         return None
     if raw != render_json(env):
         report.fail(ENVELOPE, "its bytes differ from the envelope audit-compiler wrote (edited after signing)")
@@ -155,11 +194,29 @@ def check_envelope(run_dir: Path, trust: Trust, report: Report) -> dict[str, Any
         return None
     if canonical_json(stmt) != payload:
         report.fail(ENVELOPE, "the signed payload is not RFC 8785 canonical JSON")
-    if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
-        report.fail(ENVELOPE, f"not an in-toto Statement v1 with predicateType {PREDICATE_TYPE}")
+    if (not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE
+            or stmt.get("predicateType") != PREDICATE_TYPE or statement_problems(stmt)):
+        why = statement_problems(stmt) if isinstance(stmt, dict) else "not a JSON object"
+        report.fail(ENVELOPE, f"not an in-toto Statement v1 with predicateType {PREDICATE_TYPE}"
+                              + (f" ({why})" if why else ""))
         return None
     report.notes.append(f"DSSE signature: valid, Ed25519 key {keyid[:16]}... ({trust.source})")
     return stmt
+
+
+def statement_problems(stmt: dict[str, Any]) -> str:
+    """Why the signed Statement's subjects or manifest cannot be read ('' when they can)."""
+    subjects = stmt.get("subject")
+    if not isinstance(subjects, list) or not all(
+            isinstance(x, dict) and isinstance(x.get("name"), str) and isinstance(x.get("digest"), dict)
+            and isinstance(x["digest"].get("sha256"), str) for x in subjects):
+        return "subject must be a list of {name, digest: {sha256}}"
+    pred = stmt.get("predicate")
+    if not isinstance(pred, dict) or not isinstance(pred.get("artifacts", []), list) or not all(
+            isinstance(a, dict) and isinstance(a.get("path"), str) and isinstance(a.get("sha256"), str)
+            for a in pred.get("artifacts", [])):
+        return "predicate must be the manifest, with artifacts as a list of {path, sha256}"
+    return ""
 
 
 # -------------------------------------------------------------------------------------- run folder
@@ -190,10 +247,19 @@ def check_artifacts(run_dir: Path, stmt: dict[str, Any], report: Report) -> None
     report.notes.append(f"artifacts: {len(subjects)} files checked (sha256) against the signed manifest")
 
 
+def check_run_id(run_dir: Path, manifest: dict[str, Any], run: dict[str, Any] | None, report: Report) -> None:
+    """The signed run id is the one ``run.json`` records; a folder renamed after signing still
+    verifies, and the note says which run it is."""
+    signed = manifest.get("run_id")
+    if run is not None and run.get("run_id") != signed:
+        report.fail("run.json", f"run id {run.get('run_id')!r} differs from the signed run id {signed!r}")
+    renamed = f" (the folder is named {run_dir.name!r})" if run_dir.name != signed else ""
+    report.notes.append(f"run: audit {manifest.get('audit')!r}, signed run id {signed!r}{renamed}")
+
+
 def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = None) -> dict[str, Any] | None:
     """Validate the PAdES signature of ``pdf`` with pyHanko; return its facts (signer, time, metadata)."""
     name = name or pdf.name
-    from pyhanko.pdf_utils.misc import PdfReadError
     from pyhanko.pdf_utils.reader import PdfFileReader
     from pyhanko.sign.validation import validate_pdf_signature
     from pyhanko_certvalidator import ValidationContext
@@ -203,7 +269,7 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
 
         reader = PdfFileReader(io.BytesIO(pdf.read_bytes()), strict=False)
         sigs = reader.embedded_signatures
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError, AssertionError) as err:
+    except Exception as err:  # noqa: BLE001 - a damaged PDF raises many kinds (PdfReadError, zlib.error, ...)
         report.fail(name, f"not a readable PDF ({type(err).__name__}: {err})")
         return None
     if not sigs:
@@ -239,8 +305,12 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
             continue
         facts = {"field": sig.field_name, "signer": status.signing_cert.subject.human_friendly,
                  "signed_at": str(sig.self_reported_timestamp), "coverage": cov}
-    info = reader.trailer["/Info"] if "/Info" in reader.trailer else {}
-    facts["keywords"] = str(info.get("/Keywords", "")) if info else ""
+    try:
+        info = reader.trailer["/Info"] if "/Info" in reader.trailer else {}
+        facts["keywords"] = str(info.get("/Keywords", "")) if info else ""
+    except Exception as err:  # noqa: BLE001 - a damaged document information dictionary
+        report.fail(name, f"its document information cannot be read ({type(err).__name__}: {err})")
+        facts["keywords"] = ""
     if facts.get("field"):
         report.notes.append(f"PDF signature ({name}): intact, valid, trusted, covers the entire file; signer "
                             f"{facts['signer']}, signed {facts['signed_at']}")
@@ -308,6 +378,7 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
     if stmt is not None:
         report.manifest = stmt.get("predicate")
         check_artifacts(run_dir, stmt, report)
+        check_run_id(run_dir, report.manifest, run, report)
         if trust.public_key is not None and (run_dir / K.MANIFEST_PUB).is_file():
             try:
                 same = K.key_id(K.load_public_key(run_dir / K.MANIFEST_PUB)) == K.key_id(trust.public_key)

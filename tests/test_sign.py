@@ -493,3 +493,86 @@ def test_git_commit_and_dirty_flag_are_recorded(tmp_path, write_spec, key_dir):
                                        "audit compile spec.yaml && audit execute spec.yaml"]
     html = next((tmp_path / "reports/b/tiny-audit").glob("*/report.html")).read_text()
     assert "uncommitted changes" in html and head[:12] in html
+
+
+def _verify_exit(run_dir: Path, key_dir: Path) -> int:
+    """``audit verify RUN --key-dir KEYS`` in this process (the CLI's own main): its exit code."""
+    import contextlib
+    import io
+
+    from runtime.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            main(["verify", str(run_dir), "--key-dir", str(key_dir)])
+        except SystemExit as exit_:
+            return int(exit_.code)
+    return 0
+
+
+@pytest.mark.parametrize("name", ["report.pdf", "manifest.dsse.json"])
+def test_every_flipped_byte_class_exits_6_never_1(signed_run, key_dir, tmp_path, name):
+    # The first byte, the last, and 50 seeded random positions: each flipped (xor 0xff) in a copy of the
+    # signed run; verify must answer FAIL (exit 6) for every one, never crash (exit 1).
+    import random
+    import shutil
+
+    size = (signed_run / name).stat().st_size
+    positions = sorted({0, size - 1, *random.Random(14).sample(range(size), 50)})
+    work = tmp_path / signed_run.name
+    shutil.copytree(signed_run, work)
+    original = (signed_run / name).read_bytes()
+    codes = {}
+    for pos in positions:
+        damaged = bytearray(original)
+        damaged[pos] ^= 0xFF
+        (work / name).write_bytes(bytes(damaged))
+        codes[pos] = _verify_exit(work, key_dir)
+    (work / name).write_bytes(original)
+    assert _verify_exit(work, key_dir) == 0
+    assert set(codes.values()) == {6}, {p: c for p, c in codes.items() if c != 6}
+
+
+@pytest.mark.parametrize("edit", ["extra_field", "bogus_second_signature", "missing_keyid", "signatures_not_list",
+                                  "payload_not_base64", "top_level_list", "subject_not_list"])
+def test_malformed_envelopes_fail_with_a_reason(signed_run, key_dir, tmp_path, edit):
+    import base64
+    import shutil
+
+    from compiler.hashing import canonical_json
+    from runtime.sign import ENVELOPE, render_json
+
+    work = tmp_path / signed_run.name
+    shutil.copytree(signed_run, work)
+    env = json.loads((work / ENVELOPE).read_text())
+    if edit == "extra_field":
+        env["comment"] = "hello"
+    elif edit == "bogus_second_signature":
+        env["signatures"].append({"keyid": env["signatures"][0]["keyid"], "sig": base64.b64encode(b"x" * 64).decode()})
+    elif edit == "missing_keyid":
+        del env["signatures"][0]["keyid"]
+    elif edit == "signatures_not_list":
+        env["signatures"] = env["signatures"][0]
+    elif edit == "payload_not_base64":
+        env["payload"] = "%%%"
+    elif edit == "top_level_list":
+        env = [env]
+    elif edit == "subject_not_list":
+        stmt = json.loads(base64.b64decode(env["payload"]))
+        stmt["subject"] = "everything"
+        env["payload"] = base64.b64encode(canonical_json(stmt)).decode()
+    (work / ENVELOPE).write_bytes(render_json(env))
+    report = verify_run(work, trust=_trust(key_dir))
+    assert not report.ok and any(f.file == ENVELOPE for f in report.failures), report.failures
+    assert _verify_exit(work, key_dir) == 6
+
+
+def test_a_renamed_run_folder_verifies_and_names_its_signed_run_id(signed_run, key_dir, tmp_path):
+    import shutil
+
+    work = tmp_path / "renamed-by-recipient"
+    shutil.copytree(signed_run, work)
+    report = verify_run(work, trust=_trust(key_dir))
+    assert report.ok, report.failures
+    assert any(f"signed run id {signed_run.name!r} (the folder is named 'renamed-by-recipient')" in n
+               for n in report.notes)
