@@ -75,3 +75,13 @@ def resolve_inside(folder: Path, ref: str, *, want: str = "file") -> tuple[Path 
     except (OSError, RuntimeError, ValueError) as err:  # too long a name, a symlink loop, ...
         return None, MSG_BAD_PATH.format(path=ref, why=getattr(err, "strerror", None) or str(err))
     return target, None
+
+
+def portable(path: Path, folder: Path) -> str:
+    """``path`` as recorded in an artifact: relative to ``folder`` (the spec's folder), POSIX form,
+    never absolute, so that no run folder, lock or report carries the machine's directory names
+    (issue 14). A path outside the folder is written with ``..`` steps."""
+    import os
+
+    return Path(os.path.relpath(Path(path).resolve(), Path(folder).resolve())).as_posix()
+

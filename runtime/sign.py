@@ -103,7 +103,7 @@ def reproduce_commands(*, spec_shown: str, git: dict[str, Any] | None, tool_vers
     """Shell lines that re-run the audit with the same spec and seed (metrics.csv byte-identical).
 
     With git: check out the recorded commit and run from the repository root; without: run from
-    the folder ``audit execute`` ran in. The spec's lock pins everything else.
+    the spec's folder (``spec_shown`` is then the spec's file name). The spec's lock pins everything else.
     """
     lines = [f"pip install 'audit-compiler=={tool_version}'"]
     spec = spec_shown

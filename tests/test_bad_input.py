@@ -47,3 +47,43 @@ def test_user_text_with_markup_brackets_is_printed_verbatim(tmp_path):
     (run_dir / "metrics.csv").write_text("tampered\n")
     err = ok(run_cli("verify", rel_run, "--key-dir", keys, cwd=tmp_path), code=6).stderr
     assert f"verification FAILED for {rel_run}" in err
+
+
+def test_no_absolute_path_of_the_machine_enters_a_run_folder(tmp_path):
+    """A spec given by absolute path, run from another folder: no file of the run folder, nor the
+    PDF's text, decompressed streams or metadata (the document information dictionary and any XMP
+    stream), names the machine's folders."""
+    import re
+    import subprocess
+    import zlib
+
+    secret = tmp_path / "home" / "alice-private" / "audits"
+    secret.mkdir(parents=True)
+    (secret / "spec.yaml").write_text(TINY_SPEC)
+    (secret / "scores.csv").write_text(TINY_SCORES)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    keys = tmp_path / "keys"
+    assert run_cli("keygen", "--key-dir", str(keys), "--signer", "Test", cwd=elsewhere).returncode == 0
+    assert run_cli("compile", str(secret / "spec.yaml"), cwd=elsewhere).returncode == 0
+    proc = run_cli("execute", str(secret / "spec.yaml"), "-q", "--key-dir", str(keys), cwd=elsewhere)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = next((elsewhere / "reports" / "tiny-audit").iterdir())
+    needles = [str(tmp_path.resolve()).encode(), b"alice-private"]
+    for path in run_dir.iterdir():
+        data = path.read_bytes()
+        assert not any(n in data for n in needles), path.name
+    pdf = (run_dir / "report.pdf").read_bytes()
+    streams = []
+    for m in re.finditer(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S):
+        try:
+            streams.append(zlib.decompress(m.group(1)))
+        except zlib.error:
+            streams.append(m.group(1))  # uncompressed (the XMP metadata stream is usually left plain)
+    assert len(streams) > 5
+    for s in streams:
+        assert not any(n in s for n in needles)
+    text = subprocess.run(["pdftotext", str(run_dir / "report.pdf"), "-"], capture_output=True, check=True).stdout
+    assert not any(n in text for n in needles)
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["spec_file"] == "spec.yaml" and run["store"] == ".audit-store"

@@ -7,6 +7,7 @@ from typing import Any
 
 from compiler.artifacts import RUN_SCHEMA_VERSION, RunRecord, tool_info
 from compiler.lock import lock_methods_version, package_versions
+from compiler.paths import portable
 
 
 
@@ -29,7 +30,7 @@ def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, 
         "models": lock["models"], "timings": timings, "counts": dict(compiled.plan["counts"]),
         "systems_info": {}, "tasks": [t["id"] for t in compiled.plan["tasks"]], "artifacts": [],
         "status": "running",
-        "execution": {"out_root": str(root)},
+        "execution": {"out_root": portable(root, compiled.loaded.folder)},
         "spec_git": git, "reproduce": reproduce,
     }
     locked = lock.get("versions") or {}

@@ -18,6 +18,7 @@ import pandas as pd
 from compiler import compile_spec
 from compiler.errors import InputDataError
 from compiler.lock import check_lock, read_lock, utc_now
+from compiler.paths import portable
 from compiler.load import display_path
 from runtime.families import STATUS_COLUMNS, FamilyResult, registered
 from runtime.pipeline.context import RunContext
@@ -173,6 +174,9 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
         run["systems_info"] = {}
     else:
         git = git_info(spec_path)  # before the run folder exists: it must not make the tree dirty
+        # recorded paths never name the machine's folders (issue 14): the spec as the repository
+        # knows it, else its file name; the output root and the store relative to the spec's folder
+        shown = git["spec_path"] if git else Path(spec_path).name
         knob = compiled.loaded.spec.execution.out
         root = out or (compiled.loaded.folder / knob if knob else Path("reports"))
         generated_at = utc_now()
@@ -197,7 +201,7 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
         with Progress(quiet=quiet) as progress:
             ctx = RunContext(compiled=compiled, lock=lock, folder=folder, timings=timings, progress=progress)
             ctx.store = TaskStore(store_root(compiled))
-            run["store"] = str(ctx.store.root)
+            run["store"] = portable(ctx.store.root, compiled.loaded.folder)
             _run_stages(ctx)
         folder.stage("seal")
         seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings)
