@@ -78,3 +78,23 @@ def test_bad_csv_exits_2_without_traceback_and_keeps_run_json(spec, tmp_path):
     run = json.loads((runs[0] / "run.json").read_text())
     assert run["status"] == "failed" and run["error"].startswith("InputDataError: scores.csv")
     assert "generate" in run["timings"]
+
+
+def test_line_numbers_count_blank_lines_and_multiline_fields(spec):
+    # The bad row is on line 9 of the file as an editor shows it: a blank line (line 3) and a quoted
+    # cv_id spanning two lines (lines 5-6) come before it.
+    lines = TINY_SCORES.splitlines()
+    header, rows = lines[0], lines[1:]
+    text = "\n".join([header, rows[0], "", rows[1].replace("j1,c1,", 'j1,"c\n1",', 1)] + rows[2:]) + "\n"
+    text = text.replace("j1,c3,V01,", "j1,c3,V07,", 1)
+    assert text.splitlines()[8].startswith("j1,c3,V07")  # line 9 (a reader counting records says 7)
+    with pytest.raises(InputDataError) as err:
+        _score(spec, text)
+    assert "unknown variant 'V07' at line 9;" in str(err.value)
+
+
+def test_a_row_with_too_many_fields_is_named_by_line(spec):
+    text = TINY_SCORES.replace("j1,c2,BASE,0.7,1", "j1,c2,BASE,0.7,1,extra")
+    with pytest.raises(InputDataError) as err:
+        _score(spec, text)
+    assert "line 4 has 6 field(s), the header has 5" in str(err.value)

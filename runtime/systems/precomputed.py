@@ -43,8 +43,40 @@ MSG_SCORES_RANGE = "{path}:{line}: score {value!r} is not a number in score_rang
 MSG_SCORES_MISSING = "{path}: {n} profiles have no score, e.g. {example}"
 
 
+MSG_FIELDS = "line {line} has {n} field(s), the header has {m} ({header})"
+
+
+def read_csv_records(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
+    """Header, records and each record's first line number (header = line 1), read with the csv
+    module so that blank lines and quoted fields spanning several lines count as they do in an
+    editor (``csv.reader.line_num``). Blank lines are skipped. Raises ``ValueError`` (with the line)
+    for a record whose field count differs from the header's, ``OSError``/``UnicodeDecodeError``
+    when the file cannot be read as UTF-8 text.
+    """
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh)
+        header: list[str] | None = None
+        records, lines = [], []
+        while True:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if header is None:
+                header = [c.strip() for c in row]
+                continue
+            if len(row) != len(header):
+                raise ValueError(MSG_FIELDS.format(line=start, n=len(row), m=len(header), header=", ".join(header)))
+            records.append(row)
+            lines.append(start)
+    return header or [], records, lines
+
+
 def _rows(mask: pd.Series | np.ndarray, frame: pd.DataFrame, limit: int = 8) -> str:
-    lines = (frame.index[np.asarray(mask)] + 2).tolist()
+    lines = frame["_line"].to_numpy()[np.asarray(mask)].tolist()
     shown = ", ".join(str(x) for x in lines[:limit])
     more = f" (and {len(lines) - limit} more)" if len(lines) > limit else ""
     return f"line{'s' if len(lines) > 1 else ''} {shown}{more}"
@@ -72,15 +104,19 @@ class PrecomputedSystem(SystemAdapter):
             raise InputDataError(prefix + msg)
 
         try:
-            # every cell as text, nothing turned into NaN: "NA" is a valid id, "" is an error we name
-            df = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except (OSError, ValueError, pd.errors.ParserError) as err:
+            # every cell as text, nothing turned into NaN: "NA" is a valid id, "" is an error we name;
+            # each record keeps its own line number (blank lines and multi-line fields counted)
+            header, records, lines = read_csv_records(path)
+        except (OSError, ValueError, csv.Error) as err:
             fail(f"cannot read the CSV: {err}")
-        df.columns = [str(c).strip() for c in df.columns]
+        df = pd.DataFrame(records, columns=header, dtype=object) if header else pd.DataFrame()
+        if "_line" in df.columns:
+            fail(MSG_COLUMNS_UNKNOWN.format(unknown="_line", allowed=", ".join(REQUIRED + OPTIONAL)))
+        df["_line"] = lines if header else []
         missing = [c for c in REQUIRED if c not in df.columns]
         if missing:
             fail(MSG_COLUMNS_MISSING.format(missing=", ".join(missing), required=", ".join(REQUIRED)))
-        unknown = [c for c in df.columns if c not in REQUIRED + OPTIONAL]
+        unknown = [c for c in df.columns if c not in REQUIRED + OPTIONAL + ("_line",)]
         if unknown:
             fail(MSG_COLUMNS_UNKNOWN.format(unknown=", ".join(unknown), allowed=", ".join(REQUIRED + OPTIONAL)))
         if df.empty:
@@ -155,16 +191,18 @@ class PrecomputedSystem(SystemAdapter):
 def read_population_scores(path: Path, shown: str, profiles: pd.DataFrame,
                            score_range: tuple[float, float]) -> pd.DataFrame:
     """A precomputed system's scores of the profiles: CSV ``job_id, cv_id, score`` (header = line 1)."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-        cols = list(rows[0]) if rows else []
+    try:
+        cols, records, lines = read_csv_records(path)
+    except (OSError, ValueError, csv.Error) as err:
+        raise InputDataError(f"{shown}: cannot read the CSV: {err}") from None
+    rows = [dict(zip(cols, rec)) for rec in records]
     if not {"job_id", "cv_id", "score"} <= set(cols):
         raise InputDataError(MSG_SCORES_HEADER.format(path=shown, cols=", ".join(cols) or "none"))
     known = set(zip(profiles["job_id"], profiles["cv_id"]))
     seen: dict[tuple[str, str], int] = {}
     lo, hi = score_range
     out = []
-    for i, r in enumerate(rows, start=2):
+    for i, r in zip(lines, rows):
         key = (r["job_id"], r["cv_id"])
         if key not in known:
             raise InputDataError(MSG_SCORES_ID.format(path=shown, line=i, cv=r["cv_id"], job=r["job_id"]))
