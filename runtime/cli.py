@@ -23,6 +23,25 @@ EXIT_INCONCLUSIVE = 5
 EXIT_VERIFY = 6  # `audit verify` found a failure
 EXIT_UNAVAILABLE = 7  # a system under test could not be reached (runtime.llm.client.LlmUnavailable)
 
+def _flags_without_a_type() -> None:
+    """Typer 0.29's rich help prints a flag's type (``--quiet -q <bool>``) as if it took a value;
+    a flag takes none (``--quiet true`` is an extra argument). Show flags as flags: no type column
+    for boolean flags (``--quiet``, ``-q``, ``--help``)."""
+    from typer.core import TyperOption
+
+    original = TyperOption.display_type_rich
+    if getattr(original, "_audit_flags", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if getattr(self, "is_flag", False) and self.metavar is None else original(self, ctx)
+
+    display_type_rich._audit_flags = True
+    TyperOption.display_type_rich = display_type_rich
+
+
+_flags_without_a_type()
+
 app = typer.Typer(
     name="audit",
     help="Correspondence audits of automated hiring systems: validate, compile (lock) and execute a spec.",

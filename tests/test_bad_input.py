@@ -87,3 +87,10 @@ def test_no_absolute_path_of_the_machine_enters_a_run_folder(tmp_path):
     assert not any(n in text for n in needles)
     run = json.loads((run_dir / "run.json").read_text())
     assert run["spec_file"] == "spec.yaml" and run["store"] == ".audit-store"
+
+
+def test_help_shows_boolean_flags_as_flags(tmp_path):
+    for command in ("execute", "compile", "keygen"):
+        out = run_cli(command, "--help", cwd=tmp_path).stdout
+        assert "<bool>" not in out, command
+    assert "--quiet    -q " in run_cli("execute", "--help", cwd=tmp_path).stdout
