@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import TINY_SCORES, TINY_SPEC, run_cli
 
 BRACKETS = "[/x]"
@@ -94,3 +96,29 @@ def test_help_shows_boolean_flags_as_flags(tmp_path):
         out = run_cli(command, "--help", cwd=tmp_path).stdout
         assert "<bool>" not in out, command
     assert "--quiet    -q " in run_cli("execute", "--help", cwd=tmp_path).stdout
+
+
+def test_the_pdf_renderer_fetches_no_url(tmp_path):
+    import subprocess
+
+    from runtime.report.render import no_fetch
+    from weasyprint.urls import URLFetchingError
+
+    png = tmp_path / "secret.png"
+    # a valid 1x1 PNG: were it fetched, the PDF would hold an image
+    png.write_bytes(bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                                  "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"))
+    import weasyprint
+
+    html = (f'<html><body><p>report</p><img src="file://{png}">'
+            '<link rel="stylesheet" href="http://127.0.0.1:9/x.css"></body></html>')
+    out = tmp_path / "r.pdf"
+    weasyprint.HTML(string=html, base_url=None, url_fetcher=no_fetch()).write_pdf(str(out))
+    images = subprocess.run(["pdfimages", "-list", str(out)], capture_output=True, text=True, check=True).stdout
+    assert len(images.strip().splitlines()) == 2  # the header lines only: no image was read
+    with pytest.raises(URLFetchingError):
+        no_fetch().fetch(f"file://{png}")
+    # the control: the default fetcher does read the file
+    weasyprint.HTML(string=html, base_url=None).write_pdf(str(out))
+    images = subprocess.run(["pdfimages", "-list", str(out)], capture_output=True, text=True, check=True).stdout
+    assert len(images.strip().splitlines()) > 2  # the image (and its soft mask)

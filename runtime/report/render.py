@@ -138,6 +138,21 @@ def _source_date(epoch: int) -> Iterator[None]:
             os.environ["SOURCE_DATE_EPOCH"] = before
 
 
+def no_fetch():
+    """WeasyPrint's URL fetcher for the report: it fetches nothing but the report's own inline
+    ``data:`` URLs, so a URL that ever reached the HTML (a file, a host on the network) is never
+    read (issue 14). A refused URL is skipped with WeasyPrint's warning; the PDF still renders."""
+    from weasyprint.urls import URLFetcher, URLFetchingError
+
+    class _NoFetch(URLFetcher):
+        def fetch(self, url, headers=None):
+            if str(url).startswith("data:"):
+                return super().fetch(url, headers)
+            raise URLFetchingError(f"the report fetches no URL: {url}")
+
+    return _NoFetch(allowed_protocols={"data"})
+
+
 def render_pdf(context: Mapping[str, Any], path: Path, *, html: str) -> None:
     """Write ``html`` (:func:`render_report`) as an A4 PDF to ``path`` (WeasyPrint).
 
@@ -160,4 +175,4 @@ def render_pdf(context: Mapping[str, Any], path: Path, *, html: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _source_date(source_date_epoch(context)):
-        weasyprint.HTML(string=html, base_url=None).write_pdf(str(path))
+        weasyprint.HTML(string=html, base_url=None, url_fetcher=no_fetch()).write_pdf(str(path))
