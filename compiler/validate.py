@@ -11,12 +11,14 @@ file references) and refuses an enabled family whose needs the design and system
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from compiler.designs import PROVIDES_WORDS, design_of
 from compiler.errors import Issue, SpecError
 from compiler.families import families
 from compiler.load import LoadedSpec, dotted
-from compiler.paths import (MSG_FILE_ABSOLUTE, MSG_FILE_ESCAPES, MSG_FILE_MISSING, MSG_NOT_A_FILE,
-                            MSG_NOT_A_FOLDER, WEIGHT_FILES, resolve_inside, weight_files)
+from compiler.paths import (MSG_BAD_PATH, MSG_EMPTY, MSG_FILE_ABSOLUTE, MSG_FILE_ESCAPES, MSG_FILE_MISSING,
+                            MSG_NOT_A_FILE, MSG_NOT_A_FOLDER, WEIGHT_FILES, resolve_inside, weight_files)
 from compiler.systems import hook_for, provided_by_systems
 
 __all__ = [
@@ -109,6 +111,33 @@ def family_issues(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
+MSG_OUT_LEAVES = ("output root {path!r} leaves the spec's folder; a spec writes its runs inside its own folder "
+                  "(to write elsewhere, the operator passes `audit execute --out DIR`)")
+MSG_OUT_ABSOLUTE = ("output root {path!r} is absolute; it is relative to the spec's folder (to write elsewhere, "
+                    "the operator passes `audit execute --out DIR`)")
+
+
+def _execution_issues(ls: LoadedSpec) -> list[Issue]:
+    """``execution.out`` stays inside the spec's folder (issue 14): a spec from someone else must not
+    make ``audit execute`` write anywhere else on the machine; ``--out`` is the operator's choice."""
+    out = ls.spec.execution.out
+    if out is None:
+        return []
+    loc = ("execution", "out")
+    if not str(out).strip():
+        return [ls.issue(loc, MSG_EMPTY)]
+    if Path(out).is_absolute():
+        return [ls.issue(loc, MSG_OUT_ABSOLUTE.format(path=out))]
+    try:
+        root = ls.folder.resolve()
+        target = (root / out).resolve()
+    except (OSError, RuntimeError, ValueError) as err:
+        return [ls.issue(loc, MSG_BAD_PATH.format(path=out, why=getattr(err, "strerror", None) or str(err)))]
+    if target != root and root not in target.parents:
+        return [ls.issue(loc, MSG_OUT_LEAVES.format(path=out))]
+    return []
+
+
 def validate(ls: LoadedSpec) -> None:
     """Run every semantic check; raise one :class:`SpecError` listing all problems found.
 
@@ -119,7 +148,7 @@ def validate(ls: LoadedSpec) -> None:
         references, each enabled family's block or its unmet needs).
     """
     issues = (_job_issues(ls) + design_of(ls).issues(ls) + _ids_issues(ls) + _system_issues(ls)
-              + _file_issues(ls) + family_issues(ls))
+              + _file_issues(ls) + _execution_issues(ls) + family_issues(ls))
     if issues:
         raise SpecError(issues)
 

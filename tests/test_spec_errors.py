@@ -54,6 +54,8 @@ CASES = {
     "key_with_line_break": (TINY_SPEC.replace("seed: 7", '"se\\ned": 7'), {}),
     "empty_description_file": (TINY_SPEC.replace("- {id: j1}", '- {id: j1, description_file: ""}'), {}),
     "path_with_nul": (TINY_SPEC.replace("path: scores.csv", 'path: "scores\\0.csv"'), {}),
+    "out_leaves_the_spec_folder": (TINY_SPEC + "execution: {out: ../../elsewhere}\n", {}),
+    "out_is_absolute": (TINY_SPEC + "execution: {out: /var/audits}\n", {}),
     "huge_integer_in_k": (TINY_SPEC.replace("counterfactual: 2", "counterfactual: 9007199254740993"), {}),
 }
 
