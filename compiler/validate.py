@@ -147,8 +147,11 @@ def validate(ls: LoadedSpec) -> None:
         With one located issue per problem (job texts, the design's block, ids, systems, file
         references, each enabled family's block or its unmet needs).
     """
-    issues = (_job_issues(ls) + design_of(ls).issues(ls) + _ids_issues(ls) + _system_issues(ls)
-              + _file_issues(ls) + _execution_issues(ls) + family_issues(ls))
+    design = design_of(ls).issues(ls)
+    # the families' checks read the design (axes, levels, variants): when it is broken they would
+    # only repeat its errors in other words, so its root errors are reported alone (issue 14)
+    issues = (_job_issues(ls) + design + _ids_issues(ls) + _system_issues(ls)
+              + _file_issues(ls) + _execution_issues(ls) + ([] if design else family_issues(ls)))
     if issues:
         raise SpecError(issues)
 

@@ -56,6 +56,8 @@ CASES = {
     "path_with_nul": (TINY_SPEC.replace("path: scores.csv", 'path: "scores\\0.csv"'), {}),
     "out_leaves_the_spec_folder": (TINY_SPEC + "execution: {out: ../../elsewhere}\n", {}),
     "out_is_absolute": (TINY_SPEC + "execution: {out: /var/audits}\n", {}),
+    # one root error, not its echoes (no "unknown axis ...; axes: " with an empty list)
+    "missing_axes_block": (TINY_SPEC[:TINY_SPEC.index("axes:")] + TINY_SPEC[TINY_SPEC.index("variants:"):], {}),
     "huge_integer_in_k": (TINY_SPEC.replace("counterfactual: 2", "counterfactual: 9007199254740993"), {}),
 }
 

@@ -53,11 +53,12 @@ def matrix_issues(ls: LoadedSpec) -> list[Issue]:
     """Checks of the counterfactual matrix: ``axes`` and ``variants`` are given, levels and cues
     agree, every variant sets every axis to a level of it, derived designs are well formed."""
     out: list[Issue] = []
-    if not ls.spec.axes and "axes" not in ls.raw:
+    no_axes = not ls.spec.axes
+    if no_axes and "axes" not in ls.raw:
         out.append(ls.issue(("axes",), MSG_NO_AXES))
     if "variants" not in ls.raw:
         out.append(ls.issue(("variants",), MSG_NO_VARIANTS))
-    else:
+    elif not no_axes:  # the variants' checks read the axes: without them they would only echo the root error
         out += _axes_issues(ls) + _variants_issues(ls)
     return out
 
