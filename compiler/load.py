@@ -32,6 +32,8 @@ MSG_EXPANSION = ("the aliases expand to more than {limit:,} nodes; a spec may ho
 MSG_TAG = "YAML tag {tag!r} is not allowed; only the standard !!str, !!int, !!float, !!bool and !!null tags are"
 MSG_TAG_VALUE = "{value!r} is not a valid {tag}"
 MSG_KEY_BREAK = "a key may not contain a line break or a control character (got {key!r})"
+MSG_BAD_DATE = "{value!r} is not a valid date or time ({err})"
+MSG_KEY_NOT_SCALAR = "a key must be a plain value (a name), not a list or a mapping"
 MSG_BIG_INT = "integer {value} is out of range; integers in a spec must lie within ±2^53"
 #: Largest spec file read (bytes): a spec is a short configuration; long texts belong in files it names.
 MAX_BYTES = 256 * 1024
@@ -229,6 +231,13 @@ def _guard_nodes(root: Any, shown: str) -> None:
             fail(node, MSG_TAG.format(tag=tag))
         if isinstance(node, ScalarNode):
             short = tag.removeprefix(_STD)
+            if short == "timestamp":  # 2026-13-45 looks like a date to the resolver, not to datetime
+                from ruamel.yaml.constructor import RoundTripConstructor
+
+                try:
+                    RoundTripConstructor(loader=None).construct_object(node, deep=True)
+                except (ValueError, OverflowError) as err:
+                    fail(node, MSG_BAD_DATE.format(value=node.value, err=err))
             if short in ("int", "float", "bool", "null"):
                 implicit = resolver.resolve(ScalarNode, node.value, (True, False))
                 implicit = implicit if isinstance(implicit, str) else getattr(implicit, "value", str(implicit))
@@ -243,6 +252,8 @@ def _guard_nodes(root: Any, shown: str) -> None:
                         fail(node, MSG_BIG_INT.format(value=node.value))
         elif isinstance(node, MappingNode):
             for key, value in reversed(node.value):
+                if not isinstance(key, ScalarNode):
+                    fail(key, MSG_KEY_NOT_SCALAR)
                 if isinstance(key, ScalarNode) and any(c in "\n\r" or _forbidden_char(c) for c in key.value):
                     fail(key, MSG_KEY_BREAK.format(key=key.value))
                 stack.append((value, depth + 1, key if node is root else top))
