@@ -45,8 +45,11 @@ def largest_spec(folder: Path) -> Path:
     jobs = "jobs:\n" + "".join(
         f"  - id: j{i}\n    description: \"{'Analyse data and report to the team. ' * 100}\"\n" for i in range(1, 41))
     text = base.replace("jobs:\n  - id: j1\n", jobs)
-    pad = MAX_BYTES - len(text.encode()) - 200
-    text += "".join(f"# padding line {i:06d} " + "x" * 60 + "\n" for i in range(max(0, pad) // 82))
+    line = "# padding line 000000 " + "x" * 60 + "\n"
+    room = MAX_BYTES - 100 - len(text.encode())
+    if room < 0:
+        raise ValueError("the base spec alone exceeds the cap; shorten the job descriptions")
+    text += "".join(f"# padding line {i:06d} " + "x" * 60 + "\n" for i in range(room // len(line)))
     (folder / "scores.csv").write_text(SCORES)
     spec = folder / "big.yaml"
     spec.write_text(text)
