@@ -412,7 +412,15 @@ def verify(
     if not path.exists():
         raise AuditError(f"{path}: no such run folder or PDF")
     is_dir = path.is_dir()
-    trust = resolve_trust(pubkey=pubkey, cert=cert, key_dir=key_dir, run_dir=path if is_dir else None)
+    from runtime.keys import KeyMaterialError
+
+    try:
+        trust = resolve_trust(pubkey=pubkey, cert=cert, key_dir=key_dir, run_dir=path if is_dir else None)
+    except KeyMaterialError as err:  # a malformed key or certificate: the verification fails (exit 6)
+        err_console = _console(stderr=True)
+        err_console.print(_styled("verification FAILED", "bold red", f" for {path}: 1 problem(s)"))
+        err_console.print(f"  FAIL {err}")
+        raise typer.Exit(EXIT_VERIFY) from None
     report = verify_run(path, trust=trust, spec=spec) if is_dir else verify_pdf(path, trust=trust, spec=spec)
     console = _console()
     for note in report.notes:

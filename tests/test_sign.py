@@ -576,3 +576,12 @@ def test_a_renamed_run_folder_verifies_and_names_its_signed_run_id(signed_run, k
     assert report.ok, report.failures
     assert any(f"signed run id {signed_run.name!r} (the folder is named 'renamed-by-recipient')" in n
                for n in report.notes)
+
+
+@pytest.mark.parametrize("flag", ["--pubkey", "--cert"])
+def test_a_malformed_key_or_certificate_is_a_verification_failure(signed_run, tmp_path, flag):
+    bad = tmp_path / "bad.pem"
+    bad.write_text("-----BEGIN PUBLIC KEY-----\nnot base64\n-----END PUBLIC KEY-----\n")
+    proc = run_cli("verify", str(signed_run), flag, str(bad), cwd=tmp_path)
+    assert proc.returncode == 6 and "Traceback" not in proc.stderr
+    assert f"FAIL cannot read {bad}" in proc.stderr
