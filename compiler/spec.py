@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictInt, Tag,
+from pydantic import (BaseModel, field_validator, BeforeValidator, ConfigDict, Discriminator, Field, StrictInt, Tag,
                       create_model)
 
 from compiler.blocks import blocks as plugin_blocks
@@ -98,10 +98,17 @@ class Job(Strict):
     family: TemplateFamily | None = Field(
         default=None, description="Template-generator content family; default: the job id."
     )
-    description: str | None = None
+    description: str | None = Field(default=None, description="The job's text (not empty).")
     description_file: str | None = Field(
         default=None, description="Markdown/text file, relative to the spec's folder."
     )
+
+    @field_validator("description")
+    @classmethod
+    def _text_not_empty(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("the description is empty; give the job's text, or leave the key out")
+        return v
 
 
 class Candidates(Strict):

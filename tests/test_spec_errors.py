@@ -58,6 +58,7 @@ CASES = {
     "out_is_absolute": (TINY_SPEC + "execution: {out: /var/audits}\n", {}),
     # one root error, not its echoes (no "unknown axis ...; axes: " with an empty list)
     "missing_axes_block": (TINY_SPEC[:TINY_SPEC.index("axes:")] + TINY_SPEC[TINY_SPEC.index("variants:"):], {}),
+    "empty_description": (TINY_SPEC.replace("- {id: j1}", '- {id: j1, description: "  "}'), {}),
     "huge_integer_in_k": (TINY_SPEC.replace("counterfactual: 2", "counterfactual: 9007199254740993"), {}),
 }
 
