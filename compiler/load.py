@@ -416,7 +416,7 @@ def _pydantic_issues(path: Path, doc: Any, err: ValidationError) -> list[Issue]:
         else:
             clean = tuple(p for p in loc if p != "[key]")
             line, col = locate(doc, clean, key="[key]" in loc)
-            msg = e["msg"]
+            msg = e["msg"].removeprefix("Value error, ")  # our validators' messages stand alone
             if "input" in e and not isinstance(e["input"], (dict, list)):
                 msg += f" (got {e['input']!r})"
         loc = _strip_tags(loc)
