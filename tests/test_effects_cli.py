@@ -107,7 +107,7 @@ def test_content_sensitive_system_is_valid_and_reports_everything(write_spec, tm
     assert "Forest plot of d" in html and "Validity protocol: VALID" in html
     # planted 2 SE per variant, n = 120 base candidates: the paired t detects every plant
     st = effects[effects["section"] == "self_test"]
-    dz = st[st["metric"] == "effect_size_dz"]
+    dz = st[st["metric"] == "effect_size_paired"]
     assert len(dz) == 3 and dz["detected"].astype(bool).all()
     assert np.allclose(dz["shift"], 2.0 * dz["se"])
     assert {"score_delta", "marc", "flip_rate"} <= set(st["metric"])
@@ -131,7 +131,7 @@ def test_planted_shift_detected_by_score_delta_at_a_larger_shift(write_spec, tmp
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
     st = pd.read_csv(run_dir / "effects.csv").query("section == 'self_test'")
-    for metric in ("effect_size_dz", "score_delta"):
+    for metric in ("effect_size_paired", "score_delta"):
         assert st[st["metric"] == metric]["detected"].astype(bool).all(), metric
 
 

@@ -8,7 +8,7 @@ score_i(reference) per base candidate, n base candidates and SE = sd(diff)/sqrt(
 
 so the paired differences keep their spread and their mean becomes exactly ``shift_se`` standard
 errors (the paired t statistic of the planted copy is ``shift_se``). The copy is re-ranked and every
-metric is recomputed: the effect-size paired contrast (d_z, paired t, BH over variants) and the
+metric is recomputed: the effect-size paired contrast (row ``effect_size_paired``: Cohen's d, paired t, BH over the variants) and the
 seed 000 metric suite (:func:`runtime.analysis.analyse`, BH over the run). The same is done on the
 **null copy** (shift 0: each variant's differences centred on zero). A metric **detects** the plant
 when its adjusted p-value is below α on the planted copy and not on the null copy; a metric that is
@@ -35,7 +35,9 @@ SELF_TEST_COLUMNS = ("system", "condition", "variant", "metric", "shift_se", "sh
                      "p_adj_planted", "detected", "notes")
 NOTE_ZERO_SE = "paired differences have zero spread: nothing can be planted (SE = 0)"
 NOTE_NULL_SIG = "significant on the null copy too: it does not isolate the planted shift"
-EFFECT_METRIC = "effect_size_dz"
+#: The self-test row of the paired variant contrast: value = Cohen's d (pooled SD), detection by
+#: the paired t-test q (methods 5; the compile-time MDE of the same contrast is on d_z, "effect_size_dz").
+EFFECT_METRIC = "effect_size_paired"
 
 
 def plant_shift(paired: pd.DataFrame, *, reference: str, shift_se: float) -> tuple[pd.DataFrame, pd.DataFrame]:
