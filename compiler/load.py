@@ -109,6 +109,8 @@ def locate(doc: Any, loc: tuple, *, key: bool = False) -> tuple[int | None, int 
     for i, part in enumerate(loc):
         last = i == len(loc) - 1
         if isinstance(node, CommentedMap):
+            if part not in node:  # a key YAML read as a number or a boolean: pydantic names it as text
+                part = next((k for k in node if str(k) == str(part)), part)
             if part not in node:
                 continue  # e.g. a pydantic union tag such as "embedding"
             owner = _key_owner(node, part)  # a merged key (<<: *anchor) is located where it is written

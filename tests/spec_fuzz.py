@@ -161,11 +161,18 @@ def _key_lines(lines: list[str]) -> list[int]:
     return [i for i, ln in enumerate(lines) if re.match(r"^\s*(- )?[A-Za-z_][\w-]*:", ln)]
 
 
+def _indent(line: str) -> int:
+    """Indentation of a block line; a list item's "- " counts as indentation."""
+    body = line.lstrip(" ")
+    ind = len(line) - len(body)
+    return ind + 2 if body.startswith("- ") else ind
+
+
 def _enclosing(lines: list[str], i: int) -> int:
     """Index of the nearest line above ``i`` with a smaller indentation (its enclosing key), else 0."""
-    ind = len(lines[i]) - len(lines[i].lstrip(" -")) if i < len(lines) else 0
+    ind = _indent(lines[i]) if i < len(lines) else 0
     for j in range(min(i, len(lines)) - 1, -1, -1):
-        if lines[j].strip() and len(lines[j]) - len(lines[j].lstrip(" -")) < ind:
+        if lines[j].strip() and _indent(lines[j]) < ind:
             return j
     return 0
 
@@ -184,10 +191,9 @@ def mutate(r: Random) -> Case:
         key = r.choice(KEYS) if r.random() < 0.6 else scalar(r)
         lines[i] = re.sub(r"[A-Za-z_][\w-]*:", lambda _m: f"{key}:", lines[i], count=1)
         what = "key"
-    elif kind == 4:  # a line deleted
+    elif kind == 4:  # a line deleted: the span is its enclosing key to the line that moved into its place
         del lines[i]
-        i = max(0, i - 1)
-        what = "delete"
+        return Case("\n".join(lines) + "\n", (_enclosing(lines, min(i, len(lines) - 1)) + 1, i + 1), "delete")
     elif kind == 5:  # a schema key inserted below a mapping key
         indent = len(lines[i]) - len(lines[i].lstrip(" ")) + 2
         lines.insert(i + 1, " " * indent + f"{r.choice(KEYS)}: {scalar(r)}")
@@ -202,14 +208,12 @@ def mutate(r: Random) -> Case:
         i = r.choice(_key_lines(lines[1:])) + 1
         indent = len(lines[i]) - len(lines[i].lstrip(" ")) + 2
         lines.insert(i + 1, " " * indent + "<<: *defaults")
-        i += 1
-        what = "merge"
+        return Case("\n".join(lines) + "\n", (1, i + 2), "merge")  # the anchor (line 1) to the merge key
     elif kind == 8:  # an alias bomb in front
         levels = r.randrange(3, 12)
         bomb = ["b0: &b0 [x]"] + [f"b{k}: &b{k} [" + ", ".join([f"*b{k - 1}"] * 9) + "]" for k in range(1, levels)]
         lines[0:0] = bomb
-        i = 0
-        what = "alias bomb"
+        return Case("\n".join(lines) + "\n", (1, levels), "alias bomb")
     elif kind == 9:  # a deep block nesting
         depth = r.randrange(10, 200)
         indent = len(lines[i]) - len(lines[i].lstrip(" "))
@@ -267,9 +271,10 @@ def check(case: Case, code: int, stderr: str, seconds: float) -> str:
     lo, hi = case.span
     if "YAML syntax error" in stderr and any(ln >= lo for ln, _ in located):
         return ""  # a parser notices a broken structure where it reads the first token that cannot follow
-    if any(lo <= ln <= hi for ln, _ in located) or case.what in ("bom", "crlf", "nul at end", "alias bomb", "merge"):
+    if any(lo <= ln <= hi for ln, _ in located) or case.what in ("bom", "crlf", "nul at end"):
         return ""
-    # a cross reference: the mutation renamed or removed something another key names
-    if case.what in ("value", "key", "delete", "insert"):
+    # a cross reference: the mutation renamed or removed a name another key uses, and the error says so
+    words = set(re.findall(r"[\w-]+", " ".join(case.text.splitlines()[lo - 1:hi]))) - {"", "-"}
+    if any(w in " ".join(errors) for w in words if len(w) > 1):
         return ""
     return f"no error inside lines {lo}-{hi}: {errors[:2]}"

@@ -441,6 +441,8 @@ def test_axis_contrasts_of_a_paired_partial_design_are_adjusted_within_base_resu
     assert marginal == pytest.approx(1.0, abs=0.4)
     assert abs(out.loc["axis_a", "mean_diff"]) < 0.4 and out.loc["axis_b", "mean_diff"] == pytest.approx(2.0, abs=0.4)
     assert out.loc["axis_b", "meaningful"] and not out.loc["axis_a", "meaningful"]
+    # three profiles for two axis parameters: saturated, and the rows say what that assumes
+    assert out["notes"].str.startswith("saturated: the variant table has 3 level combinations").all()
 
 
 def test_axis_contrasts_of_independent_resumes_use_welch_when_factorial_and_hc3_otherwise():

@@ -65,6 +65,9 @@ NOTE_ZERO_RESID = ("zero residual variance: the scores are an exact function of 
                    "axis levels, so the test, the interval and the TOST are undefined")
 NOTE_NOT_IDENTIFIED = ("not identified: level {level!r} of axis {axis!r} does not vary within base résumés "
                        "independently of the other axis levels (variant table)")
+NOTE_SATURATED = ("saturated: the variant table has {profiles} level combinations and the model {params} axis "
+                  "parameters, so each adjusted contrast is a combination of variant means that assumes the "
+                  "cues add up (no interaction can be checked)")
 #: Residual SD below this fraction of the score SD counts as zero (floating-point noise of an exact fit).
 ZERO_RESID_REL = 1e-9
 #: Test names of the contrast rows (column ``test``).
@@ -360,7 +363,12 @@ def axis_model(frame: pd.DataFrame, refs: Mapping[str, str], *, design: str
         axis, level = col.split("[", 1)
         out[(axis, level[:-1])] = {"coef": float(res.params[i]),
                                    "se": math.nan if degenerate else float(res.bse[i]), "df": df}
-    return out, NOTE_ZERO_RESID if degenerate else ""
+    profiles = len(frame[list(refs)].drop_duplicates()) if refs else 0
+    n_params = len([c for c in kept if c != "const"])
+    notes = [NOTE_ZERO_RESID] if degenerate else []
+    if n_params and profiles == n_params + 1:
+        notes.append(NOTE_SATURATED.format(profiles=profiles, params=n_params))
+    return out, "; ".join(notes)
 
 
 def model_contrast(x1: np.ndarray, x0: np.ndarray, fit: Mapping[str, float] | None, *, design: str,
@@ -391,10 +399,10 @@ def model_contrast(x1: np.ndarray, x0: np.ndarray, fit: Mapping[str, float] | No
     out["d"] = d
     se = fit["se"]
     if not (math.isfinite(se) and se > 0):
-        return {**out, "notes": note or NOTE_ZERO_RESID}
+        return {**out, "notes": note if NOTE_ZERO_RESID in note else "; ".join(x for x in (NOTE_ZERO_RESID, note) if x)}
     t = fit["coef"] / se
     half = float(stats.t.ppf(0.975, fit["df"])) * se
-    return {**out, "se_diff": se, "ci_low": (fit["coef"] - half) / sp, "ci_high": (fit["coef"] + half) / sp,
+    return {**out, "notes": note, "se_diff": se, "ci_low": (fit["coef"] - half) / sp, "ci_high": (fit["coef"] + half) / sp,
             "statistic": t, "p_value": float(2 * stats.t.sf(abs(t), fit["df"])),
             **_equivalence(fit["coef"], se, fit["df"], sp, sesoi=sesoi, alpha=alpha),
             "var_d": (se / sp) ** 2 + d * d / (2 * (n1 + n0))}

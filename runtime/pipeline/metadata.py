@@ -7,6 +7,7 @@ from typing import Any
 
 from compiler.artifacts import RUN_SCHEMA_VERSION, RunRecord, tool_info
 from compiler.lock import lock_methods_version, package_versions
+from compiler.methods import RANKING
 from compiler.paths import portable
 
 
@@ -63,6 +64,7 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
         "run_id": run["run_id"], "tool_version": run["tool"]["version"],
         "reference": r["variants"]["reference"], "k": r["analysis"]["k"],
         "alpha": r["analysis"]["alpha"], "n_bootstrap": r["analysis"]["bootstrap"],
+        "ranking": r["analysis"].get("ranking") or RANKING,
         "thresholds": r["thresholds"],
         "systems": [{"id": s["id"], "kind": s["kind"], "model": system_source(s),
                      "fingerprint": (s.get("fingerprint") or {"digest": s["data"]["sha256"]})["digest"],

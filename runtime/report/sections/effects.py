@@ -98,7 +98,8 @@ def reconcile(contrasts: pd.DataFrame, models: pd.DataFrame, *, alpha: float, se
     if both:
         out.append(f"{len(both)} contrast{'s are' if len(both) > 1 else ' is'} both distinguishable from zero "
                    f"(q < {alpha:g}) and equivalent within ±{sesoi:g} SD: {', '.join(both)}. Such an effect is "
-                   f"real but smaller than the SESOI; the two findings do not contradict each other.")
+                   f"statistically distinguishable from zero but smaller than the SESOI; the two findings do "
+                   f"not contradict each other.")
     for r in contrasts.itertuples():
         q = float(r.q_value)
         if len(units) > 1 or r.kind != "axis" or mixed.empty:

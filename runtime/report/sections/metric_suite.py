@@ -666,6 +666,6 @@ def metric_suite_sections(
         Section(id="appendix", title="Thresholds and method", template="sections/metric_suite_appendix.html.j2",
                 context={"thresholds": _threshold_table(thresholds, metric_ids), "reference": reference,
                          "alpha": fmt_threshold(meta.get("alpha")), "n_bootstrap": fmt_int(meta.get("n_bootstrap")),
-                         "digits": CLASSIFY_SIGNIFICANT_DIGITS},
+                         "digits": CLASSIFY_SIGNIFICANT_DIGITS, "ranking": meta.get("ranking") or "swap_in"},
                 order=ORDER["appendix"]),
     ]
