@@ -20,17 +20,7 @@ from random import Random
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SCORES = """\
-job_id,cv_id,variant,score,is_true_match
-j1,c1,BASE,0.9,1
-j1,c1,V01,0.8,1
-j1,c2,BASE,0.7,1
-j1,c2,V01,0.75,1
-j1,c3,BASE,0.5,0
-j1,c3,V01,0.45,0
-j1,c4,BASE,0.3,0
-j1,c4,V01,0.6,0
-"""
+from conftest import TINY_SCORES as SCORES  # noqa: E402 - the scores of every tiny spec (tests/conftest.py)
 
 #: Valid specs in block style (one key per line), the seeds of every mutation.
 BASES = ["""\
