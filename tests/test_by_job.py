@@ -106,3 +106,23 @@ def test_progress_counts_the_job_cells():
     seen: list[int] = []
     _run(df, progress=seen.append)
     assert sum(seen) == n_bootstrap_cells(df, "BASE", per_job=True) == 2 * 9 * 3
+
+
+def test_the_report_shows_every_job_worse_than_pooled():
+    # 45 flagged job rows, 41 of them worse than pooled: all 41 are shown, though the table's default
+    # length is 40 (a regulator found the 41st missing from the example).
+    import pandas as pd
+
+    from runtime.report.sections.metric_suite import JOB_ROWS_SHOWN, _by_job
+
+    rows = []
+    for i in range(45):
+        rows.append({"system": "s", "condition": "c", "metric": "score_delta", "variant": f"V{i % 9 + 1:02d}",
+                     "job_id": f"job{i:02d}", "flag": "crosses threshold", "status": "FAIL" if i < 41 else "PASS",
+                     "pooled_status": "PASS" if i < 41 else "FAIL", "value": 0.1, "ci_low": 0.0, "ci_high": 0.2,
+                     "pooled_value": 0.01, "disadvantaged": "", "q": float("nan"), "q_p": float("nan"),
+                     "i2": float("nan"), "q_df": float("nan")})
+    ctx = _by_job(pd.DataFrame(rows), "BASE", ["BASE"] + [f"V{i:02d}" for i in range(1, 10)])
+    assert JOB_ROWS_SHOWN == 40 and ctx["n_worse"] == 41
+    assert ctx["shown"] == 41 and len(ctx["flagged"]) == 41
+    assert sorted(r["job"] for r in ctx["flagged"]) == [f"job{i:02d}" for i in range(41)]  # the worse ones

@@ -571,6 +571,8 @@ def _by_job(by_job: pd.DataFrame | None, reference: str, variant_order: list[str
         return "" if not d else "reference" if d == "reference" else str(r["variant"])
 
     signed = lambda r: r["metric"] == "score_delta"  # noqa: E731
+    # every job whose status is worse than pooled is shown (they come first), at least JOB_ROWS_SHOWN rows
+    shown = max(JOB_ROWS_SHOWN, sum(1 for r in flagged if worse(r)))
     return {
         "present": True,
         "multi_unit": len(units) > 1,
@@ -592,8 +594,9 @@ def _by_job(by_job: pd.DataFrame | None, reference: str, variant_order: list[str
                      "pooled": fmt_sig(r.get("pooled_value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed(r)),
                      "pooled_status": _status(r.get("pooled_status")),
                      "loses": loses(r), "why": why(r)}
-                    for r in flagged[:JOB_ROWS_SHOWN]],
-        "shown": JOB_ROWS_SHOWN,
+                    for r in flagged[:shown]],
+        "shown": shown,
+        "shown_het": JOB_ROWS_SHOWN,
     }
 
 
