@@ -576,3 +576,26 @@ def test_report_resolves_table_and_model_disagreements_in_words():
     lines = reconcile(two, models, alpha=0.05, sesoi=0.2)
     assert lines[0].startswith("The mixed model pools every system and condition")
     assert not any("the contrast table gives q" in x for x in lines)
+
+
+def test_a_job_whose_effect_reaches_the_sesoi_is_flagged_under_a_pooled_equivalence():
+    from runtime.analysis.effect_size import FLAG_JOB_SESOI, effect_sizes_by_job
+    from runtime.report.sections.effects import _job_hidden
+
+    # five jobs; V02 (F, Young) shifts scores by +4 points in job j3 only (score SD ~9: d ~ 0.45 there,
+    # ~0.09 pooled), with little paired noise, so the pooled contrast is equivalent within 0.2
+    paired = _paired_frame(31, n_jobs=5, k=60, effects={"F": 0.0, "Older": 0.0}, sd_noise=0.5)
+    hit = (paired["job_id"] == "j3") & (paired["variant"] == "V02")
+    paired.loc[hit, "score"] += 4.0
+    pooled = effect_sizes(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
+    v02 = pooled[pooled["contrast"] == "V02 vs BASE"].iloc[0]
+    assert v02["equivalent"] and abs(v02["d"]) < 0.2
+    by_job = effect_sizes_by_job(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2,
+                                 alpha=0.05, pooled=pooled)
+    flagged = by_job[by_job["flag"] == FLAG_JOB_SESOI]
+    assert set(zip(flagged["contrast"], flagged["job_id"])) >= {("V02 vs BASE", "j3")}
+    j3 = flagged[(flagged["contrast"] == "V02 vs BASE") & (flagged["job_id"] == "j3")].iloc[0]
+    assert j3["d"] > 0.3 and j3["pooled_d"] == pytest.approx(v02["d"]) and bool(j3["pooled_equivalent"])
+    assert by_job["q_value"].isna().all()  # per-job rows describe; no multiplicity adjustment
+    hidden = _job_hidden(by_job, "s1", "default")
+    assert hidden["n"] >= 1 and hidden["items"][0].startswith("V02 vs BASE in j3 (d = +")

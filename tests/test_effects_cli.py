@@ -96,7 +96,7 @@ def test_content_sensitive_system_is_valid_and_reports_everything(write_spec, tm
     assert proc.returncode == 0, proc.stderr
     assert "validity protocol: VALID" in proc.stdout
     effects = pd.read_csv(run_dir / "effects.csv")
-    assert set(effects["section"]) == {"contrast", "model", "pooling", "validity", "self_test", "mde"}
+    assert set(effects["section"]) == {"contrast", "contrast_job", "model", "pooling", "validity", "self_test", "mde"}
     contrasts = effects[effects["section"] == "contrast"]
     assert set(contrasts["contrast"]) == {"sex_gender: F vs M", "age_signal: Older vs Young",
                                           "V01 vs BASE", "V02 vs BASE", "V03 vs BASE"}

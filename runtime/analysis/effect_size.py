@@ -531,3 +531,37 @@ def effect_sizes(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str, str]]
     frame = average_replicates(paired, axes)
     return finish(contrast_rows(frame, contrasts, sesoi=sesoi, by=("system", "condition"), axes=axes,
                                 alpha=alpha, score_resolution=score_resolution), alpha=alpha, sesoi=sesoi)
+
+
+#: Flag of a per-job contrast whose own |d| reaches the SESOI (:func:`effect_sizes_by_job`).
+FLAG_JOB_SESOI = "|d| >= SESOI in this job"
+
+
+def effect_sizes_by_job(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str, str]], axes: Sequence[str],
+                        sesoi: float, alpha: float, pooled: pd.DataFrame,
+                        score_resolution: Mapping[str, float | None] | None = None) -> pd.DataFrame:
+    """Every contrast per system x condition x job: does a job hide an effect the pooled one does not show?
+
+    Each job's d, interval, TOST and margin are computed as in :func:`effect_sizes`, on that job's
+    candidates alone; they describe, they are not adjusted for multiplicity (``q_value`` empty).
+    Columns :data:`CONTRAST_COLUMNS` plus ``job_id``, ``pooled_d``, ``pooled_equivalent`` and
+    ``flag`` (:data:`FLAG_JOB_SESOI` when the job's |d| reaches the SESOI, else empty). A pooled
+    "equivalent" with flagged jobs is equivalence on average only.
+    """
+    frame = average_replicates(paired, axes)
+    rows = contrast_rows(frame, contrasts, sesoi=sesoi, by=("system", "condition", "job_id"), axes=axes,
+                         alpha=alpha, score_resolution=score_resolution)
+    out = pd.DataFrame(rows, columns=[*CONTRAST_COLUMNS, "job_id"])
+    if out.empty:
+        return out
+    keys = ["system", "condition", "contrast"]
+    ref = pooled[keys + ["d", "equivalent"]].rename(columns={"d": "pooled_d", "equivalent": "pooled_equivalent"})
+    out = out.merge(ref, on=keys, how="left")
+    d = out["d"].to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        out["meaningful"] = False
+        out["equivalent"] = out["tost_p"].to_numpy(float) < alpha
+        out["flag"] = np.where(np.abs(d) >= sesoi, FLAG_JOB_SESOI, "")
+    cols = ["system", "condition", "job_id", *[c for c in CONTRAST_COLUMNS if c not in ("system", "condition")],
+            "pooled_d", "pooled_equivalent", "flag"]
+    return out[cols]

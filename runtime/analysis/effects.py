@@ -17,7 +17,7 @@ import pandas as pd
 
 NOT_ASSESSED = "NOT ASSESSED"
 #: ``section`` value -> attribute of :class:`EffectsResult`, in ``effects.csv`` order.
-SECTIONS = {"contrast": "contrasts", "model": "models", "pooling": "pooling", "validity": "validity",
+SECTIONS = {"contrast": "contrasts", "contrast_job": "contrasts_by_job", "model": "models", "pooling": "pooling", "validity": "validity",
             "self_test": "self_test", "mde": "mde"}
 
 
@@ -30,6 +30,7 @@ class EffectsResult:
     """Frames of the family; ``verdict`` is VALID, INCONCLUSIVE or NOT ASSESSED (no protocol)."""
 
     contrasts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    contrasts_by_job: pd.DataFrame = field(default_factory=pd.DataFrame)
     models: pd.DataFrame = field(default_factory=pd.DataFrame)
     pooling: pd.DataFrame = field(default_factory=pd.DataFrame)
     validity: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -79,7 +80,7 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
     score_resolution : Mapping, optional
         Declared score grid per system (else inferred): paired tests run on it.
     """
-    from runtime.analysis.effect_size import effect_sizes
+    from runtime.analysis.effect_size import effect_sizes, effect_sizes_by_job
     from runtime.analysis.models import fit_models
     from runtime.analysis.pooling import pool_contrasts
     from runtime.analysis.sensitivity import planted_self_test
@@ -95,6 +96,8 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
         out.sesoi = es["sesoi"]
         out.contrasts = effect_sizes(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"], alpha=alpha,
                                      score_resolution=score_resolution)
+        out.contrasts_by_job = effect_sizes_by_job(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"],
+                                                   alpha=alpha, pooled=out.contrasts, score_resolution=score_resolution)
         out.models = fit_models(paired, axes={a: v["reference"] for a, v in resolved["axes"].items()},
                                 controls=es["controls"], alpha=alpha, wild_bootstrap=es["wild_bootstrap"],
                                 seed=derive_seed(resolved["seed"], "wild_bootstrap") % (2**32))

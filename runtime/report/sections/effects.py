@@ -50,7 +50,25 @@ def _t(x: Any) -> str:
     return str(x)
 
 
-def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float) -> list[dict[str, Any]]:
+#: Jobs listed by name in the per-job sentence of a unit (the rest are counted).
+JOBS_NAMED = 8
+
+
+def _job_hidden(by_job: pd.DataFrame | None, system: str, condition: str) -> dict[str, Any]:
+    """Per-job contrasts whose own |d| reaches the SESOI while the pooled contrast is equivalent:
+    equivalence that holds on average only (largest |d| first)."""
+    if by_job is None or not len(by_job) or "flag" not in by_job:
+        return {"n": 0, "items": [], "more": 0}
+    sub = by_job[(by_job["system"] == system) & (by_job["condition"] == condition)
+                 & (by_job["flag"].fillna("").astype(str) != "")
+                 & by_job["pooled_equivalent"].map(_b)]
+    sub = sub.assign(_abs=sub["d"].astype(float).abs()).sort_values("_abs", ascending=False)
+    items = [f"{r.contrast} in {r.job_id} (d = {fmt_sig(r.d, 3, signed=True)})" for r in sub.head(JOBS_NAMED).itertuples()]
+    return {"n": len(sub), "items": items, "more": max(0, len(sub) - JOBS_NAMED)}
+
+
+def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float,
+                  by_job: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     units = []
     for i, ((system, condition), sub) in enumerate(contrasts.groupby(["system", "condition"], sort=True)):
         sub = sub.reset_index(drop=True)
@@ -68,6 +86,7 @@ def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float) -> list[d
                  "notes": _t(r.notes)} for r in sub.itertuples()]
         scale = pd.to_numeric(sub.get("sesoi_score", pd.Series(dtype=float)), errors="coerce").dropna()
         units.append({"system": system, "condition": condition, "svg": svg, "rows": rows,
+                      "hidden": _job_hidden(by_job, system, condition),
                       "n_meaningful": sum(r["meaningful"] for r in rows),
                       "n_equivalent": sum(r["equivalent"] for r in rows), "n": len(rows),
                       "sesoi_score": "" if scale.empty else (
@@ -192,7 +211,8 @@ def effects_sections(effects) -> list[Section]:
         "verdict": effects.verdict, "failed": list(effects.failed),
         "declared": effects.verdict != "NOT ASSESSED", "checks": checks,
         "sesoi": f"{effects.sesoi:g}", "alpha": f"{effects.alpha:g}",
-        "units": [] if contrasts is None or not len(contrasts) else _forest_units(contrasts, effects.sesoi, effects.alpha),
+        "units": [] if contrasts is None or not len(contrasts) else _forest_units(
+            contrasts, effects.sesoi, effects.alpha, getattr(effects, "contrasts_by_job", None)),
         "models": models, "icc": icc,
         "reconcile": reconcile(contrasts, m, alpha=effects.alpha, sesoi=effects.sesoi),
         "model_notes": list(dict.fromkeys(part for r in models for part in r["notes"].split("; ") if part)),
