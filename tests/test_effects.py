@@ -598,4 +598,20 @@ def test_a_job_whose_effect_reaches_the_sesoi_is_flagged_under_a_pooled_equivale
     assert j3["d"] > 0.3 and j3["pooled_d"] == pytest.approx(v02["d"]) and bool(j3["pooled_equivalent"])
     assert by_job["q_value"].isna().all()  # per-job rows describe; no multiplicity adjustment
     hidden = _job_hidden(by_job, "s1", "default")
-    assert hidden["n"] >= 1 and hidden["items"][0].startswith("V02 vs BASE in j3 (d = +")
+    assert hidden["n"] >= 1 and hidden["cells"][0].startswith("V02 vs BASE in j3 (d = +")
+
+
+def test_the_report_names_jobs_that_are_equivalent_on_average_only():
+    from runtime.analysis.effect_size import effect_sizes_by_job
+    from runtime.analysis.effects import EffectsResult
+    from runtime.report.render import _environment
+    from runtime.report.sections.effects import effects_sections
+
+    paired = _paired_frame(31, n_jobs=5, k=60, effects={"F": 0.0, "Older": 0.0}, sd_noise=0.5)
+    paired.loc[(paired["job_id"] == "j3") & (paired["variant"] == "V02"), "score"] += 4.0
+    pooled = effect_sizes(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
+    res = EffectsResult(contrasts=pooled, contrasts_by_job=effect_sizes_by_job(
+        paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05, pooled=pooled))
+    section = next(s for s in effects_sections(res) if s.id == "effects")
+    html = _environment().get_template(section.template).render(section=section.context)
+    assert "Equivalent on average only" in html and "V02 vs BASE in j3 (d = +" in html

@@ -58,13 +58,13 @@ def _job_hidden(by_job: pd.DataFrame | None, system: str, condition: str) -> dic
     """Per-job contrasts whose own |d| reaches the SESOI while the pooled contrast is equivalent:
     equivalence that holds on average only (largest |d| first)."""
     if by_job is None or not len(by_job) or "flag" not in by_job:
-        return {"n": 0, "items": [], "more": 0}
+        return {"n": 0, "cells": [], "more": 0}
     sub = by_job[(by_job["system"] == system) & (by_job["condition"] == condition)
                  & (by_job["flag"].fillna("").astype(str) != "")
                  & by_job["pooled_equivalent"].map(_b)]
     sub = sub.assign(_abs=sub["d"].astype(float).abs()).sort_values("_abs", ascending=False)
-    items = [f"{r.contrast} in {r.job_id} (d = {fmt_sig(r.d, 3, signed=True)})" for r in sub.head(JOBS_NAMED).itertuples()]
-    return {"n": len(sub), "items": items, "more": max(0, len(sub) - JOBS_NAMED)}
+    cells = [f"{r.contrast} in {r.job_id} (d = {fmt_sig(r.d, 3, signed=True)})" for r in sub.head(JOBS_NAMED).itertuples()]
+    return {"n": len(sub), "cells": cells, "more": max(0, len(sub) - JOBS_NAMED)}
 
 
 def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float,
