@@ -277,6 +277,12 @@ def paired_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float, step: float
             "ci90_low": lo90, "ci90_high": hi90, "margin": max(abs(lo90), abs(hi90)), "var_d": var_d}
 
 
+def demean_within(values: pd.Series | pd.DataFrame, groups: np.ndarray) -> pd.Series | pd.DataFrame:
+    """``values`` minus their mean within each group: the within (fixed-effect) transformation that
+    absorbs one intercept per base résumé (also used by :func:`runtime.analysis.models.within_resid_sd`)."""
+    return values - values.groupby(groups).transform("mean")
+
+
 def axis_design(frame: pd.DataFrame, axes: Sequence[str]) -> str:
     """How the axis contrasts of one system x condition are estimated (see the module docstring).
 
@@ -333,8 +339,7 @@ def axis_model(frame: pd.DataFrame, refs: Mapping[str, str], *, design: str
     X, keys = _indicators(frame, refs)
     template = pd.factorize(frame["job_id"].astype(str) + "\x1f" + frame["cv_id"].astype(str))[0]
     if design == "template_fe":
-        y = y - y.groupby(template).transform("mean")
-        X = X - X.groupby(template).transform("mean")
+        y, X = demean_within(y, template), demean_within(X, template)
     else:
         X.insert(0, "const", 1.0)
     # keep the columns that add to the rank, in order (a column with no within-template variation,

@@ -44,15 +44,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from runtime.analysis.effect_size import average_replicates
+from runtime.analysis.effect_size import ZERO_RESID_REL, average_replicates, demean_within
 
 #: Wild cluster bootstrap when the number of templates is below this (seed 003 §3.7).
 WILD_CLUSTER_MAX = 30
 MODEL_COLUMNS = ("model", "term", "axis", "level", "reference", "coef", "se", "ci_low", "ci_high",
                  "statistic", "p_value", "d", "n_obs", "n_clusters", "icc", "var_template",
                  "var_residual", "boundary", "notes")
-#: Residual SD at or below this fraction of the score SD counts as zero (an exact fit).
-ZERO_RESID_REL = 1e-9
 NOTE_ZERO_RESID = ("zero residual variance within base résumés (the scores are an exact function of the "
                    "base résumé and the regressors, or constant): no standard error, interval or p-value")
 NOTE_ZERO_SE = "zero standard error: no interval or p-value"
@@ -205,8 +203,7 @@ def fit_models(paired: pd.DataFrame, *, axes: dict[str, str], controls: Sequence
 def within_resid_sd(y: pd.Series, X: pd.DataFrame, template: np.ndarray) -> float:
     """RMS residual of the regression with a fixed effect per template (both sides demeaned within
     template): zero when the scores are an exact function of the template and the regressors."""
-    yd = y - y.groupby(template).transform("mean")
-    Xd = X - X.groupby(template).transform("mean")
+    yd, Xd = demean_within(y, template), demean_within(X, template)
     coef, *_ = np.linalg.lstsq(Xd.to_numpy(float), yd.to_numpy(float), rcond=None)
     resid = yd.to_numpy(float) - Xd.to_numpy(float) @ coef
     return float(np.sqrt(np.mean(resid ** 2))) if resid.size else 0.0
