@@ -615,3 +615,38 @@ def test_the_report_names_jobs_that_are_equivalent_on_average_only():
     section = next(s for s in effects_sections(res) if s.id == "effects")
     html = _environment().get_template(section.template).render(section=section.context)
     assert "Equivalent on average only" in html and "V02 vs BASE in j3 (d = +" in html
+
+
+def test_the_sesoi_is_related_to_the_pre_registered_thresholds_on_the_normalised_scale():
+    from runtime.report.sections.effects import sesoi_and_thresholds
+
+    # a 0-100 system: SESOI 0.2 SD with s_p = 16.5 points is 3.3 points = 0.033 normalised, wider than
+    # the score-gap PASS threshold 0.02; a 0-1 system with s_p = 0.05 gives 0.01, narrower
+    contrasts = pd.DataFrame([
+        {"system": "wide", "kind": "variant", "sesoi_score": 3.3, "equivalent": True},
+        {"system": "wide", "kind": "axis", "sesoi_score": 3.3, "equivalent": True},
+        {"system": "narrow", "kind": "variant", "sesoi_score": 0.01, "equivalent": False},
+    ])
+    metrics = pd.DataFrame([
+        {"system": "wide", "metric": "flip_rate", "variant": "V01", "status": "FAIL"},
+        {"system": "wide", "metric": "impact_ratio", "variant": "V01", "status": "INVESTIGATE"},
+        {"system": "wide", "metric": "score_delta", "variant": "V01", "status": "PASS"},
+        {"system": "narrow", "metric": "flip_rate", "variant": "V01", "status": "FAIL"},
+    ])
+    thresholds = {"research": {"score_delta": {"pass": 0.02, "investigate": 0.05}}}
+    lines = sesoi_and_thresholds(contrasts, metrics, thresholds=thresholds,
+                                 score_range={"wide": (0.0, 100.0), "narrow": (0.0, 1.0)}, sesoi=0.2)
+    assert len(lines) == 3
+    assert lines[0].startswith("For <code>narrow</code> the SESOI of ±0.2 SD is ±0.0100 on the normalised")
+    assert "no wider than the pre-registered score-gap threshold (|Δ| ≤ 0.02 to PASS)" in lines[0]
+    assert lines[1].startswith("For <code>wide</code> the SESOI of ±0.2 SD is ±0.0330 on the normalised")
+    assert "wider than the pre-registered score-gap threshold (|Δ| ≤ 0.02 to PASS, ≤ 0.05 to INVESTIGATE)" in lines[1]
+    # the rank-based sentence only where variant contrasts are equivalent (not for 'narrow')
+    assert "2 rank-based results are INVESTIGATE or FAIL for <code>wide</code>" in lines[2]
+    assert "(1 flip rate, 1 impact ratio)" in lines[2]
+    # a system id is escaped, not read as markup
+    odd = contrasts.assign(system="<b>x</b>")
+    lines = sesoi_and_thresholds(odd, metrics.assign(system="<b>x</b>"), thresholds=thresholds,
+                                 score_range={"<b>x</b>": (0.0, 1.0)}, sesoi=0.2)
+    assert lines[0].startswith("Here the SESOI")  # one system: not named
+    assert "for <code>&lt;b&gt;x&lt;/b&gt;</code> in the counterfactual" in lines[1]

@@ -44,5 +44,7 @@ class Effects(AuditFamily):
 
     def sections(self, ctx, result: FamilyResult, meta) -> list:
         from runtime.report import effects_sections
+        from runtime.report.sections.metric_suite import resolved_thresholds
 
-        return effects_sections(result.data["effects"])
+        return effects_sections(result.data["effects"], metrics=ctx.results["metric_suite"].data["result"].metrics,
+                                thresholds=resolved_thresholds(meta), score_range=ctx.score_range())

@@ -186,7 +186,9 @@ def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
     return [dict(r) for r in df.to_dict(orient="records")]
 
 
-def _thresholds(meta: Mapping[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+def resolved_thresholds(meta: Mapping[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """The run's thresholds: seed 000's defaults (:func:`compiler.catalog.default_thresholds`) updated with
+    the spec's ``meta["thresholds"]``; ``{tier: {metric: {"pass": x, "investigate": y}}}``."""
     out = default_thresholds()
     given = meta.get("thresholds") or {}
     for tier, metrics in given.items():
@@ -638,7 +640,7 @@ def metric_suite_sections(
         Deterministic in the inputs.
     """
     reference = fmt_text(meta.get("reference"), "BASE")
-    thresholds = _thresholds(meta)
+    thresholds = resolved_thresholds(meta)
     data_variants = [] if metrics is None or len(metrics) == 0 else [str(v) for v in metrics["variant"]]
     variant_order = _ordered([reference, *(meta.get("variants") or {}), *data_variants],
                              [reference])
