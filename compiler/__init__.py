@@ -33,6 +33,8 @@ class Compiled:
     resolved: dict[str, Any]
     plan: dict[str, Any]
     warnings: list = field(default_factory=list)
+    #: One line per precomputed system: its score file as read and the score range in force.
+    score_files: list = field(default_factory=list)
 
 
 def compile_spec(path: str | Path) -> Compiled:
@@ -43,7 +45,37 @@ def compile_spec(path: str | Path) -> Compiled:
     compiler.errors.SpecError
         When the spec is invalid (exit 2 in the CLI).
     """
+    from compiler.designs import design_of, score_file
+
     loaded = load_spec(path)
     validate(loaded)
     resolved = resolve(loaded)
-    return Compiled(loaded, resolved, expand(resolved), advisories(loaded))
+    counted = score_file.base_per_job(loaded) if design_of(loaded) is score_file else None
+    return Compiled(loaded, resolved, expand(resolved, base_per_job=counted), advisories(loaded),
+                    score_files(loaded))
+
+
+def score_files(ls: LoadedSpec) -> list[str]:
+    """One line per ``precomputed`` system: the file as read (rows, delimiter, column mapping) and the
+    score range in force, said when it is the default (issue 15)."""
+    from compiler.score_file import DELIMITER_NAMES
+    from compiler.systems import read_system_file
+
+    out = []
+    for i, s in enumerate(ls.spec.systems):
+        if s.kind != "precomputed":
+            continue
+        found = read_system_file(ls, i, s)
+        if found is None or found.problems:
+            continue
+        mapped = ", ".join(f"{p} ← {n}" for p, n in found.mapping.items() if p != n)
+        lo, hi = s.score_range
+        default = "score_range" not in s.model_fields_set
+        out.append(f"system {s.id!r}: {s.path}, {len(found.rows)} rows, "
+                   f"{sum(found.base_per_job.values())} base candidates over {len(found.base_per_job)} "
+                   f"job{'' if len(found.base_per_job) == 1 else 's'}, "
+                   f"delimiter {DELIMITER_NAMES.get(found.delimiter, repr(found.delimiter))}"
+                   + (f", columns {mapped}" if mapped else "")
+                   + f"; score_range [{lo:g}, {hi:g}]"
+                   + (f" (the default: set systems[{i}].score_range if the file's scale differs)" if default else ""))
+    return out

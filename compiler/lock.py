@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 import platform
 from pathlib import Path
 from typing import Any
@@ -281,10 +282,33 @@ def amend(old: dict[str, Any], new: dict[str, Any], reason: str | None = None) -
     return Lock.model_validate({**new, "amendments": list(old.get("amendments") or []) + [entry]}).dump()
 
 
+MSG_FILE_CHANGED = ("  - {key}: the input file {path} changed (sha256 locked {old}, now {new}). The data is part "
+                    "of what was pre-registered, so a changed file is an amendment like any other change")
+
+
+def _lookup(tree: Any, dotted_path: str) -> Any:
+    """The value at a ``a.b[2].c`` path of a JSON value (None when absent)."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", dotted_path):
+        if part.startswith("["):
+            i = int(part[1:-1])
+            tree = tree[i] if isinstance(tree, list) and i < len(tree) else None
+        else:
+            tree = tree.get(part) if isinstance(tree, dict) else None
+    return tree
+
+
 def change_lines(old_resolved: dict[str, Any], resolved: dict[str, Any]) -> str:
-    """``  - key.path: locked X, now Y`` lines for every changed key."""
+    """``  - key.path: locked X, now Y`` lines for every changed key; a changed input file (a
+    ``{path, sha256}`` reference whose digest changed, issue 15) is named with its two digests."""
     changes = diff_paths(old_resolved, resolved) or [("(whole spec)", "?", "?")]
-    return "\n".join(f"  - {p}: locked {json.dumps(a)}, now {json.dumps(b)}" for p, a, b in changes)
+    out = []
+    for p, a, b in changes:
+        parent = _lookup(resolved, p[: -len(".sha256")]) if p.endswith(".sha256") else None
+        if isinstance(parent, dict) and "path" in parent and isinstance(a, str) and isinstance(b, str):
+            out.append(MSG_FILE_CHANGED.format(key=p, path=parent["path"], old=a, new=b))
+        else:
+            out.append(f"  - {p}: locked {json.dumps(a)}, now {json.dumps(b)}")
+    return "\n".join(out)
 
 
 def require_amendment(old: dict[str, Any], new: dict[str, Any], *, spec: str) -> LockError:
@@ -308,7 +332,6 @@ def check_lock(lock: dict[str, Any], resolved: dict[str, Any], spec: str = "SPEC
     if new == old:
         check_methods(lock, spec)
         return
-    changes = diff_paths(lock["resolved_spec"], resolved) or [("(whole spec)", "?", "?")]
-    lines = "\n".join(f"  - {p}: locked {json.dumps(a)}, now {json.dumps(b)}" for p, a, b in changes)
+    lines = change_lines(lock["resolved_spec"], resolved)
     raise LockError(MSG_MISMATCH.format(lock=Path(lock.get("spec_file", "spec")).stem + ".lock.json",
                                         old=old[:12], new=new[:12], changes=lines, spec=spec))

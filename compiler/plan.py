@@ -115,7 +115,7 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
     plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "tool": tool_info(),
             "audit": resolved["audit"], "spec_digest": digest(resolved), "counts": counts, "tasks": tasks}
     for f in families:
-        plan.update(f.summary(resolved))
+        plan.update(f.summary(resolved, size))
     est = llm_estimate(resolved, size["resumes"])
     if est is not None:  # calls and tokens per stage; cost only where litellm knows the price
         counts.update({"model_calls": est["calls"], "estimated_tokens": est["tokens"],

@@ -324,12 +324,22 @@ class EmbeddingSystem(Strict):
         return (0.0, 1.0)
 
 
+#: The product's columns of a score file (``systems[].columns`` maps them to a vendor's names).
+ScoreColumn = Literal["job_id", "cv_id", "variant", "score", "is_true_match"]
+
+
 class PrecomputedSystem(Strict):
-    """Scores produced elsewhere: CSV ``job_id, cv_id, variant, score[, is_true_match]``."""
+    """Scores produced elsewhere (a vendor's export): CSV ``job_id, cv_id, variant, score[, is_true_match]``,
+    under the vendor's own column names when ``columns`` maps them (issue 15)."""
 
     id: Id
     kind: Literal["precomputed"]
     path: str = Field(description="CSV file, relative to the spec's folder.")
+    columns: dict[ScoreColumn, str] | None = Field(
+        default=None, description="The file's column name for each product column that the file names "
+        "differently, e.g. {job_id: requisition_id, cv_id: candidate_id, variant: persona, score: match_score}.")
+    delimiter: Literal[",", ";", "\t", "|"] | None = Field(
+        default=None, description="Field delimiter; default: sniffed from the file (comma, semicolon, tab or pipe).")
     score_range: tuple[float, float] = Field(
         default=(0.0, 1.0), description="[low, high] of the score scale; score_delta uses (s-low)/(high-low)."
     )

@@ -144,6 +144,10 @@ class SystemHook:
     def estimate(self, resolved: dict[str, Any], resumes: int, est: llm.Estimate) -> None:
         """Add this system's model calls to the compile-time LLM estimate (none by default)."""
 
+    def advisories(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        """Legal but probably unintended content of ``systems[i]`` (printed as warnings)."""
+        return []
+
 
 #: The registry: kind -> hook, in registration order.
 SYSTEMS: dict[str, SystemHook] = {}
@@ -197,6 +201,33 @@ class Embedding(SystemHook):
         return None if resumes is None else resumes + jobs
 
 
+def read_system_file(ls: LoadedSpec, i: int, system: Any):
+    """The checked score file of a ``precomputed`` system (:func:`compiler.score_file.read_score_file`),
+    or None when the path does not resolve or the score range is inverted (both reported elsewhere).
+
+    With a generator (the tool wrote the résumés the vendor scored) the base candidates are only
+    known at execute: the file is checked against the jobs and variants, and K is not checked. A
+    population design's profile scores are checked at execute (the profile ids come from the generator).
+    """
+    from compiler.score_file import read_score_file
+    from compiler.variants import variant_table
+
+    path, err = resolve_inside(ls.folder, system.path)
+    lo, hi = system.score_range
+    if err is not None or not lo < hi:
+        return None
+    from compiler.designs import design_of  # (compiler.designs reads this module's registry)
+
+    design = design_of(ls)
+    if "paired" not in design.PROVIDES:  # population profiles: their ids exist only once generated
+        return None
+    # a broken axes/variants block is reported by the design; the file's variants are then not checked
+    variants = None if design.issues(ls) or not ls.spec.axes else list(variant_table(ls.spec))
+    k = ls.spec.analysis.model_dump()["k"] if ls.spec.candidates is None else None
+    return read_score_file(path, jobs=[j.id for j in ls.spec.jobs], variants=variants, score_range=(lo, hi),
+                           columns=system.columns, delimiter=system.delimiter, k=k, key=f"systems[{i}]")
+
+
 @system
 class Precomputed(SystemHook):
     """Scores produced elsewhere (a vendor's export); fingerprint: sha256 of the score file."""
@@ -208,8 +239,25 @@ class Precomputed(SystemHook):
         return [(("systems", i, "path"), system.path, "file")]
 
     def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
+        # columns and delimiter only when written, so the digests of earlier specs do not change
+        extra = {k: v for k, v in (("columns", system.columns), ("delimiter", system.delimiter)) if v is not None}
         return {"id": system.id, "kind": system.kind, "data": file_ref(ls.folder, system.path),
-                "score_range": list(system.score_range), **_resolution(system)}
+                "score_range": list(system.score_range), **_resolution(system), **extra}
+
+    def issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        """The score range, then every problem of the score file itself (issue 15: before the lock,
+        all at once, each naming its CSV lines); a file that cannot be found is reported by
+        :func:`compiler.validate.validate` instead."""
+        out = super().issues(ls, i, system)
+        found = read_system_file(ls, i, system)
+        if found is not None:
+            out += [ls.issue(("systems", i, "path"), f"{system.path}: {msg}") for msg in found.problems]
+        return out
+
+    def advisories(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        found = read_system_file(ls, i, system)
+        return [] if found is None or found.problems else [
+            ls.issue(("systems", i, "path"), f"{system.path}: {msg}") for msg in found.warnings]
 
     def fingerprint(self, resolved: dict[str, Any]) -> dict[str, str]:
         return resolved.get("fingerprint") or {"algorithm": "sha256", "digest": resolved["data"]["sha256"]}

@@ -165,6 +165,8 @@ MSG_LLM_CACHE_MOVED = ("LLM answers are now kept in the task store (execution.st
 def advisories(ls: LoadedSpec) -> list[Issue]:
     """Legal but probably unintended designs and deprecated keys (printed as warnings; they do not stop a run)."""
     out = list(design_of(ls).advisories(ls))
+    for i, s in enumerate(ls.spec.systems):
+        out += hook_for(s.kind).advisories(ls, i, s)
     ex = ls.raw.get("execution") if isinstance(ls.raw, dict) else None
     if isinstance(ex, dict) and "batch_size" in ex:
         out.append(ls.issue(("execution", "batch_size"), MSG_BATCH_SIZE_IGNORED))

@@ -102,6 +102,8 @@ def validate(spec: SpecArg) -> None:
     compiled = compile_spec(spec)
     _print_warnings(compiled)
     c = compiled.plan["counts"]
+    for line in compiled.score_files:
+        _console().print(f"score file: {line}", markup=False)
     what = _n(c["profiles"], "profile") if "profiles" in c else _n(c["variants"], "variant")
     _console().print(_styled("valid", "green", f": {spec} ({_n(c['jobs'], 'job')}, {what}, "
                                                f"{_n(c['systems'], 'system')})"))
@@ -175,6 +177,8 @@ def compile_(
     for k, v in rows:
         table.add_row(k, "from the score file" if v is None else str(v))
     console.print(table)
+    for line in compiled.score_files:
+        console.print(f"score file: {line}", markup=False)
     _print_mde(console, compiled.plan.get("sensitivity"))
     if "llm_estimate" in compiled.plan:
         _print_llm_estimate(console, compiled.plan["llm_estimate"])

@@ -20,7 +20,11 @@ from random import Random
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from conftest import TINY_SCORES as SCORES  # noqa: E402 - the scores of every tiny spec (tests/conftest.py)
+#: The score file of every fuzzed spec: 16 base candidates of job j1 under BASE and V01 (at least the largest
+#: default analysis.k, 15, so that a mutation deleting analysis.k leaves a valid spec; validate reads the file).
+SCORES = "job_id,cv_id,variant,score,is_true_match\n" + "".join(
+    f"j1,c{i},{v},{0.5 + 0.02 * i + (0.01 if v == 'V01' else 0):.2f},{int(i % 3 == 0)}\n"
+    for i in range(1, 17) for v in ("BASE", "V01"))
 
 #: Valid specs in block style (one key per line), the seeds of every mutation.
 BASES = ["""\

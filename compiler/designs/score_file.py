@@ -42,5 +42,21 @@ def resolve_candidates(ls: LoadedSpec) -> None:
     return None
 
 
+def base_per_job(ls: LoadedSpec) -> dict[str, int] | None:
+    """K per job counted from the score files (issue 15: the file fixes K, so compile can print the
+    minimum detectable effects): the smallest count over the systems, so that the sensitivity is not
+    overstated; None when a file cannot be read or has problems (validate reported them)."""
+    from compiler.systems import read_system_file
+
+    out: dict[str, int] = {}
+    for i, s in enumerate(ls.spec.systems):
+        found = read_system_file(ls, i, s) if s.kind == "precomputed" else None
+        if found is None or found.problems:
+            return None
+        for job, n in found.base_per_job.items():
+            out[job] = min(n, out.get(job, n))
+    return out or None
+
+
 def estimate(resolved: dict[str, Any], est: Estimate) -> None:
     """Nothing is generated."""

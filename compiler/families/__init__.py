@@ -13,8 +13,9 @@ path-specific effects). Each module owns, with these names:
 - ``issues(ls)``: its checks, as located :class:`~compiler.errors.Issue` objects;
 - ``resolve(ls, resolved)``: writes its resolution fragment into the resolved spec, in place;
 - ``plan_tasks(resolved, score_ids)``: its plan tasks (they depend on the score tasks);
-- ``metric_rows(resolved)`` and ``summary(resolved)``: its share of the plan's counts, and the
-  plan keys of its compile-time summary (e.g. the minimum detectable effects).
+- ``metric_rows(resolved)`` and ``summary(resolved, size)``: its share of the plan's counts, and the
+  plan keys of its compile-time summary (e.g. the minimum detectable effects; ``size`` is the design's
+  size, whose K a score-file audit counts from its files).
 
 Adding a family means adding its module here (and its runtime half): nothing else lists them. The
 runtime registers the same ids (a test checks that both lists agree; the compiler never imports

@@ -105,5 +105,5 @@ def metric_rows(resolved: dict[str, Any]) -> int:
     return ROWS_PER_SYSTEM * len(resolved["systems"])
 
 
-def summary(resolved: dict[str, Any]) -> dict[str, Any]:
+def summary(resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
     return {}

@@ -203,7 +203,10 @@ def metric_rows(resolved: dict[str, Any]) -> int:
     return 0
 
 
-def summary(resolved: dict[str, Any]) -> dict[str, Any]:
-    """``{"sensitivity": [...]}``: minimum detectable effects (seed 003 §3.7), when K is known."""
-    mde = minimum_detectable_effects(resolved)
+def summary(resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{"sensitivity": [...]}``: minimum detectable effects (seed 003 §3.7), when K is known: from
+    the generator, or, in a score-file audit, counted from the score files (``size["base_candidates"]``,
+    issue 15)."""
+    counted = (size or {}).get("base_candidates") if resolved.get("candidates") is None else None
+    mde = minimum_detectable_effects(resolved, k_total=counted)
     return {"sensitivity": mde} if mde else {}

@@ -56,5 +56,5 @@ def metric_rows(resolved: dict[str, Any]) -> int:
     return 0
 
 
-def summary(resolved: dict[str, Any]) -> dict[str, Any]:
+def summary(resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
     return {}

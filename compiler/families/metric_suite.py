@@ -99,6 +99,6 @@ def metric_rows(resolved: dict[str, Any]) -> int:
         len(s.get("conditions") or [None]) for s in resolved["systems"])
 
 
-def summary(resolved: dict[str, Any]) -> dict[str, Any]:
+def summary(resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
     """No plan keys of its own (its size is ``counts.metric_rows``)."""
     return {}

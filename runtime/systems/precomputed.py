@@ -15,26 +15,12 @@ import numpy as np
 import pandas as pd
 
 from compiler.errors import InputDataError
+from compiler.score_file import MSG_MISSING_CELLS, lines_text, read_csv_records, read_score_file
 from runtime.systems import system
 from runtime.systems.base import ScoreRequest, SystemAdapter
 
-REQUIRED = ("job_id", "cv_id", "variant", "score")
-OPTIONAL = ("is_true_match",)
 MSG_PREFIX = "{file}: system {system!r}: "
-MSG_COLUMNS_MISSING = "missing column(s) {missing}; required: {required} (optional: is_true_match)"
-MSG_COLUMNS_UNKNOWN = "unknown column(s) {unknown}; allowed: {allowed}"
-MSG_UNKNOWN_JOB = "unknown job_id {values} at {rows}; jobs in the spec: {allowed}"
-MSG_UNKNOWN_VARIANT = "unknown variant {values} at {rows}; variants in the spec: {allowed}"
 MSG_UNKNOWN_CV = "cv_id {values} at {rows} are not base candidates of the spec's generator"
-MSG_SCORE_NAN = "score is empty or not a number at {rows}"
-MSG_SCORE_RANGE = "score outside score_range [{lo}, {hi}] at {rows} (values {values})"
-MSG_DUPLICATE = "duplicate (job_id, cv_id, variant) at {rows}"
-MSG_MISSING_CELLS = "{n} missing (job_id, cv_id, variant) cell(s), e.g. {examples}; every base candidate needs a score under every variant"
-MSG_MATCH_VALUES = "is_true_match must be 0 or 1 at {rows}"
-MSG_EMPTY_KEY = "empty {column} at {rows}"
-MSG_NO_ROWS = "the CSV has a header but no rows"
-MSG_JOB_ABSENT = "job(s) {jobs} of the spec have no rows; every job needs a score for every base candidate and variant"
-MSG_MATCH_INCONSISTENT = "is_true_match differs between variants of the same (job_id, cv_id) at {rows}"
 MSG_MATCH_DISAGREES = "is_true_match disagrees with the generator's match flag at {rows}"
 MSG_SCORES_HEADER = "{path}: a population score file needs the columns job_id, cv_id, score (got {cols})"
 MSG_SCORES_ID = "{path}:{line}: unknown profile {cv!r} for job {job!r}; ids are <job id>-p00001 ... (see profiles.csv)"
@@ -43,47 +29,8 @@ MSG_SCORES_RANGE = "{path}:{line}: score {value!r} is not a number in score_rang
 MSG_SCORES_MISSING = "{path}: {n} profiles have no score, e.g. {example}"
 
 
-MSG_FIELDS = "line {line} has {n} field(s), the header has {m} ({header})"
-
-
-def read_csv_records(path: Path) -> tuple[list[str], list[list[str]], list[int]]:
-    """Header, records and each record's first line number (header = line 1), read with the csv
-    module so that blank lines and quoted fields spanning several lines count as they do in an
-    editor (``csv.reader.line_num``). Blank lines are skipped. Raises ``ValueError`` (with the line)
-    for a record whose field count differs from the header's, ``OSError``/``UnicodeDecodeError``
-    when the file cannot be read as UTF-8 text.
-    """
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
-        header: list[str] | None = None
-        records, lines = [], []
-        while True:
-            start = reader.line_num + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if header is None:
-                header = [c.strip() for c in row]
-                continue
-            if len(row) != len(header):
-                raise ValueError(MSG_FIELDS.format(line=start, n=len(row), m=len(header), header=", ".join(header)))
-            records.append(row)
-            lines.append(start)
-    return header or [], records, lines
-
-
-def _rows(mask: pd.Series | np.ndarray, frame: pd.DataFrame, limit: int = 8) -> str:
-    lines = frame["_line"].to_numpy()[np.asarray(mask)].tolist()
-    shown = ", ".join(str(x) for x in lines[:limit])
-    more = f" (and {len(lines) - limit} more)" if len(lines) > limit else ""
-    return f"line{'s' if len(lines) > 1 else ''} {shown}{more}"
-
-
-def _values(series: pd.Series, limit: int = 5) -> str:
-    vals = list(dict.fromkeys(series.astype(str)))
+def _values(values, limit: int = 5) -> str:
+    vals = list(dict.fromkeys(str(v) for v in values))
     return ", ".join(repr(v) for v in vals[:limit]) + (" ..." if len(vals) > limit else "")
 
 
@@ -99,92 +46,44 @@ class PrecomputedSystem(SystemAdapter):
             request.info[self.id] = {"rows": int(len(out)), "file": rel}
             return out
         prefix = MSG_PREFIX.format(file=rel, system=self.id)
-
-        def fail(msg: str) -> None:
-            raise InputDataError(prefix + msg)
-
-        try:
-            # every cell as text, nothing turned into NaN: "NA" is a valid id, "" is an error we name;
-            # each record keeps its own line number (blank lines and multi-line fields counted)
-            header, records, lines = read_csv_records(path)
-        except (OSError, ValueError, csv.Error) as err:
-            fail(f"cannot read the CSV: {err}")
-        df = pd.DataFrame(records, columns=header, dtype=object) if header else pd.DataFrame()
-        if "_line" in df.columns:
-            fail(MSG_COLUMNS_UNKNOWN.format(unknown="_line", allowed=", ".join(REQUIRED + OPTIONAL)))
-        df["_line"] = lines if header else []
-        missing = [c for c in REQUIRED if c not in df.columns]
-        if missing:
-            fail(MSG_COLUMNS_MISSING.format(missing=", ".join(missing), required=", ".join(REQUIRED)))
-        unknown = [c for c in df.columns if c not in REQUIRED + OPTIONAL + ("_line",)]
-        if unknown:
-            fail(MSG_COLUMNS_UNKNOWN.format(unknown=", ".join(unknown), allowed=", ".join(REQUIRED + OPTIONAL)))
-        if df.empty:
-            fail(MSG_NO_ROWS)
-        for col in ("job_id", "cv_id", "variant"):
-            df[col] = df[col].str.strip()
-            bad = df[col] == ""
-            if bad.any():
-                fail(MSG_EMPTY_KEY.format(column=col, rows=_rows(bad, df)))
-        bad = ~df["job_id"].isin(list(request.jobs))
-        if bad.any():
-            fail(MSG_UNKNOWN_JOB.format(values=_values(df.loc[bad, "job_id"]), rows=_rows(bad, df),
-                                        allowed=", ".join(request.jobs)))
-        bad = ~df["variant"].isin(request.variants)
-        if bad.any():
-            fail(MSG_UNKNOWN_VARIANT.format(values=_values(df.loc[bad, "variant"]), rows=_rows(bad, df),
-                                            allowed=", ".join(request.variants)))
-        absent = [j for j in request.jobs if j not in set(df["job_id"])]
-        if absent:
-            fail(MSG_JOB_ABSENT.format(jobs=", ".join(absent)))
-        score = pd.to_numeric(df["score"].str.strip(), errors="coerce")
-        bad = score.isna() | ~np.isfinite(score.fillna(0))
-        if bad.any():
-            fail(MSG_SCORE_NAN.format(rows=_rows(bad, df)))
-        lo, hi = self.resolved["score_range"]
-        bad = (score < lo) | (score > hi)
-        if bad.any():
-            fail(MSG_SCORE_RANGE.format(lo=lo, hi=hi, rows=_rows(bad, df), values=_values(df.loc[bad, "score"])))
-        df["score"] = score.astype(float)
-        dup = df.duplicated(["job_id", "cv_id", "variant"], keep=False)
-        if dup.any():
-            fail(MSG_DUPLICATE.format(rows=_rows(dup, df)))
         gen = request.resumes
-        if gen is not None:
+        # the same reader and checks as `audit validate` (compiler.score_file): every problem at once
+        found = read_score_file(path, jobs=list(request.jobs), variants=list(request.variants),
+                                score_range=tuple(self.resolved["score_range"]),
+                                columns=self.resolved.get("columns"), delimiter=self.resolved.get("delimiter"),
+                                key=f"systems[id={self.id}]")
+        problems = list(found.problems)
+        if not problems and gen is not None:
             known = set(zip(gen["job_id"], gen["cv_id"]))
-            bad = ~pd.Series([(j, c) in known for j, c in zip(df["job_id"], df["cv_id"])], index=df.index)
-            if bad.any():
-                fail(MSG_UNKNOWN_CV.format(values=_values(df.loc[bad, "cv_id"]), rows=_rows(bad, df)))
-            bases = gen[["job_id", "cv_id"]].drop_duplicates()
-        else:
-            bases = df[["job_id", "cv_id"]].drop_duplicates()
-        full = bases.merge(pd.DataFrame({"variant": request.variants}), how="cross")
-        have = full.merge(df[["job_id", "cv_id", "variant"]], how="left", indicator=True)
-        gaps = have[have["_merge"] == "left_only"]
-        if len(gaps):
-            ex = "; ".join(f"({r.job_id}, {r.cv_id}, {r.variant})" for r in gaps.head(5).itertuples())
-            fail(MSG_MISSING_CELLS.format(n=len(gaps), examples=ex))
-        if "is_true_match" in df.columns:
-            m = df["is_true_match"].str.strip().map({"0": 0, "1": 1})
-            bad = ~m.isin([0, 1])
-            if bad.any():
-                fail(MSG_MATCH_VALUES.format(rows=_rows(bad, df)))
-            df["is_true_match"] = m.astype(int)
-            nun = df.groupby(["job_id", "cv_id"])["is_true_match"].transform("nunique")
-            if (nun > 1).any():
-                fail(MSG_MATCH_INCONSISTENT.format(rows=_rows(nun > 1, df)))
-            if gen is not None:
-                g = gen.drop_duplicates(["job_id", "cv_id"]).set_index(["job_id", "cv_id"])["is_true_match"]
-                theirs = pd.Series(list(zip(df["job_id"], df["cv_id"]))).map(g).to_numpy()
-                bad = pd.Series(theirs != df["is_true_match"].to_numpy(), index=df.index)
-                if bad.any():
-                    fail(MSG_MATCH_DISAGREES.format(rows=_rows(bad, df)))
-        elif gen is not None:
+            bad = [r for r in found.rows if (r["job_id"], r["cv_id"]) not in known]
+            if bad:
+                problems.append(MSG_UNKNOWN_CV.format(values=_values(r["cv_id"] for r in bad),
+                                                      rows=lines_text([r["line"] for r in bad])))
+            flags = gen.drop_duplicates(["job_id", "cv_id"]).set_index(["job_id", "cv_id"])["is_true_match"].to_dict()
+            bad = [r for r in found.rows if r["is_true_match"] is not None
+                   and (r["job_id"], r["cv_id"]) in flags and flags[(r["job_id"], r["cv_id"])] != r["is_true_match"]]
+            if bad:
+                problems.append(MSG_MATCH_DISAGREES.format(rows=lines_text([r["line"] for r in bad])))
+            if not problems:  # bases come from the generator: every one needs every variant
+                have = {(r["job_id"], r["cv_id"], r["variant"]) for r in found.rows}
+                gaps = [(j, c, v) for j, c in dict.fromkeys(zip(gen["job_id"], gen["cv_id"]))
+                        for v in request.variants if (j, c, v) not in have]
+                if gaps:
+                    ex = "; ".join(f"({j}, {c}, {v})" for j, c, v in gaps[:5])
+                    problems.append(MSG_MISSING_CELLS.format(n=len(gaps), examples=ex))
+        if problems:
+            raise InputDataError(prefix + ("\n  - ".join([""] + problems) if len(problems) > 1 else problems[0]))
+        df = pd.DataFrame(found.rows, columns=["job_id", "cv_id", "variant", "score", "is_true_match", "line"])
+        df["score"] = df["score"].astype(float)
+        if gen is not None and df["is_true_match"].isna().all():
             g = gen.drop_duplicates(["job_id", "cv_id"]).set_index(["job_id", "cv_id"])["is_true_match"]
             df["is_true_match"] = pd.Series(list(zip(df["job_id"], df["cv_id"]))).map(g).to_numpy()
-        else:
+        elif df["is_true_match"].isna().all():
             df["is_true_match"] = np.nan
-        request.info[self.id] = {"rows": int(len(df)), "file": rel}
+        else:
+            df["is_true_match"] = df["is_true_match"].astype(int)
+        request.info[self.id] = {"rows": int(len(df)), "file": rel, "delimiter": found.delimiter,
+                                 "columns": found.mapping}
         return df[["job_id", "cv_id", "variant", "score", "is_true_match"]].reset_index(drop=True)
 
 
@@ -192,7 +91,7 @@ def read_population_scores(path: Path, shown: str, profiles: pd.DataFrame,
                            score_range: tuple[float, float]) -> pd.DataFrame:
     """A precomputed system's scores of the profiles: CSV ``job_id, cv_id, score`` (header = line 1)."""
     try:
-        cols, records, lines = read_csv_records(path)
+        cols, records, lines, _ = read_csv_records(path, ",")
     except (OSError, ValueError, csv.Error) as err:
         raise InputDataError(f"{shown}: cannot read the CSV: {err}") from None
     rows = [dict(zip(cols, rec)) for rec in records]

@@ -1,0 +1,429 @@
+"""Reading and checking a vendor's score export (a ``precomputed`` system's CSV; issue 15).
+
+One reader for ``audit validate`` / ``compile`` (every problem before the lock) and for the runtime's
+``precomputed`` adapter (the same checks again at execute, on the locked file). It reports **all**
+problems of a file in one pass, each with the CSV line numbers an editor shows (header = line 1),
+and never raises for bad data.
+
+The product's columns are ``job_id, cv_id, variant, score`` and optionally ``is_true_match``. A
+vendor's own names are mapped with ``systems[].columns`` (product name -> the file's name); the
+delimiter is ``systems[].delimiter`` or sniffed among ``, ; TAB |``. When the header lacks product
+columns and no mapping is given, the columns are guessed from their names and contents, the guess is
+offered as the ``columns:`` block to write, and the rows are still checked with it, so that one run
+shows every problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: The product's column names, in their order in messages.
+COLUMNS = ("job_id", "cv_id", "variant", "score", "is_true_match")
+REQUIRED = COLUMNS[:4]
+#: Delimiters a score file may use (``systems[].delimiter``), sniffed in this order of preference.
+DELIMITERS = (",", ";", "\t", "|")
+DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+#: Boolean cells of ``is_true_match``, compared case-insensitively after stripping.
+TRUE_WORDS = ("1", "true", "yes")
+FALSE_WORDS = ("0", "false", "no")
+#: Words in a vendor's column name that suggest a product column (the first match wins).
+NAME_HINTS = {
+    "job_id": ("job", "requisition", "req", "position", "vacancy", "posting", "role"),
+    "cv_id": ("cv", "candidate", "applicant", "resume", "résumé", "person", "profile"),
+    "variant": ("variant", "persona", "condition", "treatment", "version", "arm"),
+    "score": ("score", "rating", "match_score", "fit", "rank"),
+    "is_true_match": ("true_match", "qualified", "is_match", "relevant", "label"),
+}
+#: Cells read as a missing score (reported as empty, not as non-numeric).
+MISSING_WORDS = ("", "na", "n/a", "nan", "null", "none", "-")
+
+MSG_FIELDS = "line {line} has {n} field(s), the header has {m} ({header})"
+MSG_READ = "cannot read the CSV: {err}"
+MSG_NO_HEADER = "the file is empty (no header line)"
+MSG_NO_ROWS = "the CSV has a header but no rows"
+MSG_COLUMNS_MISSING = ("missing column(s) {missing}; the header found (delimiter {delim}) is: {header}; "
+                       "required: {required} (optional: is_true_match)")
+MSG_SUGGEST = ("the columns look like {pairs}: map them with `columns: {{{mapping}}}` under {key} "
+               "(the rows below were checked with this guess)")
+MSG_MAPPED_ABSENT = "{key}.{column}: the file has no column {name!r}; the header found (delimiter {delim}) is: {header}"
+MSG_COLUMNS_UNKNOWN = ("unknown column(s) {unknown}; allowed: {allowed} (a column under another name is mapped "
+                       "with {key}; remove any other column)")
+MSG_EMPTY_KEY = "empty {column} at {rows}"
+MSG_UNKNOWN_JOB = "unknown job_id {values} at {rows}; jobs in the spec: {allowed}"
+MSG_UNKNOWN_VARIANT = "unknown variant {values} at {rows}; variants in the spec: {allowed}"
+MSG_JOB_ABSENT = "job(s) {jobs} of the spec have no rows; every job needs a score for every base candidate and variant"
+MSG_SCORE_EMPTY = "score is empty or missing ({values}) at {rows}"
+MSG_SCORE_NAN = "score is not a number ({values}) at {rows}"
+MSG_SCORE_RANGE = ("score outside score_range [{lo:g}, {hi:g}] at {rows} (values {values}); the file's scores run "
+                   "from {smin:g} to {smax:g}. If that is the scale of the system, set {key}: [low, high]")
+MSG_DUPLICATE = "duplicate (job_id, cv_id, variant) at {rows}"
+MSG_MISSING_CELLS = ("{n} missing (job_id, cv_id, variant) cell(s), e.g. {examples}; every base candidate "
+                     "needs a score under every variant")
+MSG_MATCH_VALUES = "is_true_match must be 1/0, true/false or yes/no at {rows} (values {values})"
+MSG_MATCH_INCONSISTENT = "is_true_match differs between variants of the same (job_id, cv_id) at {rows}"
+MSG_K_TOO_SMALL = ("job {job!r} has {n} base candidates, fewer than the largest analysis.k ({family}: {k}); "
+                   "every shortlist would hold the whole pool")
+MSG_NO_MATCH_COLUMN = ("no is_true_match column: the merit metrics (recall@K, nDCG@K, equal opportunity) "
+                       "will be N/A for all {n} rows ({rows}); add the column (1 = the candidate matches "
+                       "the job) to audit them")
+
+
+@dataclass
+class ScoreFile:
+    """What :func:`read_score_file` found.
+
+    Attributes
+    ----------
+    problems : list of str
+        One message per problem, each naming the CSV lines; empty when the file can be used.
+    warnings : list of str
+        Legal but probably unintended content (no ``is_true_match``).
+    rows : list of dict
+        The usable rows (``job_id, cv_id, variant, score`` (float), ``is_true_match`` (0/1 or None),
+        ``line``), when there are no problems; else empty.
+    header : list of str
+        The header as found.
+    delimiter : str
+        The delimiter used (declared or sniffed).
+    mapping : dict
+        Product column -> the file's column, as used (declared, exact names, or guessed).
+    base_per_job : dict
+        Job id -> number of distinct base candidates (``cv_id``) in the file.
+    """
+
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    header: list[str] = field(default_factory=list)
+    delimiter: str = ","
+    mapping: dict[str, str] = field(default_factory=dict)
+    base_per_job: dict[str, int] = field(default_factory=dict)
+
+
+def sniff_delimiter(sample: str) -> str:
+    """The delimiter of a CSV sample: :class:`csv.Sniffer` restricted to :data:`DELIMITERS`, else the
+    candidate that splits the header line into the most fields (a one-column file: comma)."""
+    try:
+        return csv.Sniffer().sniff(sample, delimiters="".join(DELIMITERS)).delimiter
+    except csv.Error:
+        first = next((ln for ln in sample.splitlines() if ln.strip()), "")
+        return max(DELIMITERS, key=lambda d: (first.count(d), d == ","))
+
+
+def read_csv_records(path: Path, delimiter: str | None = None) -> tuple[list[str], list[list[str]], list[int], str]:
+    """Header, records, each record's first line number (header = line 1) and the delimiter.
+
+    Read with the csv module so that blank lines and quoted fields spanning several lines count as
+    they do in an editor (``csv.reader.line_num``). Blank lines are skipped. ``delimiter`` None:
+    sniffed (:func:`sniff_delimiter`).
+
+    Raises
+    ------
+    ValueError
+        A record whose field count differs from the header's (naming the line).
+    OSError, UnicodeDecodeError
+        The file cannot be read as UTF-8 text.
+    """
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        if delimiter is None:
+            delimiter = sniff_delimiter(fh.read(64 * 1024))
+            fh.seek(0)
+        reader = csv.reader(fh, delimiter=delimiter)
+        header: list[str] | None = None
+        records, lines = [], []
+        while True:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if header is None:
+                header = [c.strip() for c in row]
+                continue
+            if len(row) != len(header):
+                raise ValueError(MSG_FIELDS.format(line=start, n=len(row), m=len(header), header=", ".join(header)))
+            records.append(row)
+            lines.append(start)
+    return header or [], records, lines, delimiter
+
+
+def lines_text(lines: Sequence[int], limit: int = 8) -> str:
+    """``line 5`` / ``lines 5, 9, 12 (and 3 more)``."""
+    shown = ", ".join(str(x) for x in lines[:limit])
+    more = f" (and {len(lines) - limit} more)" if len(lines) > limit else ""
+    return f"line{'s' if len(lines) > 1 else ''} {shown}{more}"
+
+
+def _values(values: Sequence[str], limit: int = 5) -> str:
+    vals = list(dict.fromkeys(values))
+    return ", ".join(repr(v) for v in vals[:limit]) + (" ..." if len(vals) > limit else "")
+
+
+def _with_hint(values: Sequence[str], allowed: Sequence[str]) -> str:
+    """Unknown values, each with the closest allowed one when there is a close one."""
+    out = []
+    for v in list(dict.fromkeys(values))[:5]:
+        close = difflib.get_close_matches(v, list(allowed), n=1, cutoff=0.75)
+        out.append(f"{v!r} (did you mean {close[0]!r}?)" if close else repr(v))
+    return ", ".join(out) + (" ..." if len(set(values)) > 5 else "")
+
+
+def parse_bool(cell: str) -> int | None:
+    """1 / 0 for ``1/0``, ``true/false``, ``yes/no`` (any case, spaces stripped); None otherwise."""
+    c = cell.strip().lower()
+    return 1 if c in TRUE_WORDS else 0 if c in FALSE_WORDS else None
+
+
+def _number(cell: str) -> float | None:
+    try:
+        x = float(cell.strip())
+    except ValueError:
+        return None
+    return x if x == x and abs(x) != float("inf") else None
+
+
+#: Score scales a vendor export commonly uses, smallest first (for the hint of an out-of-range error).
+COMMON_SCALES = ((0.0, 1.0), (1.0, 5.0), (0.0, 5.0), (1.0, 7.0), (1.0, 10.0), (0.0, 10.0), (0.0, 100.0),
+                 (1.0, 100.0), (0.0, 1000.0))
+
+
+def likely_scale(values: Sequence[float], share: float = 0.9) -> tuple[float, float] | None:
+    """The first of :data:`COMMON_SCALES` holding at least ``share`` of the values, else None."""
+    if not values:
+        return None
+    for lo, hi in COMMON_SCALES:
+        if sum(lo <= v <= hi for v in values) >= share * len(values):
+            return (lo, hi)
+    return None
+
+
+def guess_columns(header: Sequence[str], records: Sequence[Sequence[str]], *, jobs: Sequence[str],
+                  variants: Sequence[str]) -> dict[str, str]:
+    """Product column -> the file's column, guessed for the product columns the header lacks.
+
+    Exact names first; then ``variant`` and ``job_id`` by content (the column most of whose values
+    are the spec's variant / job ids); ``is_true_match`` a column of boolean words only; then the
+    rest by name (:data:`NAME_HINTS`); a last single remaining column goes to the last missing
+    required column. Returns only the columns it could place.
+    """
+    out = {c: c for c in COLUMNS if c in header}
+    free = [h for h in header if h not in out.values()]
+    sample = records[:2000]
+
+    def share(col: str, allowed: set[str]) -> float:
+        j = header.index(col)
+        vals = [r[j].strip() for r in sample]
+        return sum(v in allowed for v in vals) / max(len(vals), 1)
+
+    for product, allowed in (("variant", set(variants)), ("job_id", set(jobs))):
+        if product in out or not free or not allowed:
+            continue
+        best = max(free, key=lambda h: share(h, allowed))
+        if share(best, allowed) >= 0.5:
+            out[product] = best
+            free.remove(best)
+    if "is_true_match" not in out:
+        for h in free:
+            j = header.index(h)
+            if sample and all(parse_bool(r[j]) is not None for r in sample) \
+                    and any(w in h.lower() for w in NAME_HINTS["is_true_match"] + ("match",)):
+                out["is_true_match"] = h
+                free.remove(h)
+                break
+    for product in ("score", "cv_id", "job_id", "variant"):
+        if product in out:
+            continue
+        hit = next((h for h in free if any(w in re.split(r"[^a-zé]+", h.lower()) or w in h.lower()
+                                           for w in NAME_HINTS[product])), None)
+        if hit is not None:
+            out[product] = hit
+            free.remove(hit)
+    missing = [c for c in REQUIRED if c not in out]
+    if len(missing) == 1 and len(free) == 1:
+        out[missing[0]] = free[0]
+    return out
+
+
+def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] | None,
+                    score_range: tuple[float, float], columns: Mapping[str, str] | None = None,
+                    delimiter: str | None = None, k: Mapping[str, int] | None = None,
+                    key: str = "systems[0]") -> ScoreFile:
+    """Read a paired score export and check everything the spec alone allows, in one pass.
+
+    Parameters
+    ----------
+    path : Path
+        The CSV file.
+    jobs : sequence of str
+        The spec's job ids.
+    variants : sequence of str or None
+        The spec's variant ids (reference first); None when the spec's variants are themselves
+        invalid (the variant column is then not checked against them).
+    score_range : (low, high)
+        The system's score scale (``systems[].score_range``, default [0, 1]).
+    columns : mapping, optional
+        ``systems[].columns``: product column -> the file's column.
+    delimiter : str, optional
+        ``systems[].delimiter``; sniffed when None.
+    k : mapping, optional
+        ``analysis.k`` (family -> K): a job with fewer base candidates than the largest is a problem.
+    key : str
+        The system's key path in the spec (``systems[2]``), used in the hints of the messages.
+
+    Returns
+    -------
+    ScoreFile
+        Problems (empty when usable), warnings, the rows, and what was found (header, delimiter,
+        mapping, base candidates per job).
+    """
+    out = ScoreFile()
+    try:
+        header, records, lines, out.delimiter = read_csv_records(path, delimiter)
+    except (OSError, ValueError, csv.Error) as err:
+        out.problems.append(MSG_READ.format(err=err))
+        return out
+    out.header = header
+    if not header:
+        out.problems.append(MSG_NO_HEADER)
+        return out
+    delim = f"{DELIMITER_NAMES.get(out.delimiter, repr(out.delimiter))} {out.delimiter!r}"
+    found = out.delimiter.join(header)
+    if columns:
+        mapping = dict(columns)
+        for product, name in mapping.items():
+            if name not in header:
+                out.problems.append(MSG_MAPPED_ABSENT.format(key=f"{key}.columns", column=product, name=name,
+                                                             delim=delim, header=found))
+        mapping = {p: n for p, n in mapping.items() if n in header}
+        for c in COLUMNS:  # product columns the mapping leaves out may keep their own names
+            if c not in mapping and c in header and c not in mapping.values():
+                mapping[c] = c
+    else:
+        mapping = {c: c for c in COLUMNS if c in header}
+    missing = [c for c in REQUIRED if c not in mapping]
+    if missing:
+        out.problems.append(MSG_COLUMNS_MISSING.format(missing=", ".join(missing), delim=delim, header=found,
+                                                       required=", ".join(REQUIRED)))
+        guess = guess_columns(header, records, jobs=jobs, variants=variants or [])
+        guess = {**guess, **mapping}
+        new = {p: n for p, n in guess.items() if mapping.get(p) != n}
+        if new:
+            pairs = ", ".join(f"{p} ← {new[p]}" for p in COLUMNS if p in new)
+            shown = ", ".join(f"{p}: {guess[p]}" for p in COLUMNS if p in guess and guess[p] != p)
+            out.problems.append(MSG_SUGGEST.format(pairs=pairs, mapping=shown, key=key))
+        mapping = guess
+        if any(c not in mapping for c in REQUIRED):
+            return out  # the rows cannot be read
+    unknown = [h for h in header if h not in mapping.values()]
+    if unknown:
+        free = [c for c in COLUMNS if c not in mapping]
+        out.problems.append(MSG_COLUMNS_UNKNOWN.format(unknown=_with_hint(unknown, free) if free else
+                                                       ", ".join(repr(u) for u in unknown),
+                                                       allowed=", ".join(COLUMNS), key=f"{key}.columns"))
+    out.mapping = mapping
+    if not records:
+        out.problems.append(MSG_NO_ROWS)
+        return out
+    idx = {p: header.index(n) for p, n in mapping.items()}
+    rows = [{p: rec[j].strip() for p, j in idx.items()} | {"line": ln} for rec, ln in zip(records, lines)]
+
+    def report(msg: str, bad: list[dict[str, Any]], **kw: Any) -> None:
+        if bad:
+            out.problems.append(msg.format(rows=lines_text([r["line"] for r in bad]), **kw))
+
+    for col in ("job_id", "cv_id", "variant"):
+        report(MSG_EMPTY_KEY, [r for r in rows if r[col] == ""], column=col)
+    job_set = set(jobs)
+    bad = [r for r in rows if r["job_id"] and r["job_id"] not in job_set]
+    report(MSG_UNKNOWN_JOB, bad, values=_with_hint([r["job_id"] for r in bad], jobs), allowed=", ".join(jobs))
+    if variants is not None:
+        var_set = set(variants)
+        bad = [r for r in rows if r["variant"] and r["variant"] not in var_set]
+        report(MSG_UNKNOWN_VARIANT, bad, values=_with_hint([r["variant"] for r in bad], variants),
+               allowed=", ".join(variants))
+    seen_jobs = {r["job_id"] for r in rows}
+    absent = [j for j in jobs if j not in seen_jobs]
+    if absent:
+        out.problems.append(MSG_JOB_ABSENT.format(jobs=", ".join(absent)))
+    empty, nan, scores = [], [], []
+    for r in rows:
+        if r["score"].lower() in MISSING_WORDS:
+            empty.append(r)
+            continue
+        x = _number(r["score"])
+        if x is None:
+            nan.append(r)
+        else:
+            r["score_value"] = x
+            scores.append(r)
+    report(MSG_SCORE_EMPTY, empty, values=_values([r["score"] or "empty" for r in empty]))
+    report(MSG_SCORE_NAN, nan, values=_values([r["score"] for r in nan]))
+    lo, hi = score_range
+    bad = [r for r in scores if not lo <= r["score_value"] <= hi]
+    if bad:
+        vals = [r["score_value"] for r in scores]
+        report(MSG_SCORE_RANGE, bad, lo=lo, hi=hi, values=_values([r["score"] for r in bad]), smin=min(vals),
+               smax=max(vals), key=f"{key}.score_range")
+        scale = likely_scale(vals) if len(bad) > len(scores) / 2 else None
+        if scale is not None and scale != (lo, hi):
+            still = [r for r in scores if not scale[0] <= r["score_value"] <= scale[1]]
+            out.problems[-1] += (f". Most scores lie in [{scale[0]:g}, {scale[1]:g}]" + (
+                f"; with that range, {lines_text([r['line'] for r in still])} (values "
+                f"{_values([r['score'] for r in still])}) would still be outside it" if still else ""))
+    cells: dict[tuple[str, str, str], int] = {}
+    dup = []
+    for r in rows:
+        cell = (r["job_id"], r["cv_id"], r["variant"])
+        if cell in cells:
+            dup.append(r)
+        cells.setdefault(cell, r["line"])
+    if dup:
+        first = {(r["job_id"], r["cv_id"], r["variant"]) for r in dup}
+        report(MSG_DUPLICATE, sorted([r for r in rows if (r["job_id"], r["cv_id"], r["variant"]) in first],
+                                     key=lambda r: r["line"]))
+    valid = [r for r in rows if r["job_id"] in job_set and r["cv_id"]
+             and (variants is None or r["variant"] in set(variants))]
+    bases: dict[str, dict[str, None]] = {}
+    for r in valid:
+        bases.setdefault(r["job_id"], {}).setdefault(r["cv_id"], None)
+    out.base_per_job = {j: len(bases.get(j, {})) for j in jobs if j in bases}
+    if variants is not None:
+        have = {(r["job_id"], r["cv_id"], r["variant"]) for r in valid}
+        gaps = [(j, c, v) for j in jobs for c in bases.get(j, {}) for v in variants if (j, c, v) not in have]
+        if gaps:
+            ex = "; ".join(f"({j}, {c}, {v})" for j, c, v in gaps[:5])
+            out.problems.append(MSG_MISSING_CELLS.format(n=len(gaps), examples=ex))
+    if k:
+        family, kk = max(k.items(), key=lambda kv: kv[1])
+        for j, n in out.base_per_job.items():
+            if n < kk:
+                out.problems.append(MSG_K_TOO_SMALL.format(job=j, n=n, family=family, k=kk))
+    if "is_true_match" in mapping:
+        bad = []
+        for r in rows:
+            r["match"] = parse_bool(r["is_true_match"])
+            if r["match"] is None:
+                bad.append(r)
+        report(MSG_MATCH_VALUES, bad, values=_values([r["is_true_match"] for r in bad]))
+        flags: dict[tuple[str, str], set] = {}
+        for r in rows:
+            if r["match"] is not None:
+                flags.setdefault((r["job_id"], r["cv_id"]), set()).add(r["match"])
+        mixed = {kk2 for kk2, v in flags.items() if len(v) > 1}
+        report(MSG_MATCH_INCONSISTENT, [r for r in rows if (r["job_id"], r["cv_id"]) in mixed])
+    else:
+        all_lines = [r["line"] for r in rows]
+        span = f"lines {all_lines[0]}–{all_lines[-1]}" if len(all_lines) > 1 else f"line {all_lines[0]}"
+        out.warnings.append(MSG_NO_MATCH_COLUMN.format(n=len(rows), rows=span))
+    if not out.problems:
+        out.rows = [{"job_id": r["job_id"], "cv_id": r["cv_id"], "variant": r["variant"], "score": r["score_value"],
+                     "is_true_match": r.get("match"), "line": r["line"]} for r in rows]
+    return out
