@@ -11,6 +11,8 @@ Sources: seed 000 §3.1.2 (two-phase K x (1+N) design), §3.2 Tables 1-2 (axes, 
 
 from __future__ import annotations
 
+import datetime
+
 from typing import Annotated, Literal, Union
 
 from pydantic import (BaseModel, field_validator, BeforeValidator, ConfigDict, Discriminator, Field, StrictInt, Tag,
@@ -62,10 +64,13 @@ class Axis(Strict):
 
     ``cues`` maps each level to the text(s) that realise it in the ``slot`` of a resume. With a list,
     one option is picked per base candidate (deterministically from the seed); ``""`` writes nothing
-    (for example ``disability_signal: No``).
+    (for example ``disability_signal: No``). Both are required when the tool writes the résumés; a
+    score-file audit (issue 15) needs neither, since the vendor wrote the résumés: it says how the
+    levels were signalled in ``description`` and may give ``examples`` of the cues used.
     """
 
-    slot: CueSlot = Field(description="Resume slot the cue is written into.")
+    slot: CueSlot | None = Field(default=None, description="Resume slot the cue is written into (required "
+                                 "when the tool writes the résumés; one axis per slot).")
     levels: list[Name] = Field(min_length=2, description="Values of the axis.")
     reference: Name | None = Field(
         default=None,
@@ -73,8 +78,14 @@ class Axis(Strict):
         "variant's level, else the first level.",
     )
     cues: dict[Name, CueOptions] = Field(
-        description="Cue text per level: one string or a list of options."
-    )
+        default_factory=dict, description="Cue text per level: one string or a list of options (required "
+        "when the tool writes the résumés).")
+    description: str | None = Field(
+        default=None, min_length=1, max_length=2000, description="How the levels were signalled, in words "
+        "(e.g. 'first names from the list of a published audit study'); shown in the report.")
+    examples: dict[Name, list[Annotated[str, Field(min_length=1, max_length=500)]]] | None = Field(
+        default=None, description="Example cue texts per level, as the vendor used them (a score-file "
+        "audit); shown in the report, never written into a résumé.")
 
 
 class Variants(Strict):
@@ -550,6 +561,20 @@ class Execution(Strict):
                               "score batches, LLM answers), relative to the spec's folder; default: .audit-store/ there.")
 
 
+class ScoreSource(Strict):
+    """Where a score export comes from (issue 15): locked with the spec and shown on the report's first
+    page, so that a regulator can judge who produced the scores and how the variants were made."""
+
+    producer: str = Field(min_length=1, max_length=200, description="Who produced the scores (the vendor, "
+                          "or the employer's team that ran the vendor's system).")
+    system: str = Field(min_length=1, max_length=200, description="Name of the system that scored the résumés.")
+    version: str | None = Field(default=None, min_length=1, max_length=100, description="Its version or release.")
+    exported: datetime.date | None = Field(default=None, description="Date of the export (YYYY-MM-DD).")
+    variants_made: str = Field(min_length=1, max_length=4000, description="How the variant résumés were produced "
+                               "(who wrote them, how the cue was inserted, what was held constant).")
+    contact: str | None = Field(default=None, min_length=1, max_length=200, description="Who to ask about the export.")
+
+
 class AuditSpec(Strict):
     """A correspondence audit of one or more hiring systems."""
 
@@ -566,6 +591,9 @@ class AuditSpec(Strict):
     jobs: list[Job] = Field(min_length=1)
     candidates: CandidatesSpec | None = None
     systems: list[System] = Field(min_length=1)
+    source: ScoreSource | None = Field(default=None, description="Provenance of the score export, when a "
+                                       "system is precomputed: producer, system and version, export date, how "
+                                       "the variants were made, contact.")
     analysis: Analysis = Field(default_factory=Analysis)
     thresholds: Thresholds = Field(default_factory=Thresholds)
     execution: Execution = Field(default_factory=Execution)

@@ -60,8 +60,18 @@ def _ids_issues(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
+MSG_SOURCE_UNUSED = ("source describes a score export, but no system is precomputed (the tool scores the "
+                     "résumés itself); remove the block")
+MSG_NO_SOURCE = ("no source block: the report cannot say who produced the scores, with which system and version, "
+                 "or how the variants were made; add source: {producer, system, version, exported, variants_made, "
+                 "contact}")
+
+
 def _system_issues(ls: LoadedSpec) -> list[Issue]:
-    return [issue for i, s in enumerate(ls.spec.systems) for issue in hook_for(s.kind).issues(ls, i, s)]
+    out = [issue for i, s in enumerate(ls.spec.systems) for issue in hook_for(s.kind).issues(ls, i, s)]
+    if ls.spec.source is not None and all(hook_for(s.kind).needs_text for s in ls.spec.systems):
+        out.append(ls.issue(("source",), MSG_SOURCE_UNUSED, key=True))
+    return out
 
 
 def _file_issues(ls: LoadedSpec) -> list[Issue]:
@@ -165,6 +175,9 @@ MSG_LLM_CACHE_MOVED = ("LLM answers are now kept in the task store (execution.st
 def advisories(ls: LoadedSpec) -> list[Issue]:
     """Legal but probably unintended designs and deprecated keys (printed as warnings; they do not stop a run)."""
     out = list(design_of(ls).advisories(ls))
+    if ls.spec.source is None and ls.spec.candidates is None and ls.spec.systems \
+            and not any(hook_for(s.kind).needs_text for s in ls.spec.systems):
+        out.append(ls.issue(("systems",), MSG_NO_SOURCE, key=True))
     for i, s in enumerate(ls.spec.systems):
         out += hook_for(s.kind).advisories(ls, i, s)
     ex = ls.raw.get("execution") if isinstance(ls.raw, dict) else None

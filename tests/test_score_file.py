@@ -207,3 +207,90 @@ def test_columns_are_guessed_from_contents_and_names():
 def test_sniffing_a_one_column_file_falls_back_to_comma():
     assert sniff_delimiter("score\n1\n2\n") == ","
     assert sniff_delimiter("a;b;c\n1;2;3\n") == ";"
+
+
+RACE_SEX = """\
+audit: vendor-race-sex
+title: Audit of a vendor's export, race x sex by first name
+seed: 5
+axes:
+  race:
+    levels: [white, black]
+    description: First names from the lists of a published audit study, chosen by the vendor.
+    examples: {white: [Emily Walsh], black: [Lakisha Washington]}
+  sex:
+    levels: [male, female]
+    description: The same first name signals sex.
+variants:
+  reference: white_male
+  design: explicit
+  table:
+    white_male: {race: white, sex: male}
+    white_female: {race: white, sex: female}
+    black_male: {race: black, sex: male}
+    black_female: {race: black, sex: female}
+jobs: [{id: req-101}, {id: req-102}, {id: req-103}]
+systems:
+  - id: vendor
+    kind: precomputed
+    path: export.csv
+    score_range: [0, 100]
+    columns: {job_id: requisition_id, cv_id: candidate_id, variant: persona, score: match_score, is_true_match: qualified}
+source:
+  producer: Acme Talent Ltd
+  system: Acme Match
+  version: "4.2"
+  exported: 2026-11-20
+  variants_made: The vendor replaced the candidate's first name, one name per race x sex cell; nothing else changed.
+  contact: liaison@acme.example
+analysis:
+  k: {counterfactual: 5, group: 5, merit: 5}
+  bootstrap: 200
+"""
+
+
+def test_a_race_by_sex_score_file_without_slots_is_described_as_the_vendor_made_it(tmp_path):
+    """One name cue realises two axes; no slot is written, none is signed; the report shows the source
+    block and the level descriptions, and has no drift section, saying why."""
+    (tmp_path / "spec.yaml").write_text(RACE_SEX)
+    write_export(tmp_path / "export.csv", vendor_rows())
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    assert proc.returncode in (0, 4), proc.stderr
+    run = next((tmp_path / "reports" / "vendor-race-sex").iterdir())
+    manifest = (run / "manifest.json").read_text()
+    lock = json.loads((tmp_path / "spec.lock.json").read_text())
+    assert "slot" not in json.dumps(lock["resolved_spec"]["axes"]) and '"slot"' not in manifest
+    assert lock["resolved_spec"]["source"]["exported"] == "2026-11-20"
+    assert not (run / "drift.csv").exists()
+    html = (run / "report.html").read_text()
+    assert 'id="drift"' not in html and "Qualification drift (seed 000 §3.1.2) is not computed" in html
+    assert "audit-compiler did not generate or score the résumés of this audit" in html
+    for text in ("Acme Talent Ltd", "Acme Match", "4.2", "2026-11-20", "liaison@acme.example",
+                 "First names from the lists of a published audit study", "“Lakisha Washington”"):
+        assert text in html, text
+
+
+def test_a_generated_design_still_needs_a_slot_and_cues_per_axis(tmp_path):
+    spec = RACE_SEX.replace("jobs: [", "candidates: {base_per_job: 6, matching_per_job: 2}\njobs: [")
+    spec = spec.replace("  - id: vendor\n    kind: precomputed", "  - id: minilm\n    kind: embedding\n  - id: vendor\n    kind: precomputed")
+    (tmp_path / "spec.yaml").write_text(spec)
+    write_export(tmp_path / "export.csv", vendor_rows())
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2
+    for axis, line in (("race", 5), ("sex", 9)):
+        assert (f"spec.yaml:{line}:3: axes.{axis}: axis '{axis}' needs a slot: the tool writes its cue into the "
+                f"résumés it generates") in proc.stderr
+        assert f"spec.yaml:{line}:3: axes.{axis}: axis '{axis}' needs cues" in proc.stderr
+
+
+def test_a_source_block_without_a_score_file_is_refused(tmp_path):
+    spec = RACE_SEX.replace("  - id: vendor\n    kind: precomputed\n    path: export.csv\n    score_range: [0, 100]\n"
+                            "    columns: {job_id: requisition_id, cv_id: candidate_id, variant: persona, score: "
+                            "match_score, is_true_match: qualified}\n", "  - {id: minilm, kind: embedding}\n")
+    (tmp_path / "spec.yaml").write_text(spec)
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "source: source describes a score export, but no system is precomputed" in proc.stderr

@@ -32,6 +32,10 @@ MSG_EXPLICIT_EMPTY = "design explicit needs a variants.table with the reference 
 MSG_ONE_AT_A_TIME_TABLE = "design one_at_a_time derives the variants; the table may hold only the reference {ref!r}"
 MSG_DUP_VARIANT = "variants {a!r} and {b!r} set the same levels"
 MSG_SLOT_TAKEN = "slot {slot!r} is already written by axis {other!r}; each axis needs its own slot"
+MSG_SLOT_NEEDED = ("axis {axis!r} needs a slot: the tool writes its cue into the résumés it generates "
+                   "(name, age, residence, languages or disability)")
+MSG_CUES_NEEDED = "axis {axis!r} needs cues: the text that signals each level in the résumés the tool generates"
+MSG_EXAMPLE_UNKNOWN_LEVEL = "examples for {level!r}, which is not a level of axis {axis!r}; levels: {levels}"
 MSG_AXIS_REF_CONFLICT = (
     "reference level {level!r} contradicts the reference variant {ref!r}, which sets {axis} = {given!r}"
 )
@@ -85,10 +89,14 @@ def _axes_issues(ls: LoadedSpec) -> list[Issue]:
     out = []
     slots: dict[str, str] = {}
     ref_row = ls.spec.variants.table.get(ls.spec.variants.reference, {})
+    generated = ls.spec.candidates is not None  # the tool writes the résumés (else a score-file audit)
     for name, axis in ls.spec.axes.items():
-        if axis.slot in slots:
+        if generated and axis.slot is None:
+            out.append(ls.issue(("axes", name), MSG_SLOT_NEEDED.format(axis=name), key=True))
+        elif generated and axis.slot in slots:  # one cue per slot: only where the tool writes the cues
             out.append(ls.issue(("axes", name, "slot"), MSG_SLOT_TAKEN.format(slot=axis.slot, other=slots[axis.slot])))
-        slots.setdefault(axis.slot, name)
+        if axis.slot is not None:
+            slots.setdefault(axis.slot, name)
         if axis.reference is not None and ref_row.get(name) not in (None, axis.reference):
             out.append(ls.issue(("axes", name, "reference"), MSG_AXIS_REF_CONFLICT.format(
                 level=axis.reference, ref=ls.spec.variants.reference, axis=name, given=ref_row[name])))
@@ -102,9 +110,16 @@ def _axes_issues(ls: LoadedSpec) -> list[Issue]:
             if level not in axis.levels:
                 out.append(ls.issue(("axes", name, "cues", level),
                                     MSG_CUE_UNKNOWN_LEVEL.format(level=level, axis=name, levels=levels), key=True))
-        for level in axis.levels:
-            if level not in axis.cues:
-                out.append(ls.issue(("axes", name, "cues"), MSG_CUE_MISSING.format(level=level)))
+        if generated and not axis.cues:
+            out.append(ls.issue(("axes", name), MSG_CUES_NEEDED.format(axis=name), key=True))
+        elif axis.cues:  # a score-file audit may leave cues out; given, they cover every level
+            for level in axis.levels:
+                if level not in axis.cues:
+                    out.append(ls.issue(("axes", name, "cues"), MSG_CUE_MISSING.format(level=level)))
+        for level in axis.examples or {}:
+            if level not in axis.levels:
+                out.append(ls.issue(("axes", name, "examples", level),
+                                    MSG_EXAMPLE_UNKNOWN_LEVEL.format(level=level, axis=name, levels=levels), key=True))
         if axis.reference is not None and axis.reference not in axis.levels:
             out.append(ls.issue(("axes", name, "reference"),
                                 MSG_AXIS_REF.format(level=axis.reference, axis=name, levels=levels)))
@@ -154,18 +169,27 @@ def resolve_matrix(ls: LoadedSpec) -> dict[str, Any]:
     spec = ls.spec
     ref_levels = axis_reference_levels(spec)
     return {
-        "axes": {
-            name: {
-                "slot": axis.slot,
-                "levels": list(axis.levels),
-                "reference": ref_levels[name],
-                "cues": {lv: list(c) for lv, c in axis.cues.items()},
-            }
-            for name, axis in spec.axes.items()
-        },
+        "axes": {name: _resolve_axis(axis, ref_levels[name]) for name, axis in spec.axes.items()},
         "variants": {"reference": spec.variants.reference, "design": spec.variants.design,
                      "table": variant_table(spec)},
     }
+
+
+def _resolve_axis(axis: Any, reference: str) -> dict[str, Any]:
+    """One resolved axis. ``slot`` and ``cues`` only when the spec writes them (a score-file audit
+    may not: the signed manifest then holds no slot the user did not write, issue 15);
+    ``description`` and ``examples`` only when given, so the digests of earlier specs do not change."""
+    out: dict[str, Any] = {}
+    if axis.slot is not None:
+        out["slot"] = axis.slot
+    out.update(levels=list(axis.levels), reference=reference)
+    if axis.cues:
+        out["cues"] = {lv: list(c) for lv, c in axis.cues.items()}
+    if axis.description is not None:
+        out["description"] = axis.description
+    if axis.examples:
+        out["examples"] = {lv: list(x) for lv, x in axis.examples.items()}
+    return out
 
 
 def plan_tasks(resolved: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:

@@ -8,8 +8,12 @@ drift, §3.1.2). Status rows: every metric row under both threshold tiers (Table
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
+from compiler.designs import design_id
+from runtime.designs import SCORE_FILE
 from runtime.families import PAIRED, AuditFamily, FamilyResult, family, status_frame
 
 
@@ -65,8 +69,14 @@ class MetricSuite(AuditFamily):
             summary.append(f"per job       {int((jobs['flag'].fillna('') != '').sum())} job values flagged "
                            f"(threshold crossed or opposite sign), {int((q_p < 0.05).sum())} of "
                            f"{int(q_p.notna().sum())} cells heterogeneous across jobs (metrics_by_job.csv)")
-        return FamilyResult(tables={"metrics": result.metrics, "metrics_by_job": result.by_job,
-                                    "risk": result.risk, "drift": result.drift},
+        tables = {"metrics": result.metrics, "metrics_by_job": result.by_job, "risk": result.risk,
+                  "drift": result.drift}
+        if design_id(ctx.resolved) == SCORE_FILE:
+            # no text was injected by the tool: the score change between a variant and its reference is
+            # the effect itself, not a confound of it (issue 15); the report says so instead
+            del tables["drift"]
+            result = dataclasses.replace(result, drift=result.drift.iloc[0:0])
+        return FamilyResult(tables=tables,
                             status=metric_status(result.metrics), summary=summary,
                             data={"result": result})
 

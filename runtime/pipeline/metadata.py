@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.artifacts import RUN_SCHEMA_VERSION, RunRecord, tool_info
+from compiler.designs import design_id
 from compiler.lock import lock_methods_version, package_versions
 from compiler.methods import RANKING
 from compiler.paths import portable
@@ -71,6 +72,10 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
                      "score_range": s["score_range"]} for s in r["systems"]],
         "jobs": [{"id": j["id"], "title": j["title"]} for j in r["jobs"]],
         "variants": r["variants"]["table"], "axes": list(r["axes"]),
+        # how each level was signalled (cues the tool wrote, or a score-file audit's description and examples)
+        "signals": {name: {k: a[k] for k in ("slot", "levels", "cues", "description", "examples") if k in a}
+                    for name, a in r["axes"].items()},
+        "design": design_id(r), "source": r.get("source"),
         "counts": run["counts"],
         "amendments": [{"reason": a.get("reason") or "(none recorded)", "amended at (UTC)": a["amended_at"],
                         "superseded lock": f"{a['previous']['created_at']}, sha256 {a['previous']['spec_digest']['digest']}",

@@ -327,7 +327,44 @@ def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -
                "value": f"{to_float(v):,.2f}" if "cost" in k and not is_missing(v) else fmt_num(v)}
               for k, v in (meta.get("counts") or {}).items()]
     jobs = [{"id": fmt_text(j.get("id")), "title": fmt_text(j.get("title"))} for j in meta.get("jobs") or []]
-    return {"axes": axes, "variants": rows, "jobs": jobs, "counts": counts, "reference": reference}
+    return {"axes": axes, "variants": rows, "jobs": jobs, "counts": counts, "reference": reference,
+            "signals": _signals(meta), "score_file": meta.get("design") == "score_file",
+            "source": source_facts(meta.get("source"))}
+
+
+#: Cue options shown per level in the design section (the rest are counted).
+CUES_SHOWN = 3
+
+
+def _signals(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """How each axis's levels were signalled: the slot and cues the tool wrote, or a score-file audit's
+    description and example cues (issue 15). One row per axis x level."""
+    out = []
+    for axis, a in (meta.get("signals") or {}).items():
+        cues, examples = a.get("cues") or {}, a.get("examples") or {}
+        for i, level in enumerate(a.get("levels") or []):
+            texts = [c for c in (cues.get(level) or []) if c] or list(examples.get(level) or [])
+            shown = ", ".join(f"“{t}”" for t in texts[:CUES_SHOWN])
+            if len(texts) > CUES_SHOWN:
+                shown += f" and {len(texts) - CUES_SHOWN} more"
+            if not texts and level in cues:
+                shown = "(nothing written)"
+            out.append({"axis": axis if i == 0 else "", "rows": len(a.get("levels") or []) if i == 0 else 0,
+                        "slot": a.get("slot") or "" if i == 0 else "",
+                        "description": a.get("description") or "" if i == 0 else "",
+                        "level": level, "texts": shown,
+                        "kind": "cues written by the tool" if cues else ("examples given by the auditor" if examples else "")})
+    return out
+
+
+def source_facts(source: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The ``source`` block of a score-file audit as label/value facts (issue 15); empty without one."""
+    if not source:
+        return []
+    labels = [("producer", "Scores produced by"), ("system", "System"), ("version", "Version"),
+              ("exported", "Exported"), ("contact", "Contact"), ("variants_made", "How the variants were made")]
+    return [{"label": label, "value": str(source[k]), "wide": k == "variants_made", "code": False}
+            for k, label in labels if source.get(k)]
 
 
 def _metric_rows(
@@ -647,7 +684,11 @@ def metric_suite_sections(
     units = _units(metrics, meta, thresholds, variant_order, reference)
     metric_ids = _ordered([m["id"] for u in units for m in u["metrics"]] + list(METRICS), METRICS)
     research = thresholds.get("research", {})
+    score_file = meta.get("design") == "score_file"
     return [
+        *([Section(id="score-source", title="Where the scores come from", template="sections/metric_suite_source.html.j2",
+                   context={"facts": source_facts(meta.get("source")), "systems": [s.get("id") for s in meta.get("systems") or []]},
+                   order=ORDER["source"], toc=False)] if score_file else []),
         Section(id="at-a-glance", title="Design at a glance", template="_glance.html.j2",
                 context={"anchor": "at-a-glance", "facts": _facts(meta, reference)}, order=ORDER["facts"], toc=False),
         Section(id="risk", title="Risk summary", template="sections/metric_suite_risk.html.j2",
@@ -664,10 +705,11 @@ def metric_suite_sections(
         *([Section(id="by-job", title="Per-job results", template="sections/metric_suite_by_job.html.j2",
                    context={**_by_job(by_job, reference, variant_order), "reference": reference},
                    order=ORDER["results"] + 50)] if by_job is not None else []),
-        Section(id="drift", title="Qualification drift", template="sections/metric_suite_drift.html.j2",
-                context={"rows": _drift(drift, units, variant_order), "reference": reference,
-                         "score_delta_pass": fmt_threshold(research.get("score_delta", {}).get("pass"))},
-                order=ORDER["drift"]),
+        *([] if score_file else [
+            Section(id="drift", title="Qualification drift", template="sections/metric_suite_drift.html.j2",
+                    context={"rows": _drift(drift, units, variant_order), "reference": reference,
+                             "score_delta_pass": fmt_threshold(research.get("score_delta", {}).get("pass"))},
+                    order=ORDER["drift"])]),
         Section(id="appendix", title="Thresholds and method", template="sections/metric_suite_appendix.html.j2",
                 context={"thresholds": _threshold_table(thresholds, metric_ids), "reference": reference,
                          "alpha": fmt_threshold(meta.get("alpha")), "n_bootstrap": fmt_int(meta.get("n_bootstrap")),
