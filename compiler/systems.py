@@ -12,6 +12,7 @@ What a hook provides is a set drawn from ``{"llm_answers"}``: an LLM screener's 
 from __future__ import annotations
 
 import importlib.metadata
+import math
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -148,6 +149,11 @@ class SystemHook:
         """Legal but probably unintended content of ``systems[i]`` (printed as warnings)."""
         return []
 
+    def data_issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        """Problems of the data files ``systems[i]`` reads, checked against the design (its jobs and
+        variants); run by :func:`compiler.validate.validate` only when the design has no issues."""
+        return []
+
 
 #: The registry: kind -> hook, in registration order.
 SYSTEMS: dict[str, SystemHook] = {}
@@ -201,6 +207,25 @@ class Embedding(SystemHook):
         return None if resumes is None else resumes + jobs
 
 
+def _checked_variants(ls: LoadedSpec) -> list[str] | None:
+    """The spec's variant ids, or None when the axes or variants are broken (the design reports that;
+    the file's variant column is then not checked)."""
+    from compiler.variants import variant_table
+
+    spec = ls.spec
+    if not spec.axes or "variants" not in ls.raw:
+        return None
+    if spec.variants.design == "factorial" and math.prod(len(a.levels) for a in spec.axes.values()) > 1024:
+        return None
+    try:
+        table = variant_table(spec)
+    except (KeyError, ValueError, TypeError, IndexError):
+        return None
+    ok = all(set(levels) == set(spec.axes) and all(lv in spec.axes[a].levels for a, lv in levels.items())
+             for levels in table.values())
+    return list(table) if ok and spec.variants.reference in table else None
+
+
 def read_system_file(ls: LoadedSpec, i: int, system: Any):
     """The checked score file of a ``precomputed`` system (:func:`compiler.score_file.read_score_file`),
     or None when the path does not resolve or the score range is inverted (both reported elsewhere).
@@ -210,19 +235,15 @@ def read_system_file(ls: LoadedSpec, i: int, system: Any):
     population design's profile scores are checked at execute (the profile ids come from the generator).
     """
     from compiler.score_file import read_score_file
-    from compiler.variants import variant_table
 
     path, err = resolve_inside(ls.folder, system.path)
     lo, hi = system.score_range
     if err is not None or not lo < hi:
         return None
-    from compiler.designs import design_of  # (compiler.designs reads this module's registry)
-
-    design = design_of(ls)
-    if "paired" not in design.PROVIDES:  # population profiles: their ids exist only once generated
+    cand = ls.spec.candidates
+    if cand is not None and cand.generator == "population":  # profile ids exist only once generated
         return None
-    # a broken axes/variants block is reported by the design; the file's variants are then not checked
-    variants = None if design.issues(ls) or not ls.spec.axes else list(variant_table(ls.spec))
+    variants = _checked_variants(ls)
     k = ls.spec.analysis.model_dump()["k"] if ls.spec.candidates is None else None
     return read_score_file(path, jobs=[j.id for j in ls.spec.jobs], variants=variants, score_range=(lo, hi),
                            columns=system.columns, delimiter=system.delimiter, k=k, key=f"systems[{i}]")
@@ -244,15 +265,12 @@ class Precomputed(SystemHook):
         return {"id": system.id, "kind": system.kind, "data": file_ref(ls.folder, system.path),
                 "score_range": list(system.score_range), **_resolution(system), **extra}
 
-    def issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
-        """The score range, then every problem of the score file itself (issue 15: before the lock,
-        all at once, each naming its CSV lines); a file that cannot be found is reported by
-        :func:`compiler.validate.validate` instead."""
-        out = super().issues(ls, i, system)
+    def data_issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        """Every problem of the score file itself (issue 15: before the lock, all at once, each naming
+        its CSV lines); a file that cannot be found is reported by :func:`compiler.validate.validate`."""
         found = read_system_file(ls, i, system)
-        if found is not None:
-            out += [ls.issue(("systems", i, "path"), f"{system.path}: {msg}") for msg in found.problems]
-        return out
+        return [] if found is None else [ls.issue(("systems", i, "path"), f"{system.path}: {msg}")
+                                         for msg in found.problems]
 
     def advisories(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
         found = read_system_file(ls, i, system)

@@ -160,8 +160,12 @@ def validate(ls: LoadedSpec) -> None:
     design = design_of(ls).issues(ls)
     # the families' checks read the design (axes, levels, variants): when it is broken they would
     # only repeat its errors in other words, so its root errors are reported alone (issue 14)
+    files = _file_issues(ls)
+    # the data files' checks read the design too (jobs, variants), and need the files themselves
+    data = [] if design or files else [issue for i, s in enumerate(ls.spec.systems)
+                                       for issue in hook_for(s.kind).data_issues(ls, i, s)]
     issues = (_job_issues(ls) + design + _ids_issues(ls) + _system_issues(ls)
-              + _file_issues(ls) + _execution_issues(ls) + ([] if design else family_issues(ls)))
+              + files + data + _execution_issues(ls) + ([] if design else family_issues(ls)))
     if issues:
         raise SpecError(issues)
 

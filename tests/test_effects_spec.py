@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_SCORES, TINY_SPEC, run_cli
+from conftest import TINY_SCORES, TINY_SPEC, complete_scores, run_cli
 
 GOLDEN = Path(__file__).parent / "golden" / "errors"
 TWO_AXES = TINY_SPEC.replace(
@@ -55,6 +55,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_invalid_effects_spec_golden(case, write_spec, tmp_path):
     spec = write_spec(CASES[case], **{"scores.csv": TINY_SCORES})
+    complete_scores(spec)  # the data matches the spec's variants: the golden is about the effects block
     proc = run_cli("validate", spec.name, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -71,6 +72,7 @@ def test_factorial_design_is_the_full_cross(write_spec, tmp_path):
     text = TWO_AXES.replace("levels: [M, F]", "levels: [M, F, X]").replace(
         "cues: {M: [John Smith], F: [Jane Smith]}", "cues: {M: [John Smith], F: [Jane Smith], X: [Alex Smith]}")
     spec = write_spec(_with_analysis("  effect_size: {}\n", text), **{"scores.csv": TINY_SCORES})
+    complete_scores(spec)
     c = compile_spec(spec)
     table = c.resolved["variants"]["table"]
     assert list(table)[0] == "BASE" and table["BASE"] == {"age_signal": "Young", "sex_gender": "M"}
@@ -85,8 +87,8 @@ def test_factorial_design_is_the_full_cross(write_spec, tmp_path):
     assert es["bh_families"] == "all"
     assert kinds.count(("axis", "contrasts")) == 3 and kinds.count(("variant", "contrasts")) == 5
     # per_axis: one family per axis and one for the variants; a contrast's own family wins either way
-    per_axis = compile_spec(write_spec(_with_analysis("  effect_size: {bh_families: per_axis}\n", text),
-                                       **{"scores.csv": TINY_SCORES})).resolved["analysis"]["effect_size"]
+    per_axis = compile_spec(write_spec(_with_analysis("  effect_size: {bh_families: per_axis}\n", text))
+                            ).resolved["analysis"]["effect_size"]  # (the complete scores.csv stays)
     kinds = [(x["kind"], x["family"]) for x in per_axis["contrasts"]]
     assert kinds.count(("axis", "sex_gender")) == 2 and kinds.count(("axis", "age_signal")) == 1
     assert kinds.count(("variant", "variants")) == 5

@@ -134,7 +134,7 @@ def test_same_spec_and_seed_give_byte_identical_metrics(tmp_path):
         assert run_cli("execute", "spec.yaml", "--quiet", "--out", out, cwd=tmp_path).returncode == 0
         run_dir = next((tmp_path / out / "vendor-ranker-check").iterdir())
         outs.append([(run_dir / f).read_bytes()
-                     for f in ("metrics.csv", "metrics_by_job.csv", "paired.csv", "risk.csv", "drift.csv")])
+                     for f in ("metrics.csv", "metrics_by_job.csv", "paired.csv", "risk.csv")])
     assert outs[0] == outs[1]
 
 

@@ -93,7 +93,7 @@ def test_verify_passes_on_a_fresh_run(signed_run, key_dir):
 
 def test_manifest_lists_every_file_and_the_provenance(signed_run, key_dir):
     files = sorted(p.name for p in signed_run.iterdir())
-    assert files == sorted(["drift.csv", "manifest.dsse.json", "manifest.json", "manifest.pub", "metrics.csv",
+    assert files == sorted(["manifest.dsse.json", "manifest.json", "manifest.pub", "metrics.csv",
                             "metrics_by_job.csv", "paired.csv", "report.html", "report.pdf", "risk.csv", "run.json", "signer.crt"])
     env = json.loads((signed_run / ENVELOPE).read_text())
     assert env["payloadType"] == PAYLOAD_TYPE == "application/vnd.in-toto+json"
@@ -219,13 +219,13 @@ def test_verify_cli_exit_6_names_each_failing_file(signed_run, key_dir, tmp_path
     with open(copy / "metrics.csv", "a") as fh:
         fh.write("score_delta,x\n")
     (copy / "notes.txt").write_text("added later")
-    (copy / "drift.csv").unlink()
+    (copy / "risk.csv").unlink()
     proc = run_cli("verify", str(copy), "--key-dir", str(key_dir), cwd=tmp_path)
     assert proc.returncode == 6
     assert "Traceback" not in proc.stderr
     assert "FAIL metrics.csv: sha256" in proc.stderr and "(modified after signing)" in proc.stderr
     assert "FAIL notes.txt: not in the signed manifest (added after signing)" in proc.stderr
-    assert "FAIL drift.csv: missing (listed in the signed manifest)" in proc.stderr
+    assert "FAIL risk.csv: missing (listed in the signed manifest)" in proc.stderr
     assert "3 problem(s)" in proc.stderr
 
 

@@ -35,7 +35,11 @@ CASES = {
     "empty_cue_list": (TINY_SPEC.replace("F: [Jane Smith]", "F: []"), {}),
     "two_axes_one_slot": (TINY_SPEC.replace("    BASE: {sex_gender: M}", "    BASE: {sex_gender: M, other: a}").replace(
         "    V01: {sex_gender: F}", "    V01: {sex_gender: F, other: b}").replace(
-        "axes:\n", "axes:\n  other:\n    slot: name\n    levels: [a, b]\n    cues: {a: A, b: B}\n"), {}),
+        "axes:\n", "axes:\n  other:\n    slot: name\n    levels: [a, b]\n    cues: {a: A, b: B}\n").replace(
+        # the tool writes the résumés (a score-file audit may signal two axes with one cue, issue 15)
+        "jobs:\n  - {id: j1}", "candidates: {base_per_job: 4, matching_per_job: 2}\njobs:\n  - {id: data-analyst, "
+        "description: Analyse data}").replace("{id: vendor, kind: precomputed, path: scores.csv}",
+                                              "{id: minilm, kind: embedding}"), {}),
     "generated_id_clash": (TINY_SPEC.replace("  reference: BASE\n  table:\n    BASE: {sex_gender: M}\n    V01: {sex_gender: F}",
                                              "  reference: V01\n  design: one_at_a_time"), {}),
     "seed_too_large": (TINY_SPEC.replace("seed: 7", "seed: 9007199254740993"), {}),
