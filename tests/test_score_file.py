@@ -267,6 +267,7 @@ def test_a_race_by_sex_score_file_without_slots_is_described_as_the_vendor_made_
     assert not (run / "drift.csv").exists()
     html = (run / "report.html").read_text()
     assert 'id="drift"' not in html and "Qualification drift (seed 000 §3.1.2) is not computed" in html
+    assert "It received no résumé texts" in html and "Texts embedded" not in html
     assert "audit-compiler did not generate or score the résumés of this audit" in html
     for text in ("Acme Talent Ltd", "Acme Match", "4.2", "2026-11-20", "liaison@acme.example",
                  "First names from the lists of a published audit study", "“Lakisha Washington”"):

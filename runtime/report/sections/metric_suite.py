@@ -106,6 +106,9 @@ COUNT_LABELS = {
     "paired_candidates_per_variant": "Paired candidates per variant",
 }
 
+#: Counts of what the tool generates and asks models, left out of a score-file audit's design section.
+GENERATION_COUNTS = ("texts_to_embed", "model_calls", "estimated_tokens", "estimated_cost_usd")
+
 _FAMILY_TEXT = {"counterfactual": "Counterfactual", "group": "Group fairness", "merit": "Merit-aware"}
 
 
@@ -323,9 +326,12 @@ def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -
             "cells": [{"level": fmt_text(levels.get(a)),
                        "differs": v != reference and levels.get(a) != ref_levels.get(a)} for a in axes],
         })
-    counts = [{"label": COUNT_LABELS.get(k, k.replace("_", " ").capitalize()),
+    score_file = meta.get("design") == "score_file"
+    counts = [{"label": ("Variant résumés scored" if score_file and k == "resumes"
+                         else COUNT_LABELS.get(k, k.replace("_", " ").capitalize())),
                "value": f"{to_float(v):,.2f}" if "cost" in k and not is_missing(v) else fmt_num(v)}
-              for k, v in (meta.get("counts") or {}).items()]
+              for k, v in (meta.get("counts") or {}).items()
+              if not (score_file and k in GENERATION_COUNTS)]  # nothing was generated, embedded or asked
     jobs = [{"id": fmt_text(j.get("id")), "title": fmt_text(j.get("title"))} for j in meta.get("jobs") or []]
     return {"axes": axes, "variants": rows, "jobs": jobs, "counts": counts, "reference": reference,
             "signals": _signals(meta), "score_file": meta.get("design") == "score_file",
@@ -355,6 +361,17 @@ def _signals(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
                         "level": level, "texts": shown,
                         "kind": "cues written by the tool" if cues else ("examples given by the auditor" if examples else "")})
     return out
+
+
+def _source_context(meta: Mapping[str, Any], metrics: pd.DataFrame) -> dict[str, Any]:
+    """The first-page box of a score-file audit (issue 15): the source facts, the systems, whether the
+    export had match labels, and what the lock's time does and does not show."""
+    source = meta.get("source") or {}
+    merit = metrics[metrics["family"] == "merit"] if metrics is not None and "family" in metrics else None
+    unlabelled = merit is not None and len(merit) > 0 and bool((merit["status"] == "N/A").all())
+    return {"facts": source_facts(source), "systems": [s.get("id") for s in meta.get("systems") or []],
+            "unlabelled": unlabelled, "locked": str(meta.get("lock_created_at") or "")[:10],
+            "exported": str(source.get("exported") or "")}
 
 
 def source_facts(source: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -687,8 +704,7 @@ def metric_suite_sections(
     score_file = meta.get("design") == "score_file"
     return [
         *([Section(id="score-source", title="Where the scores come from", template="sections/metric_suite_source.html.j2",
-                   context={"facts": source_facts(meta.get("source")), "systems": [s.get("id") for s in meta.get("systems") or []]},
-                   order=ORDER["source"], toc=False)] if score_file else []),
+                   context=_source_context(meta, metrics), order=ORDER["source"], toc=False)] if score_file else []),
         Section(id="at-a-glance", title="Design at a glance", template="_glance.html.j2",
                 context={"anchor": "at-a-glance", "facts": _facts(meta, reference)}, order=ORDER["facts"], toc=False),
         Section(id="risk", title="Risk summary", template="sections/metric_suite_risk.html.j2",
