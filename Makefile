@@ -40,7 +40,7 @@ example: install
 	$(BIN)/audit verify "$$(ls -d reports/example-ats-audit/*/ | tail -n 1)" --key-dir $(KEYS) --spec specs/example.yaml
 
 test: install install-llm system-deps
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=15
 
 bench: install
 	$(BIN)/python bench/bench_paper_scale.py
