@@ -42,8 +42,11 @@ def minimum_detectable_effects(resolved: dict[str, Any], *, k_total: int | None 
     import numpy as np
     from statsmodels.stats.power import TTestIndPower, TTestPower
 
-    def _solve(power_class, **kw) -> float:  # solve_power returns a 0-d or 1-element array
-        return float(np.ravel(power_class().solve_power(alpha=alpha, power=power, **kw))[0])
+    def _solve(power_class, **kw) -> float | None:  # solve_power returns a 0-d or 1-element array
+        try:
+            return float(np.ravel(power_class().solve_power(alpha=alpha, power=power, **kw))[0])
+        except ValueError:  # no root in statsmodels' bracket (e.g. n = 1): no detectable effect to report
+            return None
 
     alpha, power = resolved["analysis"]["alpha"], es["power"]
     if k_total is None:

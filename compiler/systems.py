@@ -12,7 +12,6 @@ What a hook provides is a set drawn from ``{"llm_answers"}``: an LLM screener's 
 from __future__ import annotations
 
 import importlib.metadata
-import math
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -207,34 +206,18 @@ class Embedding(SystemHook):
         return None if resumes is None else resumes + jobs
 
 
-def _checked_variants(ls: LoadedSpec) -> list[str] | None:
-    """The spec's variant ids, or None when the axes or variants are broken (the design reports that;
-    the file's variant column is then not checked)."""
-    from compiler.variants import variant_table
-
-    spec = ls.spec
-    if not spec.axes or "variants" not in ls.raw:
-        return None
-    if spec.variants.design == "factorial" and math.prod(len(a.levels) for a in spec.axes.values()) > 1024:
-        return None
-    try:
-        table = variant_table(spec)
-    except (KeyError, ValueError, TypeError, IndexError):
-        return None
-    ok = all(set(levels) == set(spec.axes) and all(lv in spec.axes[a].levels for a, lv in levels.items())
-             for levels in table.values())
-    return list(table) if ok and spec.variants.reference in table else None
-
-
 def read_system_file(ls: LoadedSpec, i: int, system: Any):
     """The checked score file of a ``precomputed`` system (:func:`compiler.score_file.read_score_file`),
     or None when the path does not resolve or the score range is inverted (both reported elsewhere).
+    Called once the design is known to be sound (its variant table is then valid).
 
     With a generator (the tool wrote the résumés the vendor scored) the base candidates are only
     known at execute: the file is checked against the jobs and variants, and K is not checked. A
     population design's profile scores are checked at execute (the profile ids come from the generator).
+    The file is parsed once per (file state, spec) however many steps of a compile ask for it.
     """
     from compiler.score_file import read_score_file
+    from compiler.variants import variant_table
 
     path, err = resolve_inside(ls.folder, system.path)
     lo, hi = system.score_range
@@ -243,10 +226,23 @@ def read_system_file(ls: LoadedSpec, i: int, system: Any):
     cand = ls.spec.candidates
     if cand is not None and cand.generator == "population":  # profile ids exist only once generated
         return None
-    variants = _checked_variants(ls)
-    k = ls.spec.analysis.model_dump()["k"] if ls.spec.candidates is None else None
-    return read_score_file(path, jobs=[j.id for j in ls.spec.jobs], variants=variants, score_range=(lo, hi),
-                           columns=system.columns, delimiter=system.delimiter, k=k, key=f"systems[{i}]")
+    variants = list(variant_table(ls.spec)) if ls.spec.axes else None
+    k = ls.spec.analysis.model_dump()["k"] if cand is None else None
+    jobs = [j.id for j in ls.spec.jobs]
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, tuple(jobs), tuple(variants or ()), (lo, hi),
+           tuple(sorted((system.columns or {}).items())), system.delimiter, tuple(sorted((k or {}).items())), i)
+    if key not in _READ_CACHE:
+        if len(_READ_CACHE) >= 16:
+            _READ_CACHE.clear()
+        _READ_CACHE[key] = read_score_file(path, jobs=jobs, variants=variants, score_range=(lo, hi),
+                                           columns=system.columns, delimiter=system.delimiter, k=k,
+                                           key=f"systems[{i}]")
+    return _READ_CACHE[key]
+
+
+#: Score files already read in this process, by (path, mtime, size, what the spec asks of them).
+_READ_CACHE: dict[tuple, Any] = {}
 
 
 @system

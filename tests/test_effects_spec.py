@@ -118,3 +118,20 @@ def test_graduation_year_cues_change_only_the_age_line():
         assert len(differing) == 1
         assert {t[differing[0]] for t in texts} == {"Graduation year: 2018", "Graduation year: 2008",
                                                     "Graduation year: 1993"}
+
+
+def test_a_power_not_above_alpha_is_refused_not_a_crash(write_spec, tmp_path):
+    """Found by the spec fuzzer once compile computed the MDE of score-file audits (issue 15): a power at
+    or below alpha has no detectable effect size; statsmodels' root finder raised instead."""
+    spec = write_spec(_with_analysis("  effect_size: {power: 0.04}\n", TINY_SPEC), **{"scores.csv": TINY_SCORES})
+    proc = run_cli("validate", spec.name, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert ("analysis.effect_size.power: power 0.04 must be greater than analysis.alpha (0.05): a two-sided test "
+            "rejects with probability alpha when there is no effect") in proc.stderr
+    from compiler.power import minimum_detectable_effects
+
+    resolved = {"analysis": {"alpha": 0.05, "effect_size": {"power": 0.8, "contrasts": [
+        {"kind": "variant", "variant": "V01", "reference": "BASE", "family": "contrasts"}]}},
+        "candidates": None, "jobs": [{"id": "j1"}], "variants": {"table": {"BASE": {}, "V01": {}}}}
+    rows = minimum_detectable_effects(resolved, k_total=1)  # one pair: no root in the bracket
+    assert rows[0]["mde_d"] is None

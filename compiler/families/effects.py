@@ -57,6 +57,10 @@ def enabled(spec_or_resolved: Any) -> bool:
     return bool(block(spec_or_resolved))
 
 
+MSG_POWER_ALPHA = ("power {power:g} must be greater than analysis.alpha ({alpha:g}): a two-sided test rejects "
+                   "with probability alpha when there is no effect, so no effect size has a power of {power:g}")
+
+
 def issues(ls: LoadedSpec) -> list[Issue]:
     """The contrasts and the validity protocol are well formed and can be computed."""
     return effect_size_issues(ls) + validity_issues(ls)
@@ -81,6 +85,8 @@ def effect_size_issues(ls: LoadedSpec) -> list[Issue]:
     if es is None:
         return out
     base = ("analysis", "effect_size")
+    if es.power <= ls.spec.analysis.alpha:
+        out.append(ls.issue(base + ("power",), MSG_POWER_ALPHA.format(power=es.power, alpha=ls.spec.analysis.alpha)))
     seen: dict[tuple, str] = {}
     variants: list[str] | None = None
     for i, c in enumerate(es.contrasts or []):
