@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,8 +162,19 @@ def lines_text(lines: Sequence[int], limit: int = 8) -> str:
     return f"line{'s' if len(lines) > 1 else ''} {shown}{more}"
 
 
-def _values(values: Sequence[str], limit: int = 5) -> str:
-    vals = list(dict.fromkeys(values))
+def missing_cells(bases: Sequence[tuple[str, str]], variants: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
+    """:data:`MSG_MISSING_CELLS` for the (job, base candidate, variant) cells of ``bases`` x ``variants``
+    that no row holds; '' when none is missing."""
+    have = {(r["job_id"], r["cv_id"], r["variant"]) for r in rows}
+    gaps = [(j, c, v) for j, c in bases for v in variants if (j, c, v) not in have]
+    if not gaps:
+        return ""
+    return MSG_MISSING_CELLS.format(n=len(gaps), examples="; ".join(f"({j}, {c}, {v})" for j, c, v in gaps[:5]))
+
+
+def values_text(values: Iterable[Any], limit: int = 5) -> str:
+    """The distinct values, quoted, at most ``limit`` of them (``'a', 'b' ...``)."""
+    vals = list(dict.fromkeys(str(v) for v in values))
     return ", ".join(repr(v) for v in vals[:limit]) + (" ..." if len(vals) > limit else "")
 
 
@@ -344,8 +355,8 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
     job_set = set(jobs)
     bad = [r for r in rows if r["job_id"] and r["job_id"] not in job_set]
     report(MSG_UNKNOWN_JOB, bad, values=_with_hint([r["job_id"] for r in bad], jobs), allowed=", ".join(jobs))
+    var_set = set(variants or ())
     if variants is not None:
-        var_set = set(variants)
         bad = [r for r in rows if r["variant"] and r["variant"] not in var_set]
         report(MSG_UNKNOWN_VARIANT, bad, values=_with_hint([r["variant"] for r in bad], variants),
                allowed=", ".join(variants))
@@ -364,20 +375,20 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         else:
             r["score_value"] = x
             scores.append(r)
-    report(MSG_SCORE_EMPTY, empty, values=_values([r["score"] or "empty" for r in empty]))
-    report(MSG_SCORE_NAN, nan, values=_values([r["score"] for r in nan]))
+    report(MSG_SCORE_EMPTY, empty, values=values_text([r["score"] or "empty" for r in empty]))
+    report(MSG_SCORE_NAN, nan, values=values_text([r["score"] for r in nan]))
     lo, hi = score_range
     bad = [r for r in scores if not lo <= r["score_value"] <= hi]
     if bad:
         vals = [r["score_value"] for r in scores]
-        report(MSG_SCORE_RANGE, bad, lo=lo, hi=hi, values=_values([r["score"] for r in bad]), smin=min(vals),
+        report(MSG_SCORE_RANGE, bad, lo=lo, hi=hi, values=values_text([r["score"] for r in bad]), smin=min(vals),
                smax=max(vals), key=f"{key}.score_range")
         scale = likely_scale(vals) if len(bad) > len(scores) / 2 else None
         if scale is not None and scale != (lo, hi):
             still = [r for r in scores if not scale[0] <= r["score_value"] <= scale[1]]
             out.problems[-1] += (f". Most scores lie in [{scale[0]:g}, {scale[1]:g}]" + (
                 f"; with that range, {lines_text([r['line'] for r in still])} (values "
-                f"{_values([r['score'] for r in still])}) would still be outside it" if still else ""))
+                f"{values_text([r['score'] for r in still])}) would still be outside it" if still else ""))
     cells: dict[tuple[str, str, str], int] = {}
     dup = []
     for r in rows:
@@ -390,17 +401,15 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         report(MSG_DUPLICATE, sorted([r for r in rows if (r["job_id"], r["cv_id"], r["variant"]) in first],
                                      key=lambda r: r["line"]))
     valid = [r for r in rows if r["job_id"] in job_set and r["cv_id"]
-             and (variants is None or r["variant"] in set(variants))]
+             and (variants is None or r["variant"] in var_set)]
     bases: dict[str, dict[str, None]] = {}
     for r in valid:
         bases.setdefault(r["job_id"], {}).setdefault(r["cv_id"], None)
     out.base_per_job = {j: len(bases.get(j, {})) for j in jobs if j in bases}
     if variants is not None:
-        have = {(r["job_id"], r["cv_id"], r["variant"]) for r in valid}
-        gaps = [(j, c, v) for j in jobs for c in bases.get(j, {}) for v in variants if (j, c, v) not in have]
-        if gaps:
-            ex = "; ".join(f"({j}, {c}, {v})" for j, c, v in gaps[:5])
-            out.problems.append(MSG_MISSING_CELLS.format(n=len(gaps), examples=ex))
+        gap = missing_cells([(j, c) for j in jobs for c in bases.get(j, {})], variants, valid)
+        if gap:
+            out.problems.append(gap)
     if k:
         family, kk = max(k.items(), key=lambda kv: kv[1])
         for j, n in out.base_per_job.items():
@@ -412,7 +421,7 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
             r["match"] = parse_bool(r["is_true_match"])
             if r["match"] is None:
                 bad.append(r)
-        report(MSG_MATCH_VALUES, bad, values=_values([r["is_true_match"] for r in bad]))
+        report(MSG_MATCH_VALUES, bad, values=values_text([r["is_true_match"] for r in bad]))
         flags: dict[tuple[str, str], set] = {}
         for r in rows:
             if r["match"] is not None:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from compiler.errors import InputDataError
-from compiler.score_file import MSG_MISSING_CELLS, lines_text, read_csv_records, read_score_file
+from compiler.score_file import lines_text, missing_cells, read_csv_records, read_score_file, values_text
 from runtime.systems import system
 from runtime.systems.base import ScoreRequest, SystemAdapter
 
@@ -27,11 +27,6 @@ MSG_SCORES_ID = "{path}:{line}: unknown profile {cv!r} for job {job!r}; ids are 
 MSG_SCORES_DUP = "{path}:{line}: profile {cv!r} of job {job!r} is scored twice (also line {first})"
 MSG_SCORES_RANGE = "{path}:{line}: score {value!r} is not a number in score_range {rng}"
 MSG_SCORES_MISSING = "{path}: {n} profiles have no score, e.g. {example}"
-
-
-def _values(values, limit: int = 5) -> str:
-    vals = list(dict.fromkeys(str(v) for v in values))
-    return ", ".join(repr(v) for v in vals[:limit]) + (" ..." if len(vals) > limit else "")
 
 
 @system("precomputed")
@@ -57,7 +52,7 @@ class PrecomputedSystem(SystemAdapter):
             known = set(zip(gen["job_id"], gen["cv_id"]))
             bad = [r for r in found.rows if (r["job_id"], r["cv_id"]) not in known]
             if bad:
-                problems.append(MSG_UNKNOWN_CV.format(values=_values(r["cv_id"] for r in bad),
+                problems.append(MSG_UNKNOWN_CV.format(values=values_text(r["cv_id"] for r in bad),
                                                       rows=lines_text([r["line"] for r in bad])))
             flags = gen.drop_duplicates(["job_id", "cv_id"]).set_index(["job_id", "cv_id"])["is_true_match"].to_dict()
             bad = [r for r in found.rows if r["is_true_match"] is not None
@@ -65,12 +60,10 @@ class PrecomputedSystem(SystemAdapter):
             if bad:
                 problems.append(MSG_MATCH_DISAGREES.format(rows=lines_text([r["line"] for r in bad])))
             if not problems:  # bases come from the generator: every one needs every variant
-                have = {(r["job_id"], r["cv_id"], r["variant"]) for r in found.rows}
-                gaps = [(j, c, v) for j, c in dict.fromkeys(zip(gen["job_id"], gen["cv_id"]))
-                        for v in request.variants if (j, c, v) not in have]
-                if gaps:
-                    ex = "; ".join(f"({j}, {c}, {v})" for j, c, v in gaps[:5])
-                    problems.append(MSG_MISSING_CELLS.format(n=len(gaps), examples=ex))
+                gap = missing_cells(list(dict.fromkeys(zip(gen["job_id"], gen["cv_id"]))), request.variants,
+                                    found.rows)
+                if gap:
+                    problems.append(gap)
         if problems:
             raise InputDataError(prefix + ("\n  - ".join([""] + problems) if len(problems) > 1 else problems[0]))
         df = pd.DataFrame(found.rows, columns=["job_id", "cv_id", "variant", "score", "is_true_match", "line"])
