@@ -23,7 +23,7 @@ n = 3,000 over 1,000 replications (MC SE 0.7 points), |paired bias| < 0.1 SE, an
 rate ≤ 5% under the null.
 
     .venv/bin/python bench/bench_causal_coverage.py --scm linear --tuning each [--reps 1000] [--n 3000]
-        [--search 12] [--bootstrap 500] [--procs 2] [--table-only]
+        [--repeats 5] [--search 12] [--bootstrap 500] [--procs 2] [--table-only]
 
 Output: ``bench/results/causal_coverage_<setting>.md`` / ``.json`` (also for a partial run: ``reps``
 says how many replications the table rests on). Columns: truth, mean estimate, bias/SE, mean SE,
@@ -54,7 +54,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.analysis.causal import EFFECTS, classify_cases, effects_from_quantities, estimate_pse  # noqa: E402
+from runtime.analysis.causal import EFFECTS, REPEATS, classify_cases, effects_from_quantities, estimate_pse  # noqa: E402
 from runtime.analysis.causal_sim import NULL_SCM, LinearSCM, NonlinearSCM  # noqa: E402
 from runtime.seeding import rng  # noqa: E402
 
@@ -63,8 +63,9 @@ SCMS = {"linear": LinearSCM(), "nonlinear": NonlinearSCM(), "null": NULL_SCM}
 LOW, HIGH = 0.93, 0.97
 
 
-def setting_name(scm: str, tuning: str, n: int) -> str:
-    return f"{scm}-{tuning}-n{n}"
+def setting_name(scm: str, tuning: str, n: int, repeats: int = 1) -> str:
+    """``<scm>-<tuning>-n<n>``, with ``-r<repeats>`` for repeated cross-fitting (methods v6)."""
+    return f"{scm}-{tuning}-n{n}" + (f"-r{repeats}" if repeats != 1 else "")
 
 
 def pilot_params(scm: str, n: int, seed: int, search: int) -> dict:
@@ -74,12 +75,12 @@ def pilot_params(scm: str, n: int, seed: int, search: int) -> dict:
 
 
 def run_rep(scm: str, tuning: str, n: int, rep: int, seed: int, bootstrap: int, search: int,
-            params: dict | None) -> dict:
+            params: dict | None, repeats: int = REPEATS) -> dict:
     """One replication: estimates, SEs, both intervals and the case labels (and the oracle's, linear SCMs)."""
     t0 = time.perf_counter()
     model = SCMS[scm]
     data = model.sample(n, rng(seed, "rep", scm, rep))
-    res = estimate_pse(**data, seed=seed + rep, n_bootstrap=bootstrap,
+    res = estimate_pse(**data, seed=seed + rep, n_bootstrap=bootstrap, repeats=repeats,
                        params=params if tuning == "pilot" else None, search_candidates=search)
     t = res.table.set_index("term")
     eff = {e: {"estimate": float(t.loc[e, "estimate"]), "se": float(t.loc[e, "se"]),
@@ -143,7 +144,7 @@ def summarise(records: list[dict], truth: dict[str, float]) -> dict:
 def write_table(summary: dict, setting: str, args, path_md: Path) -> None:
     k = summary["reps"]
     lines = [f"# DML-UCA coverage, {setting} ({time.strftime('%Y-%m-%d')}; {k} of {args.reps} replications; "
-             f"{args.bootstrap} multiplier draws; 5 folds; search {args.search} candidates)", ""]
+             f"{args.bootstrap} multiplier draws; 5 folds × {args.repeats} splits; search {args.search} candidates)", ""]
     if k < args.reps:
         lines += [f"**Partial**: {k} of {args.reps} replications so far. Run the bench again to resume.", ""]
     lines += ["| effect | truth | mean est. | bias/SE | mean SE | emp. SD | coverage 95% CI (MC SE) | "
@@ -175,11 +176,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--bootstrap", type=int, default=500)
     ap.add_argument("--search", type=int, default=12, help="grid points of the C.5 search (100 = whole grid)")
+    ap.add_argument("--repeats", type=int, default=REPEATS,
+                    help="splits of the repeated cross-fitting (1 = one split, methods v5)")
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=RESULTS / "causal_coverage")
     ap.add_argument("--table-only", action="store_true", help="summarise the saved replications, run nothing")
     args = ap.parse_args()
-    setting = setting_name(args.scm, args.tuning, args.n)
+    setting = setting_name(args.scm, args.tuning, args.n, args.repeats)
     root = args.out / setting
     root.mkdir(parents=True, exist_ok=True)
     params = None
@@ -194,7 +197,7 @@ def main() -> int:
     if todo and not args.table_only:
         with ProcessPoolExecutor(max_workers=args.procs) as pool:
             futures = [pool.submit(run_rep, args.scm, args.tuning, args.n, r, args.seed, args.bootstrap,
-                                   args.search, params) for r in todo]
+                                   args.search, params, args.repeats) for r in todo]
             for i, fut in enumerate(as_completed(futures), 1):
                 rec = fut.result()
                 path = root / f"rep-{rec['rep']:05d}.json"
@@ -207,7 +210,8 @@ def main() -> int:
     records = [r for r in records if r["rep"] < args.reps]
     model = SCMS[args.scm]
     truth = model.truth()
-    summary = {"setting": setting, "scm": args.scm, "tuning": args.tuning, "n": args.n, "search": args.search,
+    summary = {"setting": setting, "scm": args.scm, "tuning": args.tuning, "n": args.n, "repeats": args.repeats,
+               "search": args.search,
                "bootstrap": args.bootstrap, "seed": args.seed, "params": params, **summarise(records, truth)}
     (RESULTS / f"causal_coverage_{setting}.json").write_text(json.dumps(summary, indent=1))
     write_table(summary, setting, args, RESULTS / f"causal_coverage_{setting}.md")

@@ -436,3 +436,108 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         out.rows = [{"job_id": r["job_id"], "cv_id": r["cv_id"], "variant": r["variant"], "score": r["score_value"],
                      "is_true_match": r.get("match"), "line": r["line"]} for r in rows]
     return out
+
+
+#: Columns of a blind score file (``systems[].blind``, ``audit export --for-vendor``).
+BLIND_COLUMNS = ("resume_id", "score")
+MSG_BLIND_COLUMNS_MISSING = ("missing column(s) {missing}; the header found (delimiter {delim}) is: {header}; "
+                             "a blind score file has the columns resume_id, score (the ids of the exported "
+                             "resumes.csv)")
+MSG_BLIND_UNKNOWN_COLUMNS = ("unknown column(s) {unknown}; a blind score file has only resume_id and score "
+                             "(the tool knows the rest from its key)")
+MSG_BLIND_UNKNOWN_ID = ("resume_id {values} at {rows} are not ids of the export (audit export --for-vendor "
+                        "of this lock); was the file scored from another export?")
+MSG_BLIND_DUPLICATE = "resume_id scored twice at {rows}"
+MSG_BLIND_MISSING = "{n} exported résumé(s) have no score, e.g. resume_id {examples}; the vendor must score every row"
+
+
+def read_blind_scores(path: Path, *, key: Mapping[str, tuple[str, str, str]], score_range: tuple[float, float],
+                      columns: Mapping[str, str] | None = None, delimiter: str | None = None) -> ScoreFile:
+    """Read a vendor's scores of the résumés of ``audit export --for-vendor`` back through the key.
+
+    Parameters
+    ----------
+    path : Path
+        The returned CSV: ``resume_id, score`` (``columns`` may rename ``score``), one row per exported
+        résumé, in any order.
+    key : mapping
+        Opaque ``resume_id`` -> ``(job_id, cv_id, variant)`` (the export's key, kept by the auditor).
+    score_range : (low, high)
+        The system's score scale.
+    columns, delimiter
+        As :func:`read_score_file`.
+
+    Returns
+    -------
+    ScoreFile
+        Problems (each naming CSV lines: unknown, duplicate or missing ids, empty, non-numeric or
+        out-of-range scores), and when there are none the rows in the product's form (``job_id, cv_id,
+        variant, score, is_true_match`` None, ``line``), so that the adapter treats them as any score file.
+    """
+    out = ScoreFile()
+    try:
+        header, records, lines, out.delimiter = read_csv_records(path, delimiter)
+    except (OSError, ValueError, csv.Error) as err:
+        out.problems.append(MSG_READ.format(err=err))
+        return out
+    out.header = header
+    if not header:
+        out.problems.append(MSG_NO_HEADER)
+        return out
+    mapping = {"resume_id": "resume_id", "score": (columns or {}).get("score", "score")}
+    missing = [p for p, n in mapping.items() if n not in header]
+    if missing:
+        delim = f"{DELIMITER_NAMES.get(out.delimiter, repr(out.delimiter))} {out.delimiter!r}"
+        out.problems.append(MSG_BLIND_COLUMNS_MISSING.format(missing=", ".join(missing), delim=delim,
+                                                             header=out.delimiter.join(header)))
+        return out
+    unknown = [h for h in header if h not in mapping.values()]
+    if unknown:
+        out.problems.append(MSG_BLIND_UNKNOWN_COLUMNS.format(unknown=", ".join(repr(u) for u in unknown)))
+    out.mapping = mapping
+    idx = {p: header.index(n) for p, n in mapping.items()}
+    rows = [{p: rec[j].strip() for p, j in idx.items()} | {"line": ln} for rec, ln in zip(records, lines)]
+
+    def report(msg: str, bad: list[dict[str, Any]], **kw: Any) -> None:
+        if bad:
+            out.problems.append(msg.format(rows=lines_text([r["line"] for r in bad]), **kw))
+
+    bad = [r for r in rows if r["resume_id"] not in key]
+    report(MSG_BLIND_UNKNOWN_ID, bad, values=values_text([r["resume_id"] or "empty" for r in bad]))
+    seen: dict[str, int] = {}
+    dup = []
+    for r in rows:
+        if r["resume_id"] in seen:
+            dup.append(r)
+        seen.setdefault(r["resume_id"], r["line"])
+    twice = {r["resume_id"] for r in dup}
+    report(MSG_BLIND_DUPLICATE, [r for r in rows if r["resume_id"] in twice])
+    absent = [rid for rid in key if rid not in seen]
+    if absent:
+        out.problems.append(MSG_BLIND_MISSING.format(n=len(absent), examples=values_text(absent)))
+    empty, nan = [], []
+    for r in rows:
+        if r["score"].lower() in MISSING_WORDS:
+            empty.append(r)
+        elif (x := _number(r["score"])) is None:
+            nan.append(r)
+        else:
+            r["score_value"] = x
+    report(MSG_SCORE_EMPTY, empty, values=values_text([r["score"] or "empty" for r in empty]))
+    report(MSG_SCORE_NAN, nan, values=values_text([r["score"] for r in nan]))
+    lo, hi = score_range
+    scored = [r for r in rows if "score_value" in r]
+    bad = [r for r in scored if not lo <= r["score_value"] <= hi]
+    if bad:
+        vals = [r["score_value"] for r in scored]
+        report(MSG_SCORE_RANGE, bad, lo=lo, hi=hi, values=values_text([r["score"] for r in bad]), smin=min(vals),
+               smax=max(vals), key="systems[].score_range")
+    if not out.problems:
+        out.rows = [{"job_id": key[r["resume_id"]][0], "cv_id": key[r["resume_id"]][1],
+                     "variant": key[r["resume_id"]][2], "score": r["score_value"], "is_true_match": None,
+                     "line": r["line"]} for r in rows]
+        bases: dict[str, set] = {}
+        for r in out.rows:
+            bases.setdefault(r["job_id"], set()).add(r["cv_id"])
+        out.base_per_job = {j: len(c) for j, c in bases.items()}
+    return out

@@ -341,7 +341,8 @@ ScoreColumn = Literal["job_id", "cv_id", "variant", "score", "is_true_match"]
 
 class PrecomputedSystem(Strict):
     """Scores produced elsewhere (a vendor's export): CSV ``job_id, cv_id, variant, score[, is_true_match]``,
-    under the vendor's own column names when ``columns`` maps them (issue 15)."""
+    under the vendor's own column names when ``columns`` maps them (issue 15); with ``blind: true``, CSV
+    ``resume_id, score`` for the résumés of ``audit export --for-vendor``."""
 
     id: Id
     kind: Literal["precomputed"]
@@ -358,6 +359,11 @@ class PrecomputedSystem(Strict):
         default=None, gt=0, description="Grid of the scores, in their units (1 for integer scores); every "
         "test on paired differences runs on that grid. Default: inferred from the scores (a decimal grid, "
         "or 1/r of one for a mean of r replicates; none for continuous scores).")
+    blind: bool | None = Field(
+        default=None, description="The vendor scored the résumés of `audit export --for-vendor` blind: the "
+        "file has the columns resume_id and score (opaque ids), read back through the export's key. "
+        "Generator designs only. The file comes back after the lock, so its sha256 is recorded in the "
+        "signed run, not in the lock.")
 
 
 System = Annotated[Union[EmbeddingSystem, PrecomputedSystem, LlmScoreSystem, LlmCompareSystem],
@@ -378,6 +384,19 @@ class KPerFamily(Strict):
     group: int = Field(default=DEFAULT_K["group"], ge=1)
     merit: int = Field(default=DEFAULT_K["merit"], ge=1)
 
+
+class Decision(Strict):
+    """The rule by which the system under test selects candidates (issue 15): give one key.
+
+    ``top_k``: the K best-scored candidates of each job are selected (seed 000 §3.4; K of every
+    family). ``threshold``: a candidate is selected when its score is at or above the threshold, on
+    each system's own scale (``systems[].score_range``), as a vendor that advances everyone scoring
+    at least 70 does. Left out: top-K with ``analysis.k`` (10 / 10 / 15 by default).
+    """
+
+    top_k: int | None = Field(default=None, ge=1, description="Shortlist size K of every family.")
+    threshold: float | None = Field(
+        default=None, description="Selected = score >= threshold, on each system's score scale.")
 
 
 #: Controls the effect-size models may adjust for (seed 003 §3.7: occupation, seniority, model,
@@ -487,6 +506,10 @@ class _AnalysisBase(Strict):
     """Analysis settings (seed 000 §3.4-3.5; effect sizes and validity: seed 003 §3.7)."""
 
     k: KPerFamily = Field(default_factory=KPerFamily)
+    decision: Decision | None = Field(
+        default=None, description="How the system selects candidates: {top_k: K} or {threshold: t}; "
+        "default top-K with analysis.k. Under a threshold the flip rate, retention, impact ratio, "
+        "Recall@K and the TPR/FPR gaps are read at the threshold; MARC and nDCG@K keep analysis.k.")
     alpha: float = Field(default=0.05, gt=0, lt=1)
     bootstrap: int = Field(default=1000, ge=100, le=100_000, description="Bootstrap resamples.")
     ranking: Literal["per_variant", "swap_in"] | None = Field(
@@ -499,6 +522,12 @@ class _AnalysisBase(Strict):
     validity: Validity | None = Field(
         default=None, description="Validity protocol (seed 003 §3.7); a failed check makes the "
         "verdict INCONCLUSIVE (exit 5).")
+
+    def shortlist(self) -> dict[str, int]:
+        """Shortlist size K per family in force: ``decision.top_k`` for every family when given, else ``k``."""
+        if self.decision is not None and self.decision.top_k is not None:
+            return {family: self.decision.top_k for family in KPerFamily.model_fields}
+        return self.k.model_dump()
 
 
 #: ``analysis`` keys of plug-in audit families (:mod:`compiler.blocks`), each ``None`` unless written.

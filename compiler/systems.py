@@ -33,6 +33,13 @@ MSG_NO_DEFAULT_MODEL = (
     "or set systems[].model to a local model folder"
 )
 MSG_SCORE_RANGE = "score_range must be [low, high] with low < high (got {rng})"
+MSG_BLIND_DESIGN = ("blind: true needs a design whose résumés the tool writes (candidates.generator: template or "
+                    "llm), which `audit export --for-vendor` hands to the vendor; a score-file audit has nothing "
+                    "to export")
+MSG_BLIND_COLUMNS = ("a blind score file has the columns resume_id and score; columns may only rename score "
+                     "(got {got})")
+#: What the lock records as the fingerprint of a blind score file, which comes back after the lock.
+BLIND_FINGERPRINT = "returned after the lock: see run.json blind_scoring"
 MSG_RESOLUTION = "score_resolution {res} must be smaller than the width of score_range {rng}"
 
 
@@ -227,7 +234,7 @@ def read_system_file(ls: LoadedSpec, i: int, system: Any):
     if cand is not None and cand.generator == "population":  # profile ids exist only once generated
         return None
     variants = list(variant_table(ls.spec)) if ls.spec.axes else None
-    k = ls.spec.analysis.model_dump()["k"] if cand is None else None
+    k = ls.spec.analysis.shortlist() if cand is None else None
     jobs = [j.id for j in ls.spec.jobs]
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, tuple(jobs), tuple(variants or ()), (lo, hi),
@@ -253,27 +260,49 @@ class Precomputed(SystemHook):
     needs_text = False
 
     def files(self, i: int, system: Any) -> list[FileRef]:
+        if system.blind:  # the vendor returns it after the lock (audit export --for-vendor)
+            return []
         return [(("systems", i, "path"), system.path, "file")]
 
+    def issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        out = super().issues(ls, i, system)
+        cand = ls.spec.candidates
+        if system.blind and (cand is None or cand.generator == "population"):
+            out.append(ls.issue(("systems", i, "blind"), MSG_BLIND_DESIGN))
+        elif system.blind and system.columns and set(system.columns) - {"score"}:
+            out.append(ls.issue(("systems", i, "columns"), MSG_BLIND_COLUMNS.format(
+                got=", ".join(sorted(set(system.columns) - {"score"})))))
+        return out
+
     def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
-        # columns and delimiter only when written, so the digests of earlier specs do not change
+        # columns, delimiter and blind only when written, so the digests of earlier specs do not change
         extra = {k: v for k, v in (("columns", system.columns), ("delimiter", system.delimiter)) if v is not None}
+        if system.blind:  # returned after the lock: its digest goes into the signed run (run.json blind_scoring)
+            return {"id": system.id, "kind": system.kind, "blind": True, "data": {"path": system.path},
+                    "score_range": list(system.score_range), **_resolution(system), **extra}
         return {"id": system.id, "kind": system.kind, "data": file_ref(ls.folder, system.path),
                 "score_range": list(system.score_range), **_resolution(system), **extra}
 
     def data_issues(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
         """Every problem of the score file itself (issue 15: before the lock, all at once, each naming
-        its CSV lines); a file that cannot be found is reported by :func:`compiler.validate.validate`."""
+        its CSV lines); a file that cannot be found is reported by :func:`compiler.validate.validate`.
+        A blind file is read back through the export's key at execute."""
+        if system.blind:
+            return []
         found = read_system_file(ls, i, system)
         return [] if found is None else [ls.issue(("systems", i, "path"), f"{system.path}: {msg}")
                                          for msg in found.problems]
 
     def advisories(self, ls: LoadedSpec, i: int, system: Any) -> list[Issue]:
+        if system.blind:
+            return []
         found = read_system_file(ls, i, system)
         return [] if found is None or found.problems else [
             ls.issue(("systems", i, "path"), f"{system.path}: {msg}") for msg in found.warnings]
 
     def fingerprint(self, resolved: dict[str, Any]) -> dict[str, str]:
+        if resolved.get("blind"):
+            return {"algorithm": "sha256", "digest": BLIND_FINGERPRINT}
         return resolved.get("fingerprint") or {"algorithm": "sha256", "digest": resolved["data"]["sha256"]}
 
 

@@ -179,6 +179,10 @@ def compile_(
     console.print(table)
     for line in compiled.score_files:
         console.print(f"score file: {line}", markup=False)
+    if "k" in compiled.resolved.get("analysis", {}):  # the metric suite's selection rule (issue 15)
+        from compiler.families.metric_suite import decision_text
+
+        console.print(decision_text(compiled.resolved), markup=False)
     _print_mde(console, compiled.plan.get("sensitivity"))
     if "llm_estimate" in compiled.plan:
         _print_llm_estimate(console, compiled.plan["llm_estimate"])
@@ -292,6 +296,27 @@ def execute(
         raise typer.Exit(EXIT_INCONCLUSIVE)
     if hits:
         raise typer.Exit(EXIT_GATE)
+
+
+@app.command("export")
+def export_(
+    spec: SpecArg,
+    for_vendor: Annotated[Path, typer.Option("--for-vendor", help="Folder for the vendor's files (resumes.csv, jobs.csv, README.txt).", metavar="DIR")],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Write the locked spec's résumés for a vendor to score blind: opaque ids, shuffled, no variant or pair."""
+    from runtime.export import export_for_vendor
+
+    done = export_for_vendor(spec, for_vendor, quiet=quiet)
+    console = _console()
+    console.print(f"wrote {done.folder / 'resumes.csv'}: {done.n} résumés for {_n(done.jobs, 'job')}, shuffled, "
+                  "under opaque ids (columns resume_id, job_id, text: no variant, axis level or pair id), "
+                  f"with jobs.csv and README.txt", markup=False)
+    console.print(("the same résumés were exported before: the same ids and order (" if done.reused else
+                   "the key that maps the ids back stays in the task store (") + f"{done.key_id}); never send it",
+                  markup=False)
+    console.print("next: the vendor returns resume_id,score; save it at the blind system's path and run "
+                  "`audit execute`", markup=False)
 
 
 @app.command()

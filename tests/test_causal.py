@@ -155,6 +155,34 @@ def test_classify_none_and_other():
     assert classify_cases(_sig(TE=1, NIE=1), {"NDE": 0, "NIE": 1}).label == VERDICT_OTHER[0]
 
 
+def test_repeated_cross_fitting_aggregates_the_splits_by_the_mean(pilot_params):
+    """Methods v6 (Chernozhukov et al. 2018, §3.4): estimate = mean of the split estimates, variance =
+    mean of (split variance + squared distance to the estimate); the first split alone is the
+    one-split estimator, and the identities TE = NDE + NIE, NIE = BIE + RIE still hold exactly."""
+    data = LinearSCM().sample(1500, rng(7, "repeats"))
+    one = estimate_pse(**data, seed=4, n_bootstrap=300, params=pilot_params, repeats=1)
+    five = estimate_pse(**data, seed=4, n_bootstrap=300, params=pilot_params, repeats=5)
+    t1, t5 = one.table.set_index("term"), five.table.set_index("term")
+    z = 1.959963984540054
+    for e in EFFECTS:
+        est = np.array(five.diagnostics["split_estimates"][e])
+        se = np.array(five.diagnostics["split_se"][e])
+        assert est.shape == (5,) and np.ptp(est) > 0  # the splits differ
+        assert t5.loc[e, "estimate"] == pytest.approx(est.mean(), abs=1e-12)
+        assert t5.loc[e, "se"] == pytest.approx(np.sqrt(np.mean(se ** 2 + (est - est.mean()) ** 2)), rel=1e-12)
+        assert t5.loc[e, "se"] > np.sqrt(np.mean(se ** 2))  # the spread between splits is added
+        assert (t5.loc[e, "ci_low"], t5.loc[e, "ci_high"]) == pytest.approx(
+            (t5.loc[e, "estimate"] - z * t5.loc[e, "se"], t5.loc[e, "estimate"] + z * t5.loc[e, "se"]), rel=1e-9)
+        assert t1.loc[e, "estimate"] == pytest.approx(est[0], abs=1e-12)
+        assert t1.loc[e, "se"] == pytest.approx(se[0], rel=1e-12)
+        assert five.diagnostics["split_sd"][e] == pytest.approx(est.std(ddof=1), rel=1e-12)
+    assert t5.loc["TE", "estimate"] == t5.loc["NDE", "estimate"] + t5.loc["NIE", "estimate"]
+    assert t5.loc["NIE", "estimate"] == t5.loc["BIE", "estimate"] + t5.loc["RIE", "estimate"]
+    assert one.diagnostics["repeats"] == 1 and five.diagnostics["repeats"] == 5
+    with pytest.raises(ValueError, match="repeats must be an integer >= 1; got 0"):
+        estimate_pse(**data, seed=4, params=pilot_params, repeats=0)
+
+
 def test_input_errors():
     z = pd.DataFrame({"z": np.zeros(40)})
     with pytest.raises(ValueError, match=r"x must hold only 0 \(x0\) and 1 \(x1\); got values \[0.0, 2.0\]"):

@@ -31,7 +31,7 @@ def issues(ls: LoadedSpec) -> list[Issue]:
     if c.matching_per_job > c.base_per_job:
         out.append(ls.issue(("candidates", "matching_per_job"),
                             MSG_M_GT_K.format(m=c.matching_per_job, k=c.base_per_job)))
-    family, kk = max(spec.analysis.k.model_dump().items(), key=lambda kv: kv[1])
+    family, kk = max(spec.analysis.shortlist().items(), key=lambda kv: kv[1])
     if c.base_per_job < kk:
         out.append(ls.issue(("candidates", "base_per_job"), MSG_K_LT_k.format(k=c.base_per_job, family=family, kk=kk)))
     for i, job in enumerate(spec.jobs):
@@ -43,13 +43,16 @@ def issues(ls: LoadedSpec) -> list[Issue]:
 def advisories(ls: LoadedSpec) -> list[Issue]:
     """A shortlist smaller than M caps Recall@K under its PASS bound (legal, probably unintended)."""
     c, spec = ls.spec.candidates, ls.spec
-    if 0 < spec.analysis.k.merit < c.matching_per_job:
+    merit_k = spec.analysis.shortlist()["merit"]
+    if spec.analysis.decision is not None and spec.analysis.decision.threshold is not None:
+        return []  # a threshold has no K/P cap on Recall
+    if 0 < merit_k < c.matching_per_job:
         b = spec.thresholds.research.recall_at_k
         bound = b.pass_ if b is not None else METRICS["recall_at_k"].research[0]
-        cap = spec.analysis.k.merit / c.matching_per_job
+        cap = merit_k / c.matching_per_job
         if cap < bound:
             return [ls.issue(("analysis", "k", "merit") if "analysis" in ls.raw else ("candidates",),
-                             MSG_RECALL_CAP.format(k=spec.analysis.k.merit, m=c.matching_per_job,
+                             MSG_RECALL_CAP.format(k=merit_k, m=c.matching_per_job,
                                                    cap=cap, bound=bound))]
     return []
 

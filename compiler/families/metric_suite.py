@@ -23,7 +23,15 @@ ORDER = 10
 NEEDS = frozenset({"paired"})
 
 #: Keys of ``analysis`` this family owns.
-ANALYSIS_KEYS = ("k", "alpha", "bootstrap")
+ANALYSIS_KEYS = ("k", "decision", "alpha", "bootstrap")
+
+MSG_DECISION_ONE = ("analysis.decision takes exactly one rule: {{top_k: K}} (the K best-scored candidates "
+                    "of each job are selected) or {{threshold: t}} (selected = score >= t); got {got}")
+MSG_DECISION_K_TWICE = ("analysis.decision.top_k sets K of every family, and analysis.k sets it per family: "
+                        "give the shortlist size in one place")
+MSG_THRESHOLD_RANGE = ("analysis.decision.threshold {t:g} lies outside the score scale of system '{system}' "
+                       "(score_range [{lo:g}, {hi:g}]): a threshold must satisfy low < t <= high, or it "
+                       "selects every candidate or none")
 
 MSG_INVERTED = (
     "{metric} is {direction}-is-better, so investigate ({inv}) must be {op} pass ({pas}); "
@@ -50,9 +58,55 @@ def enabled(spec_or_resolved: Any) -> bool:
     return not isinstance(spec_or_resolved, dict) and bool(block(spec_or_resolved))
 
 
-def issues(ls: LoadedSpec) -> list[Issue]:
-    """Each threshold's investigate bound is looser than its pass bound (seed 000 Table 3)."""
+def decision_issues(ls: LoadedSpec) -> list[Issue]:
+    """``analysis.decision``: one rule; ``top_k`` not together with ``analysis.k``; a threshold inside
+    every system's score scale."""
+    d = ls.spec.analysis.decision
+    if d is None:
+        return []
+    given = [k for k in ("top_k", "threshold") if getattr(d, k) is not None]
+    if len(given) != 1:
+        return [ls.issue(("analysis", "decision"), MSG_DECISION_ONE.format(
+            got=", ".join(given) if given else "no rule"))]
+    if d.top_k is not None:
+        return [ls.issue(("analysis", "k"), MSG_DECISION_K_TWICE)] if "k" in ls.spec.analysis.model_fields_set else []
     out = []
+    for system in ls.spec.systems:
+        lo, hi = system.score_range
+        if not lo < d.threshold <= hi:
+            out.append(ls.issue(("analysis", "decision", "threshold"), MSG_THRESHOLD_RANGE.format(
+                t=d.threshold, system=system.id, lo=lo, hi=hi)))
+    return out
+
+
+def decision_of(resolved: dict[str, Any]) -> dict[str, Any]:
+    """The resolved decision rule: ``{"rule": "top_k", "k": {family: K}}`` or
+    ``{"rule": "threshold", "threshold": t, "k": {family: K}}`` (K still scales MARC and nDCG@K)."""
+    a = resolved["analysis"]
+    d = a.get("decision") or {}
+    if "threshold" in d:
+        return {"rule": "threshold", "threshold": float(d["threshold"]), "k": dict(a["k"])}
+    return {"rule": "top_k", "k": dict(a["k"])}
+
+
+def decision_text(resolved: dict[str, Any]) -> str:
+    """One line for ``audit compile`` and the report: the decision rule in force."""
+    d = decision_of(resolved)
+    k = d["k"]
+    ks = f"K = {k['counterfactual']} (counterfactual), {k['group']} (group), {k['merit']} (merit)"
+    if d["rule"] == "threshold":
+        return (f"decision rule: selected = score >= {d['threshold']:g} on each system's scale "
+                f"(analysis.decision.threshold); MARC and nDCG@K are ranking metrics and keep {ks}")
+    if (resolved["analysis"].get("decision") or {}).get("top_k") is not None:
+        return f"decision rule: top-K, {ks} (analysis.decision.top_k)"
+    return (f"decision rule: top-K, {ks} (analysis.k); set analysis.decision to "
+            "{top_k: K} or {threshold: t} to audit the system's real selection rule")
+
+
+def issues(ls: LoadedSpec) -> list[Issue]:
+    """Each threshold's investigate bound is looser than its pass bound (seed 000 Table 3); the
+    decision rule (:func:`decision_issues`)."""
+    out = decision_issues(ls)
     for tier in TIERS:
         tier_model = getattr(ls.spec.thresholds, tier)
         for mid, info in METRICS.items():
@@ -80,7 +134,15 @@ def resolve(ls: LoadedSpec, resolved: dict[str, Any]) -> None:
     # ``ranking`` only when written: its default belongs to the methods version (compiler.methods.RANKING),
     # so the digests of specs that do not set it do not change
     dropped = {"effect_size", "validity", *PLUGIN_BLOCKS, *(("ranking",) if spec.analysis.ranking is None else ())}
+    # ``decision`` only when written (same reason); top_k sets K of every family
+    if spec.analysis.decision is None:
+        dropped.add("decision")
     resolved["analysis"] = spec.analysis.model_dump(exclude=dropped)
+    if spec.analysis.decision is not None:
+        d = spec.analysis.decision
+        resolved["analysis"]["decision"] = {"top_k": d.top_k} if d.top_k is not None else {"threshold": d.threshold}
+        if d.top_k is not None:
+            resolved["analysis"]["k"] = {family: d.top_k for family in resolved["analysis"]["k"]}
     resolved["thresholds"] = thresholds
 
 

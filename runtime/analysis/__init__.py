@@ -51,11 +51,17 @@ _COUNT_COLUMNS = ("n", "k", "n_in_out", "n_out_in", "retained", "slots", "tp", "
 #: Metrics read at a top-K cutoff (``ties_at_cutoff`` is reported for them).
 TOP_K_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k",
                            "equal_opportunity_gap", "equalized_odds_gap"})
+#: Metrics read at the decision rule's cut-off: under a threshold rule they read "score at or above the
+#: threshold" and their ``k`` is empty; MARC and nDCG@K judge the ranking and keep K (issue 15).
+SELECTION_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "recall_at_k",
+                               "equal_opportunity_gap", "equalized_odds_gap"})
+NOTE_THRESHOLD = "selected = score >= {t:g} (analysis.decision.threshold)"
 NOTE_NOT_INFORMATIVE = "{test} not informative in this design ({why}): left out of BH, p_adj empty"
 NOTE_SHARED_TEST = "{test} counted once in BH ({why}); p_adj empty here"
 
 ERR_K = "k must map each family ({families}) to a positive integer, got {got!r}"
 ERR_ALPHA = "alpha must lie in (0, 1), got {got!r}"
+ERR_THRESHOLD = "threshold must be a finite number or None, got {got!r}"
 ERR_N_BOOTSTRAP = "n_bootstrap must be a positive integer, got {got!r}"
 NOTE_REFERENCE = "reference variant compared with itself (no test)"
 
@@ -139,7 +145,10 @@ def _pairing(cohort: Cohort, variant: str, *, k: Mapping[str, int], n_bootstrap:
                    seed=seed, tie_ref=cohort.tie[ref], tie_var=cohort.tie[variant], step=cohort.step,
                    ranking=cohort.ranking,
                    pool_rank_var=cohort.pool_rank[variant] if cohort.pool_rank else None,
-                   pool_tie_var=cohort.pool_tie[variant] if cohort.pool_tie else None)
+                   pool_tie_var=cohort.pool_tie[variant] if cohort.pool_tie else None,
+                   threshold=cohort.threshold,
+                   sel_ref=cohort.selected[ref] if cohort.selected else None,
+                   sel_var=cohort.selected[variant] if cohort.selected else None)
 
 
 def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]:
@@ -158,6 +167,9 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
         suffix = stats.NOTE_TEST_UNDEFINED.split("}")[-1]  # "... p-value left empty"
         notes = [NOTE_REFERENCE] + [n for n in notes if not n.endswith(suffix)]
         p_value, test = math.nan, ""
+    by_threshold = pairing.thresholded and metric_id in SELECTION_METRICS
+    if by_threshold:
+        notes.insert(0, NOTE_THRESHOLD.format(t=pairing.threshold))
     row: dict[str, object] = {
         "family": info.family, "metric": metric_id, "system": pairing.system,
         "condition": pairing.condition, "variant": pairing.variant,
@@ -165,7 +177,7 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
         "ci_low": float(res.ci_low), "ci_high": float(res.ci_high),
         "p_value": p_value, "p_adj": math.nan, "test": test,
         "direction": info.direction, "status": "", "status_operational": "",
-        "notes": "; ".join(notes), "k": pairing.k_of(metric_id), "depends_on": DEPENDS_ON.get(metric_id, ""),
+        "notes": "; ".join(notes), "k": math.nan if by_threshold else pairing.k_of(metric_id), "depends_on": DEPENDS_ON.get(metric_id, ""),
     }
     for column in DIAGNOSTIC_COLUMNS[1:]:
         row[column] = res.diagnostics.get(column, math.nan)
@@ -206,7 +218,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             score_resolution: Mapping[str, float | None] | None = None,
             ranking: str | None = None,
             variant_levels: Mapping[str, Mapping[str, str]] | None = None,
-            per_job: bool = False,
+            per_job: bool = False, threshold: float | None = None,
             progress: Callable[[int], None] | None = None) -> AnalysisResult:
     """Compute the metric suite of seed 000 §3.4-3.6 on a paired frame.
 
@@ -255,6 +267,11 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         Called as ``progress(n)`` with the number of cells finished since the previous call
         (an increment, like ``rich.progress.Progress.advance``: ``1`` after each cell); the
         increments add up to :func:`n_bootstrap_cells`.
+    threshold : float, optional
+        The decision threshold on each system's own score scale (``analysis.decision.threshold``,
+        issue 15): a resume is selected when its score is at or above it, and the metrics of
+        :data:`SELECTION_METRICS` are read at that cut-off instead of the top-K (their ``k`` is
+        empty and their notes name the threshold). None: the top-K rule with ``k``.
 
     Returns
     -------
@@ -265,10 +282,13 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     Raises
     ------
     ValueError
-        ``ERR_K``, ``ERR_ALPHA``, ``ERR_N_BOOTSTRAP``, ``classify.ERR_THRESHOLD_MISSING`` and the
+        ``ERR_K``, ``ERR_ALPHA``, ``ERR_N_BOOTSTRAP``, ``ERR_THRESHOLD``, ``classify.ERR_THRESHOLD_MISSING`` and the
         frame errors of :func:`runtime.analysis.frame.cohorts`.
     """
     kk = _check_args(k=k, alpha=alpha, n_bootstrap=n_bootstrap, thresholds=thresholds)
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                  or not math.isfinite(threshold)):
+        raise ValueError(ERR_THRESHOLD.format(got=threshold))
     if ranking is None:
         from compiler.methods import RANKING
 
@@ -278,7 +298,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     job_rows: list[dict[str, object]] = []
     job_leans: list[float] = []
     for cohort in cohorts(paired, reference=reference, score_range=score_range,
-                          score_resolution=score_resolution, ranking=ranking):
+                          score_resolution=score_resolution, ranking=ranking, threshold=threshold):
         drift.extend(drift_rows(cohort))
         by_metric: dict[str, list[dict[str, object]]] = {m: [] for m in metric_ids()}
         job_names = [str(cohort.job_ids[cohort.job == code][0]) for code in range(cohort.n_jobs)]

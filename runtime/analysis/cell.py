@@ -57,6 +57,14 @@ class Pairing:
         The variant's mid-rank and tie size in its own pool (default: ``rank_var``, ``tie_var``): the
         ranking the merit metrics judge. Under swap-in each variant resume is ranked on its own
         against the others' reference resumes, which is no single ranked list to score with nDCG.
+    threshold : float, optional
+        The decision threshold in the system's units (``analysis.decision.threshold``; issue 15), or
+        None under the top-K rule.
+    sel_ref, sel_var : numpy.ndarray, optional
+        Under a threshold rule, 1.0 where the reference / variant resume scores at or above the
+        threshold, else 0.0: what :meth:`in_top` and :meth:`in_top_pool` return instead of top-K
+        membership (a threshold selects each resume on its own score, so the ranking mode does not
+        matter and no tie is ever split).
     """
 
     system: str
@@ -81,6 +89,14 @@ class Pairing:
     pool_rank_var: np.ndarray | None = None
     pool_tie_var: np.ndarray | None = None
     stream: tuple[str, ...] = ()
+    threshold: float | None = None
+    sel_ref: np.ndarray | None = None
+    sel_var: np.ndarray | None = None
+
+    @property
+    def thresholded(self) -> bool:
+        """Whether candidates are selected by a score threshold (``analysis.decision.threshold``)."""
+        return self.sel_ref is not None
 
     @property
     def n(self) -> int:
@@ -97,13 +113,17 @@ class Pairing:
         return int(self.k[catalog.METRICS[metric_id].family])
 
     def in_top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(reference, variant) probability that each candidate is in its pool's top-K.
+        """(reference, variant) probability that each candidate is in its pool's top-K, or, under a
+        threshold rule (:attr:`thresholded`), whether it is selected (``sel_ref``, ``sel_var``; ``k``
+        is then ignored).
 
         An untied candidate is in (1) or out (0). A tie group of t candidates occupying positions
         ``a .. a + t - 1`` straddling the cutoff puts each of them inside with probability
         ``(K - a + 1) / t``: the expectation over the equally likely orders of the tied candidates
         (McSherry & Najork 2008). Per job these add up to ``min(K, pool size)``.
         """
+        if self.thresholded:
+            return self.sel_ref, self.sel_var
         return (top_share(self.rank_ref, self.tie_ref, k), top_share(self.rank_var, self.tie_var, k))
 
     @property
@@ -114,7 +134,10 @@ class Pairing:
         return self.rank_var, self.tie_var
 
     def in_top_pool(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(reference, variant) top-K membership in each variant's own pool (see :meth:`in_top`)."""
+        """(reference, variant) top-K membership in each variant's own pool (see :meth:`in_top`); the
+        selection under a threshold rule."""
+        if self.thresholded:
+            return self.sel_ref, self.sel_var
         rank, tie = self.pool_var
         return top_share(self.rank_ref, self.tie_ref, k), top_share(rank, tie, k)
 
@@ -133,6 +156,12 @@ class Pairing:
     def per_variant(self) -> bool:
         """Whether the variant was ranked in its own pool (rank and selection tests cannot reject)."""
         return self.ranking == "per_variant"
+
+    @property
+    def fixed_shortlist(self) -> bool:
+        """Whether each variant fills its own top-K (per-variant ranking under a top-K rule): flips out
+        then equal flips in per job, and the selection tests cannot reject. Never under a threshold."""
+        return self.per_variant and not self.thresholded
 
     def rng(self, metric_id: str) -> np.random.Generator:
         """Bootstrap generator of this cell: ``rng(seed, "bootstrap", system, condition, metric, variant,
@@ -157,7 +186,8 @@ class Pairing:
                        rank_var=self.rank_var[m], match=match,
                        n_unlabelled_jobs=int(bool(np.isnan(match).any())), tie_ref=cut(self.tie_ref),
                        tie_var=cut(self.tie_var), pool_rank_var=cut(self.pool_rank_var),
-                       pool_tie_var=cut(self.pool_tie_var), stream=("job", str(job_id)))
+                       pool_tie_var=cut(self.pool_tie_var), sel_ref=cut(self.sel_ref), sel_var=cut(self.sel_var),
+                       stream=("job", str(job_id)))
 
 
 def exact_sum(weights: np.ndarray) -> float:

@@ -124,6 +124,11 @@ def flip_rate(p: Pairing) -> CellResult:
     own top-K, so per job flips out equal flips in and McNemar can never reject; it is reported,
     left out of BH (see :data:`PER_VARIANT_RANKS`). Under swap-in ranking flips out and in need not
     balance and McNemar is informative.
+
+    Under a threshold rule (``analysis.decision.threshold``, issue 15) ``in_K`` is "scores at or
+    above the threshold": a flip is a candidate whose reference and variant resumes fall on
+    opposite sides of the threshold. Nothing fixes how many are selected, so McNemar is informative
+    in either ranking mode.
     """
     k = p.k_of("flip_rate")
     was_in, now_in = p.in_top(k)
@@ -145,4 +150,4 @@ def flip_rate(p: Pairing) -> CellResult:
                                    "flip_out_rate": n_io / ref_in if ref_in else np.nan,
                                    "flip_in_rate": n_oi / ref_out if ref_out else np.nan,
                                    "lean": float(np.sign(round(n_io - n_oi, 9)))},
-                      not_informative=PER_VARIANT_RANKS if p.per_variant else "")
+                      not_informative=PER_VARIANT_RANKS if p.fixed_shortlist else "")

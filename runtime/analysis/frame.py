@@ -74,6 +74,12 @@ class Cohort:
     pool_rank, pool_tie : dict of str to numpy.ndarray
         Each variant's mid-rank and tie size in its own pool, whatever ``ranking`` says: the ranking
         whose quality the merit metrics measure (Recall@K, nDCG@K and the TPR/FPR gaps).
+    threshold : float, optional
+        The decision threshold in the system's own units (``analysis.decision.threshold``), or None
+        under a top-K rule.
+    selected : dict of str to numpy.ndarray, optional
+        Under a threshold rule, per variant, 1.0 where the raw score is at or above the threshold
+        (compared on the system's own scale, before normalisation), else 0.0; None under top-K.
     """
 
     system: str
@@ -94,6 +100,8 @@ class Cohort:
     ranking: str = "per_variant"
     pool_rank: dict[str, np.ndarray] | None = None
     pool_tie: dict[str, np.ndarray] | None = None
+    threshold: float | None = None
+    selected: dict[str, np.ndarray] | None = None
 
 
 def tie_sizes(job: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -174,7 +182,7 @@ def _score_range(score_range: Mapping[str, tuple[float, float]], system: str) ->
 def cohorts(paired: pd.DataFrame, *, reference: str,
             score_range: Mapping[str, tuple[float, float]],
             score_resolution: Mapping[str, float | None] | None = None,
-            ranking: str = PER_VARIANT) -> list[Cohort]:
+            ranking: str = PER_VARIANT, threshold: float | None = None) -> list[Cohort]:
     """Validate ``paired`` and pivot it into one :class:`Cohort` per system x condition.
 
     Parameters
@@ -192,6 +200,9 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
         ``per_variant`` (seed 000 §3.3): a variant's rank is its mid-rank in its own pool.
         ``swap_in``: a variant's rank is that of its resume swapped into the reference pool
         (:func:`swap_in_ranks`). The reference's rank is the same either way.
+    threshold : float, optional
+        Decision threshold on every system's own score scale (``analysis.decision.threshold``):
+        each cohort's ``selected`` marks the scores at or above it. None: a top-K rule.
 
     Returns
     -------
@@ -250,12 +261,14 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
             for v in variants[1:]:
                 rank[v], tie[v] = swap_in_ranks(raw[reference], raw[v], job, len(uniques))
         resolution = stats.score_grid((score_resolution or {}).get(system), sub["score"].to_numpy(float))
+        selected = None if threshold is None else {
+            v: (wide["score"][v].to_numpy(dtype=float) >= threshold).astype(float) for v in variants}
         out.append(Cohort(system=system, condition=condition, reference=reference,
                           variants=variants, job_ids=job_ids, cv_ids=cv_ids, job=job,
                           n_jobs=len(uniques), score=score, rank=rank, match=match,
                           n_unlabelled_jobs=n_unlabelled, tie=tie,
                           resolution=resolution, step=resolution / (hi - lo), ranking=ranking,
-                          pool_rank=pool_rank, pool_tie=pool_tie))
+                          pool_rank=pool_rank, pool_tie=pool_tie, threshold=threshold, selected=selected))
     return out
 
 

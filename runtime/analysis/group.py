@@ -14,6 +14,8 @@ from runtime.analysis.registry import metric
 REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 by construction, so any loss looks significant"
 #: Under swap-in ranking the impact ratio's paired test is the flip rate's McNemar test.
 SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH"
+#: A threshold no reference resume reaches leaves retention undefined (issue 15).
+NOTE_NONE_SELECTED = "no reference resume scores at or above the decision threshold: undefined"
 
 
 def job_retention(in_b: np.ndarray, both: np.ndarray, job: np.ndarray, n_jobs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -74,6 +76,8 @@ def retention_rate(p: Pairing) -> CellResult:
     r = r[used]
     diag = {"retained": float(retained.sum()), "slots": float(slots.sum()),
             "jobs_used": int(used.sum()), "lean": _selection_lean(p, k)}
+    if not used.any():
+        return CellResult(value=math.nan, notes=[NOTE_NONE_SELECTED], diagnostics=diag)
     value = float(np.mean(r))
     onehot = _onehot(p.job, p.n_jobs)[:, used]
     ci = stats.stratified_bootstrap((in_ref, both), lambda i, b: _macro_b(b, i, onehot), strata=p.job,
@@ -107,9 +111,11 @@ def impact_ratio(p: Pairing) -> CellResult:
     r_v, r_r = r_v[used], r_r[used]
     diag = {"retained": float(ret_v.sum()), "slots": float(slots_v.sum()),
             "jobs_used": int(used.sum()), "lean": _selection_lean(p, k)}
+    if not used.any():
+        return CellResult(value=math.nan, notes=[NOTE_NONE_SELECTED], diagnostics=diag)
     mean_ref = float(np.mean(r_r))
     value = float(np.mean(r_v)) / mean_ref if mean_ref > 0 else math.nan
-    if p.per_variant:
+    if p.fixed_shortlist:
         table = np.rint(np.array([[ret_v.sum(), slots_v.sum() - ret_v.sum()],
                                   [ret_r.sum(), slots_r.sum() - ret_r.sum()]])).astype(np.int64)
         pv, test, why, shared = stats.fisher_p(table), stats.TEST_FISHER, REFERENCE_RETENTION_ONE, ""

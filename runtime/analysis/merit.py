@@ -116,6 +116,10 @@ def recall_at_k(p: Pairing) -> CellResult:
     CI: candidate-level percentile bootstrap within job x label strata
     (:func:`runtime.analysis.stats.stratified_bootstrap`; each job keeps its P true matches),
     defined from one job on. No test.
+
+    Under a threshold rule (``analysis.decision.threshold``, issue 15) "rank ≤ K" reads "score at or
+    above the threshold": the value is the share of each job's true matches whose variant resume is
+    selected (the true-positive rate of the vendor's decision), with no K/P cap.
     """
     k = p.k_of("recall_at_k")
     lab = _labelled(p, k)
@@ -128,17 +132,24 @@ def recall_at_k(p: Pairing) -> CellResult:
                           diagnostics={"jobs_used": 0})
     rec = tp[used] / pos[used]
     value = float(np.mean(rec))
-    cap = float(np.mean(np.minimum(k, pos[used]) / pos[used]))
-    if cap < 1:
-        notes.append(NOTE_MAX_ATTAINABLE.format(cap=cap, k=k))
+    if not p.thresholded:  # a threshold may select every true match
+        cap = float(np.mean(np.minimum(k, pos[used]) / pos[used]))
+        if cap < 1:
+            notes.append(NOTE_MAX_ATTAINABLE.format(cap=cap, k=k))
     diag = {"tp": float(tp[used].sum()), "p": float(pos[used].sum()), "jobs_used": int(used.sum())}
     per_job = _onehot_used(lab, used) / pos[used]
 
-    def stat(s_b: np.ndarray, y_b: np.ndarray) -> np.ndarray:
-        return ((y_b * _rerank(s_b, lab.job, k)[0]) @ per_job).mean(axis=-1)
+    if p.thresholded:  # each resume is selected on its own score: nothing to rank again
+        def stat(sel_b: np.ndarray, y_b: np.ndarray) -> np.ndarray:
+            return ((y_b * sel_b) @ per_job).mean(axis=-1)
 
-    code = dense_codes(lab.score_var, lab.score_var, lab.job)[0]
-    ci = stats.stratified_bootstrap((code, lab.y), stat, strata=_strata(lab), value=value,
+        first = lab.in_var
+    else:
+        def stat(s_b: np.ndarray, y_b: np.ndarray) -> np.ndarray:
+            return ((y_b * _rerank(s_b, lab.job, k)[0]) @ per_job).mean(axis=-1)
+
+        first = dense_codes(lab.score_var, lab.score_var, lab.job)[0]
+    ci = stats.stratified_bootstrap((first, lab.y), stat, strata=_strata(lab), value=value,
                                     n_resamples=p.n_bootstrap, rng=p.rng("recall_at_k"))
     notes.extend(ci.notes)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
@@ -272,7 +283,8 @@ def equal_opportunity_gap(p: Pairing) -> CellResult:
     """Top-K true-positive-rate gap to the reference (seed 000 §3.4.3, Eq. 5).
 
     Pooling the labelled candidates of every job, ``TPR_v = TP_v / P`` with
-    ``TP_v = |{i: rank_v,i ≤ K, y_i = 1}|`` (``K = k.merit``) and P the number of true matches;
+    ``TP_v = |{i: rank_v,i ≤ K, y_i = 1}|`` (``K = k.merit``; under a threshold rule, issue 15:
+    ``score_v,i ≥ threshold``) and P the number of true matches;
     value ``|TPR_v − TPR_ref|`` in [0, 1], lower is better. Diagnostics ``tp``, ``p``, ``tpr``
     are the variant's.
 
@@ -309,7 +321,7 @@ def equalized_odds_gap(p: Pairing) -> CellResult:
     """Top-K equalized-odds gap: ``max(|TPR_v − TPR_ref|, |FPR_v − FPR_ref|)`` (seed 000 §3.4.3).
 
     TPR as in :func:`equal_opportunity_gap`; ``FPR_v = FP_v / N`` with
-    ``FP_v = |{i: rank_v,i ≤ K, y_i = 0}|`` and N the number of non-matches, pooled over the
+    ``FP_v = |{i: rank_v,i ≤ K, y_i = 0}|`` (or ``score_v,i ≥ threshold``) and N the number of non-matches, pooled over the
     labelled jobs; range [0, 1], lower is better. Diagnostics ``tp, p, fp, negatives, tpr, fpr``
     are the variant's.
 

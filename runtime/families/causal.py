@@ -21,7 +21,7 @@ from runtime.families import UNPAIRED, AuditFamily, FamilyResult, family, status
 #: Columns of ``causal.csv``; runs with LLM screeners add ``condition`` after ``system``.
 CAUSAL_COLUMNS = ("system", "job_id", "attribute", "x0", "x1", "kind", "term", "estimate", "se", "ci_low",
                   "ci_high", "sim_low", "sim_high", "significant", "significant_marginal", "n", "n_x0", "n_x1", "cases", "verdict", "status", "positivity",
-                  "clipped_p_x_rz", "clipped_p_x_brz", "p1_source", "folds", "n_bootstrap", "alpha")
+                  "clipped_p_x_rz", "clipped_p_x_brz", "p1_source", "folds", "repeats", "n_bootstrap", "alpha")
 MSG_SMALL_ARM = ("job {job!r}: {n0} profiles with {attr} = {x0} and {n1} with {x1}; the estimator needs at "
                  "least {need} of each (raise profiles_per_job)")
 
@@ -62,6 +62,7 @@ def causal_rows(*, system: str, job_id: str, profiles: pd.DataFrame, scores: np.
             "clipped_p_x_rz": res.diagnostics["clipped_share"]["p_x_rz"],
             "clipped_p_x_brz": res.diagnostics["clipped_share"]["p_x_brz"],
             "p1_source": str(prof["p1_source"].iloc[0]), "folds": estimation["folds"],
+            "repeats": res.diagnostics["repeats"],
             "n_bootstrap": estimation["bootstrap"], "alpha": estimation["alpha"]}
     rows = []
     for t in res.table.itertuples():

@@ -29,7 +29,8 @@ def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job:
                    n_bootstrap=r["analysis"]["bootstrap"] if n_bootstrap is None else n_bootstrap,
                    seed=r["seed"], thresholds=r["thresholds"], score_range=ctx.score_range(),
                    score_resolution=ctx.score_resolution(), ranking=r["analysis"].get("ranking") or RANKING,
-                   variant_levels=r["variants"]["table"], per_job=per_job, progress=progress)
+                   variant_levels=r["variants"]["table"], per_job=per_job, progress=progress,
+                   threshold=(r["analysis"].get("decision") or {}).get("threshold"))
 
 
 def metric_status(metrics: pd.DataFrame, family_id: str = "metric_suite") -> pd.DataFrame:

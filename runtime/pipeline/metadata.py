@@ -55,6 +55,13 @@ def system_source(system: dict[str, Any]) -> str:
     return f"scores from {system['data']['path']}"
 
 
+def _fingerprint(s: dict[str, Any], run: dict[str, Any]) -> str:
+    """A system's fingerprint; a blind score file's is its sha256 as read by the run (it is returned after the lock)."""
+    if s.get("blind"):
+        return ((run.get("systems_info") or {}).get(s["id"], {}).get("blind") or {}).get("file_sha256", "")
+    return (s.get("fingerprint") or {"digest": s["data"]["sha256"]})["digest"]
+
+
 def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """The ``meta`` mapping the report reads (header, design, systems, amendments, timings)."""
     r = resolved
@@ -66,10 +73,12 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
         "reference": r["variants"]["reference"], "k": r["analysis"]["k"],
         "alpha": r["analysis"]["alpha"], "n_bootstrap": r["analysis"]["bootstrap"],
         "ranking": r["analysis"].get("ranking") or RANKING,
+        "decision": r["analysis"].get("decision"),
         "thresholds": r["thresholds"],
         "systems": [{"id": s["id"], "kind": s["kind"], "model": system_source(s),
-                     "fingerprint": (s.get("fingerprint") or {"digest": s["data"]["sha256"]})["digest"],
-                     "score_range": s["score_range"]} for s in r["systems"]],
+                     "fingerprint": _fingerprint(s, run), "score_range": s["score_range"],
+                     **({"blind": (run.get("systems_info") or {}).get(s["id"], {}).get("blind") or {}}
+                        if s.get("blind") else {})} for s in r["systems"]],
         "jobs": [{"id": j["id"], "title": j["title"]} for j in r["jobs"]],
         "variants": r["variants"]["table"], "axes": list(r["axes"]),
         # how each level was signalled (cues the tool wrote, or a score-file audit's description and examples)

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from compiler.errors import InputDataError
-from compiler.score_file import lines_text, missing_cells, read_csv_records, read_score_file, values_text
+from compiler.score_file import (lines_text, missing_cells, read_blind_scores, read_csv_records, read_score_file,
+                                 values_text)
 from runtime.systems import system
 from runtime.systems.base import ScoreRequest, SystemAdapter
 
 MSG_PREFIX = "{file}: system {system!r}: "
+MSG_BLIND_ABSENT = ("{file}: system {system!r} is blind and its file is not there yet: export the résumés with "
+                    "`audit export SPEC --for-vendor DIR`, have the vendor score them, and save their "
+                    "resume_id,score file as {file}")
 MSG_UNKNOWN_CV = "cv_id {values} at {rows} are not base candidates of the spec's generator"
 MSG_MATCH_DISAGREES = "is_true_match disagrees with the generator's match flag at {rows}"
 MSG_SCORES_HEADER = "{path}: a population score file needs the columns job_id, cv_id, score (got {cols})"
@@ -33,6 +38,11 @@ MSG_SCORES_MISSING = "{path}: {n} profiles have no score, e.g. {example}"
 class PrecomputedSystem(SystemAdapter):
     """Reads and checks a score CSV; scores stay on the system's own ``score_range``."""
 
+    @property
+    def storable(self) -> bool:  # type: ignore[override]
+        """A blind file is not part of the lock, so its scores are never taken from the task store."""
+        return not self.resolved.get("blind")
+
     def score(self, request: ScoreRequest) -> pd.DataFrame:
         rel = self.resolved["data"]["path"]
         path = request.spec_folder / rel
@@ -42,11 +52,15 @@ class PrecomputedSystem(SystemAdapter):
             return out
         prefix = MSG_PREFIX.format(file=rel, system=self.id)
         gen = request.resumes
-        # the same reader and checks as `audit validate` (compiler.score_file): every problem at once
-        found = read_score_file(path, jobs=list(request.jobs), variants=list(request.variants),
-                                score_range=tuple(self.resolved["score_range"]),
-                                columns=self.resolved.get("columns"), delimiter=self.resolved.get("delimiter"),
-                                key=f"systems[id={self.id}]")
+        blind = None
+        if self.resolved.get("blind"):
+            found, blind = self._read_blind(request, path, rel)
+        else:
+            # the same reader and checks as `audit validate` (compiler.score_file): every problem at once
+            found = read_score_file(path, jobs=list(request.jobs), variants=list(request.variants),
+                                    score_range=tuple(self.resolved["score_range"]),
+                                    columns=self.resolved.get("columns"), delimiter=self.resolved.get("delimiter"),
+                                    key=f"systems[id={self.id}]")
         problems = list(found.problems)
         if not problems and gen is not None:
             known = set(zip(gen["job_id"], gen["cv_id"]))
@@ -76,8 +90,35 @@ class PrecomputedSystem(SystemAdapter):
         else:
             df["is_true_match"] = df["is_true_match"].astype(int)
         request.info[self.id] = {"rows": int(len(df)), "file": rel, "delimiter": found.delimiter,
-                                 "columns": found.mapping}
+                                 "columns": found.mapping, **({"blind": blind} if blind else {})}
         return df[["job_id", "cv_id", "variant", "score", "is_true_match"]].reset_index(drop=True)
+
+
+    def _blind_key(self, request: ScoreRequest) -> tuple[str, pd.DataFrame]:
+        from runtime.blind import MSG_NO_KEY, load_key
+
+        found = load_key(request.store, request.resumes)
+        if found is None:
+            root = getattr(request.store, "root", None)
+            raise InputDataError(MSG_NO_KEY.format(system=self.id, store=root))
+        return found
+
+    def _read_blind(self, request: ScoreRequest, path: Path, rel: str) -> tuple[Any, dict[str, Any]]:
+        """The vendor's ``resume_id, score`` file read back through the export's key (issue 15); the key is
+        sealed into the run as ``blind_key.csv`` and the file's sha256 recorded in ``run.json``."""
+        import hashlib
+
+        if not path.is_file():
+            raise InputDataError(MSG_BLIND_ABSENT.format(file=rel, system=self.id))
+        kid, key = self._blind_key(request)
+        found = read_blind_scores(path, key={r.resume_id: (r.job_id, r.cv_id, r.variant)
+                                             for r in key.itertuples(index=False)},
+                                  score_range=tuple(self.resolved["score_range"]),
+                                  columns=self.resolved.get("columns"), delimiter=self.resolved.get("delimiter"))
+        request.artifacts["blind_key.csv"] = key
+        info = {"key": kid, "key_file": "blind_key.csv", "resumes": int(len(key)),
+                "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        return found, info
 
 
 def read_population_scores(path: Path, shown: str, profiles: pd.DataFrame,

@@ -66,6 +66,8 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame, meta: Mappi
 
     roles = candidates["roles"]
     est = candidates["estimation"]
+    # splits of the repeated cross-fitting, as run (causal.csv column ``repeats``, methods v6)
+    repeats = int(causal["repeats"].dropna().iloc[0]) if "repeats" in causal and causal["repeats"].notna().any() else 1
     units = []
     for (system, job), g in causal.groupby(["system", "job_id"], sort=False):
         eff = g[g["kind"] == "effect"].set_index("term")
@@ -121,7 +123,7 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame, meta: Mappi
                 "verdict": u["verdict"], "anchor": u["anchor"], "positivity": u["positivity"]} for u in units]
     facts = [
         {"label": "Protected attribute X", "value": roles_text["x"], "code": False},
-        {"label": "Cross-fitting folds L", "value": est["folds"], "code": False},
+        {"label": "Cross-fitting", "value": f"L = {est['folds']} folds × S = {repeats} split{'' if repeats == 1 else 's'}", "code": False},
         {"label": "Bootstrap draws", "value": f"{est['bootstrap']} (multiplier)", "code": False},
         {"label": "Confidence", "value": f"{round((1 - est['alpha']) * 100)}%", "code": False},
         {"label": "Population source (P1)", "value": p1, "code": False, "wide": True},
@@ -130,7 +132,7 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame, meta: Mappi
         "p1": p1, "bundled": bundled,
         "experience_model": (profiles["experience_model"].iloc[0] if "experience_model" in profiles else "declared"),
         "experience_share": candidates["experience"]["share"], "experience_sd": candidates["experience"]["sd"],
-        "folds": est["folds"], "bootstrap": int(est["bootstrap"]), "confidence": f"{100 * (1 - est['alpha']):.0f}",
+        "folds": est["folds"], "repeats": repeats, "bootstrap": int(est["bootstrap"]), "confidence": f"{100 * (1 - est['alpha']):.0f}",
         "onet_attribution": occ["provenance"]["onet"],
     }
     return [

@@ -236,11 +236,36 @@ def _counts(statuses: Iterable[str]) -> dict[str, int]:
 # -------------------------------------------------------------------------------------- sections
 
 
+#: Metrics read at the decision rule's cut-off (:data:`runtime.analysis.SELECTION_METRICS`).
+SELECTION_METRICS = ("flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "equal_opportunity_gap",
+                     "equalized_odds_gap")
+
+
+def threshold_of(meta: Mapping[str, Any]) -> float | None:
+    """The decision threshold of ``analysis.decision`` (issue 15), or None under a top-K rule."""
+    t = (meta.get("decision") or {}).get("threshold")
+    return None if t is None else float(t)
+
+
+def decision_rule_text(meta: Mapping[str, Any]) -> str:
+    """The decision rule in words, for the design facts (issue 15)."""
+    t = threshold_of(meta)
+    if t is not None:
+        return (f"a candidate is selected when its score is at or above {t:g}, on each system's own scale "
+                "(analysis.decision.threshold)")
+    if (meta.get("decision") or {}).get("top_k") is not None:
+        return "the K best-scored candidates of each job are selected (analysis.decision.top_k)"
+    return ("the K best-scored candidates of each job are selected: the tool's default rule (the spec does "
+            "not state the system's own decision rule in analysis.decision)")
+
+
 def _facts(meta: Mapping[str, Any], reference: str) -> list[dict[str, Any]]:
     k = meta.get("k") or {}
+    thr = threshold_of(meta)
     return [
-        {"label": "Shortlist size K", "value": " · ".join(f"{f} {fmt_text(v)}" for f, v in k.items()) or MISSING,
-         "code": False},
+        {"label": "Decision rule", "value": decision_rule_text(meta), "code": False},
+        {"label": "Shortlist size K" + (" (MARC and nDCG@K only)" if thr is not None else ""),
+         "value": " · ".join(f"{f} {fmt_text(v)}" for f, v in k.items()) or MISSING, "code": False},
         {"label": "Reference variant", "value": reference, "code": True},
         {"label": "Significance level", "value": f"α = {fmt_threshold(meta.get('alpha'))} (BH-adjusted)",
          "code": False},
@@ -335,7 +360,11 @@ def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -
     jobs = [{"id": fmt_text(j.get("id")), "title": fmt_text(j.get("title"))} for j in meta.get("jobs") or []]
     return {"axes": axes, "variants": rows, "jobs": jobs, "counts": counts, "reference": reference,
             "signals": _signals(meta), "score_file": meta.get("design") == "score_file",
-            "source": source_facts(meta.get("source"))}
+            "source": source_facts(meta.get("source")),
+            "blind": [{"system": s["id"], "resumes": fmt_int((s.get("blind") or {}).get("resumes")),
+                       "file_sha256": (s.get("blind") or {}).get("file_sha256") or MISSING,
+                       "key_file": (s.get("blind") or {}).get("key_file") or "blind_key.csv"}
+                      for s in meta.get("systems") or [] if "blind" in s]}
 
 
 #: Cue options shown per level in the design section (the rest are counted).
@@ -475,6 +504,9 @@ def _units(
                     "short": short,
                     "family_label": _FAMILY_TEXT.get(info["family"], info["family"]),
                     "k": k,
+                    "cutoff": (f"selected = score ≥ {threshold_of(meta):g}"
+                               if threshold_of(meta) is not None and metric in SELECTION_METRICS else f"K = {k}"),
+                    "threshold": threshold_of(meta) if metric in SELECTION_METRICS else None,
                     "test_text": test_text,
                     "has_test": bool(tests) or any(not is_missing(r.get("p_value")) for r in mrecs),
                     "ci_text": CI_TEXT.get(info["ci"], info["ci"]),
@@ -729,6 +761,7 @@ def metric_suite_sections(
         Section(id="appendix", title="Thresholds and method", template="sections/metric_suite_appendix.html.j2",
                 context={"thresholds": _threshold_table(thresholds, metric_ids), "reference": reference,
                          "alpha": fmt_threshold(meta.get("alpha")), "n_bootstrap": fmt_int(meta.get("n_bootstrap")),
-                         "digits": CLASSIFY_SIGNIFICANT_DIGITS, "ranking": meta.get("ranking") or "swap_in"},
+                         "digits": CLASSIFY_SIGNIFICANT_DIGITS, "ranking": meta.get("ranking") or "swap_in",
+                         "threshold": threshold_of(meta)},
                 order=ORDER["appendix"]),
     ]

@@ -1,0 +1,147 @@
+"""The vendor's decision rule (issue 15, part 5): ``analysis.decision: {top_k: K} | {threshold: t}``.
+
+Under a threshold the selection metrics are read at the vendor's cut-off (score >= t): the values
+below are computed by hand from the eight candidates of ``SCORES``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from conftest import run_cli
+
+SPEC = """\
+audit: vendor-threshold
+title: Audit of a vendor that advances everyone scoring at least 70
+seed: 3
+axes:
+  race:
+    levels: [white, black]
+    description: First names chosen by the vendor.
+variants:
+  reference: white
+  design: explicit
+  table:
+    white: {race: white}
+    black: {race: black}
+jobs: [{id: job-a}, {id: job-b}]
+systems:
+  - id: vendor
+    kind: precomputed
+    path: scores.csv
+    score_range: [0, 100]
+source:
+  producer: Acme Talent Ltd
+  system: Acme Match
+  variants_made: The vendor replaced the first name.
+analysis:
+  k: {counterfactual: 2, group: 2, merit: 2}
+  bootstrap: 200
+"""
+THRESHOLD = "  decision: {threshold: 70}\n"
+#: job, candidate, reference score, variant score, is_true_match
+SCORES = [
+    ("job-a", "c1", 80, 75, 1),  # both selected
+    ("job-a", "c2", 72, 65, 1),  # flips out
+    ("job-a", "c3", 60, 70, 0),  # flips in: 70 is at the threshold, selected
+    ("job-a", "c4", 50, 40, 0),  # both out
+    ("job-b", "c1", 90, 69, 1),  # flips out
+    ("job-b", "c2", 71, 70, 0),  # both selected
+    ("job-b", "c3", 30, 20, 0),  # both out
+    ("job-b", "c4", 69, 69, 1),  # both out, one point short
+]
+
+
+def scores_csv() -> str:
+    rows = ["job_id,cv_id,variant,score,is_true_match"]
+    for job, cv, ref, var, match in SCORES:
+        rows += [f"{job},{cv},white,{ref},{match}", f"{job},{cv},black,{var},{match}"]
+    return "\n".join(rows) + "\n"
+
+
+def run_audit(tmp_path, spec: str) -> dict[str, dict]:
+    (tmp_path / "spec.yaml").write_text(spec)
+    (tmp_path / "scores.csv").write_text(scores_csv())
+    proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc_exec = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    assert proc_exec.returncode in (0, 4), proc_exec.stderr
+    run = next((tmp_path / "reports" / "vendor-threshold").iterdir())
+    rows = csv.DictReader(io.StringIO((run / "metrics.csv").read_text()))
+    out = {r["metric"]: r for r in rows if r["variant"] == "black"}
+    out["_compile"] = proc.stdout
+    out["_run"] = run
+    return out
+
+
+def test_a_threshold_rule_gives_hand_computed_selection_rates_and_flips(tmp_path):
+    m = run_audit(tmp_path, SPEC + THRESHOLD)
+    assert "decision rule: selected = score >= 70 on each system's scale" in m["_compile"]
+    # flips: A-c2 and B-c1 leave the selection, A-c3 enters it: 3 of 8
+    flip = m["flip_rate"]
+    assert float(flip["value"]) == pytest.approx(3 / 8)
+    assert (flip["n_in_out"], flip["n_out_in"]) == ("2", "1")
+    assert float(flip["flip_out_rate"]) == pytest.approx(2 / 4) and float(flip["flip_in_rate"]) == pytest.approx(1 / 4)
+    # McNemar is informative under a threshold, even though nothing fixes the number selected: in BH
+    assert flip["p_adj"] != "" and "not informative" not in flip["notes"]
+    assert float(flip["p_value"]) == pytest.approx(1.0)  # exact binomial, 2 vs 1 discordant pairs
+    # retention: A keeps c1 of {c1, c2}, B keeps c2 of {c1, c2}: 1/2 in each job
+    assert float(m["retention_rate"]["value"]) == pytest.approx(0.5)
+    assert (m["retention_rate"]["retained"], m["retention_rate"]["slots"]) == ("2", "4")
+    assert float(m["impact_ratio"]["value"]) == pytest.approx(0.5)
+    # Recall at the threshold: A selects c1 of its true matches {c1, c2}, B none of {c1, c4}
+    assert float(m["recall_at_k"]["value"]) == pytest.approx((1 / 2 + 0 / 2) / 2)
+    # TPR 1/4 (variant) against 3/4 (reference); FPR 2/4 against 1/4
+    assert float(m["equal_opportunity_gap"]["value"]) == pytest.approx(0.5)
+    assert float(m["equalized_odds_gap"]["value"]) == pytest.approx(0.5)
+    assert float(m["equalized_odds_gap"]["fpr"]) == pytest.approx(0.5)
+    for metric in ("flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "equal_opportunity_gap",
+                   "equalized_odds_gap"):
+        assert m[metric]["k"] == "" and "selected = score >= 70 (analysis.decision.threshold)" in m[metric]["notes"]
+        assert m[metric]["ties_at_cutoff"] == "0"
+    # the ranking metrics keep K = 2
+    assert m["marc"]["k"] == "2" and m["ndcg_at_k"]["k"] == "2"
+    html = (m["_run"] / "report.html").read_text()
+    assert "selected when its score is at or above 70" in html
+
+
+def test_the_same_scores_under_top_k_give_the_top_k_values(tmp_path):
+    """The control: under top-2 the variant's Recall@K is 1/2 in both jobs (B: c1 and c4 tie at 69 for
+    the second place, each inside with probability 1/2), not the threshold's 1/4."""
+    m = run_audit(tmp_path, SPEC.replace("  bootstrap: 200\n", "  bootstrap: 200\n"))
+    assert float(m["recall_at_k"]["value"]) == pytest.approx(0.5)
+    assert m["recall_at_k"]["k"] == "2"
+    assert "decision rule: top-K, K = 2 (counterfactual), 2 (group), 2 (merit) (analysis.k)" in m["_compile"]
+
+
+def test_decision_top_k_sets_every_family_and_is_locked(tmp_path):
+    spec = SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}\n", "  decision: {top_k: 3}\n")
+    (tmp_path / "spec.yaml").write_text(spec)
+    (tmp_path / "scores.csv").write_text(scores_csv())
+    proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "decision rule: top-K, K = 3 (counterfactual), 3 (group), 3 (merit) (analysis.decision.top_k)" in proc.stdout
+    analysis = json.loads((tmp_path / "spec.lock.json").read_text())["resolved_spec"]["analysis"]
+    assert analysis["decision"] == {"top_k": 3}
+    assert analysis["k"] == {"counterfactual": 3, "group": 3, "merit": 3}
+
+
+@pytest.mark.parametrize("decision, key, message", [
+    ("{}", "analysis.decision", "analysis.decision takes exactly one rule"),
+    ("{top_k: 2, threshold: 70}", "analysis.decision", "got top_k, threshold"),
+    ("{top_k: 2}", "analysis.k", "give the shortlist size in one place"),
+    ("{threshold: 120}", "analysis.decision.threshold",
+     "threshold 120 lies outside the score scale of system 'vendor' (score_range [0, 100])"),
+    ("{threshold: 0}", "analysis.decision.threshold", "low < t <= high"),
+])
+def test_a_bad_decision_rule_is_a_located_error(tmp_path, decision, key, message):
+    (tmp_path / "spec.yaml").write_text(SPEC + f"  decision: {decision}\n")
+    (tmp_path / "scores.csv").write_text(scores_csv())
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert key in proc.stderr and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "spec.lock.json").exists()
