@@ -256,6 +256,9 @@ def execute(
 
     kd = key_dir or default_key_dir()
     keys = load_keys(kd)  # before any work: a broken key directory stops the run at once (exit 2)
+    if keys is not None:  # an expired or not-yet-valid certificate cannot sign (exit 2, naming the dates)
+        for w in keys.check_valid():
+            print(f"warning: {w}", file=sys.stderr)
     if keys is None and (key_dir is not None or os.environ.get(KEY_DIR_ENV)):
         raise AuditError(f"no signing keys in {kd} (named by {'--key-dir' if key_dir else '$' + KEY_DIR_ENV}); "
                          f"create them with `audit keygen --key-dir {kd}`")
@@ -422,6 +425,8 @@ def keygen(
     console.print(f"  PDF signer:   {keys.signer_name()}, certificate sha256 {cert_fingerprint(keys.pdf_cert)}",
                   markup=False)
     console.print(f"  valid until:  {keys.pdf_cert.not_valid_after_utc:%Y-%m-%d}")
+    for w in keys.check_valid():
+        print(f"warning: {w}", file=sys.stderr)
     console.print("Give manifest.pub and signer.crt to whoever verifies your reports: "
                   "`audit verify RUN_DIR --pubkey manifest.pub --cert signer.crt`.")
 

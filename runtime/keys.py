@@ -47,6 +47,13 @@ MSG_MISMATCH = "{key} is not the private key of the certificate {cert}"
 MSG_NOT_ED25519 = "{file} is not an Ed25519 private key (the manifest is signed with Ed25519)"
 MSG_PEM_PAIR = "--cert and --key go together (an organisation's PEM certificate and its private key)"
 MSG_BOTH = "give either --p12 or --cert/--key, not both"
+MSG_NOT_YET_VALID = "certificate {name!r} is not yet valid at {at}: valid from {start} to {end}"
+MSG_EXPIRED = "certificate {name!r} had expired at {at}: valid from {start} to {end}"
+MSG_CANNOT_SIGN = "cannot sign with the keys of {dir}: {problems}; renew the certificate (`audit keygen --force`)"
+MSG_EXPIRES_SOON = ("certificate {name!r} expires on {end} ({days} day(s) from now); renew it before then "
+                    "(`audit keygen --force`), or reports signed after that date cannot be verified")
+#: Days before a certificate's end at which ``keygen`` and ``execute`` warn (issue 16).
+EXPIRY_WARNING_DAYS = 90
 
 
 class KeyMaterialError(AuditError):
@@ -110,6 +117,22 @@ class SigningKeys:
     def signer_name(self) -> str:
         return subject_name(self.pdf_cert)
 
+    def check_valid(self, now: dt.datetime | None = None) -> list[str]:
+        """Refuse certificates that cannot sign now; return the warnings of those ending soon.
+
+        Raises
+        ------
+        KeyMaterialError
+            The signer certificate or one of its chain is expired or not yet valid (the message names
+            the dates).
+        """
+        now = now or dt.datetime.now(dt.timezone.utc)
+        certs = [self.pdf_cert, *self.pdf_chain]
+        problems = validity_problems(certs, now)
+        if problems:
+            raise KeyMaterialError(MSG_CANNOT_SIGN.format(dir=self.key_dir, problems="; ".join(problems)))
+        return expiry_warnings(certs, now)
+
 
 def subject_name(cert) -> str:
     """The certificate subject's common name (or the whole subject when it has none)."""
@@ -117,6 +140,34 @@ def subject_name(cert) -> str:
 
     cns = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     return str(cns[0].value) if cns else cert.subject.rfc4514_string()
+
+
+def _when(t: dt.datetime) -> str:
+    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def validity_problems(certs: list, at: dt.datetime) -> list[str]:
+    """One message per certificate of ``certs`` (cryptography ``x509.Certificate``) that is not valid at
+    ``at`` (timezone-aware), naming its validity dates (issue 16). Empty when every one is valid."""
+    out = []
+    for c in certs:
+        start, end = c.not_valid_before_utc, c.not_valid_after_utc
+        if at < start:
+            out.append(MSG_NOT_YET_VALID.format(name=subject_name(c), at=_when(at), start=_when(start), end=_when(end)))
+        elif at > end:
+            out.append(MSG_EXPIRED.format(name=subject_name(c), at=_when(at), start=_when(start), end=_when(end)))
+    return out
+
+
+def expiry_warnings(certs: list, now: dt.datetime, days: int = EXPIRY_WARNING_DAYS) -> list[str]:
+    """A warning per certificate valid at ``now`` that ends within ``days`` days."""
+    out = []
+    for c in certs:
+        left = c.not_valid_after_utc - now
+        if c.not_valid_before_utc <= now <= c.not_valid_after_utc and left < dt.timedelta(days=days):
+            out.append(MSG_EXPIRES_SOON.format(name=subject_name(c), end=_when(c.not_valid_after_utc),
+                                               days=left.days))
+    return out
 
 
 def _read(path: Path) -> bytes:
@@ -269,7 +320,8 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
     Raises
     ------
     KeyMaterialError
-        Files exist and ``force`` is false; imported material is unreadable or does not match.
+        Files exist and ``force`` is false; imported material is unreadable or does not match; an
+        imported certificate (or one of its chain) is expired or not yet valid (issue 16).
     """
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
@@ -308,6 +360,14 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
         pdf_files[SIGNER_KEY] = pkey.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                    serialization.NoEncryption())
         pdf_files[SIGNER_CRT] = c.public_bytes(serialization.Encoding.PEM)
+    if p12 is not None or cert is not None:  # an imported certificate must be able to sign now
+        if p12 is not None:
+            _, imported, chain = _load_p12(p12, pdf_files[SIGNER_P12])
+        else:
+            imported, *chain = load_certs(cert, pdf_files[SIGNER_CRT])
+        problems = validity_problems([imported, *chain], dt.datetime.now(dt.timezone.utc))
+        if problems:
+            raise KeyMaterialError("; ".join(problems) + "; keygen refuses a certificate that cannot sign now")
 
     key_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(key_dir, 0o700)
@@ -337,4 +397,5 @@ def copy_public(keys: SigningKeys, folder: Path) -> list[str]:
     return [MANIFEST_PUB, SIGNER_CRT]
 
 
-__all__ = ["SigningKeys", "load_keys", "keygen", "default_key_dir", "copy_public", "key_id"]
+__all__ = ["SigningKeys", "load_keys", "keygen", "default_key_dir", "copy_public", "key_id", "validity_problems",
+           "expiry_warnings"]

@@ -300,6 +300,7 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
             problems.append(f"signer certificate not trusted ({trust.source or 'no certificate given'})")
         if cov != "ENTIRE_FILE":
             problems.append(f"covers {cov}, not the entire file (bytes were appended after signing)")
+        problems += _validity_at_signing(sig, status, use)
         if problems:
             report.fail(name, f"signature {sig.field_name!r}: " + "; ".join(problems))
             continue
@@ -315,6 +316,30 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
         report.notes.append(f"PDF signature ({name}): intact, valid, trusted, covers the entire file; signer "
                             f"{facts['signer']}, signed {facts['signed_at']}")
     return facts
+
+
+def _validity_at_signing(sig, status, roots: list) -> list[str]:
+    """Every certificate of the signature (the signer's, those embedded with it, and the trust roots it
+    was checked against) must be valid at the signing time (issue 16). Without a trusted timestamp that
+    time is the signer's own claim, and the message says so. pyHanko does not check a trust root's
+    dates, and a self-signed signer is its own root."""
+    import datetime as dt
+
+    from cryptography import x509
+
+    from runtime.keys import validity_problems
+
+    at = sig.self_reported_timestamp or dt.datetime.now(dt.timezone.utc)
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=dt.timezone.utc)
+    seen, certs = set(), []
+    for c in [status.signing_cert, *(getattr(sig, "other_embedded_certs", None) or []), *roots]:
+        der = c.dump()
+        if der not in seen:
+            seen.add(der)
+            certs.append(x509.load_der_x509_certificate(der))
+    label = "the signing time claimed by the signer (no trusted timestamp)"
+    return [f"{p} ({label})" for p in validity_problems(certs, at)]
 
 
 def pdf_metadata(keywords: str) -> dict[str, str]:

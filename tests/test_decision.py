@@ -107,6 +107,8 @@ def test_a_threshold_rule_gives_hand_computed_selection_rates_and_flips(tmp_path
     assert m["marc"]["k"] == "2" and m["ndcg_at_k"]["k"] == "2"
     html = (m["_run"] / "report.html").read_text()
     assert "selected when its score is at or above 70" in html
+    assert "Flip rate (threshold crossings)" in html and "macro top-K retention" not in html
+    assert "measured under a top-K rule, not at a threshold" in html
 
 
 def test_the_same_scores_under_top_k_give_the_top_k_values(tmp_path):

@@ -585,3 +585,92 @@ def test_a_malformed_key_or_certificate_is_a_verification_failure(signed_run, tm
     proc = run_cli("verify", str(signed_run), flag, str(bad), cwd=tmp_path)
     assert proc.returncode == 6 and "Traceback" not in proc.stderr
     assert f"FAIL cannot read {bad}" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------- validity dates (issue 16)
+
+def _cert_pair(tmp_path, name: str, start, end):
+    """A self-signed RSA certificate valid from ``start`` to ``end`` and its key, as PEM files."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now + start).not_valid_after(now + end)
+            .sign(key, hashes.SHA256()))
+    crt, pem = tmp_path / f"{name}.crt", tmp_path / f"{name}.key"
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+    return crt, pem, cert
+
+
+def test_keygen_refuses_an_expired_or_future_certificate_and_warns_before_the_end(tmp_path):
+    import datetime as dt
+
+    day = dt.timedelta(days=1)
+    for name, start, end, word in (("Old Signer", -400 * day, -30 * day, "had expired"),
+                                   ("Future Signer", 10 * day, 400 * day, "is not yet valid")):
+        crt, pem, cert = _cert_pair(tmp_path, name, start, end)
+        proc = run_cli("keygen", "--key-dir", str(tmp_path / name), "--cert", str(crt), "--key", str(pem),
+                       cwd=tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"certificate '{name}' {word}" in proc.stderr
+        assert f"valid from {cert.not_valid_before_utc:%Y-%m-%d %H:%M:%S} UTC to {cert.not_valid_after_utc:%Y-%m-%d %H:%M:%S} UTC" \
+            in proc.stderr
+        assert not (tmp_path / name).exists()
+    proc = run_cli("keygen", "--key-dir", str(tmp_path / "short"), "--signer", "Short Lived", "--days", "30",
+                   cwd=tmp_path)
+    assert proc.returncode == 0 and "warning: certificate 'Short Lived' expires on" in proc.stderr, proc.stderr
+
+
+def test_execute_refuses_to_sign_with_an_expired_certificate(tmp_path, write_spec, key_dir):
+    import datetime as dt
+
+    kd = tmp_path / "keys"
+    shutil.copytree(key_dir, kd)
+    crt, pem, cert = _cert_pair(tmp_path, "Jane Auditor", -800 * dt.timedelta(days=1), -5 * dt.timedelta(days=1))
+    shutil.copy(crt, kd / "signer.crt")
+    shutil.copy(pem, kd / "signer.key")
+    write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(kd), cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "cannot sign with the keys of" in proc.stderr and "certificate 'Jane Auditor' had expired at" in proc.stderr
+    assert f"to {cert.not_valid_after_utc:%Y-%m-%d %H:%M:%S} UTC" in proc.stderr
+    assert not (tmp_path / "reports").exists()  # refused before any work
+
+
+def test_verify_fails_a_pdf_signed_outside_the_certificates_validity(signed_run, key_dir, tmp_path):
+    """pyHanko alone calls such a signature trusted when the expired certificate is its own trust root."""
+    import datetime as dt
+
+    from runtime.sign import sign_pdf
+
+    crt, pem, cert = _cert_pair(tmp_path, "Lapsed Signer", -800 * dt.timedelta(days=1), -5 * dt.timedelta(days=1))
+    kd = tmp_path / "lapsed"
+    shutil.copytree(key_dir, kd)
+    shutil.copy(crt, kd / "signer.crt")
+    shutil.copy(pem, kd / "signer.key")
+    keys = K.load_keys(kd)
+    with pytest.raises(K.KeyMaterialError, match="had expired"):
+        keys.check_valid()
+    pdf = tmp_path / "report.pdf"
+    shutil.copy(signed_run / "report.pdf", pdf)
+    unsigned = tmp_path / "unsigned.pdf"
+    from weasyprint import HTML
+
+    HTML(string="<h1>A report</h1>").write_pdf(unsigned)
+    sign_pdf(unsigned, keys, reason="test")  # with the lapsed key, bypassing execute's refusal
+    proc = run_cli("verify", str(unsigned), "--cert", str(crt), cwd=tmp_path)
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert "certificate 'Lapsed Signer' had expired at" in proc.stderr
+    assert "the signing time claimed by the signer (no trusted timestamp)" in proc.stderr
+    proc = run_cli("verify", str(pdf), "--cert", str(key_dir / "signer.crt"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr  # a valid certificate still passes

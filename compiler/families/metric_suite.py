@@ -96,7 +96,8 @@ def decision_text(resolved: dict[str, Any]) -> str:
     ks = f"K = {k['counterfactual']} (counterfactual), {k['group']} (group), {k['merit']} (merit)"
     if d["rule"] == "threshold":
         return (f"decision rule: selected = score >= {d['threshold']:g} on each system's scale "
-                f"(analysis.decision.threshold); MARC and nDCG@K are ranking metrics and keep {ks}")
+                f"(analysis.decision.threshold); the ranking metrics keep their K: MARC {k['counterfactual']}, "
+                f"nDCG@K {k['merit']}")
     if (resolved["analysis"].get("decision") or {}).get("top_k") is not None:
         return f"decision rule: top-K, {ks} (analysis.decision.top_k)"
     return (f"decision rule: top-K, {ks} (analysis.k); set analysis.decision to "

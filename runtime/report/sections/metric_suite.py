@@ -90,6 +90,8 @@ CI_TEXT: dict[str, str] = {
                                                               "job and match label, every resampled pool "
                                                               "ranked again"),
     "paired bootstrap over candidates": "paired bootstrap over candidates",
+    "candidate bootstrap within jobs and labels": ("bootstrap of the base candidates within each job and match "
+                                                   "label (each keeps its selection at the threshold)"),
 }
 
 #: Label of each threshold tier; what each tier means is in ``metric_suite_text.html.j2`` (seed 000 §3.7).
@@ -239,6 +241,15 @@ def _counts(statuses: Iterable[str]) -> dict[str, int]:
 #: Metrics read at the decision rule's cut-off (:data:`runtime.analysis.SELECTION_METRICS`).
 SELECTION_METRICS = ("flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "equal_opportunity_gap",
                      "equalized_odds_gap")
+
+
+#: Labels and interval descriptions that name a top-K, as they read under a threshold rule (issue 15).
+THRESHOLD_LABELS = {"flip_rate": "Flip rate (threshold crossings)",
+                    "retention_rate": "Retention rate (macro retention at the threshold)",
+                    "recall_at_k": "Recall at the threshold (Recall@K under a top-K rule)"}
+THRESHOLD_CI = {"recall_at_k": "candidate bootstrap within jobs and labels"}
+THRESHOLD_BASIS_AT_THRESHOLD = {"retention_rate": "Four-fifths rule applied to retention at the decision threshold "
+                                                  "(statutory analogue)"}
 
 
 def threshold_of(meta: Mapping[str, Any]) -> float | None:
@@ -465,9 +476,14 @@ def _units(
             entries = []
             for metric in metric_ids:
                 info = _metric_info(metric)
+                if threshold_of(meta) is not None:
+                    info = {**info, "label": THRESHOLD_LABELS.get(metric, info["label"]),
+                            "ci": THRESHOLD_CI.get(metric, info["ci"])}
                 mrecs = [r for r in crecs if str(r.get("metric")) == metric]
                 rows, diag_headers = _metric_rows(mrecs, info, variant_order, reference, alpha)
                 ci_coverage = coverage.statement(metric, n_jobs)
+                if ci_coverage and threshold_of(meta) is not None and metric in SELECTION_METRICS:
+                    ci_coverage += " (measured under a top-K rule, not at a threshold)"
                 ks = [r.get("k") for r in mrecs if not is_missing(r.get("k"))]
                 k = fmt_int(ks[0]) if ks else fmt_text((meta.get("k") or {}).get(info["family"]))
                 tests = _ordered(str(r.get("test")) for r in mrecs if isinstance(r.get("test"), str) and r.get("test"))
@@ -590,10 +606,13 @@ def _drift(drift: pd.DataFrame | None, units: list[dict], variant_order: list[st
     } for r in recs]
 
 
-def _threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str]) -> list[dict[str, Any]]:
+def _threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str],
+                     decision_threshold: float | None = None) -> list[dict[str, Any]]:
     rows = []
     for metric in metric_ids:
         info = _metric_info(metric)
+        if decision_threshold is not None:
+            info["label"] = THRESHOLD_LABELS.get(metric, info["label"])
         res = thresholds.get("research", {}).get(metric) or {}
         ops = thresholds.get("operational", {}).get(metric) or {}
         cmp = "≤" if info["direction"] == "lower" else "≥"
@@ -607,7 +626,8 @@ def _threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str]) -> li
             "operational_investigate": f"{x}{cmp} {fmt_threshold(ops.get('investigate'))}",
             "differs_pass": res.get("pass") != ops.get("pass"),
             "differs_investigate": res.get("investigate") != ops.get("investigate"),
-            "basis": THRESHOLD_BASIS.get(metric, ""),
+            "basis": (THRESHOLD_BASIS_AT_THRESHOLD.get(metric) if decision_threshold is not None else None)
+            or THRESHOLD_BASIS.get(metric, ""),
         })
     return rows
 
@@ -759,7 +779,7 @@ def metric_suite_sections(
                              "score_delta_pass": fmt_threshold(research.get("score_delta", {}).get("pass"))},
                     order=ORDER["drift"])]),
         Section(id="appendix", title="Thresholds and method", template="sections/metric_suite_appendix.html.j2",
-                context={"thresholds": _threshold_table(thresholds, metric_ids), "reference": reference,
+                context={"thresholds": _threshold_table(thresholds, metric_ids, threshold_of(meta)), "reference": reference,
                          "alpha": fmt_threshold(meta.get("alpha")), "n_bootstrap": fmt_int(meta.get("n_bootstrap")),
                          "digits": CLASSIFY_SIGNIFICANT_DIGITS, "ranking": meta.get("ranking") or "swap_in",
                          "threshold": threshold_of(meta)},
