@@ -15,7 +15,7 @@ import datetime
 
 from typing import Annotated, Literal, Union
 
-from pydantic import (BaseModel, field_validator, BeforeValidator, ConfigDict, Discriminator, Field, StrictInt, Tag,
+from pydantic import (BaseModel, field_validator, BeforeValidator, ConfigDict, Discriminator, Field, StrictFloat, StrictInt, Tag,
                       create_model)
 
 from compiler.blocks import blocks as plugin_blocks
@@ -395,8 +395,9 @@ class Decision(Strict):
     """
 
     top_k: int | None = Field(default=None, ge=1, description="Shortlist size K of every family.")
-    threshold: float | None = Field(
-        default=None, description="Selected = score >= threshold, on each system's score scale.")
+    threshold: StrictInt | StrictFloat | dict[Id, StrictInt | StrictFloat] | None = Field(
+        default=None, description="Selected = score >= threshold, on the system's own score scale: one number "
+        "when every system shares one score_range, else one per system id ({system: t}).")
 
 
 #: Controls the effect-size models may adjust for (seed 003 §3.7: occupation, seniority, model,
@@ -522,6 +523,10 @@ class _AnalysisBase(Strict):
     validity: Validity | None = Field(
         default=None, description="Validity protocol (seed 003 §3.7); a failed check makes the "
         "verdict INCONCLUSIVE (exit 5).")
+
+    def selects_by_threshold(self) -> bool:
+        """Whether ``decision`` selects by a score threshold (there is then no shortlist to fill)."""
+        return self.decision is not None and self.decision.threshold is not None
 
     def shortlist(self) -> dict[str, int]:
         """Shortlist size K per family in force: ``decision.top_k`` for every family when given, else ``k``."""

@@ -39,7 +39,7 @@ MSG_BLIND_DESIGN = ("blind: true needs a design whose résumés the tool writes 
 MSG_BLIND_COLUMNS = ("a blind score file has the columns resume_id and score; columns may only rename score "
                      "(got {got})")
 #: What the lock records as the fingerprint of a blind score file, which comes back after the lock.
-BLIND_FINGERPRINT = "returned after the lock: see run.json blind_scoring"
+BLIND_FINGERPRINT = "returned after the lock: see run.json systems_info.<system id>.blind.file_sha256"
 MSG_RESOLUTION = "score_resolution {res} must be smaller than the width of score_range {rng}"
 
 
@@ -234,7 +234,8 @@ def read_system_file(ls: LoadedSpec, i: int, system: Any):
     if cand is not None and cand.generator == "population":  # profile ids exist only once generated
         return None
     variants = list(variant_table(ls.spec)) if ls.spec.axes else None
-    k = ls.spec.analysis.shortlist() if cand is None else None
+    # K is checked against the file for a top-K rule; under a threshold no shortlist must be filled
+    k = ls.spec.analysis.shortlist() if cand is None and not ls.spec.analysis.selects_by_threshold() else None
     jobs = [j.id for j in ls.spec.jobs]
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, tuple(jobs), tuple(variants or ()), (lo, hi),

@@ -184,6 +184,9 @@ def advisories(ls: LoadedSpec) -> list[Issue]:
         out.append(ls.issue(("systems",), MSG_NO_SOURCE, key=True))
     for i, s in enumerate(ls.spec.systems):
         out += hook_for(s.kind).advisories(ls, i, s)
+    from compiler.families.metric_suite import threshold_advisories
+
+    out += threshold_advisories(ls)
     ex = ls.raw.get("execution") if isinstance(ls.raw, dict) else None
     if isinstance(ex, dict) and "batch_size" in ex:
         out.append(ls.issue(("execution", "batch_size"), MSG_BATCH_SIZE_IGNORED))

@@ -34,9 +34,12 @@ from runtime.blind import MSG_NO_BLIND, key_id, load_key, new_key
 #: Columns of the vendor's file: nothing else leaves the auditor.
 VENDOR_COLUMNS = ("resume_id", "job_id", "text")
 MSG_DIR_NOT_EMPTY = "{dir}: {name} exists and differs from this export; choose an empty folder"
+MSG_DIR_OTHER = ("{dir} holds {files}, which would go to the vendor with the export; choose an empty folder "
+                 "outside the spec's folder")
+MSG_NOT_DIR = "{dir} is a file, not a folder: --for-vendor names the folder to write the vendor's files into"
 
 VENDOR_README = """\
-Résumés to score: {n} résumés for {jobs} job(s), exported on {date} for audit {audit!r}.
+Résumés to score: {n} résumés for {jobs} job(s), exported on {date}.
 
 Files
 - resumes.csv: resume_id, job_id, text. Score every row with your system, as you would a real application
@@ -132,8 +135,14 @@ def export_for_vendor(spec_path: Path, out: Path, *, quiet: bool = False) -> Exp
     lo, hi = blind[0]["score_range"]
     files = {"resumes.csv": vendor.to_csv(index=False).encode("utf-8"),
              "jobs.csv": jobs.to_csv(index=False).encode("utf-8"),
-             "README.txt": VENDOR_README.format(n=len(vendor), jobs=len(jobs), date=utc_now()[:10], audit=r["audit"],
+             "README.txt": VENDOR_README.format(n=len(vendor), jobs=len(jobs), date=utc_now()[:10],
                                                 lo=lo, hi=hi).encode("utf-8")}
+    if out.exists() and not out.is_dir():
+        raise AuditError(MSG_NOT_DIR.format(dir=out))
+    if out.is_dir():
+        other = sorted(p.name for p in out.iterdir() if p.name not in files)
+        if other:
+            raise AuditError(MSG_DIR_OTHER.format(dir=out, files=", ".join(other[:5]) + (" ..." if len(other) > 5 else "")))
     out.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         p = out / name

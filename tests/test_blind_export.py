@@ -86,6 +86,12 @@ def test_the_vendor_file_reveals_nothing_and_blind_scores_give_the_same_metrics(
 
     # the vendor scores each text and returns resume_id,score in its own order
     scored = sorted(((r["resume_id"], vendor_score(r["text"])) for r in rows), key=lambda t: t[1])
+    (blind / "elsewhere").mkdir()
+    (blind / "elsewhere" / "notes.txt").write_text("private notes")
+    proc = run_cli("export", "spec.yaml", "--for-vendor", "elsewhere", "--quiet", cwd=blind)
+    assert proc.returncode == 2 and "holds notes.txt, which would go to the vendor" in proc.stderr
+    proc = run_cli("export", "spec.yaml", "--for-vendor", "spec.yaml", "--quiet", cwd=blind)
+    assert proc.returncode == 2 and "is a file, not a folder" in proc.stderr and "Traceback" not in proc.stderr
     (blind / "vendor-scores.csv").write_text("resume_id,score\n" + "".join(f"{i},{s}\n" for i, s in scored))
     proc = run_cli("execute", "spec.yaml", "--quiet", cwd=blind)
     assert proc.returncode in (0, 4), proc.stderr

@@ -147,3 +147,42 @@ def test_a_bad_decision_rule_is_a_located_error(tmp_path, decision, key, message
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert key in proc.stderr and message in proc.stderr, proc.stderr
     assert not (tmp_path / "spec.lock.json").exists()
+
+
+def test_one_threshold_for_systems_on_different_scales_is_refused_and_a_mapping_is_read_per_system(tmp_path):
+    two = SPEC.replace("    score_range: [0, 100]\n", "    score_range: [0, 100]\n  - id: rescaled\n    kind: precomputed\n"
+                       "    path: rescaled.csv\n    score_range: [0, 1]\n")
+    (tmp_path / "scores.csv").write_text(scores_csv())
+    (tmp_path / "rescaled.csv").write_text("\n".join(
+        line if i == 0 else ",".join(p if j != 3 else f"{int(p) / 100:g}" for j, p in enumerate(line.split(",")))
+        for i, line in enumerate(scores_csv().strip().split("\n"))) + "\n")
+    (tmp_path / "spec.yaml").write_text(two + "  decision: {threshold: 0.7}\n")
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "the systems have different score scales ([0, 1], [0, 100])" in proc.stderr
+    (tmp_path / "spec.yaml").write_text(two + "  decision: {threshold: {vendor: 70, rescaled: 0.7}}\n")
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    assert proc.returncode in (0, 4), proc.stderr
+    run = next((tmp_path / "reports" / "vendor-threshold").iterdir())
+    rows = list(csv.DictReader(io.StringIO((run / "metrics.csv").read_text())))
+    flips = {r["system"]: float(r["value"]) for r in rows if r["metric"] == "flip_rate" and r["variant"] == "black"}
+    assert flips == {"vendor": pytest.approx(3 / 8), "rescaled": pytest.approx(3 / 8)}  # the same data, the same rule
+    ir = next(r for r in rows if r["metric"] == "impact_ratio" and r["variant"] == "black" and r["system"] == "vendor")
+    # LL144's ratio of selection rates beside the seed's retention ratio: 3 of 8 against 4 of 8
+    assert "selection rates at the threshold: reference 4/8, variant 3/8; their ratio 0.75 is LL144's impact ratio" \
+        in ir["notes"]
+
+
+def test_a_threshold_no_score_reaches_is_a_warning_and_gives_n_a_not_pass(tmp_path):
+    (tmp_path / "spec.yaml").write_text(SPEC + "  decision: {threshold: 95}\n")
+    (tmp_path / "scores.csv").write_text(scores_csv())
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 0 and "warning:" in proc.stderr and "no score reaches it" in proc.stderr, proc.stderr
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    run = next((tmp_path / "reports" / "vendor-threshold").iterdir())
+    rows = list(csv.DictReader(io.StringIO((run / "metrics.csv").read_text())))
+    for r in rows:
+        if r["metric"] in ("flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "equal_opportunity_gap",
+                           "equalized_odds_gap"):
+            assert r["value"] == "" and r["status"] == "N/A" and "compare nothing" in r["notes"], r

@@ -32,7 +32,7 @@ def issues(ls: LoadedSpec) -> list[Issue]:
         out.append(ls.issue(("candidates", "matching_per_job"),
                             MSG_M_GT_K.format(m=c.matching_per_job, k=c.base_per_job)))
     family, kk = max(spec.analysis.shortlist().items(), key=lambda kv: kv[1])
-    if c.base_per_job < kk:
+    if c.base_per_job < kk and not spec.analysis.selects_by_threshold():
         out.append(ls.issue(("candidates", "base_per_job"), MSG_K_LT_k.format(k=c.base_per_job, family=family, kk=kk)))
     for i, job in enumerate(spec.jobs):
         if job.family is None and job.id not in TEMPLATE_FAMILIES:

@@ -29,6 +29,11 @@ MSG_DECISION_ONE = ("analysis.decision takes exactly one rule: {{top_k: K}} (the
                     "of each job are selected) or {{threshold: t}} (selected = score >= t); got {got}")
 MSG_DECISION_K_TWICE = ("analysis.decision.top_k sets K of every family, and analysis.k sets it per family: "
                         "give the shortlist size in one place")
+MSG_THRESHOLD_SCALES = ("the systems have different score scales ({scales}): one threshold cannot mean the same "
+                        "on each; give one per system, e.g. threshold: {{{example}}}")
+MSG_THRESHOLD_SYSTEMS = "analysis.decision.threshold needs one value per system: missing {missing}; unknown {unknown}"
+MSG_THRESHOLD_UNREACHED = ("analysis.decision.threshold {t:g}: {what} of system '{system}' in {file} (scores from "
+                           "{lo:g} to {hi:g}); the selection metrics would compare nothing")
 MSG_THRESHOLD_RANGE = ("analysis.decision.threshold {t:g} lies outside the score scale of system '{system}' "
                        "(score_range [{lo:g}, {hi:g}]): a threshold must satisfy low < t <= high, or it "
                        "selects every candidate or none")
@@ -71,11 +76,55 @@ def decision_issues(ls: LoadedSpec) -> list[Issue]:
     if d.top_k is not None:
         return [ls.issue(("analysis", "k"), MSG_DECISION_K_TWICE)] if "k" in ls.spec.analysis.model_fields_set else []
     out = []
-    for system in ls.spec.systems:
+    systems = {s.id: s for s in ls.spec.systems}
+    if isinstance(d.threshold, dict):
+        missing = [s for s in systems if s not in d.threshold]
+        unknown = [s for s in d.threshold if s not in systems]
+        if missing or unknown:
+            return [ls.issue(("analysis", "decision", "threshold"), MSG_THRESHOLD_SYSTEMS.format(
+                missing=", ".join(missing) or "none", unknown=", ".join(unknown) or "none"))]
+    else:
+        scales = sorted({tuple(s.score_range) for s in systems.values()})
+        if len(scales) > 1:
+            return [ls.issue(("analysis", "decision", "threshold"), MSG_THRESHOLD_SCALES.format(
+                scales=", ".join(f"[{lo:g}, {hi:g}]" for lo, hi in scales),
+                example=", ".join(f"{s}: ..." for s in systems)))]
+    for system in systems.values():
+        t = threshold_for(d.threshold, system.id)
         lo, hi = system.score_range
-        if not lo < d.threshold <= hi:
-            out.append(ls.issue(("analysis", "decision", "threshold"), MSG_THRESHOLD_RANGE.format(
-                t=d.threshold, system=system.id, lo=lo, hi=hi)))
+        key = ("analysis", "decision", "threshold") + ((system.id,) if isinstance(d.threshold, dict) else ())
+        if not lo < t <= hi:
+            out.append(ls.issue(key, MSG_THRESHOLD_RANGE.format(t=t, system=system.id, lo=lo, hi=hi)))
+    return out
+
+
+def threshold_for(threshold: Any, system: str) -> float:
+    """The decision threshold of one system: the number, or its entry of a per-system mapping."""
+    return float(threshold[system] if isinstance(threshold, dict) else threshold)
+
+
+def threshold_advisories(ls: LoadedSpec) -> list[Issue]:
+    """A threshold above every score of a score file, or at or below every one, selects nobody or
+    everybody: the selection metrics would then compare nothing (a warning, issue 15)."""
+    from compiler.systems import read_system_file
+
+    d = ls.spec.analysis.decision
+    if d is None or d.threshold is None or decision_issues(ls):
+        return []
+    out = []
+    for i, s in enumerate(ls.spec.systems):
+        if s.kind != "precomputed" or s.blind:
+            continue
+        found = read_system_file(ls, i, s)
+        if found is None or found.problems or not found.rows:
+            continue
+        t = threshold_for(d.threshold, s.id)
+        scores = [r["score"] for r in found.rows]
+        lo, hi = min(scores), max(scores)
+        what = ("no score reaches it" if t > hi else "every score reaches it" if t <= lo else None)
+        if what:
+            out.append(ls.issue(("analysis", "decision", "threshold"), MSG_THRESHOLD_UNREACHED.format(
+                t=t, what=what, system=s.id, file=s.path, lo=lo, hi=hi)))
     return out
 
 
@@ -85,7 +134,7 @@ def decision_of(resolved: dict[str, Any]) -> dict[str, Any]:
     a = resolved["analysis"]
     d = a.get("decision") or {}
     if "threshold" in d:
-        return {"rule": "threshold", "threshold": float(d["threshold"]), "k": dict(a["k"])}
+        return {"rule": "threshold", "threshold": d["threshold"], "k": dict(a["k"])}
     return {"rule": "top_k", "k": dict(a["k"])}
 
 
@@ -95,7 +144,9 @@ def decision_text(resolved: dict[str, Any]) -> str:
     k = d["k"]
     ks = f"K = {k['counterfactual']} (counterfactual), {k['group']} (group), {k['merit']} (merit)"
     if d["rule"] == "threshold":
-        return (f"decision rule: selected = score >= {d['threshold']:g} on each system's scale "
+        t = d["threshold"]
+        t = ", ".join(f"{s} {v:g}" for s, v in t.items()) if isinstance(t, dict) else f"{t:g}"
+        return (f"decision rule: selected = score >= {t} on each system's scale "
                 f"(analysis.decision.threshold); the ranking metrics keep their K: MARC {k['counterfactual']}, "
                 f"nDCG@K {k['merit']}")
     if (resolved["analysis"].get("decision") or {}).get("top_k") is not None:

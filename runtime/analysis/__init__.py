@@ -56,12 +56,14 @@ TOP_K_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "recal
 SELECTION_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "recall_at_k",
                                "equal_opportunity_gap", "equalized_odds_gap"})
 NOTE_THRESHOLD = "selected = score >= {t:g} (analysis.decision.threshold)"
+NOTE_NONE_SELECTED = ("no reference or variant résumé scores at or above the decision threshold: the selection "
+                      "metrics compare nothing (N/A)")
 NOTE_NOT_INFORMATIVE = "{test} not informative in this design ({why}): left out of BH, p_adj empty"
 NOTE_SHARED_TEST = "{test} counted once in BH ({why}); p_adj empty here"
 
 ERR_K = "k must map each family ({families}) to a positive integer, got {got!r}"
 ERR_ALPHA = "alpha must lie in (0, 1), got {got!r}"
-ERR_THRESHOLD = "threshold must be a finite number or None, got {got!r}"
+ERR_THRESHOLD = "threshold must be a finite number, a mapping of system id to one, or None, got {got!r}"
 ERR_N_BOOTSTRAP = "n_bootstrap must be a positive integer, got {got!r}"
 NOTE_REFERENCE = "reference variant compared with itself (no test)"
 
@@ -218,7 +220,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             score_resolution: Mapping[str, float | None] | None = None,
             ranking: str | None = None,
             variant_levels: Mapping[str, Mapping[str, str]] | None = None,
-            per_job: bool = False, threshold: float | None = None,
+            per_job: bool = False, threshold: float | Mapping[str, float] | None = None,
             progress: Callable[[int], None] | None = None) -> AnalysisResult:
     """Compute the metric suite of seed 000 §3.4-3.6 on a paired frame.
 
@@ -267,9 +269,9 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         Called as ``progress(n)`` with the number of cells finished since the previous call
         (an increment, like ``rich.progress.Progress.advance``: ``1`` after each cell); the
         increments add up to :func:`n_bootstrap_cells`.
-    threshold : float, optional
-        The decision threshold on each system's own score scale (``analysis.decision.threshold``,
-        issue 15): a resume is selected when its score is at or above it, and the metrics of
+    threshold : float or Mapping[str, float], optional
+        The decision threshold on each system's own score scale, or one per system id
+        (``analysis.decision.threshold``, issue 15): a resume is selected when its score is at or above it, and the metrics of
         :data:`SELECTION_METRICS` are read at that cut-off instead of the top-K (their ``k`` is
         empty and their notes name the threshold). None: the top-K rule with ``k``.
 
@@ -286,9 +288,9 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         frame errors of :func:`runtime.analysis.frame.cohorts`.
     """
     kk = _check_args(k=k, alpha=alpha, n_bootstrap=n_bootstrap, thresholds=thresholds)
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
-                                  or not math.isfinite(threshold)):
-        raise ValueError(ERR_THRESHOLD.format(got=threshold))
+    for t in (threshold.values() if isinstance(threshold, Mapping) else [threshold]):
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t)):
+            raise ValueError(ERR_THRESHOLD.format(got=threshold))
     if ranking is None:
         from compiler.methods import RANKING
 
@@ -348,6 +350,8 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
 
 def _compute(metric_id: str, pairing: Pairing) -> tuple[CellResult, float]:
     """One metric cell and the largest SE of the bootstrap distributions it drew (nan: none)."""
+    if pairing.thresholded and metric_id in SELECTION_METRICS and not (pairing.sel_ref.any() or pairing.sel_var.any()):
+        return CellResult.undefined(NOTE_NONE_SELECTED), math.nan
     sink: list[float] = []
     token = stats.BOOTSTRAP_SE.set(sink)
     try:

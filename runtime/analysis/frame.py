@@ -182,7 +182,7 @@ def _score_range(score_range: Mapping[str, tuple[float, float]], system: str) ->
 def cohorts(paired: pd.DataFrame, *, reference: str,
             score_range: Mapping[str, tuple[float, float]],
             score_resolution: Mapping[str, float | None] | None = None,
-            ranking: str = PER_VARIANT, threshold: float | None = None) -> list[Cohort]:
+            ranking: str = PER_VARIANT, threshold: float | Mapping[str, float] | None = None) -> list[Cohort]:
     """Validate ``paired`` and pivot it into one :class:`Cohort` per system x condition.
 
     Parameters
@@ -200,8 +200,9 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
         ``per_variant`` (seed 000 §3.3): a variant's rank is its mid-rank in its own pool.
         ``swap_in``: a variant's rank is that of its resume swapped into the reference pool
         (:func:`swap_in_ranks`). The reference's rank is the same either way.
-    threshold : float, optional
-        Decision threshold on every system's own score scale (``analysis.decision.threshold``):
+    threshold : float or Mapping[str, float], optional
+        Decision threshold on every system's own score scale, or one per system id
+        (``analysis.decision.threshold``):
         each cohort's ``selected`` marks the scores at or above it. None: a top-K rule.
 
     Returns
@@ -261,14 +262,15 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
             for v in variants[1:]:
                 rank[v], tie[v] = swap_in_ranks(raw[reference], raw[v], job, len(uniques))
         resolution = stats.score_grid((score_resolution or {}).get(system), sub["score"].to_numpy(float))
-        selected = None if threshold is None else {
-            v: (wide["score"][v].to_numpy(dtype=float) >= threshold).astype(float) for v in variants}
+        t = threshold.get(system) if isinstance(threshold, Mapping) else threshold
+        selected = None if t is None else {
+            v: (wide["score"][v].to_numpy(dtype=float) >= t).astype(float) for v in variants}
         out.append(Cohort(system=system, condition=condition, reference=reference,
                           variants=variants, job_ids=job_ids, cv_ids=cv_ids, job=job,
                           n_jobs=len(uniques), score=score, rank=rank, match=match,
                           n_unlabelled_jobs=n_unlabelled, tie=tie,
                           resolution=resolution, step=resolution / (hi - lo), ranking=ranking,
-                          pool_rank=pool_rank, pool_tie=pool_tie, threshold=threshold, selected=selected))
+                          pool_rank=pool_rank, pool_tie=pool_tie, threshold=t, selected=selected))
     return out
 
 

@@ -15,6 +15,8 @@ REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 b
 #: Under swap-in ranking the impact ratio's paired test is the flip rate's McNemar test.
 SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH"
 #: A threshold no reference resume reaches leaves retention undefined (issue 15).
+NOTE_SELECTION_RATES = ("selection rates at the threshold: reference {r:g}/{n}, variant {v:g}/{n}; their ratio "
+                        "{ratio:.4g} is LL144's impact ratio, not the value above (seed 000 Eq. 3, retention)")
 NOTE_NONE_SELECTED = "no reference resume scores at or above the decision threshold: undefined"
 
 
@@ -135,5 +137,9 @@ def impact_ratio(p: Pairing) -> CellResult:
         (in_ref, both), lambda i, b: _macro_b(b, i, onehot) / _macro_b(i, i, onehot), strata=p.job,
         value=value, n_resamples=p.n_bootstrap, rng=p.rng("impact_ratio"))
     low, high, notes = float(ci.low), float(ci.high), list(ci.notes)
+    if p.thresholded and not p.is_reference:  # the ratio LL144 and the four-fifths rule read at a cut-off
+        s_ref, s_var = exact_sum(p.sel_ref), exact_sum(p.sel_var)
+        rate = (s_var / s_ref) if s_ref > 0 else math.nan
+        notes.append(NOTE_SELECTION_RATES.format(r=s_ref, v=s_var, n=p.n, ratio=rate))
     return CellResult(value=value, ci_low=low, ci_high=high, p_value=pv, test=test,
                       notes=notes, diagnostics=diag, not_informative=why, shared_test=shared)

@@ -273,7 +273,8 @@ def _run_stages(ctx: RunContext) -> None:
         for name, frame in artifacts.items():
             folder.write_csv(name, frame)
     if "paired" in ctx.provides:
-        check_base_counts(ctx.scores, r["analysis"]["k"])
+        if "threshold" not in (r["analysis"].get("decision") or {}):  # a threshold fills no shortlist
+            check_base_counts(ctx.scores, r["analysis"]["k"])
         from runtime.rank import paired_frame
 
         folder.stage("rank")

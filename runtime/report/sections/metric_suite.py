@@ -246,23 +246,37 @@ SELECTION_METRICS = ("flip_rate", "retention_rate", "impact_ratio", "recall_at_k
 #: Labels and interval descriptions that name a top-K, as they read under a threshold rule (issue 15).
 THRESHOLD_LABELS = {"flip_rate": "Flip rate (threshold crossings)",
                     "retention_rate": "Retention rate (macro retention at the threshold)",
-                    "recall_at_k": "Recall at the threshold (Recall@K under a top-K rule)"}
+                    "recall_at_k": "Recall at the threshold (Recall@K under a top-K rule)",
+                    "impact_ratio": "Impact ratio (retention ratio at the threshold; not LL144's ratio of selection rates)"}
 THRESHOLD_CI = {"recall_at_k": "candidate bootstrap within jobs and labels"}
 THRESHOLD_BASIS_AT_THRESHOLD = {"retention_rate": "Four-fifths rule applied to retention at the decision threshold "
-                                                  "(statutory analogue)"}
+                                                  "(statutory analogue)",
+                                "impact_ratio": "Four-fifths rule applied to retention at the decision threshold "
+                                                "(seed 000 Eq. 3); the ratio of selection rates (LL144) is in the notes"}
 
 
-def threshold_of(meta: Mapping[str, Any]) -> float | None:
-    """The decision threshold of ``analysis.decision`` (issue 15), or None under a top-K rule."""
+def threshold_of(meta: Mapping[str, Any], system: str | None = None) -> float | None:
+    """The decision threshold of ``analysis.decision`` (issue 15) for ``system`` (a per-system mapping is
+    read at its entry), or None under a top-K rule."""
     t = (meta.get("decision") or {}).get("threshold")
+    if isinstance(t, Mapping):
+        return float(t[system]) if system in t else None
     return None if t is None else float(t)
+
+
+def threshold_text(meta: Mapping[str, Any]) -> str | None:
+    """The decision threshold in words ("70", or "vendor-a: 70, vendor-b: 0.7"); None under top-K."""
+    t = (meta.get("decision") or {}).get("threshold")
+    if isinstance(t, Mapping):
+        return ", ".join(f"{s}: {float(v):g}" for s, v in t.items())
+    return None if t is None else f"{float(t):g}"
 
 
 def decision_rule_text(meta: Mapping[str, Any]) -> str:
     """The decision rule in words, for the design facts (issue 15)."""
-    t = threshold_of(meta)
+    t = threshold_text(meta)
     if t is not None:
-        return (f"a candidate is selected when its score is at or above {t:g}, on each system's own scale "
+        return (f"a candidate is selected when its score is at or above {t}, on each system's own scale "
                 "(analysis.decision.threshold)")
     if (meta.get("decision") or {}).get("top_k") is not None:
         return "the K best-scored candidates of each job are selected (analysis.decision.top_k)"
@@ -272,7 +286,7 @@ def decision_rule_text(meta: Mapping[str, Any]) -> str:
 
 def _facts(meta: Mapping[str, Any], reference: str) -> list[dict[str, Any]]:
     k = meta.get("k") or {}
-    thr = threshold_of(meta)
+    thr = threshold_text(meta)
     return [
         {"label": "Decision rule", "value": decision_rule_text(meta), "code": False},
         {"label": "Shortlist size K" + (" (MARC and nDCG@K only)" if thr is not None else ""),
@@ -476,13 +490,14 @@ def _units(
             entries = []
             for metric in metric_ids:
                 info = _metric_info(metric)
-                if threshold_of(meta) is not None:
+                thr = threshold_of(meta, system)
+                if thr is not None:
                     info = {**info, "label": THRESHOLD_LABELS.get(metric, info["label"]),
                             "ci": THRESHOLD_CI.get(metric, info["ci"])}
                 mrecs = [r for r in crecs if str(r.get("metric")) == metric]
                 rows, diag_headers = _metric_rows(mrecs, info, variant_order, reference, alpha)
                 ci_coverage = coverage.statement(metric, n_jobs)
-                if ci_coverage and threshold_of(meta) is not None and metric in SELECTION_METRICS:
+                if ci_coverage and thr is not None and metric in SELECTION_METRICS:
                     ci_coverage += " (measured under a top-K rule, not at a threshold)"
                 ks = [r.get("k") for r in mrecs if not is_missing(r.get("k"))]
                 k = fmt_int(ks[0]) if ks else fmt_text((meta.get("k") or {}).get(info["family"]))
@@ -496,6 +511,8 @@ def _units(
                 operational = thresholds.get("operational", {}).get(metric) or {}
                 anchor = _slug("m", system, condition, metric)
                 short = info["short"].replace("@K", f"@{k}") if k != MISSING else info["short"]
+                if thr is not None and metric == "recall_at_k":
+                    short = f"Recall at score ≥ {thr:g}"
                 chart = metric_chart_svg(
                     chart_id=anchor,
                     title=f"{info['label']} by variant, system {system}, condition {condition}",
@@ -520,9 +537,9 @@ def _units(
                     "short": short,
                     "family_label": _FAMILY_TEXT.get(info["family"], info["family"]),
                     "k": k,
-                    "cutoff": (f"selected = score ≥ {threshold_of(meta):g}"
-                               if threshold_of(meta) is not None and metric in SELECTION_METRICS else f"K = {k}"),
-                    "threshold": threshold_of(meta) if metric in SELECTION_METRICS else None,
+                    "cutoff": (f"selected = score ≥ {thr:g}"
+                               if thr is not None and metric in SELECTION_METRICS else f"K = {k}"),
+                    "threshold": thr if metric in SELECTION_METRICS else None,
                     "test_text": test_text,
                     "has_test": bool(tests) or any(not is_missing(r.get("p_value")) for r in mrecs),
                     "ci_text": CI_TEXT.get(info["ci"], info["ci"]),
@@ -607,7 +624,7 @@ def _drift(drift: pd.DataFrame | None, units: list[dict], variant_order: list[st
 
 
 def _threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str],
-                     decision_threshold: float | None = None) -> list[dict[str, Any]]:
+                     decision_threshold: str | None = None) -> list[dict[str, Any]]:
     rows = []
     for metric in metric_ids:
         info = _metric_info(metric)
@@ -760,7 +777,8 @@ def metric_suite_sections(
         Section(id="at-a-glance", title="Design at a glance", template="_glance.html.j2",
                 context={"anchor": "at-a-glance", "facts": _facts(meta, reference)}, order=ORDER["facts"], toc=False),
         Section(id="risk", title="Risk summary", template="sections/metric_suite_risk.html.j2",
-                context={**_risk(risk), "kpis": _kpis(metrics)}, order=ORDER["summary"]),
+                context={**_risk(risk), "kpis": _kpis(metrics), "threshold": threshold_text(meta)},
+                order=ORDER["summary"]),
         Section(id="fail-variants", title="Variants triggering FAIL",
                 template="sections/metric_suite_fail_variants.html.j2",
                 context={"rows": _fail_table(units, meta, variant_order), "reference": reference},
@@ -779,9 +797,9 @@ def metric_suite_sections(
                              "score_delta_pass": fmt_threshold(research.get("score_delta", {}).get("pass"))},
                     order=ORDER["drift"])]),
         Section(id="appendix", title="Thresholds and method", template="sections/metric_suite_appendix.html.j2",
-                context={"thresholds": _threshold_table(thresholds, metric_ids, threshold_of(meta)), "reference": reference,
+                context={"thresholds": _threshold_table(thresholds, metric_ids, threshold_text(meta)), "reference": reference,
                          "alpha": fmt_threshold(meta.get("alpha")), "n_bootstrap": fmt_int(meta.get("n_bootstrap")),
                          "digits": CLASSIFY_SIGNIFICANT_DIGITS, "ranking": meta.get("ranking") or "swap_in",
-                         "threshold": threshold_of(meta)},
+                         "threshold": threshold_text(meta)},
                 order=ORDER["appendix"]),
     ]
