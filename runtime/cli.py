@@ -246,6 +246,7 @@ def execute(
     tier: Annotated[TierName, typer.Option("--tier", help="Threshold tier the gate reads.")] = TierName.research,
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Signing keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys. A named directory without keys is an error; an empty default means an unsigned run.", show_default=False)] = None,
     resume: Annotated[Optional[Path], typer.Option("--resume", help="Complete this killed or failed run folder in place (finished tasks are reused from the task store).", show_default=False, metavar="RUN_DIR")] = None,
+    accept_vendor_file: Annotated[Optional[str], typer.Option("--accept-vendor-file", help="Use a blind system's returned score file although it differs from the one first read; the reason, both digests and the time are recorded in the run and its report.", show_default=False, metavar="REASON")] = None,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     import os
@@ -254,6 +255,8 @@ def execute(
     from runtime.keys import KEY_DIR_ENV, default_key_dir, load_keys
     from runtime.pipeline import execute as run_execute, gate_tripped
 
+    if accept_vendor_file is not None and not accept_vendor_file.strip():
+        raise AuditError("--accept-vendor-file needs a reason (it is printed in the report)")
     kd = key_dir or default_key_dir()
     keys = load_keys(kd)  # before any work: a broken key directory stops the run at once (exit 2)
     if keys is not None:  # an expired or not-yet-valid certificate cannot sign (exit 2, naming the dates)
@@ -266,7 +269,7 @@ def execute(
         _console(stderr=True).print(_styled(
             "warning: UNSIGNED run", "bold red", f": no signing keys in {kd}. The report and manifest will not be "
             "signed and `audit verify` will fail on this run. Create keys with `audit keygen` (or pass --key-dir)."))
-    result = run_execute(spec, out=out, quiet=quiet, keys=keys, resume=resume)
+    result = run_execute(spec, out=out, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file)
     console = _console()
     reused = result.run.get("reused_tasks") or []
     if reused:

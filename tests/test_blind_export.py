@@ -110,6 +110,26 @@ def test_the_vendor_file_reveals_nothing_and_blind_scores_give_the_same_metrics(
     html = (run / "report.html").read_text()
     assert "Blind scoring by the vendor" in html and info["file_sha256"] in html
 
+    assert (run / "blind_scores_vendor.csv").read_bytes() == (blind / "vendor-scores.csv").read_bytes()
+    assert "blind_scores_vendor.csv" in (run / "manifest.json").read_text()
+
+    # a changed returned file is refused, naming both digests, until it is accepted with a reason
+    first = info["file_sha256"]
+    changed = (blind / "vendor-scores.csv").read_text().replace(f"{scored[0][0]},{scored[0][1]}",
+                                                                 f"{scored[0][0]},{scored[0][1] + 1}")
+    (blind / "vendor-scores.csv").write_text(changed)
+    second = hashlib.sha256(changed.encode()).hexdigest()
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=blind)
+    assert proc.returncode == 3 and "the vendor's returned file changed since it was first read" in proc.stderr
+    assert f"sha256 {first} -> {second}" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--accept-vendor-file", "the vendor corrected one score", cwd=blind)
+    assert proc.returncode in (0, 4), proc.stderr
+    latest = sorted((blind / "reports" / "blind-vendor").iterdir())[-1]
+    history = json.loads((latest / "run.json").read_text())["systems_info"]["vendor"]["blind"]["history"]
+    assert [h["sha256"] for h in history] == [first, second]
+    assert "the vendor corrected one score" in (latest / "report.html").read_text()
+    (blind / "vendor-scores.csv").write_text("resume_id,score\n" + "".join(f"{i},{s}\n" for i, s in scored))
+
     # the same scores keyed by the real ids, through an ordinary score file
     by_text = {(r["job_id"], r["cv_id"], r["variant"]): r["text"] for r in resumes}
     (plain / "real-ids.csv").write_text("job_id,cv_id,variant,score\n" + "".join(

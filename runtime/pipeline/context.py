@@ -44,6 +44,9 @@ class RunContext:
         Every result table written so far, by name (``metrics`` -> ``metrics.csv``).
     store : runtime.store.TaskStore
         The task store finished tasks are taken from and kept in.
+    accept_vendor_file : str or None
+        ``audit execute --accept-vendor-file REASON``: use a blind system's returned file although it
+        differs from the one first read (the change and its reason are recorded and reported).
     """
 
     compiled: Any
@@ -59,6 +62,7 @@ class RunContext:
     results: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     store: Any = None
+    accept_vendor_file: str | None = None
 
     @property
     def resolved(self) -> dict[str, Any]:

@@ -118,7 +118,7 @@ MSG_RESUME_OTHER_LOCK = ("{run}: the run was made under spec digest {old}, but {
 
 
 def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, keys=None,
-            resume: Path | None = None) -> RunResult:
+            resume: Path | None = None, accept_vendor_file: str | None = None) -> RunResult:
     """Run a locked spec end to end and write the run folder; or complete a killed or failed one.
 
     With ``keys`` (:class:`runtime.keys.SigningKeys`) the PDF is signed and the manifest is signed
@@ -199,7 +199,8 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
 
     try:
         with Progress(quiet=quiet) as progress:
-            ctx = RunContext(compiled=compiled, lock=lock, folder=folder, timings=timings, progress=progress)
+            ctx = RunContext(compiled=compiled, lock=lock, folder=folder, timings=timings, progress=progress,
+                             accept_vendor_file=accept_vendor_file)
             ctx.store = TaskStore(store_root(compiled))
             run["store"] = portable(ctx.store.root, compiled.loaded.folder)
             _run_stages(ctx)
@@ -271,7 +272,10 @@ def _run_stages(ctx: RunContext) -> None:
             ctx.scores = score_all(ctx, artifacts)
     finally:  # raw LLM answers are kept even when a later call fails
         for name, frame in artifacts.items():
-            folder.write_csv(name, frame)
+            if isinstance(frame, bytes):  # a file sealed as it was read (a blind system's returned scores)
+                folder.write_bytes(name, frame)
+            else:
+                folder.write_csv(name, frame)
     if "paired" in ctx.provides:
         if "threshold" not in (r["analysis"].get("decision") or {}):  # a threshold fills no shortlist
             check_base_counts(ctx.scores, r["analysis"]["k"])
@@ -342,7 +346,8 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                spec_folder=ctx.compiled.loaded.folder,
                                progress=ctx.progress.task, info=ctx.run["systems_info"], paired=paired,
                                seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts, store=ctx.store,
-                               batches=score_batches(ctx, sys_resolved["id"], resumes))
+                               batches=score_batches(ctx, sys_resolved["id"], resumes),
+                               accept_vendor_file=ctx.accept_vendor_file)
         scored = _score_one(ctx, adapter_for(sys_resolved["kind"])(sys_resolved), request)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)

@@ -46,6 +46,8 @@ class ScoreRequest:
     batches : list of ScoreBatch
         The plan's score batches of this system (:func:`compiler.plan.score_batches`), each with its
         base candidates; empty for a system that reads its scores from a file.
+    accept_vendor_file : str or None
+        The reason given with ``audit execute --accept-vendor-file`` (blind ``precomputed`` systems).
     """
 
     jobs: dict[str, str | None]
@@ -62,6 +64,7 @@ class ScoreRequest:
     store: Any = None
     plan_tasks: list[str] = field(default_factory=list)
     batches: list["ScoreBatch"] = field(default_factory=list)
+    accept_vendor_file: str | None = None
 
 
 @dataclass(frozen=True)

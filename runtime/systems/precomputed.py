@@ -15,13 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from compiler.errors import InputDataError
+from compiler.errors import InputDataError, LockError
 from compiler.score_file import (lines_text, missing_cells, read_blind_scores, read_csv_records, read_score_file,
                                  values_text)
 from runtime.systems import system
 from runtime.systems.base import ScoreRequest, SystemAdapter
 
 MSG_PREFIX = "{file}: system {system!r}: "
+MSG_BLIND_CHANGED = ("{file}: system {system!r}: the vendor's returned file changed since it was first read on {at} "
+                     "(sha256 {old} -> {new}). The scores are data of the pre-registered audit: restore the file, or "
+                     "use this one with `audit execute --accept-vendor-file \"REASON\"`, which records the change, "
+                     "both digests and the reason in the run and its report")
 MSG_BLIND_ABSENT = ("{file}: system {system!r} is blind and its file is not there yet: export the résumés with "
                     "`audit export SPEC --for-vendor DIR`, have the vendor score them, and save their "
                     "resume_id,score file as {file}")
@@ -115,10 +119,41 @@ class PrecomputedSystem(SystemAdapter):
                                              for r in key.itertuples(index=False)},
                                   score_range=tuple(self.resolved["score_range"]),
                                   columns=self.resolved.get("columns"), delimiter=self.resolved.get("delimiter"))
+        data = path.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
         request.artifacts["blind_key.csv"] = key
-        info = {"key": kid, "key_file": "blind_key.csv", "resumes": int(len(key)),
-                "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        sealed = f"blind_scores_{self.id}.csv"
+        request.artifacts[sealed] = data  # the returned file itself, byte for byte, sealed into the run
+        info = {"key": kid, "key_file": "blind_key.csv", "resumes": int(len(key)), "file_sha256": sha,
+                "sealed_file": sealed}
+        if not found.problems:
+            info["history"] = self._bind_returned(request, kid, rel, sha)
         return found, info
+
+    def _bind_returned(self, request: ScoreRequest, kid: str, rel: str, sha: str) -> list[dict[str, Any]]:
+        """The first returned file read is bound (its sha256 kept beside the key in the task store); a later,
+        different file is refused unless accepted with a reason, which is appended to the history that every
+        later run and report shows. Returns the history, oldest first."""
+        import json
+
+        from compiler.lock import utc_now
+
+        hid = f"{kid}-returned-{self.id}"
+        stored = request.store.get(hid) if request.store is not None else None
+        history = json.loads(stored["history"]) if stored else []
+        if history and history[-1]["sha256"] != sha:
+            if not (request.accept_vendor_file or "").strip():
+                raise LockError(MSG_BLIND_CHANGED.format(file=rel, system=self.id, at=history[-1]["read_at"],
+                                                         old=history[-1]["sha256"], new=sha))
+            history.append({"sha256": sha, "read_at": utc_now(), "reason": request.accept_vendor_file.strip()})
+        elif not history:
+            history.append({"sha256": sha, "read_at": utc_now(), "reason": "first returned file"})
+        else:
+            return history
+        if request.store is not None:
+            request.store.put(hid, "blind_returned", {"history": json.dumps(history, indent=1).encode()},
+                              key={"key": kid, "system": self.id})
+        return history
 
 
 def read_population_scores(path: Path, shown: str, profiles: pd.DataFrame,

@@ -388,7 +388,9 @@ def _design(meta: Mapping[str, Any], variant_order: list[str], reference: str) -
             "source": source_facts(meta.get("source")),
             "blind": [{"system": s["id"], "resumes": fmt_int((s.get("blind") or {}).get("resumes")),
                        "file_sha256": (s.get("blind") or {}).get("file_sha256") or MISSING,
-                       "key_file": (s.get("blind") or {}).get("key_file") or "blind_key.csv"}
+                       "key_file": (s.get("blind") or {}).get("key_file") or "blind_key.csv",
+                       "sealed_file": (s.get("blind") or {}).get("sealed_file") or MISSING,
+                       "history": (s.get("blind") or {}).get("history") or []}
                       for s in meta.get("systems") or [] if "blind" in s]}
 
 
