@@ -674,3 +674,31 @@ def test_verify_fails_a_pdf_signed_outside_the_certificates_validity(signed_run,
     assert "the signing time claimed by the signer (no trusted timestamp)" in proc.stderr
     proc = run_cli("verify", str(pdf), "--cert", str(key_dir / "signer.crt"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr  # a valid certificate still passes
+
+
+# ---------------------------------------------------------------------- independent verifiers (issue 16)
+
+def test_an_independent_dsse_implementation_verifies_the_manifest_envelope(signed_run, key_dir, tmp_path):
+    """securesystemslib's DSSE Envelope (secure-systems-lab, not our code) verifies manifest.dsse.json
+    with the run's Ed25519 public key; its payload is the in-toto Statement whose predicate is
+    manifest.json and whose subjects are the run's files; a changed payload fails there too."""
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+    from securesystemslib.signer import SSlibKey
+
+    pub = load_pem_public_key((key_dir / K.MANIFEST_PUB).read_bytes())
+    key = SSlibKey.from_crypto(pub, keyid=K.key_id(pub), scheme="ed25519")
+    raw = json.loads((signed_run / ENVELOPE).read_text())
+    envelope = Envelope.from_dict(raw)
+    assert envelope.payload_type == PAYLOAD_TYPE
+    assert set(envelope.verify([key], threshold=1)) == {K.key_id(pub)}
+    stmt = json.loads(envelope.payload)
+    assert stmt["predicateType"] == PREDICATE_TYPE
+    assert stmt["predicate"] == json.loads((signed_run / MANIFEST).read_text())  # the manifest, as signed
+    subjects = {s["name"]: s["digest"]["sha256"] for s in stmt["subject"]}
+    assert subjects["report.pdf"] == file_digest(signed_run / "report.pdf")["digest"]
+    tampered = json.loads((signed_run / ENVELOPE).read_text())  # from_dict consumes its input's signatures
+    tampered["payload"] = base64.b64encode(envelope.payload.replace(b"tiny-audit", b"tiny-audiT")).decode()
+    with pytest.raises(VerificationError):
+        Envelope.from_dict(tampered).verify([key], threshold=1)
