@@ -263,6 +263,51 @@ def guess_columns(header: Sequence[str], records: Sequence[Sequence[str]], *, jo
     return out
 
 
+def _open(path: Path, delimiter: str | None) -> tuple[ScoreFile, list[list[str]] | None, list[int]]:
+    """A score file's header (in ``out.header``), records and their lines; records None when the file
+    cannot be read or has no header (the problem is in ``out.problems``)."""
+    out = ScoreFile()
+    try:
+        header, records, lines, out.delimiter = read_csv_records(path, delimiter)
+    except (OSError, ValueError, csv.Error) as err:
+        out.problems.append(MSG_READ.format(err=err))
+        return out, None, []
+    out.header = header
+    if not header:
+        out.problems.append(MSG_NO_HEADER)
+        return out, None, []
+    return out, records, lines
+
+
+def _check_scores(rows: list[dict[str, Any]], score_range: tuple[float, float], out: ScoreFile, report,
+                  *, key: str) -> None:
+    """Empty, non-numeric and out-of-range scores, each reported with its lines (the range error with the
+    scale most scores lie on); a readable score is kept in ``row["score_value"]``."""
+    empty, nan, scores = [], [], []
+    for r in rows:
+        if r["score"].lower() in MISSING_WORDS:
+            empty.append(r)
+        elif (x := _number(r["score"])) is None:
+            nan.append(r)
+        else:
+            r["score_value"] = x
+            scores.append(r)
+    report(MSG_SCORE_EMPTY, empty, values=values_text([r["score"] or "empty" for r in empty]))
+    report(MSG_SCORE_NAN, nan, values=values_text([r["score"] for r in nan]))
+    lo, hi = score_range
+    bad = [r for r in scores if not lo <= r["score_value"] <= hi]
+    if bad:
+        vals = [r["score_value"] for r in scores]
+        report(MSG_SCORE_RANGE, bad, lo=lo, hi=hi, values=values_text([r["score"] for r in bad]), smin=min(vals),
+               smax=max(vals), key=key)
+        scale = likely_scale(vals) if len(bad) > len(scores) / 2 else None
+        if scale is not None and scale != (lo, hi):
+            still = [r for r in scores if not scale[0] <= r["score_value"] <= scale[1]]
+            out.problems[-1] += (f". Most scores lie in [{scale[0]:g}, {scale[1]:g}]" + (
+                f"; with that range, {lines_text([r['line'] for r in still])} (values "
+                f"{values_text([r['score'] for r in still])}) would still be outside it" if still else ""))
+
+
 def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] | None,
                     score_range: tuple[float, float], columns: Mapping[str, str] | None = None,
                     delimiter: str | None = None, k: Mapping[str, int] | None = None,
@@ -295,16 +340,10 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         Problems (empty when usable), warnings, the rows, and what was found (header, delimiter,
         mapping, base candidates per job).
     """
-    out = ScoreFile()
-    try:
-        header, records, lines, out.delimiter = read_csv_records(path, delimiter)
-    except (OSError, ValueError, csv.Error) as err:
-        out.problems.append(MSG_READ.format(err=err))
+    out, records, lines = _open(path, delimiter)
+    if records is None:
         return out
-    out.header = header
-    if not header:
-        out.problems.append(MSG_NO_HEADER)
-        return out
+    header = out.header
     delim = f"{DELIMITER_NAMES.get(out.delimiter, repr(out.delimiter))} {out.delimiter!r}"
     found = out.delimiter.join(header)
     if columns:
@@ -364,31 +403,7 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
     absent = [j for j in jobs if j not in seen_jobs]
     if absent:
         out.problems.append(MSG_JOB_ABSENT.format(jobs=", ".join(absent)))
-    empty, nan, scores = [], [], []
-    for r in rows:
-        if r["score"].lower() in MISSING_WORDS:
-            empty.append(r)
-            continue
-        x = _number(r["score"])
-        if x is None:
-            nan.append(r)
-        else:
-            r["score_value"] = x
-            scores.append(r)
-    report(MSG_SCORE_EMPTY, empty, values=values_text([r["score"] or "empty" for r in empty]))
-    report(MSG_SCORE_NAN, nan, values=values_text([r["score"] for r in nan]))
-    lo, hi = score_range
-    bad = [r for r in scores if not lo <= r["score_value"] <= hi]
-    if bad:
-        vals = [r["score_value"] for r in scores]
-        report(MSG_SCORE_RANGE, bad, lo=lo, hi=hi, values=values_text([r["score"] for r in bad]), smin=min(vals),
-               smax=max(vals), key=f"{key}.score_range")
-        scale = likely_scale(vals) if len(bad) > len(scores) / 2 else None
-        if scale is not None and scale != (lo, hi):
-            still = [r for r in scores if not scale[0] <= r["score_value"] <= scale[1]]
-            out.problems[-1] += (f". Most scores lie in [{scale[0]:g}, {scale[1]:g}]" + (
-                f"; with that range, {lines_text([r['line'] for r in still])} (values "
-                f"{values_text([r['score'] for r in still])}) would still be outside it" if still else ""))
+    _check_scores(rows, score_range, out, report, key=f"{key}.score_range")
     cells: dict[tuple[str, str, str], int] = {}
     dup = []
     for r in rows:
@@ -474,16 +489,10 @@ def read_blind_scores(path: Path, *, key: Mapping[str, tuple[str, str, str]], sc
         out-of-range scores), and when there are none the rows in the product's form (``job_id, cv_id,
         variant, score, is_true_match`` None, ``line``), so that the adapter treats them as any score file.
     """
-    out = ScoreFile()
-    try:
-        header, records, lines, out.delimiter = read_csv_records(path, delimiter)
-    except (OSError, ValueError, csv.Error) as err:
-        out.problems.append(MSG_READ.format(err=err))
+    out, records, lines = _open(path, delimiter)
+    if records is None:
         return out
-    out.header = header
-    if not header:
-        out.problems.append(MSG_NO_HEADER)
-        return out
+    header = out.header
     mapping = {"resume_id": "resume_id", "score": (columns or {}).get("score", "score")}
     missing = [p for p, n in mapping.items() if n not in header]
     if missing:
@@ -515,23 +524,7 @@ def read_blind_scores(path: Path, *, key: Mapping[str, tuple[str, str, str]], sc
     absent = [rid for rid in key if rid not in seen]
     if absent:
         out.problems.append(MSG_BLIND_MISSING.format(n=len(absent), examples=values_text(absent)))
-    empty, nan = [], []
-    for r in rows:
-        if r["score"].lower() in MISSING_WORDS:
-            empty.append(r)
-        elif (x := _number(r["score"])) is None:
-            nan.append(r)
-        else:
-            r["score_value"] = x
-    report(MSG_SCORE_EMPTY, empty, values=values_text([r["score"] or "empty" for r in empty]))
-    report(MSG_SCORE_NAN, nan, values=values_text([r["score"] for r in nan]))
-    lo, hi = score_range
-    scored = [r for r in rows if "score_value" in r]
-    bad = [r for r in scored if not lo <= r["score_value"] <= hi]
-    if bad:
-        vals = [r["score_value"] for r in scored]
-        report(MSG_SCORE_RANGE, bad, lo=lo, hi=hi, values=values_text([r["score"] for r in bad]), smin=min(vals),
-               smax=max(vals), key="systems[].score_range")
+    _check_scores(rows, score_range, out, report, key="systems[].score_range")
     if not out.problems:
         out.rows = [{"job_id": key[r["resume_id"]][0], "cv_id": key[r["resume_id"]][1],
                      "variant": key[r["resume_id"]][2], "score": r["score_value"], "is_true_match": None,
