@@ -14,9 +14,10 @@ from runtime.analysis.registry import metric
 REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 by construction, so any loss looks significant"
 #: Under swap-in ranking the impact ratio's paired test is the flip rate's McNemar test.
 SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH"
-#: A threshold no reference resume reaches leaves retention undefined (issue 15).
+#: Under a threshold rule the impact ratio's notes give LL144's ratio of selection rates too (issue 15).
 NOTE_SELECTION_RATES = ("selection rates at the threshold: reference {r:g}/{n}, variant {v:g}/{n}; their ratio "
                         "{ratio:.4g} is LL144's impact ratio, not the value above (seed 000 Eq. 3, retention)")
+#: A threshold no reference resume reaches leaves retention undefined (issue 15).
 NOTE_NONE_SELECTED = "no reference resume scores at or above the decision threshold: undefined"
 
 
