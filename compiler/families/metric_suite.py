@@ -128,28 +128,18 @@ def threshold_advisories(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
-def decision_of(resolved: dict[str, Any]) -> dict[str, Any]:
-    """The resolved decision rule: ``{"rule": "top_k", "k": {family: K}}`` or
-    ``{"rule": "threshold", "threshold": t, "k": {family: K}}`` (K still scales MARC and nDCG@K)."""
-    a = resolved["analysis"]
-    d = a.get("decision") or {}
-    if "threshold" in d:
-        return {"rule": "threshold", "threshold": d["threshold"], "k": dict(a["k"])}
-    return {"rule": "top_k", "k": dict(a["k"])}
-
-
 def decision_text(resolved: dict[str, Any]) -> str:
-    """One line for ``audit compile`` and the report: the decision rule in force."""
-    d = decision_of(resolved)
-    k = d["k"]
+    """One line for ``audit compile``: the decision rule in force (the report words it itself)."""
+    a = resolved["analysis"]
+    d, k = a.get("decision") or {}, a["k"]
     ks = f"K = {k['counterfactual']} (counterfactual), {k['group']} (group), {k['merit']} (merit)"
-    if d["rule"] == "threshold":
+    if "threshold" in d:
         t = d["threshold"]
         t = ", ".join(f"{s} {v:g}" for s, v in t.items()) if isinstance(t, dict) else f"{t:g}"
         return (f"decision rule: selected = score >= {t} on each system's scale "
                 f"(analysis.decision.threshold); the ranking metrics keep their K: MARC {k['counterfactual']}, "
                 f"nDCG@K {k['merit']}")
-    if (resolved["analysis"].get("decision") or {}).get("top_k") is not None:
+    if d.get("top_k") is not None:
         return f"decision rule: top-K, {ks} (analysis.decision.top_k)"
     return (f"decision rule: top-K, {ks} (analysis.k); set analysis.decision to "
             "{top_k: K} or {threshold: t} to audit the system's real selection rule")

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from compiler.catalog import METRICS, RISK_BANDS, CLASSIFY_SIGNIFICANT_DIGITS, default_thresholds
-from runtime.analysis import coverage
+from runtime.analysis import SELECTION_METRICS, coverage
 from runtime.report.charts import metric_chart_svg
 from runtime.report.formatting import (
     MISSING,
@@ -238,9 +238,6 @@ def _counts(statuses: Iterable[str]) -> dict[str, int]:
 # -------------------------------------------------------------------------------------- sections
 
 
-#: Metrics read at the decision rule's cut-off (:data:`runtime.analysis.SELECTION_METRICS`).
-SELECTION_METRICS = ("flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "equal_opportunity_gap",
-                     "equalized_odds_gap")
 
 
 #: Labels and interval descriptions that name a top-K, as they read under a threshold rule (issue 15).
