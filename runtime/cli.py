@@ -247,6 +247,7 @@ def execute(
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Signing keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys. A named directory without keys is an error; an empty default means an unsigned run.", show_default=False)] = None,
     resume: Annotated[Optional[Path], typer.Option("--resume", help="Complete this killed or failed run folder in place (finished tasks are reused from the task store).", show_default=False, metavar="RUN_DIR")] = None,
     accept_vendor_file: Annotated[Optional[str], typer.Option("--accept-vendor-file", help="Use a blind system's returned score file although it differs from the one first read; the reason, both digests and the time are recorded in the run and its report.", show_default=False, metavar="REASON")] = None,
+    tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL: the report is signed PAdES B-LTA (trusted time, validation data embedded) and the manifest is timestamped; default [signing] tsa of the key directory's config.toml. Without one the report is PAdES B-B, dated by this machine's clock.", show_default=False, metavar="URL")] = None,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     import os
@@ -265,11 +266,29 @@ def execute(
     if keys is None and (key_dir is not None or os.environ.get(KEY_DIR_ENV)):
         raise AuditError(f"no signing keys in {kd} (named by {'--key-dir' if key_dir else '$' + KEY_DIR_ENV}); "
                          f"create them with `audit keygen --key-dir {kd}`")
+    if tsa is not None and not tsa.startswith(("http://", "https://")):
+        raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
+    if keys is None and tsa:
+        raise AuditError("--tsa timestamps a signature: it needs signing keys (see `audit keygen`)")
+    tsa = tsa or (keys.tsa if keys is not None else None)
+    if tsa:  # before any work: the TSA answers and the signer's chain is valid and not revoked, now
+        from runtime.trusted_time import preflight
+
+        at = preflight(keys, tsa)
+        _console().print(f"trusted timestamp: {tsa} answered ({at:%Y-%m-%d %H:%M:%S %Z}); the signer's certificate "
+                         "chain is valid and not revoked (checked online); the report will be PAdES B-LTA",
+                         markup=False)
+    elif keys is not None:
+        _console(stderr=True).print(
+            "note: no time-stamping authority: the report will be signed PAdES B-B, dated by this machine's clock, "
+            "and cannot be validated after the certificate expires; pass --tsa URL (or set [signing] tsa in "
+            f"{kd / 'config.toml'}) for a trusted time and long-term validation (PAdES B-LTA)", markup=False)
     if keys is None:
         _console(stderr=True).print(_styled(
             "warning: UNSIGNED run", "bold red", f": no signing keys in {kd}. The report and manifest will not be "
             "signed and `audit verify` will fail on this run. Create keys with `audit keygen` (or pass --key-dir)."))
-    result = run_execute(spec, out=out, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file)
+    result = run_execute(spec, out=out, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file,
+                         tsa=tsa)
     console = _console()
     reused = result.run.get("reused_tasks") or []
     if reused:
@@ -282,8 +301,12 @@ def execute(
         console.print(line, markup=False)
     console.print(f"run folder: {result.run_dir}")
     if keys is not None:
-        console.print(f"signed: report.pdf (PAdES, {keys.signer_name()}) and manifest.dsse.json "
-                      f"(Ed25519 {keys.keyid[:16]}...); check with `audit verify {result.run_dir}`", markup=False)
+        from runtime.keys import describe_person
+
+        level = "PAdES B-LTA, trusted timestamp" if tsa else "PAdES B-B, this machine's clock"
+        console.print(f"signed: report.pdf ({level}; {describe_person(keys.signer())}) and manifest.dsse.json "
+                      f"(Ed25519 {keys.keyid[:16]}...{', timestamped' if tsa else ''}); check with "
+                      f"`audit verify {result.run_dir}`", markup=False)
     if fail_on is None and tier is not TierName.research:
         _console(stderr=True).print("note: --tier only selects the tier --fail-on reads; no gate was set")
     hits = gate_tripped(result.status, fail_on.value if fail_on else None, tier.value)
@@ -407,8 +430,10 @@ def gc(
 @app.command()
 def keygen(
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Where to write the keys; default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys.", show_default=False)] = None,
-    signer: Annotated[str, typer.Option("--signer", help="Common name on the self-signed certificate: the responsible person or organisation.")] = "audit-compiler signer",
+    signer: Annotated[str, typer.Option("--signer", help="Common name on the self-signed certificate: the responsible person (EU AI Act Annex IV 2(g)).")] = "audit-compiler signer",
+    role: Annotated[Optional[str], typer.Option("--role", help="The signer's role, e.g. \"Lead auditor\" (the certificate subject's title).", show_default=False)] = None,
     organisation: Annotated[Optional[str], typer.Option("--organisation", help="Organisation name on the certificate.")] = None,
+    tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL that `audit execute` uses by default (written to config.toml; its certificates to tsa.crt).", show_default=False, metavar="URL")] = None,
     days: Annotated[int, typer.Option("--days", min=1, help="Validity of the self-signed certificate.")] = 1825,
     p12: Annotated[Optional[Path], typer.Option("--p12", help="Use an organisation's PKCS#12 file for PDF signing (password in $AUDIT_P12_PASSWORD).")] = None,
     cert: Annotated[Optional[Path], typer.Option("--cert", help="Use an organisation's PEM certificate (chain after it) for PDF signing; with --key.")] = None,
@@ -420,13 +445,29 @@ def keygen(
     from runtime.keys import cert_fingerprint, default_key_dir, keygen as make_keys
 
     kd = key_dir or default_key_dir()
+    tsa_certs = None
+    if tsa is not None:  # the TSA must answer now; its certificates are pinned in tsa.crt
+        import hashlib
+        import os
+
+        from compiler.errors import AuditError
+        from runtime.trusted_time import request_token, token_certificates_pem
+
+        if not tsa.startswith(("http://", "https://")):
+            raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
+        tsa_certs = token_certificates_pem(request_token(tsa, hashlib.sha256(os.urandom(32)).digest()))
     keys = make_keys(kd, signer=signer, organisation=organisation, days=days, force=force, p12=p12, cert=cert,
-                     key=key, manifest_key=manifest_key)
+                     key=key, manifest_key=manifest_key, role=role, tsa=tsa, tsa_certs=tsa_certs)
+    from runtime.keys import describe_person
+
     console = _console()
     console.print(f"wrote signing keys to {kd} (private keys mode 0600; they never enter a run folder)", markup=False)
     console.print(f"  manifest key: Ed25519, key id {keys.keyid}")
-    console.print(f"  PDF signer:   {keys.signer_name()}, certificate sha256 {cert_fingerprint(keys.pdf_cert)}",
-                  markup=False)
+    console.print(f"  PDF signer:   {describe_person(keys.signer())}, certificate sha256 "
+                  f"{cert_fingerprint(keys.pdf_cert)}", markup=False)
+    if tsa:
+        console.print(f"  timestamps:   {tsa} (PAdES B-LTA; its certificates pinned in {kd / 'tsa.crt'})",
+                      markup=False)
     console.print(f"  valid until:  {keys.pdf_cert.not_valid_after_utc:%Y-%m-%d}")
     for w in keys.check_valid():
         print(f"warning: {w}", file=sys.stderr)
@@ -439,10 +480,15 @@ def verify(
     path: Annotated[Path, typer.Argument(help="A run folder, or a report.pdf.", show_default=False, metavar="RUN_DIR|PDF")],
     spec: Annotated[Optional[Path], typer.Option("--spec", help="Also check that this spec resolves to the run's locked digest.")] = None,
     pubkey: Annotated[Optional[Path], typer.Option("--pubkey", help="The signer's Ed25519 public key (PEM), e.g. manifest.pub.")] = None,
-    cert: Annotated[Optional[Path], typer.Option("--cert", help="Trusted certificate(s) for the PDF signature (PEM), e.g. signer.crt.")] = None,
-    key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Take manifest.pub and signer.crt from here when --pubkey/--cert are not given.", show_default=False)] = None,
+    cert: Annotated[Optional[list[Path]], typer.Option("--cert", help="Trusted certificates (PEM/DER file, or a folder of them; repeat for several): the signers' and time-stamping authorities' roots, e.g. signer.crt.", show_default=False)] = None,
+    key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Take manifest.pub, signer.crt and tsa.crt from here when --pubkey/--cert are not given.", show_default=False)] = None,
+    require_role: Annotated[Optional[list[str]], typer.Option("--require-role", help="Fail unless a signer with this role (certificate title) signed the report validly; repeat for several.", show_default=False, metavar="ROLE")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also print the signature libraries' diagnostics.")] = False,
 ) -> None:
-    """Check a run's signatures and hashes (exit 0), or name each failing file and reason (exit 6)."""
+    """Check a run's signatures and hashes (exit 0), or name each failing file and reason (exit 6).
+
+    Lists every signer of the report with name, role, signing time and whether that time is a trusted
+    timestamp or the signer's own clock."""
     from compiler.errors import AuditError
     from runtime.verify import resolve_trust, verify_pdf, verify_run
 
@@ -458,10 +504,19 @@ def verify(
         err_console.print(_styled("verification FAILED", "bold red", f" for {path}: 1 problem(s)"))
         err_console.print(f"  FAIL {err}")
         raise typer.Exit(EXIT_VERIFY) from None
-    report = verify_run(path, trust=trust, spec=spec) if is_dir else verify_pdf(path, trust=trust, spec=spec)
+    kwargs = {"trust": trust, "spec": spec, "require_roles": require_role or None}
+    report = verify_run(path, **kwargs) if is_dir else verify_pdf(path, **kwargs)
     console = _console()
     for note in report.notes:
         console.print(f"ok  {note}", markup=False)
+    for i, s in enumerate(report.signers, 1):
+        from runtime.keys import describe_person
+
+        console.print(f"signer {i}: {describe_person(s)}; signed {s['signed_at']} ({s['time_source']}"
+                      + (f", {s['tsa']}" if s.get("tsa") else "") + f"); {s['level']}", markup=False)
+    if verbose:
+        for line in report.details:
+            console.print(f"    {line}", markup=False)
     if report.unpinned:
         _console(stderr=True).print(
             f"note: signer not pinned: checked against {', '.join(report.unpinned)} from the checked files "
@@ -472,6 +527,9 @@ def verify(
         err.print(_styled("verification FAILED", "bold red", f" for {path}: {len(report.failures)} problem(s)"))
         for f in report.failures:
             err.print(f"  FAIL {f}", markup=False)
+        if report.details and not verbose:
+            err.print(f"  ({len(report.details)} diagnostic line(s) of the signature libraries: add --verbose)",
+                      markup=False)
         raise typer.Exit(EXIT_VERIFY)
     console.print(_styled("verified", "green", f": {path}"))
 

@@ -9,6 +9,10 @@ A **key directory** holds (file names are the contract; ``audit keygen`` writes 
 ``signer.crt``         the certificate, PEM, then any chain certificates (copied into every run folder)
 ``signer.p12``         instead of the two above: an organisation's PKCS#12 file, its password in
                        ``$AUDIT_P12_PASSWORD`` (empty when unset)
+``config.toml``        optional settings: ``[signing] tsa = "URL"``, the RFC 3161 time-stamping
+                       authority that ``audit execute`` uses by default (``audit keygen --tsa``)
+``tsa.crt``            optional: the time-stamping authority's certificates (PEM), written by
+                       ``audit keygen --tsa``; ``audit verify --key-dir`` trusts them for timestamps
 =====================  ==========================================================================
 
 Private keys never leave this directory: a run folder receives only ``manifest.pub`` and
@@ -16,7 +20,8 @@ Private keys never leave this directory: a run folder receives only ``manifest.p
 ``$XDG_CONFIG_HOME/audit-compiler/keys`` (``~/.config/audit-compiler/keys``).
 
 EU AI Act Annex IV 2(g) asks for test reports "dated and signed by the responsible persons"; the
-certificate's subject is that person or organisation.
+certificate's subject names that person: common name, ``title`` (X.520 2.5.4.12: the role, e.g. "Lead
+auditor") and organisation (issue 16).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from compiler.errors import AuditError
 
 MANIFEST_KEY, MANIFEST_PUB = "manifest.key", "manifest.pub"
 SIGNER_KEY, SIGNER_CRT, SIGNER_P12 = "signer.key", "signer.crt", "signer.p12"
+CONFIG, TSA_CRT = "config.toml", "tsa.crt"
 P12_PASSWORD_ENV = "AUDIT_P12_PASSWORD"
 KEY_DIR_ENV = "AUDIT_KEY_DIR"
 #: RSA keeps the PDF signature readable by every PDF viewer (Ed25519 PDF signatures are not yet).
@@ -47,11 +53,16 @@ MSG_MISMATCH = "{key} is not the private key of the certificate {cert}"
 MSG_NOT_ED25519 = "{file} is not an Ed25519 private key (the manifest is signed with Ed25519)"
 MSG_PEM_PAIR = "--cert and --key go together (an organisation's PEM certificate and its private key)"
 MSG_BOTH = "give either --p12 or --cert/--key, not both"
+MSG_ROLE_IMPORTED = ("--role and --organisation describe a certificate keygen creates; an imported certificate keeps "
+                     "its own subject ({subject})")
+MSG_BAD_CONFIG = "{file}: {err}; expected e.g. [signing] tsa = \"https://tsa.example.org/tsr\""
 MSG_NOT_YET_VALID = "certificate {name!r} is not yet valid at {at}: valid from {start} to {end}"
 MSG_EXPIRED = "certificate {name!r} had expired at {at}: valid from {start} to {end}"
 MSG_CANNOT_SIGN = "cannot sign with the keys of {dir}: {problems}; renew the certificate (`audit keygen --force`)"
 MSG_EXPIRES_SOON = ("certificate {name!r} expires on {end} ({days} day(s) from now); renew it before then "
                     "(`audit keygen --force`), or reports signed after that date cannot be verified")
+#: id-kp-documentSigning (RFC 9336), with emailProtection in the self-signed certificate's extendedKeyUsage.
+DOCUMENT_SIGNING_EKU = "1.3.6.1.5.5.7.3.36"
 #: Days before a certificate's end at which ``keygen`` and ``execute`` warn (issue 16).
 EXPIRY_WARNING_DAYS = 90
 
@@ -117,6 +128,16 @@ class SigningKeys:
     def signer_name(self) -> str:
         return subject_name(self.pdf_cert)
 
+    def signer(self) -> dict:
+        """The responsible person of the PDF certificate: ``name``, ``role``, ``organisation`` (None when
+        the subject has no such attribute); see :func:`subject_person`."""
+        return subject_person(self.pdf_cert)
+
+    @property
+    def tsa(self) -> str | None:
+        """The time-stamping authority URL of ``config.toml`` (``[signing] tsa``), or None."""
+        return read_config(self.key_dir).get("signing", {}).get("tsa")
+
     def check_valid(self, now: dt.datetime | None = None) -> list[str]:
         """Refuse certificates that cannot sign now; return the warnings of those ending soon.
 
@@ -140,6 +161,70 @@ def subject_name(cert) -> str:
 
     cns = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     return str(cns[0].value) if cns else cert.subject.rfc4514_string()
+
+
+def subject_person(cert) -> dict:
+    """Who a certificate names: ``name`` (common name, else the whole subject), ``role`` (``title``, else
+    the organisational unit) and ``organisation``; None for an attribute the subject lacks.
+
+    Works for a ``cryptography`` certificate and for an ``asn1crypto`` one (pyHanko's)."""
+    if hasattr(cert, "subject") and hasattr(cert.subject, "native"):  # asn1crypto
+        from cryptography import x509
+
+        cert = x509.load_der_x509_certificate(cert.dump())
+    from cryptography.x509.oid import NameOID
+
+    def first(oid):
+        vals = cert.subject.get_attributes_for_oid(oid)
+        return str(vals[0].value) if vals else None
+
+    return {"name": subject_name(cert),
+            "role": first(NameOID.TITLE) or first(NameOID.ORGANIZATIONAL_UNIT_NAME),
+            "organisation": first(NameOID.ORGANIZATION_NAME)}
+
+
+def describe_person(person: dict) -> str:
+    """``Name (role, organisation)``, leaving out what is unknown."""
+    extra = ", ".join(x for x in (person.get("role"), person.get("organisation")) if x)
+    return f"{person['name']} ({extra})" if extra else str(person["name"])
+
+
+def read_config(key_dir: Path) -> dict:
+    """The key directory's ``config.toml`` as a dict ({} when absent).
+
+    Raises
+    ------
+    KeyMaterialError
+        The file is not TOML, or ``[signing] tsa`` is not an http(s) URL.
+    """
+    import tomllib
+
+    path = Path(key_dir) / CONFIG
+    if not path.is_file():
+        return {}
+    try:
+        cfg = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise KeyMaterialError(MSG_BAD_CONFIG.format(file=path, err=err)) from None
+    tsa = cfg.get("signing", {}).get("tsa") if isinstance(cfg.get("signing"), dict) else None
+    if tsa is not None and not (isinstance(tsa, str) and tsa.startswith(("http://", "https://"))):
+        raise KeyMaterialError(MSG_BAD_CONFIG.format(file=path, err=f"signing.tsa is {tsa!r}, not an http(s) URL"))
+    return cfg
+
+
+def write_config(key_dir: Path, *, tsa: str | None) -> None:
+    """Write ``config.toml`` (the settings ``audit keygen`` was given)."""
+    path = Path(key_dir) / CONFIG
+    if tsa is None:
+        path.unlink(missing_ok=True)
+        return
+    path.write_text("# audit-compiler key directory settings (audit keygen)\n[signing]\n"
+                    f"# RFC 3161 time-stamping authority: PAdES B-LTA reports and timestamped manifests\n"
+                    f"tsa = {_toml_string(tsa)}\n", encoding="utf-8")
+
+
+def _toml_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _when(t: dt.datetime) -> str:
@@ -273,17 +358,29 @@ def _write_private(path: Path, data: bytes) -> None:
     os.chmod(path, 0o600)
 
 
-def self_signed_certificate(key, name: str, days: int, organisation: str | None = None):
-    """A self-signed X.509 certificate for PDF signing (digitalSignature + nonRepudiation)."""
+def self_signed_certificate(key, name: str, days: int, organisation: str | None = None, role: str | None = None):
+    """A self-signed X.509 certificate for PDF signing.
+
+    Subject: common name ``name``, ``title`` ``role`` and organisation ``organisation`` (issue 16).
+    Extensions: basicConstraints CA:FALSE; keyUsage digitalSignature + nonRepudiation; extendedKeyUsage
+    emailProtection (what NSS, and so poppler's ``pdfsig``, requires of a document signer) and
+    documentSigning (RFC 9336); subjectAltName (the subject as a directoryName); subject and authority
+    key identifiers (the same key: self-signed). poppler 22.12 reads NSS's last error code even when the
+    certificate verified, so a lookup of an absent extendedKeyUsage or subjectAltName made ``pdfsig``
+    report "Unknown issue with Certificate" for a certificate NSS accepts.
+    """
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
-    from cryptography.x509.oid import NameOID
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
     attrs = [x509.NameAttribute(NameOID.COMMON_NAME, name)]
+    if role:
+        attrs.append(x509.NameAttribute(NameOID.TITLE, role))
     if organisation:
         attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organisation))
     subject = x509.Name(attrs)
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
     return (
         x509.CertificateBuilder()
         .subject_name(subject).issuer_name(subject)
@@ -295,14 +392,19 @@ def self_signed_certificate(key, name: str, days: int, organisation: str | None 
         .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=True, key_encipherment=False,
                                      data_encipherment=False, key_agreement=False, key_cert_sign=False,
                                      crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.EMAIL_PROTECTION,
+                                              ObjectIdentifier(DOCUMENT_SIGNING_EKU)]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([x509.DirectoryName(subject)]), critical=False)
+        .add_extension(ski, critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), critical=False)
         .sign(key, hashes.SHA256())
     )
 
 
 def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days: int = DEFAULT_DAYS,
            force: bool = False, p12: Path | None = None, cert: Path | None = None, key: Path | None = None,
-           manifest_key: Path | None = None) -> SigningKeys:
+           manifest_key: Path | None = None, role: str | None = None, tsa: str | None = None,
+           tsa_certs: bytes | None = None) -> SigningKeys:
     """Create (or import) the key material of a key directory and return it loaded.
 
     Parameters
@@ -310,7 +412,13 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
     key_dir : Path
         Created with mode 0700 when absent.
     signer : str
-        Common name of the self-signed certificate (the responsible person or organisation).
+        Common name of the self-signed certificate (the responsible person).
+    role, organisation : str, optional
+        The signer's role (the subject's ``title``, e.g. "Lead auditor") and organisation; only for
+        a certificate keygen creates.
+    tsa : str, optional
+        RFC 3161 time-stamping authority URL, written to ``config.toml`` (``audit execute`` then signs
+        PAdES B-LTA and timestamps the manifest); ``tsa_certs`` (PEM) is written to ``tsa.crt``.
     p12, cert, key : Path, optional
         An organisation's PKCS#12 file (password in ``$AUDIT_P12_PASSWORD``), or its PEM certificate
         (chain after it) and private key; copied into the directory instead of a self-signed pair.
@@ -331,7 +439,11 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
     if p12 is not None and cert is not None:
         raise KeyMaterialError(MSG_BOTH)
     key_dir = Path(key_dir)
-    taken = [n for n in (MANIFEST_KEY, MANIFEST_PUB, SIGNER_KEY, SIGNER_CRT, SIGNER_P12) if (key_dir / n).exists()]
+    if (role or organisation) and (p12 is not None or cert is not None):
+        imported = _load_p12(p12)[1] if p12 is not None else load_certs(cert)[0]
+        raise KeyMaterialError(MSG_ROLE_IMPORTED.format(subject=imported.subject.rfc4514_string()))
+    taken = [n for n in (MANIFEST_KEY, MANIFEST_PUB, SIGNER_KEY, SIGNER_CRT, SIGNER_P12, CONFIG, TSA_CRT)
+             if (key_dir / n).exists()]
     if taken and not force:
         raise KeyMaterialError(MSG_EXISTS.format(dir=key_dir, files=", ".join(taken)))
     # read and check every input before writing anything
@@ -356,7 +468,7 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
         pdf_files[SIGNER_CRT] = cdata if b"-----BEGIN" in cdata else c.public_bytes(serialization.Encoding.PEM)
     else:
         pkey = rsa.generate_private_key(public_exponent=65537, key_size=RSA_BITS)
-        c = self_signed_certificate(pkey, signer, days, organisation)
+        c = self_signed_certificate(pkey, signer, days, organisation, role)
         pdf_files[SIGNER_KEY] = pkey.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                                    serialization.NoEncryption())
         pdf_files[SIGNER_CRT] = c.public_bytes(serialization.Encoding.PEM)
@@ -383,6 +495,9 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
             (key_dir / name).write_bytes(data)
         else:
             _write_private(key_dir / name, data)
+    write_config(key_dir, tsa=tsa)
+    if tsa_certs:
+        (key_dir / TSA_CRT).write_bytes(tsa_certs)
     loaded = load_keys(key_dir)
     assert loaded is not None
     if SIGNER_P12 in pdf_files:  # the certificate is public: keep a PEM copy beside the PKCS#12 file
@@ -390,12 +505,17 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
     return loaded
 
 
-def copy_public(keys: SigningKeys, folder: Path) -> list[str]:
-    """Write the public key and the certificate (never a private key) into ``folder``."""
+def copy_public(keys: SigningKeys, folder: Path, *, timestamped: bool = False) -> list[str]:
+    """Write the public key and the certificate (never a private key) into ``folder``; for a timestamped
+    run also the pinned time-stamping authority's certificates (``tsa.crt``) when the key directory has them."""
     (folder / MANIFEST_PUB).write_bytes(keys.public_pem())
     (folder / SIGNER_CRT).write_bytes(keys.cert_pem())
-    return [MANIFEST_PUB, SIGNER_CRT]
+    written = [MANIFEST_PUB, SIGNER_CRT]
+    if timestamped and (keys.key_dir / TSA_CRT).is_file():
+        (folder / TSA_CRT).write_bytes((keys.key_dir / TSA_CRT).read_bytes())
+        written.append(TSA_CRT)
+    return written
 
 
 __all__ = ["SigningKeys", "load_keys", "keygen", "default_key_dir", "copy_public", "key_id", "validity_problems",
-           "expiry_warnings"]
+           "expiry_warnings", "subject_person", "describe_person", "read_config"]

@@ -1,9 +1,12 @@
-"""Seal a run: sign the PDF (PAdES B-B), then write ``manifest.json`` and its signed DSSE envelope.
+"""Seal a run: sign the PDF (PAdES B-B, or B-LTA with a time-stamping authority), then write
+``manifest.json``, its signed DSSE envelope and (with a TSA) the envelope's timestamps.
 
 Order (so that every hash covers the final bytes): the report is rendered, the PDF is signed in
 place, the public key and certificate are copied in, ``run.json`` is written for the last time,
 then every file of the run folder is hashed into ``manifest.json`` and the in-toto Statement over
-them is signed into ``manifest.dsse.json``. Those two are the only files the manifest does not list.
+them is signed into ``manifest.dsse.json``; with a TSA, ``manifest.timestamps.json`` holds an RFC 3161
+token over each envelope signature (runtime/trusted_time.py). These three are the only files the
+manifest does not list.
 
 DSSE (Dead Simple Signing Envelope, github.com/secure-systems-lab/dsse, protocol v1.0.2): the
 signature covers ``PAE(payloadType, payload)``. PAE is six lines, implemented here: the maintained
@@ -28,9 +31,11 @@ from compiler.artifacts import MANIFEST_SCHEMA_VERSION, Manifest
 from compiler.hashing import canonical_json, file_digest
 from compiler.lock import lock_methods_version, utc_now
 
-MANIFEST, ENVELOPE = "manifest.json", "manifest.dsse.json"
+MANIFEST, ENVELOPE, TIMESTAMPS = "manifest.json", "manifest.dsse.json", "manifest.timestamps.json"
 #: Files of a run folder the manifest does not (cannot) list.
-SEAL_FILES = (MANIFEST, ENVELOPE)
+SEAL_FILES = (MANIFEST, ENVELOPE, TIMESTAMPS)
+#: PAdES baseline levels (ETSI EN 319 142-1) audit-compiler signs: without and with a TSA.
+PROFILE_OFFLINE, PROFILE_TSA = "PAdES B-B", "PAdES B-LTA"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "urn:audit-compiler:manifest:v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -167,8 +172,9 @@ def statement(manifest: dict[str, Any]) -> dict[str, Any]:
             "predicateType": PREDICATE_TYPE, "predicate": manifest}
 
 
-def write_seal(run_dir: Path, manifest: dict[str, Any], keys) -> list[str]:
-    """Write ``manifest.json`` and, with keys, ``manifest.dsse.json``; return the names written.
+def write_seal(run_dir: Path, manifest: dict[str, Any], keys, tsa: str | None = None) -> list[str]:
+    """Write ``manifest.json`` and, with keys, ``manifest.dsse.json`` (and with ``tsa`` the envelope's
+    timestamps, ``manifest.timestamps.json``); return the names written.
 
     ``manifest.json`` is the predicate as it reads back from the signed canonical payload (keys sorted,
     RFC 8785 numbers), so that verify can require it byte for byte.
@@ -179,23 +185,32 @@ def write_seal(run_dir: Path, manifest: dict[str, Any], keys) -> list[str]:
     if keys is not None:  # the envelope first: manifest.json, written last, marks a sealed run
         payload = canonical_json(statement(manifest))
         envelope = dsse_sign(payload, PAYLOAD_TYPE, keys.manifest_key, keys.keyid)
+        if tsa:
+            from runtime.trusted_time import timestamp_envelope
+
+            atomic_write(run_dir / TIMESTAMPS, render_json(timestamp_envelope(envelope, tsa)))
+            written.append(TIMESTAMPS)
         atomic_write(run_dir / ENVELOPE, render_json(envelope))
         written.append(ENVELOPE)
     atomic_write(run_dir / MANIFEST, render_json(json.loads(canonical_json(manifest))))
     return [MANIFEST, *written]
 
 
-def signing_record(keys) -> dict[str, Any] | None:
-    """What the manifest says about the keys (public facts only)."""
+def signing_record(keys, tsa: str | None = None) -> dict[str, Any] | None:
+    """What the manifest says about the keys (public facts only): the responsible person the certificate
+    names (name, role, organisation), the PAdES level, and the time-stamping authority (None: offline,
+    B-B). ``manifest.timestamps`` names the file a verifier must find when the envelope was timestamped."""
     if keys is None:
         return None
     from runtime.keys import MANIFEST_PUB, SIGNER_CRT, cert_fingerprint
 
     return {"manifest": {"algorithm": "ed25519", "keyid": keys.keyid, "public_key_file": MANIFEST_PUB,
-                         "envelope": ENVELOPE, "payload_type": PAYLOAD_TYPE},
-            "pdf": {"profile": "PAdES B-B", "signer": keys.signer_name(),
+                         "envelope": ENVELOPE, "payload_type": PAYLOAD_TYPE,
+                         "timestamps": TIMESTAMPS if tsa else None},
+            "pdf": {"profile": PROFILE_TSA if tsa else PROFILE_OFFLINE, "signer": keys.signer_name(),
                     "certificate_sha256": cert_fingerprint(keys.pdf_cert), "certificate_file": SIGNER_CRT,
-                    "field": SIGNATURE_FIELD}}
+                    "field": SIGNATURE_FIELD},
+            "signer": keys.signer(), "tsa": tsa}
 
 
 # ------------------------------------------------------------------------------------------- PDF
@@ -250,8 +265,13 @@ def signature_box(reader, box_id: str = SIGNATURE_BOX_ID) -> tuple[int, tuple[fl
 
 
 def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
-             extra_lines: list[str] | None = None) -> dict[str, Any]:
-    """Sign ``path`` in place, PAdES B-B (pyHanko), with a visible box showing signer and time.
+             extra_lines: list[str] | None = None, tsa: str | None = None) -> dict[str, Any]:
+    """Sign ``path`` in place with pyHanko, with a visible box showing signer, role and time.
+
+    Without ``tsa`` the signature is PAdES B-B: its time is the signer's clock. With the URL of an
+    RFC 3161 time-stamping authority it is PAdES B-LTA (ETSI EN 319 142-1): a signature timestamp,
+    the chain's certificates, CRLs and OCSP responses (fetched now) in the document security store,
+    and a document timestamp over them, so that it validates after the certificate expires.
 
     The box is drawn over the report's ``#signature-box`` element (last page); without one, it goes
     in the bottom-left corner of the last page.
@@ -259,7 +279,12 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
     Returns
     -------
     dict
-        ``page`` (0-based), ``box`` (PDF points), ``signer``.
+        ``page`` (0-based), ``box`` (PDF points), ``signer``, ``profile``.
+
+    Raises
+    ------
+    runtime.trusted_time.TrustedTimeError
+        With ``tsa``: the TSA, or the validation data of the chain, cannot be obtained.
     """
     from asn1crypto import keys as a_keys, x509 as a_x509
     from cryptography.hazmat.primitives import serialization
@@ -284,31 +309,52 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
         w, h = (v * 72 / 25.4 for v in SIGNATURE_BOX_MM)
         found = (n - 1, (40.0, 60.0, 40.0 + w, 60.0 + h))
     page, box = found
-    text = "Digitally signed (PAdES B-B) by\n%(signer)s\nTime: %(ts)s"
-    params = {}
+    profile = PROFILE_TSA if tsa else PROFILE_OFFLINE
+    person = keys.signer()
+    text = (f"Digitally signed ({profile}) by\n%(signer)s"
+            + ("\n%(role)s" if person["role"] or person["organisation"] else "")
+            + ("\nTime: %(ts)s (trusted timestamp inside)" if tsa else "\nTime: %(ts)s (signer's clock)"))
+    params = {"role": ", ".join(x for x in (person["role"], person["organisation"]) if x)}
     for i, line in enumerate(extra_lines or []):
         text += f"\n%(line{i})s"
         params[f"line{i}"] = line
     style = TextStampStyle(stamp_text=text, timestamp_format="%Y-%m-%d %H:%M:%S %Z", border_width=1,
                            text_box_style=TextBoxStyle(font_size=8))
+    lt: dict[str, Any] = {}
+    timestamper = None
+    if tsa:
+        from runtime.trusted_time import signer_validation_context, timestamper as make_timestamper
+
+        lt = {"embed_validation_info": True, "use_pades_lta": True,
+              "validation_context": signer_validation_context(keys, fetch=True)}
+        timestamper = make_timestamper(tsa)
     meta = signers.PdfSignatureMetadata(field_name=SIGNATURE_FIELD, subfilter=fields.SigSeedSubFilter.PADES,
                                         md_algorithm="sha256", reason=reason, location=location,
-                                        name=keys.signer_name())
-    pdf_signer = signers.PdfSigner(meta, signer=signer, stamp_style=style,
+                                        name=keys.signer_name(), **lt)
+    pdf_signer = signers.PdfSigner(meta, signer=signer, stamp_style=style, timestamper=timestamper,
                                    new_field_spec=fields.SigFieldSpec(SIGNATURE_FIELD, on_page=page,
                                                                       box=tuple(int(round(v)) for v in box)))
     out = io.BytesIO()
-    pdf_signer.sign_pdf(writer, output=out, appearance_text_params=params)
+    try:
+        pdf_signer.sign_pdf(writer, output=out, appearance_text_params=params)
+    except Exception as err:  # noqa: BLE001 - with a TSA: network, revocation and TSA errors
+        if not tsa:
+            raise
+        from runtime.trusted_time import MSG_TSA_DOWN, TrustedTimeError
+
+        cause = err.__cause__ or err
+        raise TrustedTimeError(MSG_TSA_DOWN.format(url=tsa, err=f"{type(err).__name__}: {err}"
+                                                   + (f" ({cause})" if cause is not err else ""))) from None
     from runtime.store import atomic_write
 
     atomic_write(Path(path), out.getvalue())
-    return {"page": page, "box": [int(round(v)) for v in box], "signer": keys.signer_name()}
+    return {"page": page, "box": [int(round(v)) for v in box], "signer": keys.signer_name(), "profile": profile}
 
 
 def seal_run(folder, *, lock: dict[str, Any], resolved: dict[str, Any], keys, git: dict[str, Any] | None,
-             finish, timings: dict[str, float] | None = None) -> dict[str, Any]:
+             finish, timings: dict[str, float] | None = None, tsa: str | None = None) -> dict[str, Any]:
     """Sign the PDF, copy the public key material, let ``finish()`` write run.json the last time,
-    then write the manifest and its envelope. Returns the manifest."""
+    then write the manifest and its envelope (timestamped with ``tsa``). Returns the manifest."""
     from runtime.keys import copy_public
     from runtime.progress import stage_timer
 
@@ -319,18 +365,19 @@ def seal_run(folder, *, lock: dict[str, Any], resolved: dict[str, Any], keys, gi
                 run["pdf_signature"] = sign_pdf(
                     run_dir / "report.pdf", keys,
                     reason=f"audit {run['audit']} run {run['run_id']}: report as generated",
-                    extra_lines=[f"Spec sha256 {lock['spec_digest']['digest'][:16]}... seed {run['seed']}"])
-            run["artifacts"] += copy_public(keys, run_dir)
+                    extra_lines=[f"Spec sha256 {lock['spec_digest']['digest'][:16]}... seed {run['seed']}"], tsa=tsa)
+            run["artifacts"] += copy_public(keys, run_dir, timestamped=bool(tsa))
     run["signed"] = keys is not None
     finish()
     manifest = build_manifest(run_dir, run=run, lock=lock, resolved=resolved, git=git,
-                              signing=signing_record(keys))
-    write_seal(run_dir, manifest, keys)
+                              signing=signing_record(keys, tsa))
+    write_seal(run_dir, manifest, keys, tsa)
     return manifest
 
 
-def provenance_context(run_dir: Path, run: dict[str, Any], keys) -> dict[str, Any]:
-    """The report's ``provenance`` context: reproduction commands, expected hashes, signer."""
+def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None = None) -> dict[str, Any]:
+    """The report's ``provenance`` context: reproduction commands, expected hashes, signer (name, role,
+    organisation), the PAdES level and the time-stamping authority."""
     from runtime.keys import cert_fingerprint
 
     def sha(name: str) -> str | None:
@@ -342,5 +389,8 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys) -> dict[str, An
            # the result tables a re-run reproduces byte for byte, whichever this design writes
            "results": [{"name": n, "sha256": sha(n)} for n in REPRODUCIBLE_RESULTS if sha(n)]}
     if keys is not None:
-        ctx.update(signer=keys.signer_name(), keyid=keys.keyid, cert_sha256=cert_fingerprint(keys.pdf_cert))
+        from runtime.keys import describe_person
+
+        ctx.update(signer=describe_person(keys.signer()), keyid=keys.keyid, cert_sha256=cert_fingerprint(keys.pdf_cert),
+                   profile=PROFILE_TSA if tsa else PROFILE_OFFLINE, tsa=tsa)
     return ctx

@@ -2,28 +2,43 @@
 
 For a run folder: the DSSE envelope's Ed25519 signature; that ``manifest.json`` and the envelope are
 byte for byte what audit-compiler writes for the signed Statement; every artifact's sha256; that no
-file was added; the PDF's PAdES signature (pyHanko: intact, valid, trusted, covering the whole file);
-optionally that a given spec still resolves to the run's locked digest. Every failure is reported
-as ``file: reason``; nothing stops at the first one.
+file was added; the envelope's RFC 3161 timestamps when the manifest promises them; every PAdES
+signature and document timestamp of the PDF (pyHanko: intact, valid, trusted, every certificate valid
+at the signing time, the whole file covered by the last one); optionally that a given spec still
+resolves to the run's locked digest. Every failure is reported as ``file: reason``; nothing stops at
+the first one. Library diagnostics go to :attr:`Report.details` (``audit verify --verbose``).
 
-Trust: the public key and certificate come from ``--pubkey``/``--cert``, else the key directory,
-else (reported as *not pinned*) the copies inside the run folder, which prove only that nothing
-changed since signing, not who signed.
+Signing time (issue 16): a signature with a trusted timestamp and embedded validation data (PAdES
+B-LT/B-LTA) is validated at its timestamp's time by pyHanko's AdES engine (ETSI EN 319 102-1), from
+the embedded data only, so it still validates after its certificate expires. A signature without one
+(PAdES B-B) is dated by the signer's own clock: its certificates must be valid at that claimed time and
+now, so it stops validating when the certificate expires.
+
+Trust: the public key and certificates come from ``--pubkey``/``--cert`` (files or folders, several
+allowed), else the key directory (``signer.crt``, ``tsa.crt``), else (reported as *not pinned*) the
+copies inside the run folder, which prove only that nothing changed since signing, not who signed.
+Self-signed certificates among them are the trust anchors (a chain file trusts its root); without any,
+each given certificate is pinned as an anchor.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import dataclasses
+import datetime as dt
+import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from compiler.hashing import canonical_json, file_digest
 from runtime import keys as K
-from runtime.sign import (ENVELOPE, MANIFEST, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE, artifact_paths, pae, render_json)
+from runtime.sign import (ENVELOPE, MANIFEST, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE, TIMESTAMPS, artifact_paths,
+                          pae, render_json)
 
 
 @dataclass
@@ -45,6 +60,11 @@ class Report:
     notes: list[str] = field(default_factory=list)
     manifest: dict[str, Any] | None = None
     unpinned: list[str] = field(default_factory=list)  # key material taken from the checked files themselves
+    #: One dict per valid PDF signature, in signing order: field, name, role, organisation, signed_at
+    #: (UTC), time_source ("trusted timestamp" or "signer's clock"), tsa (the timestamp's authority), level.
+    signers: list[dict[str, Any]] = field(default_factory=list)
+    #: Diagnostics of the signature libraries (pyHanko, pyhanko-certvalidator), shown with --verbose.
+    details: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -66,9 +86,27 @@ class Trust:
     problems: list = field(default_factory=list)  # (file, reason) for unreadable key material in the run folder
 
 
-def resolve_trust(*, pubkey: Path | None, cert: Path | None, key_dir: Path | None,
+def _cert_files(path: Path) -> list[Path]:
+    """A certificate file, or every ``*.pem``/``*.crt``/``*.cer``/``*.der`` file of a folder (sorted)."""
+    path = Path(path)
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in (".pem", ".crt", ".cer", ".der"))
+    return [path]
+
+
+def resolve_trust(*, pubkey: Path | None, cert: Path | list[Path] | None, key_dir: Path | None,
                   run_dir: Path | None) -> Trust:
-    """Pick the key and certificates: explicit files, else the key directory, else the run folder's copies."""
+    """Pick the key and certificates: explicit files, else the key directory, else the run folder's copies.
+
+    ``cert`` is one certificate file or folder, or a list of them (``--cert`` given several times); every
+    certificate found is in the trust set. The key directory contributes ``signer.crt`` and, when
+    present, ``tsa.crt`` (the time-stamping authority pinned by ``audit keygen --tsa``).
+
+    Raises
+    ------
+    runtime.keys.KeyMaterialError
+        A given key or certificate file cannot be read, or a given folder holds no certificate.
+    """
     t = Trust()
     kd = Path(key_dir) if key_dir else K.default_key_dir()
     sources = []
@@ -78,12 +116,19 @@ def resolve_trust(*, pubkey: Path | None, cert: Path | None, key_dir: Path | Non
     elif (kd / K.MANIFEST_PUB).is_file():
         t.public_key = K.load_public_key(kd / K.MANIFEST_PUB)
         sources.append(str(kd / K.MANIFEST_PUB))
-    if cert is not None:
-        t.certs = K.load_certs(cert)
-        sources.append(str(cert))
-    elif (kd / K.SIGNER_CRT).is_file():
-        t.certs = K.load_certs(kd / K.SIGNER_CRT)
-        sources.append(str(kd / K.SIGNER_CRT))
+    given = [cert] if isinstance(cert, (str, Path)) else list(cert or [])
+    for c in given:
+        files = _cert_files(c)
+        if not files:
+            raise K.KeyMaterialError(f"{c}: the folder holds no certificate file (*.pem, *.crt, *.cer, *.der)")
+        for f in files:
+            t.certs += K.load_certs(f)
+        sources.append(str(c))
+    if not given:
+        for name in (K.SIGNER_CRT, K.TSA_CRT):
+            if (kd / name).is_file():
+                t.certs += K.load_certs(kd / name)
+                sources.append(str(kd / name))
     if run_dir is not None:
         if t.public_key is None and (run_dir / K.MANIFEST_PUB).is_file():
             try:
@@ -93,12 +138,15 @@ def resolve_trust(*, pubkey: Path | None, cert: Path | None, key_dir: Path | Non
             t.pub_pinned = False
             sources.append(f"{K.MANIFEST_PUB} inside the run folder")
         if not t.certs and (run_dir / K.SIGNER_CRT).is_file():
-            try:
-                t.certs = K.load_certs(run_dir / K.SIGNER_CRT)
-            except K.KeyMaterialError as err:
-                t.problems.append((K.SIGNER_CRT, f"unreadable ({err})"))
+            for name in (K.SIGNER_CRT, K.TSA_CRT):
+                if not (run_dir / name).is_file():
+                    continue
+                try:
+                    t.certs += K.load_certs(run_dir / name)
+                except K.KeyMaterialError as err:
+                    t.problems.append((name, f"unreadable ({err})"))
+                sources.append(f"{name} inside the run folder")
             t.cert_pinned = False
-            sources.append(f"{K.SIGNER_CRT} inside the run folder")
     t.source = ", ".join(sources)
     return t
 
@@ -257,17 +305,71 @@ def check_run_id(run_dir: Path, manifest: dict[str, Any], run: dict[str, Any] | 
     report.notes.append(f"run: audit {manifest.get('audit')!r}, signed run id {signed!r}{renamed}")
 
 
-def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = None) -> dict[str, Any] | None:
-    """Validate the PAdES signature of ``pdf`` with pyHanko; return its facts (signer, time, metadata)."""
+#: pyHanko's modification levels a later revision may reach without failing an earlier signature: none,
+#: or the validation data and document timestamps of PAdES B-LT/B-LTA (ISO 32000-2 §12.8.4.3).
+ALLOWED_LATER_CHANGES = ("NONE", "LTA_UPDATES")
+TIME_CLAIMED = "the signing time claimed by the signer (no trusted timestamp)"
+
+
+@contextlib.contextmanager
+def library_logs(report: Report):
+    """Send the signature libraries' log records (pyHanko prints tracebacks on a damaged file) to
+    ``report.details`` instead of stderr; ``audit verify --verbose`` prints them."""
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            text = record.getMessage()
+            if record.exc_info and record.exc_info[1] is not None:
+                text += f" ({type(record.exc_info[1]).__name__}: {record.exc_info[1]})"
+            report.details.append(f"{record.name}: {text}")
+
+    handler = _Collect(level=logging.DEBUG)
+    loggers = [logging.getLogger(n) for n in ("pyhanko", "pyhanko_certvalidator")]
+    saved = [(lg.propagate, lg.level) for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.propagate = False
+        lg.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        for lg, (prop, level) in zip(loggers, saved):
+            lg.removeHandler(handler)
+            lg.propagate, lg.level = prop, level
+
+
+def _utc(t: dt.datetime | None) -> dt.datetime | None:
+    if t is None:
+        return None
+    return t.replace(tzinfo=dt.timezone.utc) if t.tzinfo is None else t.astimezone(dt.timezone.utc)
+
+
+def _when(t: dt.datetime | None) -> str:
+    return t.strftime("%Y-%m-%d %H:%M:%S UTC") if t else "?"
+
+
+def _asn1_trust(trust: Trust) -> tuple[list, list]:
+    from runtime.trusted_time import anchors_and_others, to_asn1
+
+    return anchors_and_others([to_asn1(c) for c in trust.certs])
+
+
+def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = None,
+              now: dt.datetime | None = None) -> dict[str, Any] | None:
+    """Validate every signature and document timestamp of ``pdf`` (pyHanko); return the facts of the
+    first (sealing) signature: field, signer, signed_at, coverage, level, and the PDF's Keywords.
+
+    ``now`` is the verification time (default: the clock); tests move it past a certificate's expiry.
+    Each valid signature adds a row to ``report.signers``.
+    """
     name = name or pdf.name
+    now = _utc(now) or dt.datetime.now(dt.timezone.utc)
     from pyhanko.pdf_utils.reader import PdfFileReader
-    from pyhanko.sign.validation import validate_pdf_signature
-    from pyhanko_certvalidator import ValidationContext
 
     try:
         import io
 
-        reader = PdfFileReader(io.BytesIO(pdf.read_bytes()), strict=False)
+        data = pdf.read_bytes()
+        reader = PdfFileReader(io.BytesIO(data), strict=False)
         sigs = reader.embedded_signatures
     except Exception as err:  # noqa: BLE001 - a damaged PDF raises many kinds (PdfReadError, zlib.error, ...)
         report.fail(name, f"not a readable PDF ({type(err).__name__}: {err})")
@@ -275,71 +377,233 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
     if not sigs:
         report.fail(name, "has no signature")
         return None
-    from asn1crypto import x509 as a_x509
-    from cryptography.hazmat.primitives import serialization
-
-    roots = [a_x509.Certificate.load(c.public_bytes(serialization.Encoding.DER)) for c in trust.certs]
-    if not roots:
+    if not data.rstrip(b"\r\n\t\0 ").endswith(b"%%EOF"):  # every revision ends with %%EOF (ISO 32000-1 §7.5.5)
+        report.fail(name, "bytes were appended after its last revision's %%EOF (not the entire file is signed)")
+    anchors, others = _asn1_trust(trust)
+    if not anchors:
         trust.cert_pinned = False  # only the PDF's own embedded certificate is left to check against
+    has_dss = "/DSS" in reader.root
     facts: dict[str, Any] = {}
-    for sig in sigs:
+    for i, sig in enumerate(sigs):
+        later_doc_ts = any(s.sig_object_type == "/DocTimeStamp" for s in sigs[i + 1:])
         try:
-            use = roots or [sig.signer_cert]
-            vc = ValidationContext(trust_roots=use, allow_fetching=False)
-            status = validate_pdf_signature(sig, vc)
+            if sig.sig_object_type == "/DocTimeStamp":
+                _check_doc_timestamp(sig, anchors or [sig.signer_cert], others, now, report, name)
+                continue
+            row = _check_signature(sig, anchors or [sig.signer_cert], others, now, report, name, has_dss=has_dss,
+                                   later_doc_ts=later_doc_ts)
         except Exception as err:  # noqa: BLE001 - pyHanko raises many kinds on a damaged file; each is a failure
             report.fail(name, f"signature {sig.field_name!r} cannot be validated ({type(err).__name__}: {err})")
             continue
-        cov = getattr(status.coverage, "name", str(status.coverage))
-        problems = []
-        if not status.intact:
-            problems.append("not intact (the signed bytes changed)")
-        if not status.valid:
-            problems.append("cryptographically invalid")
-        if status.intact and status.valid and not status.trusted:
-            problems.append(f"signer certificate not trusted ({trust.source or 'no certificate given'})")
-        if cov != "ENTIRE_FILE":
-            problems.append(f"covers {cov}, not the entire file (bytes were appended after signing)")
-        problems += _validity_at_signing(sig, status, use)
-        if problems:
-            report.fail(name, f"signature {sig.field_name!r}: " + "; ".join(problems))
-            continue
-        facts = {"field": sig.field_name, "signer": status.signing_cert.subject.human_friendly,
-                 "signed_at": str(sig.self_reported_timestamp), "coverage": cov}
+        if row is not None:
+            report.signers.append(row)
+            if not facts:
+                facts = {"field": row["field"], "signer": row["name"], "signed_at": row["signed_at"],
+                         "coverage": row["coverage"], "level": row["level"]}
     try:
         info = reader.trailer["/Info"] if "/Info" in reader.trailer else {}
         facts["keywords"] = str(info.get("/Keywords", "")) if info else ""
     except Exception as err:  # noqa: BLE001 - a damaged document information dictionary
         report.fail(name, f"its document information cannot be read ({type(err).__name__}: {err})")
         facts["keywords"] = ""
-    if facts.get("field"):
-        report.notes.append(f"PDF signature ({name}): intact, valid, trusted, covers the entire file; signer "
-                            f"{facts['signer']}, signed {facts['signed_at']}")
     return facts
 
 
-def _validity_at_signing(sig, status, roots: list) -> list[str]:
-    """Every certificate of the signature (the signer's, those embedded with it, and the trust roots it
-    was checked against) must be valid at the signing time (issue 16). Without a trusted timestamp that
-    time is the signer's own claim, and the message says so. pyHanko does not check a trust root's
-    dates, and a self-signed signer is its own root."""
-    import datetime as dt
+def _coverage_problems(sig, status) -> tuple[str, list[str]]:
+    """The signature's coverage, and why it is not acceptable: it covers the whole file, or a whole
+    revision followed only by revisions that add validation data and document timestamps (pyHanko's
+    difference analysis: modification level NONE or LTA_UPDATES)."""
+    cov = getattr(status.coverage, "name", str(status.coverage))
+    level = getattr(status.modification_level, "name", str(status.modification_level))
+    if cov == "ENTIRE_FILE":
+        return cov, []
+    later = sig.signed_revision < sig.reader.xrefs.total_revisions - 1
+    if cov == "ENTIRE_REVISION" and later:
+        if level in ALLOWED_LATER_CHANGES:
+            return cov, []
+        return cov, [f"later revisions change the document (modification level {level}), not only validation data"]
+    return cov, [f"covers {cov}, not the entire file (bytes were appended after signing)"]
 
+
+def _check_doc_timestamp(sig, anchors, others, now, report, name) -> None:
+    """A PAdES document timestamp (B-LTA): intact, valid, and its TSA trusted at ``now``."""
+    from pyhanko.sign.validation import validate_pdf_timestamp
+    from pyhanko_certvalidator import ValidationContext
+
+    vc = ValidationContext(trust_roots=anchors, other_certs=others, allow_fetching=False, moment=now)
+    status = validate_pdf_timestamp(sig, validation_context=vc)
+    problems = []
+    if not status.intact or not status.valid:
+        problems.append("not intact or cryptographically invalid")
+    elif not status.trusted:
+        problems.append(f"its time-stamping authority {status.signing_cert.subject.human_friendly!r} is not trusted "
+                        "(give its root certificate with --cert)")
+    cov, more = _coverage_problems(sig, status)
+    problems += more
+    if problems:
+        report.fail(name, f"document timestamp {sig.field_name!r}: " + "; ".join(problems))
+        return
+    from runtime.keys import subject_person
+
+    report.notes.append(f"PDF document timestamp ({name}): valid, by {subject_person(status.signing_cert)['name']} "
+                        f"at {_when(_utc(status.timestamp))}; it proves the embedded validation data existed then")
+
+
+def _check_signature(sig, anchors, others, now, report, name, *, has_dss, later_doc_ts) -> dict | None:
+    """One CAdES signature of the PDF; a failure is recorded and None returned, else the signer's row."""
+    from pyhanko.sign.validation import validate_pdf_signature
+    from pyhanko_certvalidator import ValidationContext
+
+    from runtime.keys import subject_person
+
+    vc = ValidationContext(trust_roots=anchors, other_certs=others, allow_fetching=False, moment=now)
+    ts_vc = ValidationContext(trust_roots=anchors, other_certs=others, allow_fetching=False, moment=now)
+    status = validate_pdf_signature(sig, vc, ts_validation_context=ts_vc)
+    problems = []
+    if not status.intact:
+        problems.append("not intact (the signed bytes changed)")
+    if not status.valid:
+        problems.append("cryptographically invalid")
+    cov, more = _coverage_problems(sig, status)
+    problems += more
+    tst = status.timestamp_validity
+    level = "PAdES B-B" if tst is None else "PAdES B-T"
+    claimed = _utc(sig.self_reported_timestamp)
+    signed_at, source, tsa = claimed, "signer's clock", None
+    if tst is not None:
+        if not (tst.intact and tst.valid and tst.trusted):
+            problems.append("its signature timestamp is not valid or its time-stamping authority is not trusted "
+                            "(give its root certificate with --cert)")
+        signed_at, source, tsa = _utc(tst.timestamp), "trusted timestamp", subject_person(tst.signing_cert)["name"]
+    if status.intact and status.valid and tst is not None and has_dss and not problems:
+        verdict, why = _long_term(sig, anchors, others, now)
+        if verdict:
+            level = "PAdES B-LTA" if later_doc_ts else "PAdES B-LT"
+        else:
+            problems.append(f"long-term validation (ETSI EN 319 102-1, pyHanko AdES) fails: {why}")
+    elif status.intact and status.valid and not status.trusted:
+        problems.append(_untrusted_reason(status, level, now))
+    certs = _signature_certs(sig, status, anchors)
+    if level == "PAdES B-B":
+        problems += [f"{p} ({TIME_CLAIMED})" for p in K.validity_problems(certs, claimed or now)]
+        problems += [f"{p} (now: without a trusted timestamp (PAdES B-B) the certificate must still be valid when "
+                     "the signature is verified)" for p in K.validity_problems(certs, now)]
+    elif level == "PAdES B-T":
+        problems += [f"{p} (the trusted timestamp's time)" for p in K.validity_problems(certs, signed_at)]
+    problems = list(dict.fromkeys(problems))
+    if problems:
+        report.fail(name, f"signature {sig.field_name!r}: " + "; ".join(problems))
+        return None
+    person = subject_person(status.signing_cert)
+    row = {"field": sig.field_name, **person, "signed_at": _when(signed_at), "time_source": source, "tsa": tsa,
+           "level": level, "coverage": cov}
+    when = f"{_when(signed_at)} ({source}" + (f" by {tsa})" if tsa else ")")
+    report.notes.append(f"PDF signature ({name}): intact, valid, trusted, {level} (field {sig.field_name}); signer "
+                        f"{K.describe_person(person)}, signed {when}")
+    return row
+
+
+def _long_term(sig, anchors, others, now) -> tuple[bool, str]:
+    """pyHanko's AdES long-term validation at ``now`` from the document's own validation data (no network),
+    every certificate of the chain with revocation information: (passed, reason when not)."""
+    import asyncio
+
+    from pyhanko.sign.validation.ades import ades_lta_validation
+    from pyhanko.sign.validation.policy_decl import (LocalKnowledge, PdfSignatureValidationSpec,
+                                                     RevinfoOnlineFetchingRule, RevocationInfoGatheringSpec,
+                                                     SignatureValidationSpec)
+    from pyhanko_certvalidator.context import CertValidationPolicySpec
+    from pyhanko_certvalidator.ltv.types import ValidationTimingInfo
+    from pyhanko_certvalidator.policy_decl import REQUIRE_REVINFO, CertRevTrustPolicy
+    from pyhanko_certvalidator.registry import SimpleTrustManager
+
+    policy = CertValidationPolicySpec(trust_manager=SimpleTrustManager.build(trust_roots=anchors),
+                                      revinfo_policy=CertRevTrustPolicy(REQUIRE_REVINFO))
+    spec = PdfSignatureValidationSpec(SignatureValidationSpec(
+        cert_validation_policy=policy, local_knowledge=LocalKnowledge(known_certs=others),
+        revinfo_gathering_policy=RevocationInfoGatheringSpec(online_fetching_rule=RevinfoOnlineFetchingRule.LOCAL_ONLY)))
+    timing = ValidationTimingInfo(validation_time=now, best_signature_time=now, point_in_time_validation=False)
+    result = asyncio.run(ades_lta_validation(sig, spec, timing_info=timing))
+    indic = getattr(result.ades_subindic, "name", str(result.ades_subindic))
+    if indic == "OK":
+        return True, ""
+    api = result.api_status
+    detail = api.revocation_details if api is not None and api.revocation_details else None
+    hint = {"NO_POE": "no proof that the embedded validation data existed before the certificates expired",
+            "REVOKED": "a certificate of the chain is revoked",
+            "REVOKED_NO_POE": "a certificate of the chain is revoked",
+            "OUT_OF_BOUNDS_NO_POE": "a certificate had expired or was revoked, with no proof of the signing time"}
+    return False, f"{indic}" + (f" ({hint[indic]})" if indic in hint else "") + (f"; {detail}" if detail else "")
+
+
+def _untrusted_reason(status, level: str, now: dt.datetime) -> str:
+    """Why pyHanko did not trust the signer: revoked, expired, or no path to a trusted certificate."""
+    rev = status.revocation_details
+    if rev is not None:
+        return (f"the signer's certificate was revoked on {_when(_utc(rev.revocation_date))} "
+                f"({getattr(rev.revocation_reason, 'native', rev.revocation_reason)})")
+    indic = getattr(status.trust_problem_indic, "name", str(status.trust_problem_indic))
+    if indic in ("OUT_OF_BOUNDS_NO_POE", "EXPIRED"):
+        return (f"a certificate of the chain is not valid at {_when(now)} and the signature has no trusted "
+                f"timestamp with validation data ({level})")
+    return f"signer certificate not trusted ({indic}; give the signer's root certificate with --cert)"
+
+
+def _signature_certs(sig, status, roots: list) -> list:
+    """The signer's certificate, those embedded with it, and the trust roots it was checked against, as
+    ``cryptography`` certificates without duplicates (pyHanko does not check a trust root's dates, and a
+    self-signed signer is its own root)."""
     from cryptography import x509
 
-    from runtime.keys import validity_problems
-
-    at = sig.self_reported_timestamp or dt.datetime.now(dt.timezone.utc)
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=dt.timezone.utc)
     seen, certs = set(), []
     for c in [status.signing_cert, *(getattr(sig, "other_embedded_certs", None) or []), *roots]:
         der = c.dump()
         if der not in seen:
             seen.add(der)
             certs.append(x509.load_der_x509_certificate(der))
-    label = "the signing time claimed by the signer (no trusted timestamp)"
-    return [f"{p} ({label})" for p in validity_problems(certs, at)]
+    return certs
+
+
+def check_timestamps(run_dir: Path, stmt: dict[str, Any], trust: Trust, report: Report,
+                     now: dt.datetime | None = None) -> None:
+    """``manifest.timestamps.json``: present exactly when the signed manifest says the envelope was
+    timestamped; each token covers sha256 of one envelope signature, by a trusted TSA."""
+    promised = (((stmt.get("predicate") or {}).get("signing") or {}).get("manifest") or {}).get("timestamps")
+    path = run_dir / TIMESTAMPS
+    if not promised:
+        if path.exists():
+            report.fail(TIMESTAMPS, "the signed manifest promises no timestamps (added after signing)")
+        return
+    if not path.is_file():
+        report.fail(TIMESTAMPS, "missing: the signed manifest says the envelope was timestamped")
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entries = data["timestamps"]
+        env = json.loads((run_dir / ENVELOPE).read_text(encoding="utf-8"))
+        sigs = {s["keyid"]: hashlib.sha256(base64.b64decode(s["sig"])).digest() for s in env["signatures"]}
+    except (OSError, ValueError, KeyError, TypeError, binascii.Error) as err:
+        report.fail(TIMESTAMPS, f"cannot be read ({type(err).__name__}: {err})")
+        return
+    from runtime.trusted_time import check_token
+
+    anchors, others = _asn1_trust(trust)
+    for i, e in enumerate(entries if isinstance(entries, list) else [], 1):
+        try:
+            digest, token = sigs.get(e["keyid"]), base64.b64decode(e["token"], validate=True)
+        except (KeyError, TypeError, ValueError, binascii.Error) as err:
+            report.fail(TIMESTAMPS, f"entry {i} cannot be read ({type(err).__name__}: {err})")
+            continue
+        if digest is None:
+            report.fail(TIMESTAMPS, f"entry {i} names keyid {str(e.get('keyid'))[:16]}..., which signed no envelope signature")
+            continue
+        got = check_token(token, digest, anchors=anchors, others=others, now=now)
+        if got.problems:
+            report.fail(TIMESTAMPS, f"entry {i}: " + "; ".join(got.problems))
+            continue
+        report.notes.append(f"manifest signature {e['keyid'][:16]}... timestamped {_when(_utc(got.time))} by {got.tsa}")
+    if not isinstance(entries, list) or not entries:
+        report.fail(TIMESTAMPS, "holds no timestamp")
 
 
 def pdf_metadata(keywords: str) -> dict[str, str]:
@@ -376,11 +640,41 @@ def check_spec(spec: Path, locked: str | None, report: Report, resolved_locked: 
         report.notes.append(f"spec {spec}: matches the run's locked digest sha256 {locked[:16]}...")
 
 
-def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Report:
-    """Verify a run folder; see the module docstring for the checks."""
+def check_roles(report: Report, roles: list[str], name: str) -> None:
+    """``--require-role``: each role must be the role (certificate ``title``, else organisational unit) of
+    a signer whose signature verified; compared without case."""
+    have = {(r.get("role") or "").casefold() for r in report.signers}
+    listed = "; ".join(f"{K.describe_person(r)}" for r in report.signers) or "none valid"
+    for role in roles:
+        if role.casefold() not in have:
+            report.fail(name, f"no valid signature by a signer with the role {role!r} (signers: {listed})")
+        else:
+            report.notes.append(f"required role {role!r}: signed")
+
+
+def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None, now: dt.datetime | None = None,
+               require_roles: list[str] | None = None) -> Report:
+    """Verify a run folder; see the module docstring for the checks.
+
+    Parameters
+    ----------
+    now : datetime, optional
+        The verification time (default: the clock): what certificates must be valid at, for a signature
+        without a trusted timestamp.
+    require_roles : list of str, optional
+        Roles that must each have signed the PDF validly (``audit verify --require-role``).
+    """
     run_dir = Path(run_dir)
     trust = dataclasses.replace(trust)  # pinning decisions below must not leak into the caller's object
     report = Report()
+    with library_logs(report):
+        _verify_run(run_dir, trust, spec, now, report)
+        if require_roles:
+            check_roles(report, require_roles, "report.pdf")
+    return report
+
+
+def _verify_run(run_dir: Path, trust: Trust, spec: Path | None, now, report: Report) -> None:
     for file, reason in trust.problems:
         report.fail(file, reason)
     from compiler.artifacts import ArtifactError
@@ -404,6 +698,7 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
         report.manifest = stmt.get("predicate")
         check_artifacts(run_dir, stmt, report)
         check_run_id(run_dir, report.manifest, run, report)
+        check_timestamps(run_dir, stmt, trust, report, now)
         if trust.public_key is not None and (run_dir / K.MANIFEST_PUB).is_file():
             try:
                 same = K.key_id(K.load_public_key(run_dir / K.MANIFEST_PUB)) == K.key_id(trust.public_key)
@@ -411,7 +706,7 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
                 same = False
             if not same:
                 report.fail(K.MANIFEST_PUB, "is not the public key the envelope verifies with")
-    facts = check_pdf(run_dir / "report.pdf", trust, report) if (run_dir / "report.pdf").is_file() else None
+    facts = check_pdf(run_dir / "report.pdf", trust, report, now=now) if (run_dir / "report.pdf").is_file() else None
     failed = {f.file for f in report.failures}
     # pin transitively: the pinned manifest key signs signer.crt's hash; the pinned certificate signs
     # the PDF, whose metadata names the manifest key
@@ -432,14 +727,17 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None) -> Repo
         m = report.manifest or {}
         check_spec(spec, ((m.get("lock") or {}).get("spec_digest") or {}).get("digest"), report,
                    m.get("resolved_spec"))
-    return report
 
 
-def verify_pdf(pdf: Path, *, trust: Trust, spec: Path | None = None) -> Report:
-    """Verify a lone report.pdf: its PAdES signature, and optionally that ``spec`` matches its lock digest."""
+def verify_pdf(pdf: Path, *, trust: Trust, spec: Path | None = None, now: dt.datetime | None = None,
+               require_roles: list[str] | None = None) -> Report:
+    """Verify a lone report.pdf: its signatures, and optionally that ``spec`` matches its lock digest."""
     trust = dataclasses.replace(trust)
     report = Report()
-    facts = check_pdf(pdf, trust, report, name=str(pdf))
+    with library_logs(report):
+        facts = check_pdf(pdf, trust, report, name=str(pdf), now=now)
+        if require_roles:
+            check_roles(report, require_roles, str(pdf))
     report.unpinned = [] if trust.cert_pinned else ["the certificate embedded in the PDF"]
     meta = pdf_metadata((facts or {}).get("keywords", ""))
     if meta:

@@ -112,3 +112,20 @@ def llm_server(tmp_path_factory):
         yield {"url": url, "port": int(url.rsplit(":", 1)[1].split("/")[0]), "proc": proc}
     finally:
         serve.stop(proc)
+
+
+# --- local test PKI with a time-stamping authority (issue 16) ---------------------------------
+@pytest.fixture(scope="session")
+def test_pki(tmp_path_factory):
+    """A certomancer PKI (root -> intermediate -> signers; OCSP, CRLs, an RFC 3161 TSA) served on a free
+    port of 127.0.0.1 for the whole test session (per xdist worker); see tests/pki.py."""
+    import logging
+
+    from pki import serve
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no request log lines in the test output
+    pki = serve(tmp_path_factory.mktemp("pki"))
+    try:
+        yield pki
+    finally:
+        pki.stop()

@@ -75,11 +75,14 @@ class RunFolder:
         The run record written as ``run.json``; ``run["artifacts"]`` lists the files written.
     keys : runtime.keys.SigningKeys or None
         Signing keys; None for an unsigned run.
+    tsa : str or None
+        The RFC 3161 time-stamping authority the seal will use (None: PAdES B-B).
     """
 
     path: Path
     run: dict[str, Any]
     keys: Any = None
+    tsa: str | None = None
     _lock_fd: int | None = field(default=None, repr=False)
 
     def save(self) -> None:

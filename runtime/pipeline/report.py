@@ -17,7 +17,7 @@ def write_report(ctx: RunContext) -> None:
 
     folder, run = ctx.folder, ctx.run
     meta = report_meta(ctx.resolved, ctx.lock, run)
-    core = build_core(meta, provenance=provenance_context(folder.path, run, folder.keys),
+    core = build_core(meta, provenance=provenance_context(folder.path, run, folder.keys, tsa=folder.tsa),
                       kind=design_for(ctx.resolved).report_kind)
     families = registered()
     sections = [s for fid, result in ctx.results.items() for s in families[fid]().sections(ctx, result, meta)]

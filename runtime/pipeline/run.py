@@ -118,11 +118,14 @@ MSG_RESUME_OTHER_LOCK = ("{run}: the run was made under spec digest {old}, but {
 
 
 def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, keys=None,
-            resume: Path | None = None, accept_vendor_file: str | None = None) -> RunResult:
+            resume: Path | None = None, accept_vendor_file: str | None = None, tsa: str | None = None) -> RunResult:
     """Run a locked spec end to end and write the run folder; or complete a killed or failed one.
 
     With ``keys`` (:class:`runtime.keys.SigningKeys`) the PDF is signed and the manifest is signed
-    into ``manifest.dsse.json``; without, ``manifest.json`` is written unsigned (runtime.sign).
+    into ``manifest.dsse.json``; without, ``manifest.json`` is written unsigned (runtime.sign). With
+    ``tsa`` (an RFC 3161 time-stamping authority URL) the PDF is PAdES B-LTA and the envelope is
+    timestamped (runtime.trusted_time); a TSA that fails at sealing leaves the run failed at stage
+    ``seal``, and ``resume`` seals it.
     Finished tasks (generation, each system's scores) are taken from the task store
     (:mod:`runtime.store`) when it holds them, so a warm re-run makes no model call and no
     encode, and ``resume`` (a run folder whose run was killed or failed) completes the run in place
@@ -185,7 +188,7 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
                          timings=timings, root=root, git=git,
                          reproduce=reproduce_commands(spec_shown=shown, git=git, tool_version=tool_version()))
     run["reused_tasks"], run["computed_tasks"] = [], []
-    folder = RunFolder(run_dir, run, keys)
+    folder = RunFolder(run_dir, run, keys, tsa=tsa)
     folder.hold()
     folder.save()
 
@@ -205,7 +208,7 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
             run["store"] = portable(ctx.store.root, compiled.loaded.folder)
             _run_stages(ctx)
         folder.stage("seal")
-        seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings)
+        seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings, tsa=tsa)
     except BaseException as err:
         run["status"] = "failed"
         run["error"] = f"{type(err).__name__}: {err}"
