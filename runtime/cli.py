@@ -247,7 +247,7 @@ def execute(
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Signing keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys. A named directory without keys is an error; an empty default means an unsigned run.", show_default=False)] = None,
     resume: Annotated[Optional[Path], typer.Option("--resume", help="Complete this killed or failed run folder in place (finished tasks are reused from the task store).", show_default=False, metavar="RUN_DIR")] = None,
     accept_vendor_file: Annotated[Optional[str], typer.Option("--accept-vendor-file", help="Use a blind system's returned score file although it differs from the one first read; the reason, both digests and the time are recorded in the run and its report.", show_default=False, metavar="REASON")] = None,
-    tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL: the report is signed PAdES B-LTA (trusted time, validation data embedded) and the manifest is timestamped; default [signing] tsa of the key directory's config.toml. Without one the report is PAdES B-B, dated by this machine's clock.", show_default=False, metavar="URL")] = None,
+    tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL: the report is signed PAdES B-LTA (trusted time, validation data embedded) and the manifest is timestamped; default \\[signing] tsa of the key directory's config.toml. Without one the report is PAdES B-B, dated by this machine's clock.", show_default=False, metavar="URL")] = None,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     import os
@@ -473,6 +473,38 @@ def keygen(
         print(f"warning: {w}", file=sys.stderr)
     console.print("Give manifest.pub and signer.crt to whoever verifies your reports: "
                   "`audit verify RUN_DIR --pubkey manifest.pub --cert signer.crt`.")
+
+
+@app.command()
+def sign(
+    run_dir: Annotated[Path, typer.Argument(help="A sealed, signed run folder.", show_default=False, metavar="RUN_DIR")],
+    key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="The countersigner's keys (see `audit keygen --role`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys.", show_default=False)] = None,
+    role: Annotated[Optional[str], typer.Option("--role", help="The role you sign in, e.g. Reviewer: it must be the role your certificate names.", show_default=False)] = None,
+    tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL (default \\[signing] tsa of the key directory's config.toml).", show_default=False, metavar="URL")] = None,
+) -> None:
+    """Countersign a sealed run (e.g. as its reviewer): an incremental PDF signature that leaves the
+    auditor's valid, and a second signature of the manifest. The run must verify first."""
+    from compiler.errors import AuditError
+    from runtime.countersign import countersign
+    from runtime.keys import default_key_dir, describe_person, load_keys
+
+    if not run_dir.is_dir():
+        raise AuditError(f"{run_dir}: no such run folder")
+    kd = key_dir or default_key_dir()
+    keys = load_keys(kd)
+    if keys is None:
+        raise AuditError(f"no signing keys in {kd}; create the countersigner's with `audit keygen --key-dir {kd} "
+                         "--signer NAME --role ROLE`")
+    for w in keys.check_valid():
+        print(f"warning: {w}", file=sys.stderr)
+    if tsa is not None and not tsa.startswith(("http://", "https://")):
+        raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
+    tsa = tsa or keys.tsa
+    entry = countersign(run_dir, keys, role=role, tsa=tsa)
+    level = "PAdES B-LTA, trusted timestamp" if tsa else "PAdES B-B, this machine's clock"
+    _console().print(f"countersigned {run_dir}: report.pdf field {entry['pdf_field']} ({level}) and manifest.dsse.json "
+                     f"(Ed25519 {entry['keyid'][:16]}...) by {describe_person(entry['signer'])}; check with "
+                     f"`audit verify {run_dir}`", markup=False)
 
 
 @app.command()

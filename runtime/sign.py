@@ -32,8 +32,10 @@ from compiler.hashing import canonical_json, file_digest
 from compiler.lock import lock_methods_version, utc_now
 
 MANIFEST, ENVELOPE, TIMESTAMPS = "manifest.json", "manifest.dsse.json", "manifest.timestamps.json"
+#: Countersigners' public keys and certificates (``audit sign``, runtime/countersign.py).
+COUNTERSIGNATURES = "countersignatures.json"
 #: Files of a run folder the manifest does not (cannot) list.
-SEAL_FILES = (MANIFEST, ENVELOPE, TIMESTAMPS)
+SEAL_FILES = (MANIFEST, ENVELOPE, TIMESTAMPS, COUNTERSIGNATURES)
 #: PAdES baseline levels (ETSI EN 319 142-1) audit-compiler signs: without and with a TSA.
 PROFILE_OFFLINE, PROFILE_TSA = "PAdES B-B", "PAdES B-LTA"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -41,6 +43,9 @@ PREDICATE_TYPE = "urn:audit-compiler:manifest:v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 SIGNATURE_FIELD = "AuditSignature"
 SIGNATURE_BOX_ID = "signature-box"
+#: Countersignatures (``audit sign``): field names ``Countersignature1``...; the report reserves a box for
+#: each of the first COUNTERSIGN_BOXES (``#countersignature-box-N``), later ones are invisible signatures.
+COUNTERSIGN_FIELD, COUNTERSIGN_BOX_ID, COUNTERSIGN_BOXES = "Countersignature", "countersignature-box-{n}", 2
 #: Result tables whose bytes a re-run with the same spec and seed reproduces (listed in the report).
 REPRODUCIBLE_RESULTS = ("metrics.csv", "metrics_by_job.csv", "paired.csv", "effects.csv", "causal.csv")
 #: The signature box of the report template, in mm (runtime/report/templates/_signature.html.j2).
@@ -265,7 +270,8 @@ def signature_box(reader, box_id: str = SIGNATURE_BOX_ID) -> tuple[int, tuple[fl
 
 
 def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
-             extra_lines: list[str] | None = None, tsa: str | None = None) -> dict[str, Any]:
+             extra_lines: list[str] | None = None, tsa: str | None = None, field: str = SIGNATURE_FIELD,
+             box_id: str = SIGNATURE_BOX_ID, heading: str = "Digitally signed") -> dict[str, Any]:
     """Sign ``path`` in place with pyHanko, with a visible box showing signer, role and time.
 
     Without ``tsa`` the signature is PAdES B-B: its time is the signer's clock. With the URL of an
@@ -274,12 +280,14 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
     and a document timestamp over them, so that it validates after the certificate expires.
 
     The box is drawn over the report's ``#signature-box`` element (last page); without one, it goes
-    in the bottom-left corner of the last page.
+    in the bottom-left corner of the last page. A countersignature (``field`` ``Countersignature<N>``)
+    goes over ``#countersignature-box-<N>``, and is invisible when the report has no such box. The
+    signature is an incremental update: earlier signatures stay valid.
 
     Returns
     -------
     dict
-        ``page`` (0-based), ``box`` (PDF points), ``signer``, ``profile``.
+        ``page`` (0-based; None when invisible), ``box`` (PDF points), ``signer``, ``profile``, ``field``.
 
     Raises
     ------
@@ -303,17 +311,17 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
                                   cert_registry=SimpleCertificateStore.from_certs([cert, *chain]))
     data = Path(path).read_bytes()
     writer = IncrementalPdfFileWriter(io.BytesIO(data), strict=False)
-    found = signature_box(writer.prev)
-    if found is None:
+    found = signature_box(writer.prev, box_id)
+    if found is None and field == SIGNATURE_FIELD:
         n = int(writer.prev.root["/Pages"]["/Count"])
         w, h = (v * 72 / 25.4 for v in SIGNATURE_BOX_MM)
         found = (n - 1, (40.0, 60.0, 40.0 + w, 60.0 + h))
-    page, box = found
+    page, box = found if found is not None else (0, None)
     profile = PROFILE_TSA if tsa else PROFILE_OFFLINE
     person = keys.signer()
-    text = (f"Digitally signed ({profile}) by\n%(signer)s"
+    text = (f"{heading} ({profile}) by\n%(signer)s"
             + ("\n%(role)s" if person["role"] or person["organisation"] else "")
-            + ("\nTime: %(ts)s (trusted timestamp inside)" if tsa else "\nTime: %(ts)s (signer's clock)"))
+            + "\nTime: %(ts)s (signer's clock)" + ("\nTrusted time: RFC 3161 timestamp embedded" if tsa else ""))
     params = {"role": ", ".join(x for x in (person["role"], person["organisation"]) if x)}
     for i, line in enumerate(extra_lines or []):
         text += f"\n%(line{i})s"
@@ -328,12 +336,12 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
         lt = {"embed_validation_info": True, "use_pades_lta": True,
               "validation_context": signer_validation_context(keys, fetch=True)}
         timestamper = make_timestamper(tsa)
-    meta = signers.PdfSignatureMetadata(field_name=SIGNATURE_FIELD, subfilter=fields.SigSeedSubFilter.PADES,
+    meta = signers.PdfSignatureMetadata(field_name=field, subfilter=fields.SigSeedSubFilter.PADES,
                                         md_algorithm="sha256", reason=reason, location=location,
                                         name=keys.signer_name(), **lt)
+    rect = tuple(int(round(v)) for v in box) if box is not None else None
     pdf_signer = signers.PdfSigner(meta, signer=signer, stamp_style=style, timestamper=timestamper,
-                                   new_field_spec=fields.SigFieldSpec(SIGNATURE_FIELD, on_page=page,
-                                                                      box=tuple(int(round(v)) for v in box)))
+                                   new_field_spec=fields.SigFieldSpec(field, on_page=page, box=rect))
     out = io.BytesIO()
     try:
         pdf_signer.sign_pdf(writer, output=out, appearance_text_params=params)
@@ -348,7 +356,8 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
     from runtime.store import atomic_write
 
     atomic_write(Path(path), out.getvalue())
-    return {"page": page, "box": [int(round(v)) for v in box], "signer": keys.signer_name(), "profile": profile}
+    return {"page": page if rect else None, "box": list(rect) if rect else None, "signer": keys.signer_name(),
+            "profile": profile, "field": field}
 
 
 def seal_run(folder, *, lock: dict[str, Any], resolved: dict[str, Any], keys, git: dict[str, Any] | None,
@@ -392,5 +401,5 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None
         from runtime.keys import describe_person
 
         ctx.update(signer=describe_person(keys.signer()), keyid=keys.keyid, cert_sha256=cert_fingerprint(keys.pdf_cert),
-                   profile=PROFILE_TSA if tsa else PROFILE_OFFLINE, tsa=tsa)
+                   profile=PROFILE_TSA if tsa else PROFILE_OFFLINE, tsa=tsa, countersign_boxes=COUNTERSIGN_BOXES)
     return ctx

@@ -37,8 +37,8 @@ from typing import Any
 
 from compiler.hashing import canonical_json, file_digest
 from runtime import keys as K
-from runtime.sign import (ENVELOPE, MANIFEST, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE, TIMESTAMPS, artifact_paths,
-                          pae, render_json)
+from runtime.sign import (COUNTERSIGNATURES, ENVELOPE, MANIFEST, PAYLOAD_TYPE, PREDICATE_TYPE, SIGNATURE_FIELD,
+                          STATEMENT_TYPE, TIMESTAMPS, artifact_paths, pae, render_json)
 
 
 @dataclass
@@ -65,6 +65,10 @@ class Report:
     signers: list[dict[str, Any]] = field(default_factory=list)
     #: Diagnostics of the signature libraries (pyHanko, pyhanko-certvalidator), shown with --verbose.
     details: list[str] = field(default_factory=list)
+    #: Key ids of the countersignatures of manifest.dsse.json that verified (``audit sign``).
+    dsse_countersigners: list[str] = field(default_factory=list)
+    #: Byte length of report.pdf as sealed, when later revisions (countersignatures) follow it.
+    sealed_pdf_bytes: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -146,9 +150,27 @@ def resolve_trust(*, pubkey: Path | None, cert: Path | list[Path] | None, key_di
                 except K.KeyMaterialError as err:
                     t.problems.append((name, f"unreadable ({err})"))
                 sources.append(f"{name} inside the run folder")
+            t.certs += _countersigner_certs(run_dir, t, sources)
             t.cert_pinned = False
     t.source = ", ".join(sources)
     return t
+
+
+def _countersigner_certs(run_dir: Path, t: Trust, sources: list[str]) -> list:
+    """The countersigners' certificates of ``countersignatures.json`` (unpinned, like the run's own copies)."""
+    from cryptography import x509
+
+    from runtime.countersign import read_countersignatures
+
+    certs = []
+    try:
+        for e in read_countersignatures(run_dir):
+            certs += x509.load_pem_x509_certificates(str(e.get("certificate", "")).encode("ascii"))
+    except (OSError, ValueError, TypeError) as err:
+        t.problems.append((COUNTERSIGNATURES, f"its certificates cannot be read ({type(err).__name__}: {err})"))
+    if certs:
+        sources.append(f"the countersigners' certificates in {COUNTERSIGNATURES}")
+    return certs
 
 
 # -------------------------------------------------------------------------------------- envelope
@@ -219,18 +241,25 @@ def check_envelope(run_dir: Path, trust: Trust, report: Report) -> dict[str, Any
     from cryptography.exceptions import InvalidSignature
 
     keyid = K.key_id(trust.public_key)
+    counter = countersigner_keys(run_dir, report)
     good = 0
     for i, s in enumerate(sigs):
+        key, kid, src = trust.public_key, keyid, trust.source
+        if i > 0 and s["keyid"] != keyid and s["keyid"] in counter:  # a countersignature (`audit sign`)
+            key, kid, src = counter[s["keyid"]], s["keyid"], COUNTERSIGNATURES
         try:
-            trust.public_key.verify(_b64(s["sig"]), pae(str(payload_type), payload))
+            key.verify(_b64(s["sig"]), pae(str(payload_type), payload))
         except (InvalidSignature, ValueError, binascii.Error):
             which = "the signature" if len(sigs) == 1 else f"signature {i + 1} of {len(sigs)} (every one must verify)"
-            report.fail(ENVELOPE, f"{which} does not verify with the Ed25519 key {keyid[:16]}... ({trust.source})")
+            report.fail(ENVELOPE, f"{which} does not verify with the Ed25519 key {kid[:16]}... ({src})")
             continue
-        if s["keyid"] != keyid:
-            report.fail(ENVELOPE, f"keyid {s['keyid']!r} does not name the key that signed it ({keyid[:16]}...)")
+        if s["keyid"] != kid:
+            report.fail(ENVELOPE, f"keyid {s['keyid']!r} does not name the key that signed it ({kid[:16]}...)")
             continue
-        good += 1
+        if key is trust.public_key:
+            good += 1
+        else:
+            report.dsse_countersigners.append(kid)
     if not good:
         return None
     if raw != render_json(env):
@@ -250,6 +279,32 @@ def check_envelope(run_dir: Path, trust: Trust, report: Report) -> dict[str, Any
         return None
     report.notes.append(f"DSSE signature: valid, Ed25519 key {keyid[:16]}... ({trust.source})")
     return stmt
+
+
+def countersigner_keys(run_dir: Path, report: Report) -> dict[str, Any]:
+    """Ed25519 public keys of ``countersignatures.json`` by key id (each key must hash to its id)."""
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    from runtime.countersign import read_countersignatures
+
+    try:
+        entries = read_countersignatures(run_dir)
+    except (OSError, ValueError) as err:
+        report.fail(COUNTERSIGNATURES, f"cannot be read ({type(err).__name__}: {err})")
+        return {}
+    out = {}
+    for i, e in enumerate(entries, 1):
+        try:
+            key = load_pem_public_key(str(e["public_key"]).encode("ascii"))
+            kid = K.key_id(key)
+        except (KeyError, ValueError, TypeError, AttributeError) as err:
+            report.fail(COUNTERSIGNATURES, f"entry {i}: its public key cannot be read ({type(err).__name__}: {err})")
+            continue
+        if kid != e.get("keyid"):
+            report.fail(COUNTERSIGNATURES, f"entry {i}: its public key has id {kid[:16]}..., not {str(e.get('keyid'))[:16]}...")
+            continue
+        out[kid] = key
+    return out
 
 
 def statement_problems(stmt: dict[str, Any]) -> str:
@@ -279,6 +334,7 @@ def check_artifacts(run_dir: Path, stmt: dict[str, Any], report: Report) -> None
         report.fail(MANIFEST, f"differs from the manifest signed in {ENVELOPE} (edited after signing)")
     subjects = {s["name"]: s["digest"]["sha256"] for s in stmt.get("subject", [])}
     listed = {a["path"]: a["sha256"] for a in manifest.get("artifacts", [])}
+    sizes = {a["path"]: a.get("bytes") for a in manifest.get("artifacts", [])}
     if listed != subjects:
         report.fail(ENVELOPE, "the Statement's subjects and the manifest's artifacts disagree")
     for name, want in sorted(subjects.items()):
@@ -287,12 +343,27 @@ def check_artifacts(run_dir: Path, stmt: dict[str, Any], report: Report) -> None
             report.fail(name, "missing (listed in the signed manifest)")
             continue
         got = file_digest(path)["digest"]
-        if got != want:
+        if got != want and name == "report.pdf" and sealed_prefix_matches(path, want, sizes.get(name)):
+            report.sealed_pdf_bytes = sizes[name]  # countersigned: check_pdf checks what follows
+            report.notes.append(f"report.pdf: its first {sizes[name]} bytes are the sealed report (sha256 {want[:16]}...); "
+                                f"{path.stat().st_size - sizes[name]} bytes of later revisions follow")
+        elif got != want:
             report.fail(name, f"sha256 {got[:16]}... differs from the signed {want[:16]}... (modified after signing)")
     for name in artifact_paths(run_dir):
         if name not in subjects:
             report.fail(name, "not in the signed manifest (added after signing)")
     report.notes.append(f"artifacts: {len(subjects)} files checked (sha256) against the signed manifest")
+
+
+def sealed_prefix_matches(path: Path, want: str, size: Any) -> bool:
+    """The first ``size`` bytes of ``path`` (longer than that) have sha256 ``want``: the sealed PDF,
+    followed by incremental updates (countersignatures)."""
+    if not isinstance(size, int) or path.stat().st_size <= size:
+        return False
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        h.update(fh.read(size))
+    return h.hexdigest() == want
 
 
 def check_run_id(run_dir: Path, manifest: dict[str, Any], run: dict[str, Any] | None, report: Report) -> None:
@@ -386,12 +457,13 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
     facts: dict[str, Any] = {}
     for i, sig in enumerate(sigs):
         later_doc_ts = any(s.sig_object_type == "/DocTimeStamp" for s in sigs[i + 1:])
+        later_sig = any(s.sig_object_type != "/DocTimeStamp" for s in sigs[i + 1:])
         try:
             if sig.sig_object_type == "/DocTimeStamp":
-                _check_doc_timestamp(sig, anchors or [sig.signer_cert], others, now, report, name)
+                _check_doc_timestamp(sig, anchors or [sig.signer_cert], others, now, report, name, later_sig)
                 continue
             row = _check_signature(sig, anchors or [sig.signer_cert], others, now, report, name, has_dss=has_dss,
-                                   later_doc_ts=later_doc_ts)
+                                   later_doc_ts=later_doc_ts, later_sig=later_sig)
         except Exception as err:  # noqa: BLE001 - pyHanko raises many kinds on a damaged file; each is a failure
             report.fail(name, f"signature {sig.field_name!r} cannot be validated ({type(err).__name__}: {err})")
             continue
@@ -409,23 +481,24 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
     return facts
 
 
-def _coverage_problems(sig, status) -> tuple[str, list[str]]:
+def _coverage_problems(sig, status, later_signature: bool = False) -> tuple[str, list[str]]:
     """The signature's coverage, and why it is not acceptable: it covers the whole file, or a whole
     revision followed only by revisions that add validation data and document timestamps (pyHanko's
-    difference analysis: modification level NONE or LTA_UPDATES)."""
+    difference analysis: modification level NONE or LTA_UPDATES), or, when a later signature follows
+    (a countersignature, which must itself verify), revisions that fill signature fields (FORM_FILLING)."""
     cov = getattr(status.coverage, "name", str(status.coverage))
     level = getattr(status.modification_level, "name", str(status.modification_level))
     if cov == "ENTIRE_FILE":
         return cov, []
     later = sig.signed_revision < sig.reader.xrefs.total_revisions - 1
     if cov == "ENTIRE_REVISION" and later:
-        if level in ALLOWED_LATER_CHANGES:
+        if level in ALLOWED_LATER_CHANGES or (later_signature and level == "FORM_FILLING"):
             return cov, []
         return cov, [f"later revisions change the document (modification level {level}), not only validation data"]
     return cov, [f"covers {cov}, not the entire file (bytes were appended after signing)"]
 
 
-def _check_doc_timestamp(sig, anchors, others, now, report, name) -> None:
+def _check_doc_timestamp(sig, anchors, others, now, report, name, later_sig: bool = False) -> None:
     """A PAdES document timestamp (B-LTA): intact, valid, and its TSA trusted at ``now``."""
     from pyhanko.sign.validation import validate_pdf_timestamp
     from pyhanko_certvalidator import ValidationContext
@@ -438,7 +511,7 @@ def _check_doc_timestamp(sig, anchors, others, now, report, name) -> None:
     elif not status.trusted:
         problems.append(f"its time-stamping authority {status.signing_cert.subject.human_friendly!r} is not trusted "
                         "(give its root certificate with --cert)")
-    cov, more = _coverage_problems(sig, status)
+    cov, more = _coverage_problems(sig, status, later_sig)
     problems += more
     if problems:
         report.fail(name, f"document timestamp {sig.field_name!r}: " + "; ".join(problems))
@@ -449,7 +522,7 @@ def _check_doc_timestamp(sig, anchors, others, now, report, name) -> None:
                         f"at {_when(_utc(status.timestamp))}; it proves the embedded validation data existed then")
 
 
-def _check_signature(sig, anchors, others, now, report, name, *, has_dss, later_doc_ts) -> dict | None:
+def _check_signature(sig, anchors, others, now, report, name, *, has_dss, later_doc_ts, later_sig=False) -> dict | None:
     """One CAdES signature of the PDF; a failure is recorded and None returned, else the signer's row."""
     from pyhanko.sign.validation import validate_pdf_signature
     from pyhanko_certvalidator import ValidationContext
@@ -464,7 +537,7 @@ def _check_signature(sig, anchors, others, now, report, name, *, has_dss, later_
         problems.append("not intact (the signed bytes changed)")
     if not status.valid:
         problems.append("cryptographically invalid")
-    cov, more = _coverage_problems(sig, status)
+    cov, more = _coverage_problems(sig, status, later_sig)
     problems += more
     tst = status.timestamp_validity
     level = "PAdES B-B" if tst is None else "PAdES B-T"
@@ -495,8 +568,12 @@ def _check_signature(sig, anchors, others, now, report, name, *, has_dss, later_
         report.fail(name, f"signature {sig.field_name!r}: " + "; ".join(problems))
         return None
     person = subject_person(status.signing_cert)
+    from runtime.countersign import reason_keyid
+
+    reason = sig.sig_object.get("/Reason")
     row = {"field": sig.field_name, **person, "signed_at": _when(signed_at), "time_source": source, "tsa": tsa,
-           "level": level, "coverage": cov}
+           "level": level, "coverage": cov, "manifest_key": reason_keyid(str(reason) if reason is not None else None),
+           "end": sig.byte_range[-2] + sig.byte_range[-1] if sig.byte_range else None}
     when = f"{_when(signed_at)} ({source}" + (f" by {tsa})" if tsa else ")")
     report.notes.append(f"PDF signature ({name}): intact, valid, trusted, {level} (field {sig.field_name}); signer "
                         f"{K.describe_person(person)}, signed {when}")
@@ -570,12 +647,9 @@ def check_timestamps(run_dir: Path, stmt: dict[str, Any], trust: Trust, report: 
     timestamped; each token covers sha256 of one envelope signature, by a trusted TSA."""
     promised = (((stmt.get("predicate") or {}).get("signing") or {}).get("manifest") or {}).get("timestamps")
     path = run_dir / TIMESTAMPS
-    if not promised:
-        if path.exists():
-            report.fail(TIMESTAMPS, "the signed manifest promises no timestamps (added after signing)")
-        return
     if not path.is_file():
-        report.fail(TIMESTAMPS, "missing: the signed manifest says the envelope was timestamped")
+        if promised:
+            report.fail(TIMESTAMPS, "missing: the signed manifest says the envelope was timestamped")
         return
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -588,6 +662,7 @@ def check_timestamps(run_dir: Path, stmt: dict[str, Any], trust: Trust, report: 
     from runtime.trusted_time import check_token
 
     anchors, others = _asn1_trust(trust)
+    seen_sealing = False
     for i, e in enumerate(entries if isinstance(entries, list) else [], 1):
         try:
             digest, token = sigs.get(e["keyid"]), base64.b64decode(e["token"], validate=True)
@@ -597,13 +672,42 @@ def check_timestamps(run_dir: Path, stmt: dict[str, Any], trust: Trust, report: 
         if digest is None:
             report.fail(TIMESTAMPS, f"entry {i} names keyid {str(e.get('keyid'))[:16]}..., which signed no envelope signature")
             continue
+        sealing = e["keyid"] not in report.dsse_countersigners
+        if sealing and not promised:
+            report.fail(TIMESTAMPS, f"entry {i}: the signed manifest promises no timestamp of its signature (added after signing)")
+            continue
+        seen_sealing = seen_sealing or sealing
         got = check_token(token, digest, anchors=anchors, others=others, now=now)
         if got.problems:
             report.fail(TIMESTAMPS, f"entry {i}: " + "; ".join(got.problems))
             continue
         report.notes.append(f"manifest signature {e['keyid'][:16]}... timestamped {_when(_utc(got.time))} by {got.tsa}")
-    if not isinstance(entries, list) or not entries:
-        report.fail(TIMESTAMPS, "holds no timestamp")
+    if promised and not seen_sealing and not any(f.file == TIMESTAMPS for f in report.failures):
+        report.fail(TIMESTAMPS, "holds no timestamp of the sealing signature")
+
+
+def check_countersignatures(report: Report) -> None:
+    """Tie the PDF's signatures to the envelope's: the sealing signature lies within the sealed bytes;
+    every later PDF signature is a countersignature whose signed /Reason names a manifest key that
+    countersigned ``manifest.dsse.json``, and every such key has one."""
+    sealed = report.sealed_pdf_bytes
+    named = set()
+    for row in report.signers:
+        if row["field"] == SIGNATURE_FIELD:
+            if sealed is not None and row.get("end") is not None and row["end"] > sealed:
+                report.fail("report.pdf", f"signature {SIGNATURE_FIELD!r} lies after the sealed bytes")
+            continue
+        key = row.get("manifest_key")
+        if key not in report.dsse_countersigners:
+            report.fail("report.pdf", f"signature {row['field']!r} by {K.describe_person(row)} names no countersignature "
+                                      f"of {ENVELOPE} (its manifest key: {key or 'none'})")
+            continue
+        named.add(key)
+        row["countersignature"] = True
+    for key in report.dsse_countersigners:
+        if key not in named:
+            report.fail(ENVELOPE, f"the countersignature by key {key[:16]}... has no valid PDF countersignature "
+                                  "vouching for it in report.pdf")
 
 
 def pdf_metadata(keywords: str) -> dict[str, str]:
@@ -707,6 +811,8 @@ def _verify_run(run_dir: Path, trust: Trust, spec: Path | None, now, report: Rep
             if not same:
                 report.fail(K.MANIFEST_PUB, "is not the public key the envelope verifies with")
     facts = check_pdf(run_dir / "report.pdf", trust, report, now=now) if (run_dir / "report.pdf").is_file() else None
+    if stmt is not None and facts is not None:
+        check_countersignatures(report)
     failed = {f.file for f in report.failures}
     # pin transitively: the pinned manifest key signs signer.crt's hash; the pinned certificate signs
     # the PDF, whose metadata names the manifest key

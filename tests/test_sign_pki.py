@@ -238,3 +238,96 @@ def test_pdfsig_trusts_a_default_self_signed_report_and_rejects_a_tampered_one(t
     bad.write_bytes(bytes(data))
     sigs = _pdfsig(bad, db)
     assert not sigs or sigs[0].get("Signature Validation") != "Signature is Valid.", sigs
+
+
+# ------------------------------------------------------------------------ countersignatures (audit sign)
+
+@pytest.fixture(scope="session")
+def countersigned_run(tsa_run, test_pki, tmp_path_factory) -> Path:
+    """A copy of the TSA run, countersigned by the reviewer (their own key directory, TSA pinned)."""
+    work = tmp_path_factory.mktemp("countersigned")
+    run = work / tsa_run.name
+    shutil.copytree(tsa_run, run)
+    kd = _key_dir(test_pki, "reviewer", work, "--tsa", test_pki.tsa_url)
+    proc = run_cli("sign", str(run), "--key-dir", str(kd), "--role", "Reviewer", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert "countersigned" in proc.stdout and "Rob Reviewer (Reviewer, Audit Test PKI)" in proc.stdout
+    return run
+
+
+def test_verify_lists_the_auditor_and_the_reviewer_with_their_roles(countersigned_run, test_pki, tmp_path):
+    proc = run_cli("verify", str(countersigned_run), "--cert", str(test_pki.root_pem), "--require-role", "Lead auditor",
+                   "--require-role", "reviewer", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("signer ")]
+    assert len(lines) == 2, proc.stdout
+    assert lines[0].startswith("signer 1: Alice Auditor (Lead auditor, Audit Test PKI); signed ")
+    assert lines[1].startswith("signer 2: Rob Reviewer (Reviewer, Audit Test PKI); signed ")
+    assert all(ln.endswith("PAdES B-LTA") and "(trusted timestamp, Audit Test Time Stamping Authority)" in ln
+               for ln in lines)
+    m = json.loads((countersigned_run / "manifest.json").read_text())
+    pdf = next(a for a in m["artifacts"] if a["path"] == "report.pdf")
+    assert (countersigned_run / "report.pdf").stat().st_size > pdf["bytes"]  # the sealed bytes, then the increment
+    assert f"report.pdf: its first {pdf['bytes']} bytes are the sealed report" in proc.stdout
+    env = json.loads((countersigned_run / "manifest.dsse.json").read_text())
+    assert len(env["signatures"]) == 2
+    # poppler validates both CAdES signatures, the auditor's still valid after the increment
+    sigs = [s for s in _pdfsig(countersigned_run / "report.pdf", _nss_db(tmp_path, test_pki.root_pem))
+            if s.get("Signature Type") == "ETSI.CAdES.detached"]
+    assert [s["Signer Certificate Common Name"] for s in sigs] == ["Alice Auditor", "Rob Reviewer"]
+    assert all(s["Signature Validation"] == "Signature is Valid." and s["Certificate Validation"] == "Certificate is Trusted."
+               for s in sigs), sigs
+
+
+def test_without_the_reviewers_signature_require_role_reviewer_exits_6(countersigned_run, test_pki, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(countersigned_run, run)
+    m = json.loads((run / "manifest.json").read_text())
+    sealed = next(a for a in m["artifacts"] if a["path"] == "report.pdf")["bytes"]
+    with open(run / "report.pdf", "r+b") as fh:  # the reviewer's increment removed: the PDF as sealed
+        fh.truncate(sealed)
+    env = json.loads((run / "manifest.dsse.json").read_text())
+    reviewer = env["signatures"].pop()
+    from runtime.sign import render_json
+
+    (run / "manifest.dsse.json").write_bytes(render_json(env))
+    (run / "countersignatures.json").unlink()
+    ts = json.loads((run / "manifest.timestamps.json").read_text())
+    ts["timestamps"] = [t for t in ts["timestamps"] if t["keyid"] != reviewer["keyid"]]
+    (run / "manifest.timestamps.json").write_bytes(render_json(ts))
+    ok = run_cli("verify", str(run), "--cert", str(test_pki.root_pem), cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr  # the auditor's seal alone is intact
+    proc = run_cli("verify", str(run), "--cert", str(test_pki.root_pem), "--require-role", "Reviewer", cwd=tmp_path)
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert "no valid signature by a signer with the role 'Reviewer'" in proc.stderr
+    # the PDF increment removed but the envelope's countersignature kept: it has nothing vouching for it
+    half = tmp_path / "half"
+    shutil.copytree(countersigned_run, half)
+    with open(half / "report.pdf", "r+b") as fh:
+        fh.truncate(sealed)
+    proc = run_cli("verify", str(half), "--cert", str(test_pki.root_pem), cwd=tmp_path)
+    assert proc.returncode == 6 and "has no valid PDF countersignature vouching for it" in proc.stderr, proc.stderr
+
+
+def test_any_changed_byte_of_the_sealed_revision_fails_a_countersigned_run(countersigned_run, test_pki, tmp_path):
+    m = json.loads((countersigned_run / "manifest.json").read_text())
+    sealed = next(a for a in m["artifacts"] if a["path"] == "report.pdf")["bytes"]
+    for pos in (100, sealed // 2, sealed - 10):
+        run = tmp_path / f"run{pos}"
+        shutil.copytree(countersigned_run, run)
+        data = bytearray((run / "report.pdf").read_bytes())
+        data[pos] ^= 0x01
+        (run / "report.pdf").write_bytes(bytes(data))
+        proc = run_cli("verify", str(run), "--cert", str(test_pki.root_pem), cwd=tmp_path)
+        assert proc.returncode == 6, (pos, proc.stdout)
+        assert "report.pdf: sha256" in proc.stderr and "(modified after signing)" in proc.stderr
+
+
+def test_countersigning_refuses_a_role_the_certificate_does_not_name(tsa_run, test_pki, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(tsa_run, run)
+    kd = _key_dir(test_pki, "reviewer", tmp_path)
+    proc = run_cli("sign", str(run), "--key-dir", str(kd), "--role", "Lead auditor", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "names the role 'Reviewer'" in proc.stderr
+    assert not (run / "countersignatures.json").exists()
