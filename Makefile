@@ -36,7 +36,7 @@ KEYS ?= .keys
 
 example: install
 	@[ -f $(KEYS)/manifest.key ] || $(BIN)/audit keygen --key-dir $(KEYS) --signer "audit-compiler example (self-signed)"
-	$(BIN)/audit compile specs/example.yaml
+	$(BIN)/audit compile specs/example.yaml --key-dir $(KEYS)
 	$(BIN)/audit execute specs/example.yaml --key-dir $(KEYS)
 	$(BIN)/audit verify "$$(ls -d reports/example-ats-audit/*/ | tail -n 1)" --key-dir $(KEYS) --spec specs/example.yaml
 

@@ -278,6 +278,11 @@ class RunRecord(Artifact):
     reused_tasks: list[str] = Field(default_factory=list, description="task ids taken from the task store")
     computed_tasks: list[str] = Field(default_factory=list, description="task ids computed and kept in the store")
     store: str | None = Field(None, description="the task store, as a display string")
+    # the signed pre-registration (issue 16)
+    lock_signature: dict[str, Any] | None = Field(
+        None, description="the lock's signature as checked by execute: keyid, signer, timestamp time and TSA")
+    lock_recreated: list[dict[str, Any]] = Field(
+        default_factory=list, description="earlier locks of the same audit id this lock does not descend from")
 
 
 class Manifest(Artifact):

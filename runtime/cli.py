@@ -123,8 +123,13 @@ def compile_(
     spec: SpecArg,
     amend_: Annotated[bool, typer.Option("--amend", help="Accept a change to a locked spec as an amendment (needs --reason).")] = False,
     reason: Annotated[Optional[str], typer.Option("--reason", help="Why the locked spec changes; recorded in the lock and the report.")] = None,
+    key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Sign the lock with these keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys when it holds keys.", show_default=False)] = None,
+    tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL: timestamp the lock's signature (default \\[signing] tsa of the key directory's config.toml).", show_default=False, metavar="URL")] = None,
 ) -> None:
-    """Validate, expand into a plan and write the lock (<spec>.lock.json) and plan (<spec>.plan.json)."""
+    """Validate, expand into a plan and write the lock (<spec>.lock.json) and plan (<spec>.plan.json).
+
+    With signing keys the lock is signed (<spec>.lock.sig.json), and with a time-stamping authority its
+    signature is timestamped: the pre-registration's time is then provable."""
     from rich.table import Table
 
     from compiler import compile_spec
@@ -137,6 +142,7 @@ def compile_(
 
     if amend_ and not (reason and reason.strip()):
         raise AuditError(MSG_REASON_REQUIRED)
+    lock_keys, tsa = _lock_keys(key_dir, tsa)  # before any work: a named key directory must hold keys
     compiled = compile_spec(spec)
     _print_warnings(compiled)
     shown = display_path(spec)
@@ -197,6 +203,56 @@ def compile_(
         console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
     else:
         console.print(f"wrote {lock_path(spec)} and {plan_path(spec)}")
+    _sign_lock(console, lock_path(spec), lock_keys, tsa)
+
+
+def _lock_keys(key_dir: Optional[Path], tsa: Optional[str]):
+    """The keys that sign the lock (None without any) and the TSA URL; a named key directory without
+    keys, or a malformed URL, is an error (exit 2)."""
+    from compiler.errors import AuditError
+    from runtime.keys import default_key_dir, load_keys
+
+    keys = load_keys(key_dir or default_key_dir())
+    if keys is None and key_dir is not None:
+        raise AuditError(f"no signing keys in {key_dir}; create them with `audit keygen --key-dir {key_dir}`")
+    if tsa is not None and not tsa.startswith(("http://", "https://")):
+        raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
+    if keys is None and tsa:
+        raise AuditError("--tsa timestamps the lock's signature: it needs signing keys (see `audit keygen`)")
+    return keys, tsa or (keys.tsa if keys is not None else None)
+
+
+def _sign_lock(console, path: Path, keys, tsa: Optional[str]) -> None:
+    """Sign the lock when keys are available (and it is not signed as it stands); say what was done."""
+    import hashlib
+    import json
+
+    from runtime.locksign import sig_path, sign_lock
+
+    if keys is None:
+        console.print(f"note: {path.name} is not signed (no signing keys; see `audit keygen`): its time is this "
+                      "machine's clock and nothing shows if it is deleted and compiled again", markup=False)
+        return
+    sig = sig_path(path)
+    if sig.is_file():
+        try:
+            old = json.loads(sig.read_text(encoding="utf-8"))
+        except ValueError:
+            old = {}
+        if old.get("lock_sha256") == hashlib.sha256(path.read_bytes()).hexdigest() and old.get("keyid") == keys.keyid \
+                and (old.get("timestamp") or not tsa):
+            console.print(f"{sig.name}: the lock is signed as it stands", markup=False)
+            return
+    rec = sign_lock(path, keys, tsa)
+    when = ""
+    if rec["timestamp"]:
+        import base64
+
+        from runtime.trusted_time import token_time
+
+        when = f", timestamped {token_time(base64.b64decode(rec['timestamp']['token'])):%Y-%m-%d %H:%M:%S %Z} by {tsa}"
+    console.print(f"signed the lock: {sig.name} (Ed25519 {keys.keyid[:16]}...{when or ', no trusted timestamp'})",
+                  markup=False)
 
 
 def _print_mde(console, rows) -> None:

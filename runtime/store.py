@@ -151,6 +151,21 @@ class TaskStore:
         except OSError as err:
             raise StoreError(MSG_STORE_WRITE.format(root=self.root, err=err)) from None
 
+    def append_line(self, name: str, line: str) -> None:
+        """Append one line to the store's file ``name`` (a ledger such as ``locks.jsonl``).
+
+        Raises
+        ------
+        StoreError
+            The store cannot be written (the same message as :meth:`put`).
+        """
+        try:
+            self._ignore_in_git()
+            with open(self.root / name, "a", encoding="utf-8") as fh:
+                fh.write(line.rstrip("\n") + "\n")
+        except OSError as err:
+            raise StoreError(MSG_STORE_WRITE.format(root=self.root, err=err)) from None
+
     def _ignore_in_git(self) -> None:
         """A ``.gitignore`` of ``*`` in the store's root: the store never makes a repository dirty."""
         ignore = self.root / ".gitignore"

@@ -69,6 +69,8 @@ class Report:
     dsse_countersigners: list[str] = field(default_factory=list)
     #: Byte length of report.pdf as sealed, when later revisions (countersignatures) follow it.
     sealed_pdf_bytes: int | None = None
+    #: The trusted time of the seal (the sealing envelope signature's timestamp), when there is one.
+    sealed_at: dt.datetime | None = None
 
     @property
     def ok(self) -> bool:
@@ -682,8 +684,55 @@ def check_timestamps(run_dir: Path, stmt: dict[str, Any], trust: Trust, report: 
             report.fail(TIMESTAMPS, f"entry {i}: " + "; ".join(got.problems))
             continue
         report.notes.append(f"manifest signature {e['keyid'][:16]}... timestamped {_when(_utc(got.time))} by {got.tsa}")
+        if sealing:
+            report.sealed_at = _utc(got.time)
     if promised and not seen_sealing and not any(f.file == TIMESTAMPS for f in report.failures):
         report.fail(TIMESTAMPS, "holds no timestamp of the sealing signature")
+
+
+def check_lock(run_dir: Path, manifest: dict[str, Any], trust: Trust, report: Report, now=None) -> None:
+    """The signed pre-registration (runtime/locksign.py): ``lock.json`` is the lock the manifest records,
+    ``lock.sig.json`` signs its bytes, and the lock's trusted time precedes the seal's."""
+    from runtime.locksign import RUN_LOCK, RUN_LOCK_SIG, check_lock_signature
+
+    lock_file, sig_file = run_dir / RUN_LOCK, run_dir / RUN_LOCK_SIG
+    if not lock_file.is_file():
+        return  # runs sealed before issue 16 carry no lock copy
+    m_lock = manifest.get("lock") or {}
+    try:
+        lock = json.loads(lock_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        report.fail(RUN_LOCK, f"cannot be read ({type(err).__name__}: {err})")
+        return
+    if lock.get("created_at") != m_lock.get("created_at") or lock.get("spec_digest") != m_lock.get("spec_digest"):
+        report.fail(RUN_LOCK, "is not the lock the signed manifest records (its creation time or spec digest differs)")
+    if not sig_file.is_file():
+        report.notes.append(f"{RUN_LOCK}: the lock the run used; it was not signed (its time is the compiling machine's clock)")
+        return
+    try:
+        record = json.loads(sig_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        report.fail(RUN_LOCK_SIG, f"cannot be read ({type(err).__name__}: {err})")
+        return
+    anchors, others = _asn1_trust(trust)
+    problems, facts = check_lock_signature(lock_file.read_bytes(), record, trusted_key=trust.public_key,
+                                           anchors=anchors, others=others, now=now)
+    for p in problems:
+        report.fail(RUN_LOCK_SIG, p)
+    if problems:
+        return
+    who = f"Ed25519 key {facts['keyid'][:16]}..." + ("" if facts["pinned"] else " (not the run's manifest key)")
+    if facts["time"] is None:
+        report.notes.append(f"lock: signed by {who}; no trusted timestamp (created {lock.get('created_at')} by the "
+                            "compiling machine's clock)")
+        return
+    lock_time = _utc(facts["time"])
+    if report.sealed_at is not None and lock_time > report.sealed_at:
+        report.fail(RUN_LOCK_SIG, f"the lock was timestamped {_when(lock_time)}, after the run was sealed "
+                                  f"({_when(report.sealed_at)}): it is not the pre-registration of this run")
+        return
+    after = f", before the seal's trusted time {_when(report.sealed_at)}" if report.sealed_at else ""
+    report.notes.append(f"lock: signed by {who}, timestamped {_when(lock_time)} by {facts['tsa']}{after}")
 
 
 def check_countersignatures(report: Report) -> None:
@@ -813,6 +862,8 @@ def _verify_run(run_dir: Path, trust: Trust, spec: Path | None, now, report: Rep
     facts = check_pdf(run_dir / "report.pdf", trust, report, now=now) if (run_dir / "report.pdf").is_file() else None
     if stmt is not None and facts is not None:
         check_countersignatures(report)
+    if stmt is not None:
+        check_lock(run_dir, report.manifest or {}, trust, report, now)
     failed = {f.file for f in report.failures}
     # pin transitively: the pinned manifest key signs signer.crt's hash; the pinned certificate signs
     # the PDF, whose metadata names the manifest key
@@ -833,6 +884,32 @@ def _verify_run(run_dir: Path, trust: Trust, spec: Path | None, now, report: Rep
         m = report.manifest or {}
         check_spec(spec, ((m.get("lock") or {}).get("spec_digest") or {}).get("digest"), report,
                    m.get("resolved_spec"))
+        check_spec_lock(spec, m, report)
+
+
+def check_spec_lock(spec: Path, manifest: dict[str, Any], report: Report) -> None:
+    """With ``--spec``: the lock beside the spec is the run's lock or an amendment of it. A lock created
+    afresh after the run (deleted and compiled again) has lost the amendment history the run belongs
+    to, and fails."""
+    from compiler.lock import lock_path
+    from runtime.locksign import _lineage
+
+    path = lock_path(Path(spec))
+    run_created = (manifest.get("lock") or {}).get("created_at")
+    if not path.is_file() or not run_created:
+        return
+    try:
+        lock = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        report.fail(str(path), f"cannot be read ({type(err).__name__}: {err})")
+        return
+    if run_created in _lineage(lock):
+        if lock.get("created_at") != run_created:
+            report.notes.append(f"lock {path}: amended since this run (its amendment chain includes the run's lock of {run_created})")
+        return
+    report.fail(str(path), f"was created {lock.get('created_at')}; this run used the lock created {run_created}, which is "
+                           "not in its amendment chain: the lock was re-created after this run, and the amendment "
+                           "history between the two is lost")
 
 
 def verify_pdf(pdf: Path, *, trust: Trust, spec: Path | None = None, now: dt.datetime | None = None,

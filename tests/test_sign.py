@@ -93,7 +93,7 @@ def test_verify_passes_on_a_fresh_run(signed_run, key_dir):
 
 def test_manifest_lists_every_file_and_the_provenance(signed_run, key_dir):
     files = sorted(p.name for p in signed_run.iterdir())
-    assert files == sorted(["manifest.dsse.json", "manifest.json", "manifest.pub", "metrics.csv",
+    assert files == sorted(["lock.json", "manifest.dsse.json", "manifest.json", "manifest.pub", "metrics.csv",
                             "metrics_by_job.csv", "paired.csv", "report.html", "report.pdf", "risk.csv", "run.json", "signer.crt"])
     env = json.loads((signed_run / ENVELOPE).read_text())
     assert env["payloadType"] == PAYLOAD_TYPE == "application/vnd.in-toto+json"
@@ -211,6 +211,35 @@ def test_flipping_any_byte_of_any_file_fails_naming_that_file(signed_run, key_di
             shutil.rmtree(copy)
             cases += 1
     assert cases >= 20 * len(names)
+
+
+def test_independent_verifiers_pass_the_fresh_run_and_fail_every_tampered_copy(signed_run, key_dir, tmp_path):
+    """Issue 16: securesystemslib's DSSE with hashlib (tests/independent.py, none of our code) passes the
+    fresh run and fails each case of the tampering loop above (same seed, same cases); poppler's pdfsig
+    trusts the fresh report.pdf and fails every copy whose report.pdf changed inside the signature's byte
+    range (a byte of the /Contents gap is covered by the manifest, not by the PDF signature)."""
+    from independent import dsse_problems, nss_db, pdfsig_trusts_all
+
+    pub = key_dir / K.MANIFEST_PUB
+    db = nss_db(tmp_path, key_dir / K.SIGNER_CRT, trust="P,P,P")
+    assert dsse_problems(signed_run, pub) == []
+    assert pdfsig_trusts_all(signed_run / "report.pdf", db)
+    (byte_range,) = re.findall(rb"/ByteRange\s*\[\s*(\d+) (\d+) (\d+) (\d+)\s*\]", (signed_run / "report.pdf").read_bytes())
+    a, b, c, d = map(int, byte_range)
+    rng = random.Random(20261129)
+    pdf_cases = 0
+    for name in sorted(p.name for p in signed_run.iterdir()):
+        size = (signed_run / name).stat().st_size
+        for pos in sorted({0, size - 1, *(rng.randrange(size) for _ in range(24))}):
+            copy = tmp_path / f"{name}-{pos}"
+            shutil.copytree(signed_run, copy)
+            _flip(copy / name, pos, rng)
+            assert dsse_problems(copy, pub), (name, pos)
+            if name == "report.pdf" and (a <= pos < a + b or c <= pos < c + d):
+                assert not pdfsig_trusts_all(copy / name, db), pos
+                pdf_cases += 1
+            shutil.rmtree(copy)
+    assert pdf_cases >= 20
 
 
 def test_verify_cli_exit_6_names_each_failing_file(signed_run, key_dir, tmp_path):
@@ -351,6 +380,7 @@ def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write
     assert (run_dir / MANIFEST).exists() and not (run_dir / ENVELOPE).exists()
     assert json.loads((run_dir / "run.json").read_text())["signed"] is False
     assert "This run is not signed" in (run_dir / "report.html").read_text()
+    assert "Nobody: this run is not signed" in (run_dir / "report.html").read_text()  # on the first page
     proc = subprocess.run([*cli, "verify", str(run_dir)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 6
     assert "FAIL manifest.dsse.json: missing: the run is not signed" in proc.stderr

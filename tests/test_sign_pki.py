@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY_SCORES, TINY_SPEC, run_cli
+from independent import nss_db, pdfsig
 from pki import SIGNER_DAYS
 from runtime import keys as K
 from runtime.verify import resolve_trust, verify_run
@@ -39,7 +41,8 @@ def _run(work: Path, kd: Path, *extra: str) -> subprocess.CompletedProcess:
         work.mkdir(parents=True, exist_ok=True)
         (work / "spec.yaml").write_text(TINY_SPEC)
         (work / "scores.csv").write_text(TINY_SCORES)
-        assert run_cli("compile", "spec.yaml", cwd=work).returncode == 0
+        proc = run_cli("compile", "spec.yaml", "--key-dir", str(kd), cwd=work)  # signs the lock
+        assert proc.returncode == 0, proc.stderr
     return run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(kd), *extra, cwd=work)
 
 
@@ -92,10 +95,17 @@ def test_a_tsa_run_is_pades_b_lta_with_a_timestamped_manifest_and_names_the_sign
             and "(trusted timestamp, Audit Test Time Stamping Authority); PAdES B-LTA" in out), out
     assert "PDF document timestamp (report.pdf): valid, by Audit Test Time Stamping Authority" in out
     assert "timestamped" in out and "by Audit Test Time Stamping Authority" in out
+    assert re.search(r"ok  lock: signed by Ed25519 key \w+\.\.\., timestamped [\d-]+ [\d:]+ UTC by Audit Test Time "
+                     r"Stamping Authority, before the seal's trusted time", out), out
     m = json.loads((tsa_run / "manifest.json").read_text())
     assert m["signing"]["pdf"]["profile"] == "PAdES B-LTA" and m["signing"]["tsa"] == test_pki.tsa_url
     assert m["signing"]["signer"] == {"name": "Alice Auditor", "role": "Lead auditor", "organisation": "Audit Test PKI"}
     assert (tsa_run / "tsa.crt").is_file() and "tsa.crt" in {a["path"] for a in m["artifacts"]}
+    # the first page names who signed at sealing, the profile and the TSA
+    hero = re.search(r'<dd class="hero-signer" id="hero-signer">(.*?)</dd>', (tsa_run / "report.html").read_text(), re.S)
+    text = re.sub(r"<[^>]+>|\s+", " ", hero.group(1))
+    assert "Alice Auditor (Lead auditor, Audit Test PKI) , PAdES B-LTA signature with a trusted timestamp" in text, text
+    assert test_pki.tsa_url in text
     # the signed run is sealed at a time the TSA vouches for, after the run's start
     tokens = json.loads((tsa_run / "manifest.timestamps.json").read_text())["timestamps"]
     assert len(tokens) == 1
@@ -178,31 +188,8 @@ def test_a_removed_or_altered_manifest_timestamp_fails(tsa_run, test_pki, tmp_pa
 
 # ------------------------------------------------------------------ independent verifiers: pdfsig (NSS)
 
-def _nss_db(where: Path, *certs: Path, trust: str = "C,C,C") -> str:
-    db = where / "nss"
-    db.mkdir()
-    subprocess.run(["certutil", "-N", "-d", f"sql:{db}", "--empty-password"], check=True, capture_output=True)
-    for i, c in enumerate(certs):
-        subprocess.run(["certutil", "-A", "-d", f"sql:{db}", "-n", f"trusted{i}", "-t", trust, "-i", str(c)],
-                       check=True, capture_output=True)
-    return f"sql:{db}"
-
-
-def _pdfsig(pdf: Path, db: str) -> list[dict[str, str]]:
-    """pdfsig's report, one dict per signature (its ``- Key: value`` lines)."""
-    out = subprocess.run(["pdfsig", "-nssdir", db, str(pdf)], capture_output=True, text=True, timeout=120).stdout
-    sigs: list[dict[str, str]] = []
-    for line in out.splitlines():
-        if line.startswith("Signature #"):
-            sigs.append({})
-        elif line.strip().startswith("- ") and sigs:
-            key, _, value = line.strip()[2:].partition(": ")
-            sigs[-1][key] = value or key
-    return sigs
-
-
 def test_pdfsig_validates_and_trusts_every_signature_of_a_b_lta_report(tsa_run, test_pki, tmp_path):
-    sigs = _pdfsig(tsa_run / "report.pdf", _nss_db(tmp_path, test_pki.root_pem))
+    sigs = pdfsig(tsa_run / "report.pdf", nss_db(tmp_path, test_pki.root_pem))
     cades = [s for s in sigs if s.get("Signature Type") == "ETSI.CAdES.detached"]
     assert len(cades) == 1 and len(sigs) == 2, sigs  # the auditor's signature and the document timestamp
     assert cades[0]["Signer Certificate Common Name"] == "Alice Auditor"
@@ -228,15 +215,15 @@ def test_pdfsig_trusts_a_default_self_signed_report_and_rejects_a_tampered_one(t
     assert run_cli("compile", "spec.yaml", cwd=work).returncode == 0
     assert run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(kd), cwd=work).returncode == 0
     pdf = _latest(work) / "report.pdf"
-    db = _nss_db(tmp_path, kd / "signer.crt", trust="P,P,P")
-    (sig,) = _pdfsig(pdf, db)
+    db = nss_db(tmp_path, kd / "signer.crt", trust="P,P,P")
+    (sig,) = pdfsig(pdf, db)
     assert sig["Signature Validation"] == "Signature is Valid." and sig["Certificate Validation"] == "Certificate is Trusted."
     assert sig["Signer full Distinguished Name"] == "O=Acme Audits,title=Lead auditor,CN=Jane Auditor"
     data = bytearray(pdf.read_bytes())
     data[len(data) // 3] ^= 0x01  # inside the first signed byte range (the signature sits near the end)
     bad = tmp_path / "tampered.pdf"
     bad.write_bytes(bytes(data))
-    sigs = _pdfsig(bad, db)
+    sigs = pdfsig(bad, db)
     assert not sigs or sigs[0].get("Signature Validation") != "Signature is Valid.", sigs
 
 
@@ -272,7 +259,7 @@ def test_verify_lists_the_auditor_and_the_reviewer_with_their_roles(countersigne
     env = json.loads((countersigned_run / "manifest.dsse.json").read_text())
     assert len(env["signatures"]) == 2
     # poppler validates both CAdES signatures, the auditor's still valid after the increment
-    sigs = [s for s in _pdfsig(countersigned_run / "report.pdf", _nss_db(tmp_path, test_pki.root_pem))
+    sigs = [s for s in pdfsig(countersigned_run / "report.pdf", nss_db(tmp_path, test_pki.root_pem))
             if s.get("Signature Type") == "ETSI.CAdES.detached"]
     assert [s["Signer Certificate Common Name"] for s in sigs] == ["Alice Auditor", "Rob Reviewer"]
     assert all(s["Signature Validation"] == "Signature is Valid." and s["Certificate Validation"] == "Certificate is Trusted."
@@ -331,3 +318,64 @@ def test_countersigning_refuses_a_role_the_certificate_does_not_name(tsa_run, te
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "names the role 'Reviewer'" in proc.stderr
     assert not (run / "countersignatures.json").exists()
+
+
+# ------------------------------------------------------------------------- the signed pre-registration
+
+def test_a_lock_compiled_again_after_the_run_fails_verify_and_is_flagged_in_the_next_report(test_pki, tsa_keys, tmp_path):
+    work = tmp_path / "spec"
+    proc = _run(work, tsa_keys)
+    assert proc.returncode == 0, proc.stderr
+    first = _latest(work)
+    sig = json.loads((work / "spec.lock.sig.json").read_text())
+    assert sig["timestamp"]["tsa"] == test_pki.tsa_url and (first / "lock.sig.json").is_file()
+    ok = run_cli("verify", str(first), "--cert", str(test_pki.root_pem), "--spec", str(work / "spec.yaml"), cwd=work)
+    assert ok.returncode == 0, ok.stderr
+    # the pre-registration deleted and compiled again: same spec, a new lock without the history
+    (work / "spec.lock.json").unlink()
+    (work / "spec.lock.sig.json").unlink()
+    assert run_cli("compile", "spec.yaml", "--key-dir", str(tsa_keys), cwd=work).returncode == 0
+    proc = run_cli("verify", str(first), "--cert", str(test_pki.root_pem), "--spec", str(work / "spec.yaml"), cwd=work)
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert "spec.lock.json: was created" in proc.stderr and "the lock was re-created after this run" in proc.stderr
+    # the next run under the new lock: the task store's ledger knows the earlier lock
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(tsa_keys), cwd=work)
+    assert proc.returncode == 0 and "the lock was re-created" in proc.stderr, proc.stderr
+    second = _latest(work)
+    run = json.loads((second / "run.json").read_text())
+    old_lock = json.loads((first / "lock.json").read_text())
+    assert [e["created_at"] for e in run["lock_recreated"]] == [old_lock["created_at"]]
+    assert run["lock_recreated"][0]["source"] == f"task store: run {first.name}"
+    html = (second / "report.html").read_text()
+    assert 'id="lock-recreated"' in html and "Lock re-created." in html
+    assert run_cli("verify", str(second), "--cert", str(test_pki.root_pem), cwd=work).returncode == 0
+
+
+def test_an_earlier_lock_in_git_history_is_found(tmp_path):
+    """The lock's git history is the other witness of a re-created pre-registration (no task store here)."""
+    import subprocess as sp
+
+    from runtime.locksign import earlier_locks
+
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "spec.yaml").write_text(TINY_SPEC)
+    (work / "scores.csv").write_text(TINY_SCORES)
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=t", "-C", str(work)]
+    sp.run([*git, "init", "-q"], check=True)
+    proc = run_cli("compile", "spec.yaml", "--key-dir", str(tmp_path / "none"), cwd=work)
+    assert proc.returncode == 2 and "no signing keys in" in proc.stderr  # a named key directory must hold keys
+    assert run_cli("compile", "spec.yaml", cwd=work).returncode == 0
+    sp.run([*git, "add", "spec.yaml", "scores.csv", "spec.lock.json"], check=True)
+    sp.run([*git, "commit", "-q", "-m", "lock"], check=True)
+    first = json.loads((work / "spec.lock.json").read_text())
+    (work / "spec.lock.json").unlink()
+    import time
+
+    time.sleep(1.1)  # lock times have whole seconds
+    assert run_cli("compile", "spec.yaml", cwd=work).returncode == 0
+    new = json.loads((work / "spec.lock.json").read_text())
+    found = earlier_locks(new, store_root=None, lock_path=work / "spec.lock.json")
+    assert len(found) == 1 and found[0]["created_at"] == first["created_at"]
+    assert re.fullmatch(r"git: commit [0-9a-f]{12}", found[0]["source"]), found
+    assert earlier_locks(first, store_root=None, lock_path=work / "spec.lock.json") == []  # nothing before the first

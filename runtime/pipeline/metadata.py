@@ -92,4 +92,5 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
         "timings": run["timings"], "versions": run["versions"], "systems_info": run["systems_info"],
         "resumed": list(run.get("resumed") or []), "reused_tasks": list(run.get("reused_tasks") or []),
         "store": run.get("store"),
+        "lock_signature": run.get("lock_signature"), "lock_recreated": list(run.get("lock_recreated") or []),
     }

@@ -8,6 +8,7 @@ an error in a later stage never loses what was already computed.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,8 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
                          timings=timings, root=root, git=git,
                          reproduce=reproduce_commands(spec_shown=shown, git=git, tool_version=tool_version()))
     run["reused_tasks"], run["computed_tasks"] = [], []
+    if resume is None:
+        _record_lock(run, run_dir, spec_path, lock, keys, store_root(compiled))
     folder = RunFolder(run_dir, run, keys, tsa=tsa)
     folder.hold()
     folder.save()
@@ -205,6 +208,10 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
             ctx = RunContext(compiled=compiled, lock=lock, folder=folder, timings=timings, progress=progress,
                              accept_vendor_file=accept_vendor_file)
             ctx.store = TaskStore(store_root(compiled))
+            if resume is None:
+                from runtime.locksign import record_use
+
+                record_use(ctx.store, lock, run["run_id"])  # the ledger of locks used (issue 16)
             run["store"] = portable(ctx.store.root, compiled.loaded.folder)
             _run_stages(ctx)
         folder.stage("seal")
@@ -218,6 +225,57 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
     status = pd.concat([res.status for res in ctx.results.values()] or [pd.DataFrame(columns=list(STATUS_COLUMNS))],
                        ignore_index=True)
     return RunResult(run_dir, dict(ctx.tables), status, dict(ctx.results), timings, run)
+
+
+def _record_lock(run: dict[str, Any], run_dir: Path, spec_path: Path, lock: dict[str, Any], keys, store: Path) -> None:
+    """The signed pre-registration (issue 16, runtime/locksign.py): copy the lock and its signature into
+    the run folder (the manifest hashes them), record the signature's facts, flag earlier locks of the
+    same audit id this lock does not descend from (task-store ledger, git history), and add this run to
+    the ledger.
+
+    Raises
+    ------
+    compiler.errors.LockError
+        The lock's signature does not match the lock (it changed after it was signed; exit 3).
+    """
+    import shutil
+
+    from compiler.errors import LockError
+    from compiler.lock import lock_path
+    from runtime.locksign import (RUN_LOCK, RUN_LOCK_SIG, check_lock_signature, earlier_locks,
+                                  sig_path)
+
+    lpath = lock_path(spec_path)
+    sig = sig_path(lpath)
+    if sig.is_file():
+        from runtime.trusted_time import anchors_and_others, to_asn1
+
+        record = json.loads(sig.read_text(encoding="utf-8"))
+        certs = [to_asn1(c) for c in ([keys.pdf_cert, *keys.pdf_chain] if keys is not None else [])]
+        from runtime.keys import TSA_CRT, load_certs
+
+        if keys is not None and (keys.key_dir / TSA_CRT).is_file():
+            certs += [to_asn1(c) for c in load_certs(keys.key_dir / TSA_CRT)]
+        anchors, others = anchors_and_others(certs)
+        problems, facts = check_lock_signature(lpath.read_bytes(), record, trusted_key=keys.public_key if keys else None,
+                                               anchors=anchors, others=others)
+        if any("not this lock" in p or "does not verify" in p for p in problems):
+            raise LockError(f"{lpath.name}: {'; '.join(problems)}; run `audit compile` to sign the lock again "
+                            f"(or restore the lock that {sig.name} signed)")
+        from runtime.keys import describe_person
+
+        run["lock_signature"] = {"keyid": facts["keyid"], "signer": describe_person(record.get("signer") or {"name": "?"}),
+                                 "time": facts["time"].strftime("%Y-%m-%d %H:%M:%S UTC") if facts["time"] else None,
+                                 "tsa": facts["tsa"], "problems": problems}
+        shutil.copyfile(sig, run_dir / RUN_LOCK_SIG)
+        run["artifacts"] += [RUN_LOCK_SIG]
+    shutil.copyfile(lpath, run_dir / RUN_LOCK)
+    run["artifacts"] += [RUN_LOCK]
+    run["lock_recreated"] = earlier_locks(lock, store_root=store, lock_path=lpath)
+    for e in run["lock_recreated"]:
+        print(f"warning: the lock was re-created: an earlier lock of audit {lock.get('audit')!r} (created "
+              f"{e['created_at']}, known from {e['source']}) is not in its amendment chain; the report says so",
+              file=sys.stderr)
 
 
 def store_root(compiled: Any) -> Path:

@@ -123,4 +123,7 @@ def build_core(meta: Mapping[str, Any], *, provenance: Mapping[str, Any] | None 
         "resumed": [{"at": fmt_text(r.get("at")), "previous_status": fmt_text(r.get("previous_status")),
                      "stage": fmt_text(r.get("stage"))} for r in meta.get("resumed") or []],
         "reused_tasks": [str(t) for t in meta.get("reused_tasks") or []],
+        "lock_signature": dict(meta.get("lock_signature") or {}) or None,
+        "lock_recreated": [{"created_at": fmt_text(e.get("created_at")), "spec_digest": fmt_text(e.get("spec_digest")),
+                            "source": fmt_text(e.get("source"))} for e in meta.get("lock_recreated") or []],
     }

@@ -1,0 +1,197 @@
+"""A tamper-evident pre-registration (issue 16): the signed lock and its trusted time.
+
+``audit compile`` with signing keys signs the lock it writes: ``<spec>.lock.sig.json`` holds a DSSE
+envelope whose payload is the lock file's exact bytes, signed with the auditor's Ed25519 manifest key,
+and, with a time-stamping authority, an RFC 3161 token over the signature (the time the thresholds were
+provably fixed). ``audit execute`` copies both into the run folder (``lock.json``, ``lock.sig.json``), so
+the manifest hashes them, and keeps a ledger of the locks each audit id ran under in the task store
+(``locks.jsonl``). ``audit verify`` checks the lock's signature and that its trusted time precedes the
+run's; a lock re-created after an earlier lock of the same audit id was used (known from that ledger
+or from the lock's git history) is flagged in ``run.json`` and the report: deleting a lock and
+compiling again would otherwise erase the amendment history without a trace.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+LOCK_PAYLOAD_TYPE = "application/vnd.audit-compiler.lock+json"
+RUN_LOCK, RUN_LOCK_SIG = "lock.json", "lock.sig.json"
+LEDGER = "locks.jsonl"
+
+
+def sig_path(lock_path: Path) -> Path:
+    """``spec.lock.json`` -> ``spec.lock.sig.json``."""
+    lock_path = Path(lock_path)
+    return lock_path.with_name(lock_path.name.removesuffix(".json") + ".sig.json")
+
+
+def sign_lock(lock_path: Path, keys, tsa: str | None = None) -> dict[str, Any]:
+    """Sign the lock file's bytes (DSSE, Ed25519 manifest key) and timestamp the signature with ``tsa``;
+    write and return the signature record.
+
+    Returns
+    -------
+    dict
+        ``lock_sha256``, ``keyid``, ``public_key`` (PEM), ``signer`` (name, role, organisation of the
+        PDF certificate), ``envelope`` (DSSE), ``timestamp`` (``{tsa, token}`` or None).
+    """
+    from runtime.sign import dsse_sign, render_json
+    from runtime.store import atomic_write
+
+    data = Path(lock_path).read_bytes()
+    envelope = dsse_sign(data, LOCK_PAYLOAD_TYPE, keys.manifest_key, keys.keyid)
+    stamp = None
+    if tsa:
+        from runtime.trusted_time import request_token
+
+        digest = hashlib.sha256(base64.b64decode(envelope["signatures"][0]["sig"])).digest()
+        stamp = {"tsa": tsa, "token": base64.b64encode(request_token(tsa, digest)).decode("ascii")}
+    record = {"lock_sha256": hashlib.sha256(data).hexdigest(), "keyid": keys.keyid,
+              "public_key": keys.public_pem().decode("ascii"), "signer": keys.signer(), "envelope": envelope,
+              "timestamp": stamp}
+    atomic_write(sig_path(lock_path), render_json(record))
+    return record
+
+
+def check_lock_signature(lock_bytes: bytes, record: dict[str, Any], *, trusted_key=None, anchors=(), others=(),
+                         now: dt.datetime | None = None) -> tuple[list[str], dict[str, Any]]:
+    """Check a lock signature record against the lock's bytes.
+
+    Returns
+    -------
+    (problems, facts)
+        ``problems`` names each failure; ``facts`` has ``keyid``, ``pinned`` (the key is ``trusted_key``),
+        ``time`` (the TSA's time, or None), ``tsa`` (its name).
+    """
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    from runtime import keys as K
+    from runtime.sign import pae
+
+    problems: list[str] = []
+    facts: dict[str, Any] = {"keyid": None, "pinned": False, "time": None, "tsa": None}
+    try:
+        env = record["envelope"]
+        payload = base64.b64decode(env["payload"], validate=True)
+        sig = base64.b64decode(env["signatures"][0]["sig"], validate=True)
+        key = load_pem_public_key(record["public_key"].encode("ascii"))
+        facts["keyid"] = kid = K.key_id(key)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+        return [f"the lock signature cannot be read ({type(err).__name__}: {err})"], facts
+    if trusted_key is not None and K.key_id(trusted_key) == kid:
+        facts["pinned"] = True
+    if env.get("payloadType") != LOCK_PAYLOAD_TYPE:
+        problems.append(f"payloadType is {env.get('payloadType')!r}, not {LOCK_PAYLOAD_TYPE!r}")
+    try:
+        key.verify(sig, pae(env["payloadType"], payload))
+    except (InvalidSignature, ValueError, TypeError):
+        problems.append(f"the lock's signature does not verify with the Ed25519 key {kid[:16]}...")
+    if payload != lock_bytes:
+        problems.append("the signed lock is not this lock (its bytes differ: edited or replaced after signing)")
+    stamp = record.get("timestamp")
+    if stamp:
+        from runtime.trusted_time import check_token
+
+        try:
+            token = base64.b64decode(stamp["token"], validate=True)
+        except (KeyError, TypeError, ValueError) as err:
+            problems.append(f"the lock's timestamp cannot be read ({type(err).__name__}: {err})")
+            return problems, facts
+        got = check_token(token, hashlib.sha256(sig).digest(), anchors=list(anchors), others=list(others), now=now)
+        problems += [f"the lock's timestamp: {p}" for p in got.problems]
+        if not got.problems:
+            facts["time"], facts["tsa"] = got.time, got.tsa
+    return problems, facts
+
+
+# ------------------------------------------------------------------------------ re-created locks
+
+def lock_identity(lock: dict[str, Any]) -> dict[str, Any]:
+    """What identifies one pre-registration: its creation time and first spec digest (an amendment keeps
+    both in its chain)."""
+    return {"created_at": lock.get("created_at"), "spec_digest": (lock.get("spec_digest") or {}).get("digest")}
+
+
+def _lineage(lock: dict[str, Any]) -> set[str]:
+    """Creation times of this lock and of every lock its amendment chain supersedes."""
+    out = {lock.get("created_at")}
+    for a in lock.get("amendments") or []:
+        out.add((a.get("previous") or {}).get("created_at"))
+    return {x for x in out if x}
+
+
+def earlier_locks(lock: dict[str, Any], *, store_root: Path | None, lock_path: Path | None) -> list[dict[str, Any]]:
+    """Earlier locks of the same audit id that this lock does not descend from: created before it, not in
+    its amendment chain. Sources: the task store's ledger (locks runs used) and the lock file's git history.
+
+    Returns
+    -------
+    list of dict
+        ``created_at``, ``spec_digest``, ``source`` ("task store: run RUN_ID" or "git: commit HASH").
+    """
+    mine, audit = _lineage(lock), lock.get("audit")
+    created = lock.get("created_at") or ""
+    found: dict[str, dict[str, Any]] = {}
+    for entry in read_ledger(store_root) if store_root else []:
+        if entry.get("audit") == audit and entry.get("created_at") and entry["created_at"] < created \
+                and entry["created_at"] not in mine:
+            found.setdefault(entry["created_at"], {"created_at": entry["created_at"],
+                                                   "spec_digest": entry.get("spec_digest"),
+                                                   "source": f"task store: run {entry.get('run_id')}"})
+    for old, commit in git_lock_history(lock_path) if lock_path else []:
+        if old.get("audit") == audit and (old.get("created_at") or "") < created and old.get("created_at") not in mine:
+            found.setdefault(old["created_at"], {**lock_identity(old), "source": f"git: commit {commit[:12]}"})
+    return sorted(found.values(), key=lambda e: e["created_at"])
+
+
+def read_ledger(store_root: Path) -> list[dict[str, Any]]:
+    path = Path(store_root) / LEDGER
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a torn last line of a killed run
+    return out
+
+
+def record_use(store, lock: dict[str, Any], run_id: str) -> None:
+    """Append this run's lock to the ledger of ``store`` (a :class:`runtime.store.TaskStore`).
+
+    Raises
+    ------
+    runtime.store.StoreError
+        The store cannot be written.
+    """
+    store.append_line(LEDGER, json.dumps({"audit": lock.get("audit"), **lock_identity(lock), "run_id": run_id},
+                                         sort_keys=True))
+
+
+def git_lock_history(lock_path: Path, limit: int = 200) -> list[tuple[dict[str, Any], str]]:
+    """Every committed version of the lock file (newest first) with its commit; [] outside git."""
+    import subprocess
+
+    from runtime.sign import _git
+
+    folder, name = Path(lock_path).resolve().parent, Path(lock_path).name
+    try:
+        commits = _git(folder, "log", f"-{limit}", "--format=%H", "--", name).split()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    out = []
+    for c in commits:
+        try:
+            text = _git(folder, "show", f"{c}:./{name}")
+            out.append((json.loads(text), c))
+        except (OSError, subprocess.SubprocessError, ValueError):
+            continue  # deleted in that commit, or not JSON
+    return out
