@@ -177,7 +177,13 @@ def record_use(store, lock: dict[str, Any], run_id: str) -> None:
 
 
 def git_lock_history(lock_path: Path, limit: int = 200) -> list[tuple[dict[str, Any], str]]:
-    """Every committed version of the lock file (newest first) with its commit; [] outside git."""
+    """Every committed version of the lock file (newest first) with its commit, while the repository
+    versions the lock (it is in HEAD or in the index); [] outside git or when the lock is not versioned.
+
+    A lock that the repository stopped versioning by a commit (``git rm`` and ``.gitignore``) leaves that
+    decision in the history; its older versions then no longer count, and the task store's ledger is the
+    witness of the locks runs used (this repository's own example lock was versioned once, then ignored).
+    """
     import subprocess
 
     from runtime.sign import _git
@@ -185,7 +191,13 @@ def git_lock_history(lock_path: Path, limit: int = 200) -> list[tuple[dict[str, 
     folder, name = Path(lock_path).resolve().parent, Path(lock_path).name
     try:
         commits = _git(folder, "log", f"-{limit}", "--format=%H", "--", name).split()
+        versioned = bool(_git(folder, "ls-files", "--", name).strip())
+        if not versioned and commits:
+            versioned = subprocess.run(["git", "-C", str(folder), "cat-file", "-e", f"HEAD:./{name}"],
+                                       capture_output=True).returncode == 0
     except (OSError, subprocess.SubprocessError):
+        return []
+    if not versioned:
         return []
     out = []
     for c in commits:

@@ -379,3 +379,10 @@ def test_an_earlier_lock_in_git_history_is_found(tmp_path):
     assert len(found) == 1 and found[0]["created_at"] == first["created_at"]
     assert re.fullmatch(r"git: commit [0-9a-f]{12}", found[0]["source"]), found
     assert earlier_locks(first, store_root=None, lock_path=work / "spec.lock.json") == []  # nothing before the first
+    # a repository that stops versioning the lock by a commit (git rm + .gitignore) leaves that decision
+    # in its history; the older versions no longer count (the task store's ledger remains the witness)
+    (work / ".gitignore").write_text("*.lock.json\n")
+    sp.run([*git, "rm", "-q", "--cached", "spec.lock.json"], check=True)
+    sp.run([*git, "add", ".gitignore"], check=True)
+    sp.run([*git, "commit", "-q", "-m", "stop versioning the lock"], check=True)
+    assert earlier_locks(new, store_root=None, lock_path=work / "spec.lock.json") == []
