@@ -600,7 +600,8 @@ def verify(
     for i, s in enumerate(report.signers, 1):
         from runtime.keys import describe_person
 
-        console.print(f"signer {i}: {describe_person(s)}; signed {s['signed_at']} ({s['time_source']}"
+        console.print(f"signer {i}: {describe_person(s)}" + ("" if s.get("role") else " (role not stated)")
+                      + f"; signed {s['signed_at']} ({s['time_source']}"
                       + (f", {s['tsa']}" if s.get("tsa") else "") + f"); {s['level']}", markup=False)
     if verbose:
         for line in report.details:
@@ -608,8 +609,9 @@ def verify(
     if report.unpinned:
         _console(stderr=True).print(
             f"note: signer not pinned: checked against {', '.join(report.unpinned)} from the checked files "
-            "themselves, which proves nothing changed since signing but not who signed; pass --pubkey/--cert "
-            "(or --key-dir) to pin it.", markup=False)
+            "themselves, which proves nothing changed since signing but not who signed; pin it with the signer's key "
+            "and certificate obtained from the signer separately (--pubkey/--cert outside the run folder, or "
+            "--key-dir).", markup=False)
     if report.failures:
         err = _console(stderr=True)
         err.print(_styled("verification FAILED", "bold red", f" for {path}: {len(report.failures)} problem(s)"))

@@ -400,6 +400,9 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None
     if keys is not None:
         from runtime.keys import describe_person
 
-        ctx.update(signer=describe_person(keys.signer()), keyid=keys.keyid, cert_sha256=cert_fingerprint(keys.pdf_cert),
+        person = keys.signer()
+        ctx.update(signer=describe_person(person), signer_role=person.get("role"), keyid=keys.keyid,
+                   cert_not_after=keys.pdf_cert.not_valid_after_utc.strftime("%Y-%m-%d"),
+                   cert_sha256=cert_fingerprint(keys.pdf_cert),
                    profile=PROFILE_TSA if tsa else PROFILE_OFFLINE, tsa=tsa, countersign_boxes=COUNTERSIGN_BOXES)
     return ctx

@@ -154,8 +154,26 @@ def resolve_trust(*, pubkey: Path | None, cert: Path | list[Path] | None, key_di
                 sources.append(f"{name} inside the run folder")
             t.certs += _countersigner_certs(run_dir, t, sources)
             t.cert_pinned = False
+    if run_dir is not None:
+        # a key or certificate taken from the checked folder itself proves integrity, not identity
+        # (the copies travel with the run): explicit paths into the run folder are not pins either
+        inside = _inside(Path(run_dir))
+        if pubkey is not None and inside(pubkey):
+            t.pub_pinned = False
+            sources = [f"{x} (inside the run folder)" if x == str(pubkey) else x for x in sources]
+        if given and all(inside(c) for c in given):
+            t.cert_pinned = False
+            sources = [f"{x} (inside the run folder)" if x in {str(c) for c in given} else x for x in sources]
     t.source = ", ".join(sources)
     return t
+
+
+def _inside(run_dir: Path):
+    root = run_dir.resolve()
+
+    def test(path: Path | str) -> bool:
+        return Path(path).resolve().is_relative_to(root)
+    return test
 
 
 def _countersigner_certs(run_dir: Path, t: Trust, sources: list[str]) -> list:

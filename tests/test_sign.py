@@ -121,6 +121,23 @@ def test_manifest_lists_every_file_and_the_provenance(signed_run, key_dir):
     assert (signed_run / "signer.crt").read_bytes() == (key_dir / "signer.crt").read_bytes()
 
 
+def test_the_first_page_names_the_signer_and_says_what_is_missing(signed_run):
+    """Issue 16: the first page says who signed at sealing; a certificate without a role is called out,
+    and an offline (B-B) signature gives the certificate's expiry as the end of its verifiability."""
+    import datetime as dt
+
+    html = (signed_run / "report.html").read_text()
+    hero = re.search(r'<dd class="hero-signer" id="hero-signer">(.*?)</dd>', html, re.S).group(1)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", hero))
+    assert text.startswith("Jane Auditor (Acme Audits) (no role stated in the certificate"), text
+    cert = K.load_certs(signed_run / "signer.crt")[0]
+    assert f"verifiable until the certificate expires on {cert.not_valid_after_utc:%Y-%m-%d}" in text, text
+    assert cert.not_valid_after_utc > dt.datetime.now(dt.timezone.utc)
+    proc = run_cli("verify", str(signed_run), "--pubkey", str(signed_run / "manifest.pub"), cwd=signed_run)
+    assert "signer 1: Jane Auditor (Acme Audits) (role not stated); signed " in proc.stdout, proc.stdout
+    assert "Run started (UTC)" in html and "Spec locked (UTC, compiling machine's clock)" in html
+
+
 def test_no_private_key_bytes_in_the_run_folder(signed_run, key_dir):
     from cryptography.hazmat.primitives import serialization as ser
 
@@ -284,6 +301,12 @@ def test_verify_works_on_a_copy_with_only_the_public_key_and_certificate(signed_
     proc = subprocess.run([os.sys.executable, "-c", "from runtime.cli import main; main()", "verify", str(copy)],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and "signer not pinned" in proc.stderr
+    # the same copies named explicitly (the command a reader may copy from the report) pin nothing either
+    proc = subprocess.run([os.sys.executable, "-c", "from runtime.cli import main; main()", "verify", str(copy),
+                           "--pubkey", str(copy / "manifest.pub"), "--cert", str(copy / "signer.crt")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and "signer not pinned" in proc.stderr, proc.stderr
+    assert "(inside the run folder)" in proc.stdout
 
 
 def test_verify_with_another_signers_key_fails(signed_run, tmp_path):
