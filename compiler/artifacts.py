@@ -266,7 +266,9 @@ class RunRecord(Artifact):
     # written by later stages
     generator_info: dict[str, Any] | None = None
     validity: dict[str, Any] | None = None
-    pdf_signature: dict[str, Any] | None = None
+    pdf_signature: dict[str, Any] | None = Field(
+        None, description="the PDF signature's placement and signer: page (0-based page index, as pyHanko "
+                          "counts: the printed page number is page + 1), box (PDF points), signer, profile (PAdES level), field (the signature field)")
     signed: bool | None = None
     error: str | None = None
     # the run's process and resumption (issue 11, parts 2-3)
