@@ -26,41 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from compiler.errors import AuditError
-from runtime.sign import COUNTERSIGNATURES
-
-#: The signed /Reason of a countersignature names the manifest key it vouches for (verify reads it back).
-REASON_PREFIX = "countersignature; manifest key ed25519:"
+from runtime.sign import COUNTERSIGNATURES, REASON_PREFIX, read_countersignatures
 
 
 class CountersignError(AuditError):
     """The run cannot be countersigned: it does not verify, is unsigned, or the role differs (exit 2)."""
 
     exit_code = 2
-
-
-def read_countersignatures(run_dir: Path) -> list[dict[str, Any]]:
-    """The entries of ``countersignatures.json`` ([] when absent).
-
-    Raises
-    ------
-    ValueError
-        The file is not the JSON audit-compiler writes.
-    """
-    path = Path(run_dir) / COUNTERSIGNATURES
-    if not path.exists():
-        return []
-    data = json.loads(path.read_text(encoding="utf-8"))
-    entries = data.get("countersignatures") if isinstance(data, dict) else None
-    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ValueError("countersignatures must be a list of objects")
-    return entries
-
-
-def reason_keyid(reason: str | None) -> str | None:
-    """The manifest key id a countersignature's signed /Reason names, or None."""
-    if reason and reason.startswith(REASON_PREFIX):
-        return reason[len(REASON_PREFIX):].split()[0].strip(";,")
-    return None
 
 
 def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None = None) -> dict[str, Any]:

@@ -70,6 +70,37 @@ def dsse_sign(payload: bytes, payload_type: str, private_key, keyid: str) -> dic
             "signatures": [{"keyid": keyid, "sig": base64.b64encode(sig).decode("ascii")}]}
 
 
+# ----------------------------------------------------------------------------- countersignatures
+
+#: The signed /Reason of a countersignature names the manifest key it vouches for (verify reads it back).
+REASON_PREFIX = "countersignature; manifest key ed25519:"
+
+
+def read_countersignatures(run_dir: Path) -> list[dict[str, Any]]:
+    """The entries of ``countersignatures.json`` ([] when absent).
+
+    Raises
+    ------
+    ValueError
+        The file is not the JSON audit-compiler writes.
+    """
+    path = Path(run_dir) / COUNTERSIGNATURES
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    entries = data.get("countersignatures") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError("countersignatures must be a list of objects")
+    return entries
+
+
+def reason_keyid(reason: str | None) -> str | None:
+    """The manifest key id a countersignature's signed /Reason names, or None."""
+    if reason and reason.startswith(REASON_PREFIX):
+        return reason[len(REASON_PREFIX):].split()[0].strip(";,")
+    return None
+
+
 def render_json(value: Any) -> bytes:
     """The exact bytes audit-compiler writes for a JSON file of the seal (verify compares them)."""
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

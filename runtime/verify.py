@@ -180,7 +180,7 @@ def _countersigner_certs(run_dir: Path, t: Trust, sources: list[str]) -> list:
     """The countersigners' certificates of ``countersignatures.json`` (unpinned, like the run's own copies)."""
     from cryptography import x509
 
-    from runtime.countersign import read_countersignatures
+    from runtime.sign import read_countersignatures
 
     certs = []
     try:
@@ -305,7 +305,7 @@ def countersigner_keys(run_dir: Path, report: Report) -> dict[str, Any]:
     """Ed25519 public keys of ``countersignatures.json`` by key id (each key must hash to its id)."""
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
-    from runtime.countersign import read_countersignatures
+    from runtime.sign import read_countersignatures
 
     try:
         entries = read_countersignatures(run_dir)
@@ -588,7 +588,7 @@ def _check_signature(sig, anchors, others, now, report, name, *, has_dss, later_
         report.fail(name, f"signature {sig.field_name!r}: " + "; ".join(problems))
         return None
     person = subject_person(status.signing_cert)
-    from runtime.countersign import reason_keyid
+    from runtime.sign import reason_keyid
 
     reason = sig.sig_object.get("/Reason")
     row = {"field": sig.field_name, **person, "signed_at": _when(signed_at), "time_source": source, "tsa": tsa,
