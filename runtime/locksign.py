@@ -67,7 +67,8 @@ def check_lock_signature(lock_bytes: bytes, record: dict[str, Any], *, trusted_k
     -------
     (problems, facts)
         ``problems`` names each failure; ``facts`` has ``keyid``, ``pinned`` (the key is ``trusted_key``),
-        ``time`` (the TSA's time, or None), ``tsa`` (its name).
+        ``intact`` (the signature verifies and signs exactly ``lock_bytes``), ``time`` (the TSA's time, or
+        None), ``tsa`` (its name).
     """
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
@@ -76,7 +77,7 @@ def check_lock_signature(lock_bytes: bytes, record: dict[str, Any], *, trusted_k
     from runtime.sign import pae
 
     problems: list[str] = []
-    facts: dict[str, Any] = {"keyid": None, "pinned": False, "time": None, "tsa": None}
+    facts: dict[str, Any] = {"keyid": None, "pinned": False, "intact": False, "time": None, "tsa": None}
     try:
         env = record["envelope"]
         payload = base64.b64decode(env["payload"], validate=True)
@@ -95,6 +96,7 @@ def check_lock_signature(lock_bytes: bytes, record: dict[str, Any], *, trusted_k
         problems.append(f"the lock's signature does not verify with the Ed25519 key {kid[:16]}...")
     if payload != lock_bytes:
         problems.append("the signed lock is not this lock (its bytes differ: edited or replaced after signing)")
+    facts["intact"] = not problems
     stamp = record.get("timestamp")
     if stamp:
         from runtime.trusted_time import check_token

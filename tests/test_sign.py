@@ -412,6 +412,30 @@ def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write
 
 # ------------------------------------------------------------------------------------------ keys
 
+@pytest.mark.parametrize("damage", ["{not json", "[]", "changed-lock"])
+def test_a_damaged_lock_signature_or_a_changed_lock_stops_execute_with_exit_3(tmp_path, key_dir, damage):
+    """Issue 16: a lock signed by `audit compile --key-dir` that no longer matches its signature (or whose
+    signature file is not the JSON we write) stops execute before any work, naming the file, no traceback."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "spec.yaml").write_text(TINY_SPEC)
+    (work / "scores.csv").write_text(TINY_SCORES)
+    proc = run_cli("compile", "spec.yaml", "--key-dir", str(key_dir), cwd=work)
+    assert proc.returncode == 0 and "signed the lock: spec.lock.sig.json" in proc.stdout, proc.stdout + proc.stderr
+    if damage == "changed-lock":
+        lock = json.loads((work / "spec.lock.json").read_text())
+        lock["created_at"] = "2026-01-01T00:00:00Z"
+        (work / "spec.lock.json").write_text(json.dumps(lock, indent=2))
+        expected = "spec.lock.json: the signed lock is not this lock"
+    else:
+        (work / "spec.lock.sig.json").write_text(damage)
+        expected = "spec.lock.sig.json: the lock's signature file cannot be read"
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), cwd=work)
+    assert proc.returncode == 3, proc.stderr
+    assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not list((work / "reports").rglob("metrics.csv")) if (work / "reports").exists() else True
+
+
 def test_keygen_cli_refuses_to_overwrite_and_forces(tmp_path):
     kd = tmp_path / "k"
     proc = run_cli("keygen", "--key-dir", str(kd), "--signer", "Ann Example", cwd=tmp_path)

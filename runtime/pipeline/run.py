@@ -229,41 +229,43 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
 
 def _record_lock(run: dict[str, Any], run_dir: Path, spec_path: Path, lock: dict[str, Any], keys, store: Path) -> None:
     """The signed pre-registration (issue 16, runtime/locksign.py): copy the lock and its signature into
-    the run folder (the manifest hashes them), record the signature's facts, flag earlier locks of the
-    same audit id this lock does not descend from (task-store ledger, git history), and add this run to
-    the ledger.
+    the run folder (the manifest hashes them), record the signature's facts, and flag earlier locks of the
+    same audit id that this lock does not descend from (task-store ledger, git history). The run is added
+    to the ledger once the store is open (:func:`runtime.locksign.record_use`).
 
     Raises
     ------
     compiler.errors.LockError
-        The lock's signature does not match the lock (it changed after it was signed; exit 3).
+        The lock's signature file cannot be read, or does not sign this lock (it changed after it was
+        signed; exit 3).
     """
     import shutil
 
     from compiler.errors import LockError
     from compiler.lock import lock_path
-    from runtime.locksign import (RUN_LOCK, RUN_LOCK_SIG, check_lock_signature, earlier_locks,
-                                  sig_path)
+    from runtime.keys import TSA_CRT, describe_person, load_certs
+    from runtime.locksign import RUN_LOCK, RUN_LOCK_SIG, check_lock_signature, earlier_locks, sig_path
+    from runtime.trusted_time import anchors_and_others, to_asn1
 
     lpath = lock_path(spec_path)
     sig = sig_path(lpath)
     if sig.is_file():
-        from runtime.trusted_time import anchors_and_others, to_asn1
-
-        record = json.loads(sig.read_text(encoding="utf-8"))
+        try:
+            record = json.loads(sig.read_text(encoding="utf-8"))
+            if not isinstance(record, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise LockError(f"{sig}: the lock's signature file cannot be read ({err}); run `audit compile` to sign "
+                            f"the lock again") from None
         certs = [to_asn1(c) for c in ([keys.pdf_cert, *keys.pdf_chain] if keys is not None else [])]
-        from runtime.keys import TSA_CRT, load_certs
-
         if keys is not None and (keys.key_dir / TSA_CRT).is_file():
             certs += [to_asn1(c) for c in load_certs(keys.key_dir / TSA_CRT)]
         anchors, others = anchors_and_others(certs)
         problems, facts = check_lock_signature(lpath.read_bytes(), record, trusted_key=keys.public_key if keys else None,
                                                anchors=anchors, others=others)
-        if any("not this lock" in p or "does not verify" in p for p in problems):
+        if not facts["intact"]:
             raise LockError(f"{lpath.name}: {'; '.join(problems)}; run `audit compile` to sign the lock again "
                             f"(or restore the lock that {sig.name} signed)")
-        from runtime.keys import describe_person
-
         run["lock_signature"] = {"keyid": facts["keyid"], "signer": describe_person(record.get("signer") or {"name": "?"}),
                                  "time": facts["time"].strftime("%Y-%m-%d %H:%M:%S UTC") if facts["time"] else None,
                                  "tsa": facts["tsa"], "problems": problems}
