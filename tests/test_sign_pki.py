@@ -106,6 +106,9 @@ def test_a_tsa_run_is_pades_b_lta_with_a_timestamped_manifest_and_names_the_sign
     text = re.sub(r"<[^>]+>|\s+", " ", hero.group(1))
     assert "Alice Auditor (Lead auditor, Audit Test PKI) , PAdES B-LTA signature with a trusted timestamp" in text, text
     assert test_pki.tsa_url in text
+    # the lock's trusted time stands beside its machine time on the first page
+    assert re.search(r"Spec locked \(UTC, compiling machine's clock\)</dt><dd>[\dT:Z-]+<br><span class=\"small\">trusted "
+                     r"timestamp [\d-]+ [\d:]+ UTC</span>", (tsa_run / "report.html").read_text())
     # the signed run is sealed at a time the TSA vouches for, after the run's start
     tokens = json.loads((tsa_run / "manifest.timestamps.json").read_text())["timestamps"]
     assert len(tokens) == 1
