@@ -121,7 +121,7 @@ def lock_identity(lock: dict[str, Any]) -> dict[str, Any]:
     return {"created_at": lock.get("created_at"), "spec_digest": (lock.get("spec_digest") or {}).get("digest")}
 
 
-def _lineage(lock: dict[str, Any]) -> set[str]:
+def lock_lineage(lock: dict[str, Any]) -> set[str]:
     """Creation times of this lock and of every lock its amendment chain supersedes."""
     out = {lock.get("created_at")}
     for a in lock.get("amendments") or []:
@@ -138,7 +138,7 @@ def earlier_locks(lock: dict[str, Any], *, store_root: Path | None, lock_path: P
     list of dict
         ``created_at``, ``spec_digest``, ``source`` ("task store: run RUN_ID" or "git: commit HASH").
     """
-    mine, audit = _lineage(lock), lock.get("audit")
+    mine, audit = lock_lineage(lock), lock.get("audit")
     created = lock.get("created_at") or ""
     found: dict[str, dict[str, Any]] = {}
     for entry in read_ledger(store_root) if store_root else []:

@@ -910,7 +910,7 @@ def check_spec_lock(spec: Path, manifest: dict[str, Any], report: Report) -> Non
     afresh after the run (deleted and compiled again) has lost the amendment history the run belongs
     to, and fails."""
     from compiler.lock import lock_path
-    from runtime.locksign import _lineage
+    from runtime.locksign import lock_lineage
 
     path = lock_path(Path(spec))
     run_created = (manifest.get("lock") or {}).get("created_at")
@@ -921,7 +921,7 @@ def check_spec_lock(spec: Path, manifest: dict[str, Any], report: Report) -> Non
     except (OSError, ValueError) as err:
         report.fail(str(path), f"cannot be read ({type(err).__name__}: {err})")
         return
-    if run_created in _lineage(lock):
+    if run_created in lock_lineage(lock):
         if lock.get("created_at") != run_created:
             report.notes.append(f"lock {path}: amended since this run (its amendment chain includes the run's lock of {run_created})")
         return
