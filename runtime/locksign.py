@@ -48,10 +48,10 @@ def sign_lock(lock_path: Path, keys, tsa: str | None = None) -> dict[str, Any]:
     envelope = dsse_sign(data, LOCK_PAYLOAD_TYPE, keys.manifest_key, keys.keyid)
     stamp = None
     if tsa:
-        from runtime.trusted_time import request_token
+        from runtime.trusted_time import timestamp_envelope
 
-        digest = hashlib.sha256(base64.b64decode(envelope["signatures"][0]["sig"])).digest()
-        stamp = {"tsa": tsa, "token": base64.b64encode(request_token(tsa, digest)).decode("ascii")}
+        (entry,) = timestamp_envelope(envelope, tsa)["timestamps"]  # the manifest's token, over this signature
+        stamp = {"tsa": tsa, "token": entry["token"]}
     record = {"lock_sha256": hashlib.sha256(data).hexdigest(), "keyid": keys.keyid,
               "public_key": keys.public_pem().decode("ascii"), "signer": keys.signer(), "envelope": envelope,
               "timestamp": stamp}
