@@ -17,8 +17,9 @@ and holds them fixed (fast); ``--tuning each`` is the production path of ``audit
 replication searches on its own data (``--search`` candidates), minutes per replication on 2 cores.
 
 Each replication is saved as soon as it ends under ``bench/results/causal_coverage/<setting>/``
-(committed, about 4 KB each); the data of a replication are seeded by (SCM, replication), so a run resumes across sessions and gives the same
-table; ``--procs`` runs replications in parallel. Goal (issue 13): every effect covers 93-97% at
+(committed, about 4 KB each). A replication's data are seeded by (SCM, replication), so a run resumes
+across sessions and gives the same table, and every setting and methods version sees the same data
+sets. ``--procs`` runs replications in parallel. Goal (issue 13): every effect covers 93-97% at
 n = 3,000 over 1,000 replications (MC SE 0.7 points), |paired bias| < 0.1 SE, and a false-label
 rate ≤ 5% under the null.
 
@@ -32,9 +33,8 @@ the oracle's coverage and paired bias (linear and null SCMs), and the share of r
 any effect significant (a case label) by the band and by the per-effect intervals.
 
 Results, methods v6 (5 splits; ``<scm>-each-n3000-r5``; 2026-12-02): linear 94.0%-95.9%, non-linear
-94.9%-95.8% (1000 replications each), null 92.1%-96.3% (622 replications); every effect in the
-band 95.3%, 95.7% and 93.9%; case labels under the null 4.3% by the band,
-14.0% by per-effect intervals.
+94.9%-95.8% (1000 replications each), null 92.1%-96.3% (622 replications); every effect in the band
+95.3%, 95.7% and 93.9%; case labels under the null 4.3% by the band, 14.0% by per-effect intervals.
 
 Methods v5 (one split; ``<scm>-each-n3000``, 2026-12-01, 1000 replications each): linear 92.3-94.7% (NIE 92.3%,
 under the goal), non-linear 93.0-94.8%, null 93.1-95.1%; every effect in the band 93.7-94.4%; case labels
