@@ -33,8 +33,8 @@ the oracle's coverage and paired bias (linear and null SCMs), and the share of r
 any effect significant (a case label) by the band and by the per-effect intervals.
 
 Results, methods v6 (5 splits; ``<scm>-each-n3000-r5``; 2026-12-02): linear 94.0%-95.9%, non-linear
-94.9%-95.8% (1000 replications each), null 92.1%-96.3% (622 replications); every effect in the band
-95.3%, 95.7% and 93.9%; case labels under the null 4.3% by the band, 14.0% by per-effect intervals.
+94.9%-95.8% (1000 replications each), null 93.1%-95.7% (844 replications); every effect in the band
+95.3%, 95.7% and 93.7%; case labels under the null 4.5% by the band, 14.2% by per-effect intervals.
 
 Methods v5 (one split; ``<scm>-each-n3000``, 2026-12-01, 1000 replications each): linear 92.3-94.7% (NIE 92.3%,
 under the goal), non-linear 93.0-94.8%, null 93.1-95.1%; every effect in the band 93.7-94.4%; case labels
