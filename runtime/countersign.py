@@ -35,7 +35,21 @@ class CountersignError(AuditError):
     exit_code = 2
 
 
-def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None = None) -> dict[str, Any]:
+class UnpinnedAuditorError(CountersignError):
+    """The run's auditor cannot be pinned (no key or certificate from outside the run folder) and
+    ``--unpinned`` was not given (exit 6, as a failed ``audit verify``)."""
+
+    exit_code = 6
+
+
+#: ``audit sign`` without a pin of the auditor (issue 27).
+MSG_UNPINNED = ("{run}: its auditor is not pinned ({why}): a countersignature would vouch for a run anyone could "
+                "have re-signed; give the auditor's key or certificate from outside the run folder (--pubkey FILE "
+                "or --cert FILE), or countersign anyway with --unpinned (recorded in countersignatures.json)")
+
+
+def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None = None, pubkey: Path | None = None,
+                cert: list[Path] | None = None, unpinned: bool = False) -> dict[str, Any]:
     """Countersign the sealed run ``run_dir`` with ``keys`` (:class:`runtime.keys.SigningKeys`).
 
     Parameters
@@ -45,6 +59,11 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
         see ``audit keygen --role``), compared without case.
     tsa : str, optional
         RFC 3161 time-stamping authority URL (PAdES B-LTA increment, timestamped envelope signature).
+    pubkey, cert : path, optional
+        The auditor's public key and trusted certificates (as ``audit verify --pubkey/--cert``); files
+        inside the run folder are evidence, not pins (:func:`runtime.verify.resolve_trust`).
+    unpinned : bool
+        Countersign although the auditor is not pinned; the entry records ``"auditor_pinned": false``.
 
     Returns
     -------
@@ -56,6 +75,8 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
     CountersignError
         The run is unsigned or does not verify (each failure named), the role differs from the
         certificate's, or these keys already signed it.
+    UnpinnedAuditorError
+        The auditor is not pinned and ``unpinned`` is False (exit 6).
     runtime.keys.KeyMaterialError
         The certificate is expired or not yet valid.
     """
@@ -74,10 +95,14 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
             f"--role {role!r}: the certificate of {keys.key_dir} names the role {person['role']!r}; the role is part of "
             f"the signer's certificate (create the keys with `audit keygen --role {json.dumps(role)}`)")
     keys.check_valid()
-    report = verify_run(run_dir, trust=resolve_trust(pubkey=None, cert=None, key_dir=run_dir / ".none", run_dir=run_dir))
+    # the countersigner's own key directory is no pin of the auditor: only --pubkey/--cert are
+    trust = resolve_trust(pubkey=pubkey, cert=cert, key_dir=run_dir / ".none", run_dir=run_dir)
+    report = verify_run(run_dir, trust=trust)
     if not report.ok:
         lines = "\n".join(f"  {f}" for f in report.failures[:10])
         raise CountersignError(f"{run_dir} does not verify, so it cannot be countersigned:\n{lines}")
+    if not report.seal_pinned and not unpinned:
+        raise UnpinnedAuditorError(MSG_UNPINNED.format(run=run_dir, why=report.summary.removeprefix("but ")))
     envelope = json.loads((run_dir / ENVELOPE).read_text(encoding="utf-8"))
     if keys.keyid in {s["keyid"] for s in envelope["signatures"]}:
         raise CountersignError(f"the manifest key {keys.keyid[:16]}... of {keys.key_dir} already signed {run_dir}")
@@ -106,7 +131,7 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
     entry = {"keyid": keys.keyid, "public_key": keys.public_pem().decode("ascii"),
              "certificate": keys.cert_pem().decode("ascii"), "signer": person, "role": person["role"],
              "pdf_field": field, "pdf_profile": pdf["profile"], "tsa": tsa,
-             "signed_at": _now()}
+             "signed_at": _now(), "auditor_pinned": report.seal_pinned}
     atomic_write(run_dir / COUNTERSIGNATURES, render_json({"countersignatures": [*entries, entry]}))
     atomic_write(run_dir / ENVELOPE, render_json(envelope))
     return entry

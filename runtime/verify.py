@@ -15,10 +15,15 @@ the embedded data only, so it still validates after its certificate expires. A s
 now, so it stops validating when the certificate expires.
 
 Trust: the public key and certificates come from ``--pubkey``/``--cert`` (files or folders, several
-allowed), else the key directory (``signer.crt``, ``tsa.crt``), else (reported as *not pinned*) the
-copies inside the run folder, which prove only that nothing changed since signing, not who signed.
-Self-signed certificates among them are the trust anchors (a chain file trusts its root); without any,
-each given certificate is pinned as an anchor.
+allowed), else the key directory (``manifest.pub``, ``signer.crt``, ``tsa.crt``), else the copies inside
+the run folder. One rule (issue 27): each file is judged by where it resolves; inside the checked run
+folder (or a lone PDF's folder) it is evidence, which proves only that nothing changed since signing,
+not who signed; only files outside it are pins. Self-signed certificates among them are the trust
+anchors (a chain file trusts its root); without any, each pinned certificate is an anchor. A signer is
+*pinned* when its validation path holds a pinned certificate (countersigners included: the certificates
+of ``countersignatures.json`` are evidence); the seal is pinned when the manifest key is (directly, or
+through the pinned sealing certificate whose signed PDF names it). A run folder holds only regular
+files and folders: anything else is refused by name and never opened.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,8 +67,13 @@ class Report:
     notes: list[str] = field(default_factory=list)
     manifest: dict[str, Any] | None = None
     unpinned: list[str] = field(default_factory=list)  # key material taken from the checked files themselves
+    #: The seal (a run's manifest key; a lone PDF's sealing signature) chains to a pin (issue 27).
+    seal_pinned: bool = False
+    #: What was verified against what: the end of ``audit verify``'s last line.
+    summary: str = ""
     #: One dict per valid PDF signature, in signing order: field, name, role, organisation, signed_at
-    #: (UTC), time_source ("trusted timestamp" or "signer's clock"), tsa (the timestamp's authority), level.
+    #: (UTC), time_source ("trusted timestamp" or "signer's clock"), tsa (the timestamp's authority), level,
+    #: pinned (its certificate chains to a pinned certificate) and, when not, pin_reason.
     signers: list[dict[str, Any]] = field(default_factory=list)
     #: Diagnostics of the signature libraries (pyHanko, pyhanko-certvalidator), shown with --verbose.
     details: list[str] = field(default_factory=list)
@@ -82,14 +94,40 @@ class Report:
 
 @dataclass
 class Trust:
-    """The public key (Ed25519) and trust-root certificates a verification uses, and where they came from."""
+    """The public key (Ed25519) and certificates a verification uses, and where they came from.
+
+    One rule decides what is a pin (issue 27): a key or certificate file that resolves inside the checked
+    run folder (or a lone PDF's folder) is evidence (it proves nothing changed since signing, not who
+    signed), whatever option, variable or configuration named it; only files outside it are pins.
+    ``certs`` holds every certificate (pins and evidence), ``pinned_certs`` the pins among them.
+    """
 
     public_key: Any = None
     certs: list = field(default_factory=list)
+    pinned_certs: list = field(default_factory=list)
     source: str = ""
     pub_pinned: bool = True
-    cert_pinned: bool = True
     problems: list = field(default_factory=list)  # (file, reason) for unreadable key material in the run folder
+    #: What the checked folder is called in notes: "run folder" or "PDF's folder".
+    folder_word: str = "run folder"
+
+    @property
+    def pinned_ders(self) -> set[bytes]:
+        from cryptography.hazmat.primitives.serialization import Encoding
+
+        return {c.public_bytes(Encoding.DER) for c in self.pinned_certs}
+
+
+def _regular(path: Path) -> bool:
+    """``path`` is a regular file, judged without following a symbolic link and without opening it (a
+    FIFO in a run folder must never be opened: it would block)."""
+    import os
+    import stat
+
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _cert_files(path: Path) -> list[Path]:
@@ -101,12 +139,16 @@ def _cert_files(path: Path) -> list[Path]:
 
 
 def resolve_trust(*, pubkey: Path | None, cert: Path | list[Path] | None, key_dir: Path | None,
-                  run_dir: Path | None) -> Trust:
+                  run_dir: Path | None, pdf: Path | None = None) -> Trust:
     """Pick the key and certificates: explicit files, else the key directory, else the run folder's copies.
 
     ``cert`` is one certificate file or folder, or a list of them (``--cert`` given several times); every
-    certificate found is in the trust set. The key directory contributes ``signer.crt`` and, when
-    present, ``tsa.crt`` (the time-stamping authority pinned by ``audit keygen --tsa``).
+    certificate found is in the trust set. The key directory (``--key-dir``, else ``$AUDIT_KEY_DIR`` or the
+    default one) contributes ``manifest.pub`` when no ``pubkey`` is given, and ``signer.crt`` and, when
+    present, ``tsa.crt`` (the time-stamping authority pinned by ``audit keygen --tsa``) when no ``cert``
+    is. Each file is judged by where it resolves: inside ``run_dir`` (or the folder of the lone ``pdf``)
+    it is evidence, never a pin. Without any pinned certificate the run folder's own copies (and the
+    countersigners' certificates of ``countersignatures.json``) are added as evidence.
 
     Raises
     ------
@@ -114,38 +156,52 @@ def resolve_trust(*, pubkey: Path | None, cert: Path | list[Path] | None, key_di
         A given key or certificate file cannot be read, or a given folder holds no certificate.
     """
     t = Trust()
+    checked = Path(run_dir) if run_dir is not None else (Path(pdf).parent if pdf is not None else None)
+    t.folder_word = "run folder" if run_dir is not None else "PDF's folder"
+    inside = _inside(checked) if checked is not None else (lambda _p: False)
     kd = Path(key_dir) if key_dir else K.default_key_dir()
-    sources = []
-    if pubkey is not None:
-        t.public_key = K.load_public_key(pubkey)
-        sources.append(str(pubkey))
-    elif (kd / K.MANIFEST_PUB).is_file():
-        t.public_key = K.load_public_key(kd / K.MANIFEST_PUB)
-        sources.append(str(kd / K.MANIFEST_PUB))
+    sources, loaded = [], set()
+
+    def shown(path: Path) -> str:
+        return f"{path} (inside the {t.folder_word})" if inside(path) else str(path)
+
+    def add_certs(path: Path) -> None:
+        certs = K.load_certs(path)
+        loaded.add(Path(path).resolve())
+        t.certs += certs
+        if not inside(path):
+            t.pinned_certs += certs
+
+    pub_file = pubkey if pubkey is not None else (kd / K.MANIFEST_PUB if _regular(kd / K.MANIFEST_PUB) else None)
+    if pub_file is not None:
+        t.public_key = K.load_public_key(pub_file)
+        t.pub_pinned = not inside(pub_file)
+        sources.append(shown(pub_file))
     given = [cert] if isinstance(cert, (str, Path)) else list(cert or [])
     for c in given:
         files = _cert_files(c)
         if not files:
             raise K.KeyMaterialError(f"{c}: the folder holds no certificate file (*.pem, *.crt, *.cer, *.der)")
         for f in files:
-            t.certs += K.load_certs(f)
-        sources.append(str(c))
+            add_certs(f)
+        sources.append(shown(c))
     if not given:
         for name in (K.SIGNER_CRT, K.TSA_CRT):
-            if (kd / name).is_file():
-                t.certs += K.load_certs(kd / name)
-                sources.append(str(kd / name))
+            if _regular(kd / name):
+                add_certs(kd / name)
+                sources.append(shown(kd / name))
     if run_dir is not None:
-        if t.public_key is None and (run_dir / K.MANIFEST_PUB).is_file():
+        run_dir = Path(run_dir)
+        if t.public_key is None and _regular(run_dir / K.MANIFEST_PUB):
             try:
                 t.public_key = K.load_public_key(run_dir / K.MANIFEST_PUB)
             except K.KeyMaterialError as err:
                 t.problems.append((K.MANIFEST_PUB, f"unreadable ({err})"))
             t.pub_pinned = False
             sources.append(f"{K.MANIFEST_PUB} inside the run folder")
-        if not t.certs and (run_dir / K.SIGNER_CRT).is_file():
+        if not t.pinned_certs and _regular(run_dir / K.SIGNER_CRT):
             for name in (K.SIGNER_CRT, K.TSA_CRT):
-                if not (run_dir / name).is_file():
+                if not _regular(run_dir / name) or (run_dir / name).resolve() in loaded:
                     continue
                 try:
                     t.certs += K.load_certs(run_dir / name)
@@ -153,23 +209,14 @@ def resolve_trust(*, pubkey: Path | None, cert: Path | list[Path] | None, key_di
                     t.problems.append((name, f"unreadable ({err})"))
                 sources.append(f"{name} inside the run folder")
             t.certs += _countersigner_certs(run_dir, t, sources)
-            t.cert_pinned = False
-    if run_dir is not None:
-        # a key or certificate taken from the checked folder itself proves integrity, not identity
-        # (the copies travel with the run): explicit paths into the run folder are not pins either
-        inside = _inside(Path(run_dir))
-        if pubkey is not None and inside(pubkey):
-            t.pub_pinned = False
-            sources = [f"{x} (inside the run folder)" if x == str(pubkey) else x for x in sources]
-        if given and all(inside(c) for c in given):
-            t.cert_pinned = False
-            sources = [f"{x} (inside the run folder)" if x in {str(c) for c in given} else x for x in sources]
+    if t.public_key is None:
+        t.pub_pinned = False
     t.source = ", ".join(sources)
     return t
 
 
-def _inside(run_dir: Path):
-    root = run_dir.resolve()
+def _inside(folder: Path):
+    root = Path(folder).resolve()
 
     def test(path: Path | str) -> bool:
         return Path(path).resolve().is_relative_to(root)
@@ -183,6 +230,8 @@ def _countersigner_certs(run_dir: Path, t: Trust, sources: list[str]) -> list:
     from runtime.sign import read_countersignatures
 
     certs = []
+    if not _regular(run_dir / COUNTERSIGNATURES):
+        return certs  # absent, or not a regular file (refused by verify_run, never opened)
     try:
         for e in read_countersignatures(run_dir):
             certs += x509.load_pem_x509_certificates(str(e.get("certificate", "")).encode("ascii"))
@@ -439,9 +488,20 @@ def _when(t: dt.datetime | None) -> str:
 
 
 def _asn1_trust(trust: Trust) -> tuple[list, list]:
-    from runtime.trusted_time import anchors_and_others, to_asn1
+    """Trust anchors and other certificates for pyHanko: the pinned certificates' self-signed ones (all of
+    them when none is self-signed), and the evidence's self-signed ones, which validate but pin nothing
+    (each signer is judged pinned or not afterwards, by its validation path: :func:`judge_pins`)."""
+    from cryptography.hazmat.primitives.serialization import Encoding
 
-    return anchors_and_others([to_asn1(c) for c in trust.certs])
+    from runtime.trusted_time import anchors_and_others, is_self_signed, to_asn1
+
+    pinned = trust.pinned_ders
+    pins = [to_asn1(c) for c in trust.pinned_certs]
+    evidence = [to_asn1(c) for c in trust.certs if c.public_bytes(Encoding.DER) not in pinned]
+    if not pins:
+        return anchors_and_others(evidence)
+    anchors, others = anchors_and_others(pins)
+    return (anchors + [c for c in evidence if is_self_signed(c)], others + [c for c in evidence if not is_self_signed(c)])
 
 
 def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = None,
@@ -471,8 +531,7 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
     if not data.rstrip(b"\r\n\t\0 ").endswith(b"%%EOF"):  # every revision ends with %%EOF (ISO 32000-1 §7.5.5)
         report.fail(name, "bytes were appended after its last revision's %%EOF (not the entire file is signed)")
     anchors, others = _asn1_trust(trust)
-    if not anchors:
-        trust.cert_pinned = False  # only the PDF's own embedded certificate is left to check against
+    embedded_only = not anchors  # only the PDF's own embedded certificate is left to check against
     has_dss = "/DSS" in reader.root
     facts: dict[str, Any] = {}
     for i, sig in enumerate(sigs):
@@ -488,6 +547,7 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
             report.fail(name, f"signature {sig.field_name!r} cannot be validated ({type(err).__name__}: {err})")
             continue
         if row is not None:
+            row["embedded_only"] = embedded_only
             report.signers.append(row)
             if not facts:
                 facts = {"field": row["field"], "signer": row["name"], "signed_at": row["signed_at"],
@@ -593,11 +653,22 @@ def _check_signature(sig, anchors, others, now, report, name, *, has_dss, later_
     reason = sig.sig_object.get("/Reason")
     row = {"field": sig.field_name, **person, "signed_at": _when(signed_at), "time_source": source, "tsa": tsa,
            "level": level, "coverage": cov, "manifest_key": reason_keyid(str(reason) if reason is not None else None),
-           "end": sig.byte_range[-2] + sig.byte_range[-1] if sig.byte_range else None}
+           "end": sig.byte_range[-2] + sig.byte_range[-1] if sig.byte_range else None,
+           "chain": _path_ders(status)}
     when = f"{_when(signed_at)} ({source}" + (f" by {tsa})" if tsa else ")")
     report.notes.append(f"PDF signature ({name}): intact, valid, trusted, {level} (field {sig.field_name}); signer "
                         f"{K.describe_person(person)}, signed {when}")
     return row
+
+
+def _path_ders(status) -> list[bytes]:
+    """DER bytes of the signer's certificate and of every certificate of its validation path (anchor
+    included): what :func:`judge_pins` compares with the pinned certificates."""
+    ders = [status.signing_cert.dump()]
+    path = getattr(status, "validation_path", None)
+    if path is not None:
+        ders += [c.dump() for c in path.iter_certs(include_root=True)]
+    return ders
 
 
 def _long_term(sig, anchors, others, now) -> tuple[bool, str]:
@@ -674,6 +745,10 @@ def check_timestamps(run_dir: Path, stmt: dict[str, Any], trust: Trust, report: 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         entries = data["timestamps"]
+        if not isinstance(entries, list) or not entries:
+            report.fail(TIMESTAMPS, "holds no timestamp (an empty list): a timestamp file is written only with "
+                                    "timestamps in it")
+            return
         env = json.loads((run_dir / ENVELOPE).read_text(encoding="utf-8"))
         sigs = {s["keyid"]: hashlib.sha256(base64.b64decode(s["sig"])).digest() for s in env["signatures"]}
     except (OSError, ValueError, KeyError, TypeError, binascii.Error) as err:
@@ -788,14 +863,24 @@ def pdf_metadata(keywords: str) -> dict[str, str]:
 
 
 def check_spec(spec: Path, locked: str | None, report: Report, resolved_locked: dict[str, Any] | None) -> None:
-    """The spec file resolves to the run's locked digest (else name the changed keys)."""
+    """The spec file resolves to the run's locked digest (else name the changed keys).
+
+    Raises
+    ------
+    compiler.systems.MissingExtra, compiler.systems.MissingModule
+        Resolving the spec needs an extra that is not installed (an embedding run's default model is
+        hashed): the spec cannot be checked on this install, which is no verification failure (exit 2).
+    """
     from compiler import compile_spec
     from compiler.errors import AuditError
     from compiler.hashing import digest
     from compiler.lock import diff_paths
+    from compiler.systems import MissingExtra, MissingModule
 
     try:
         resolved = compile_spec(spec).resolved
+    except (MissingExtra, MissingModule):
+        raise
     except AuditError as err:
         report.fail(str(spec), f"cannot be compiled: {str(err).splitlines()[0]}")
         return
@@ -813,18 +898,100 @@ def check_spec(spec: Path, locked: str | None, report: Report, resolved_locked: 
 
 def check_roles(report: Report, roles: list[str], name: str) -> None:
     """``--require-role``: each role must be the role (certificate ``title``, else organisational unit) of
-    a signer whose signature verified; compared without case."""
-    have = {(r.get("role") or "").casefold() for r in report.signers}
+    a signer whose signature verified and whose certificate chains to a pin; compared without case."""
     listed = "; ".join(f"{K.describe_person(r)}" for r in report.signers) or "none valid"
     for role in roles:
-        if role.casefold() not in have:
+        rows = [r for r in report.signers if (r.get("role") or "").casefold() == role.casefold()]
+        if not rows:
             report.fail(name, f"no valid signature by a signer with the role {role!r} (signers: {listed})")
+        elif not any(r.get("pinned") for r in rows):
+            who = "; ".join(f"{K.describe_person(r)}: not pinned ({r.get('pin_reason')})" for r in rows)
+            report.fail(name, f"no signer with the role {role!r} chains to a pinned certificate ({who}); a role "
+                              "counts only from a certificate you pinned (--cert outside the checked folder)")
         else:
-            report.notes.append(f"required role {role!r}: signed")
+            report.notes.append(f"required role {role!r}: signed by a pinned signer")
+
+
+def judge_pins(report: Report, trust: Trust) -> None:
+    """Mark each signer row pinned or not: pinned when its certificate or a certificate of its validation
+    path is one of the pinned certificates (byte for byte)."""
+    pinned = trust.pinned_ders
+    for row in report.signers:
+        row["pinned"] = bool(pinned & set(row.get("chain") or []))
+        if row["pinned"]:
+            row.pop("pin_reason", None)
+        elif row.get("embedded_only"):
+            row["pin_reason"] = "checked only against the certificate embedded in the PDF"
+        elif not pinned:
+            row["pin_reason"] = f"no certificate from outside the {trust.folder_word} was given"
+        else:
+            row["pin_reason"] = (f"its certificate chains to no pinned certificate, only to copies inside the "
+                                 f"{trust.folder_word}, which are evidence, not pins")
+
+
+def _summarise(report: Report, trust: Trust, *, run: bool) -> None:
+    """Set ``report.seal_pinned`` and ``report.summary`` (what was verified against what)."""
+    rows = report.signers
+    sealing = next((r for r in rows if r["field"] == SIGNATURE_FIELD), rows[0] if rows and not run else None)
+    pinned_rows = [r for r in rows if r.get("pinned")]
+    if run:
+        report.seal_pinned = trust.public_key is not None and trust.pub_pinned
+        what = f"pinned key {K.key_id(trust.public_key)[:16]}..." if report.seal_pinned else ""
+    else:
+        report.seal_pinned = bool(sealing and sealing.get("pinned"))
+        what = f"the pinned certificate of {K.describe_person(sealing)}" if report.seal_pinned else ""
+    if report.seal_pinned:
+        others = [K.describe_person(r) for r in pinned_rows if r is not sealing]
+        report.summary = f"against {what}" + (f" (countersigners pinned: {'; '.join(others)})" if others else "")
+    elif pinned_rows:
+        report.summary = ("but the seal was not pinned (pinned: "
+                          + "; ".join(K.describe_person(r) for r in pinned_rows) + ")")
+    else:
+        report.summary = "but nothing was pinned"
+
+
+def check_require_pinned(report: Report, name: str) -> None:
+    """``--require-pinned``: the seal must chain to a key or certificate from outside the checked folder."""
+    if not report.seal_pinned:
+        report.fail(name, f"not pinned ({report.summary.removeprefix('but ')}; --require-pinned): give the signer's "
+                          "key or certificate from outside the checked folder (--pubkey/--cert/--key-dir)")
+
+
+#: What a run folder may hold: regular files and folders; anything else is refused by name, never opened.
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def check_folder(run_dir: Path, report: Report) -> bool:
+    """Every entry of the run folder (hidden ones included, symbolic links not followed) is a regular
+    file or a folder: a symbolic link or a FIFO, socket or device is a failure, named, and is not opened
+    (a FIFO would block the reader). Returns whether the folder is clean."""
+    clean = True
+    for top, dirs, files in os.walk(run_dir, followlinks=False):
+        for entry in sorted(dirs + files):
+            path = Path(top) / entry
+            rel = path.relative_to(run_dir).as_posix()
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError as err:
+                report.fail(rel, f"cannot be read ({type(err).__name__}: {err})")
+                clean = False
+                continue
+            if stat.S_ISLNK(mode):
+                report.fail(rel, f"a symbolic link (to {os.readlink(path)}); a run folder holds only regular files "
+                                 "and folders")
+            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+                report.fail(rel, f"{kind}, not a regular file; a run folder holds only regular files and folders "
+                                 "(not opened)")
+            else:
+                continue
+            clean = False
+    return clean
 
 
 def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None, now: dt.datetime | None = None,
-               require_roles: list[str] | None = None) -> Report:
+               require_roles: list[str] | None = None, require_pinned: bool = False) -> Report:
     """Verify a run folder; see the module docstring for the checks.
 
     Parameters
@@ -833,15 +1000,23 @@ def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None, now: dt
         The verification time (default: the clock): what certificates must be valid at, for a signature
         without a trusted timestamp.
     require_roles : list of str, optional
-        Roles that must each have signed the PDF validly (``audit verify --require-role``).
+        Roles that must each have signed the PDF validly, by a pinned signer (``audit verify --require-role``).
+    require_pinned : bool
+        Fail unless the seal (the manifest key) is pinned (``audit verify --require-pinned``).
     """
     run_dir = Path(run_dir)
-    trust = dataclasses.replace(trust)  # pinning decisions below must not leak into the caller's object
+    trust = dataclasses.replace(trust, pinned_certs=list(trust.pinned_certs))  # pinning below stays here
     report = Report()
     with library_logs(report):
+        if not check_folder(run_dir, report):
+            report.summary = "but nothing was pinned"
+            return report  # nothing in it is opened: a FIFO would block
         _verify_run(run_dir, trust, spec, now, report)
+        _summarise(report, trust, run=True)
         if require_roles:
             check_roles(report, require_roles, "report.pdf")
+        if require_pinned:
+            check_require_pinned(report, K.MANIFEST_PUB)
     return report
 
 
@@ -883,21 +1058,32 @@ def _verify_run(run_dir: Path, trust: Trust, spec: Path | None, now, report: Rep
     if stmt is not None:
         check_lock(run_dir, report.manifest or {}, trust, report, now)
     failed = {f.file for f in report.failures}
-    # pin transitively: the pinned manifest key signs signer.crt's hash; the pinned certificate signs
-    # the PDF, whose metadata names the manifest key
-    if (not trust.cert_pinned and trust.pub_pinned and stmt is not None and not failed & {K.SIGNER_CRT, ENVELOPE}
-            and K.SIGNER_CRT in {s["name"] for s in stmt.get("subject", [])}):
-        trust.cert_pinned = True
-        report.notes.append(f"{K.SIGNER_CRT}: authenticated by the pinned manifest signature")
+    # pin transitively: the pinned manifest key signs signer.crt's hash, so its first certificate (the
+    # sealing signer's; not the chain's root, which would pin every other signer of that CA) is pinned;
+    # a pinned certificate signs the PDF, whose metadata names the manifest key
+    judge_pins(report, trust)
+    sealing = next((r for r in report.signers if r["field"] == SIGNATURE_FIELD), None)
+    if (trust.pub_pinned and trust.public_key is not None and stmt is not None and sealing is not None
+            and not sealing["pinned"] and not failed & {K.SIGNER_CRT, ENVELOPE}
+            and K.SIGNER_CRT in {s["name"] for s in stmt.get("subject", [])} and _regular(run_dir / K.SIGNER_CRT)):
+        try:
+            leaf = K.load_certs(run_dir / K.SIGNER_CRT)[:1]
+        except K.KeyMaterialError:
+            leaf = []
+        trust.pinned_certs += leaf
+        judge_pins(report, trust)
+        if sealing["pinned"]:
+            report.notes.append(f"{K.SIGNER_CRT}: authenticated by the pinned manifest signature")
     named = pdf_metadata((facts or {}).get("keywords", "")).get("manifest-ed25519")
     if facts and facts.get("field") and trust.public_key is not None and named:
         if named != K.key_id(trust.public_key):
             report.fail(K.MANIFEST_PUB, f"the signed report.pdf names manifest key {named[:16]}..., "
                                         f"not {K.key_id(trust.public_key)[:16]}...")
-        elif not trust.pub_pinned and trust.cert_pinned:
+        elif not trust.pub_pinned and sealing is not None and sealing["pinned"]:
             trust.pub_pinned = True
             report.notes.append(f"{K.MANIFEST_PUB}: the key named in the signed report.pdf")
-    report.unpinned = [n for n, ok in ((K.MANIFEST_PUB, trust.pub_pinned), (K.SIGNER_CRT, trust.cert_pinned)) if not ok]
+    report.unpinned = [n for n, ok in ((K.MANIFEST_PUB, trust.pub_pinned),
+                                       (K.SIGNER_CRT, sealing is None or sealing["pinned"])) if not ok]
     if spec is not None:
         m = report.manifest or {}
         check_spec(spec, ((m.get("lock") or {}).get("spec_digest") or {}).get("digest"), report,
@@ -931,15 +1117,31 @@ def check_spec_lock(spec: Path, manifest: dict[str, Any], report: Report) -> Non
 
 
 def verify_pdf(pdf: Path, *, trust: Trust, spec: Path | None = None, now: dt.datetime | None = None,
-               require_roles: list[str] | None = None) -> Report:
-    """Verify a lone report.pdf: its signatures, and optionally that ``spec`` matches its lock digest."""
-    trust = dataclasses.replace(trust)
+               require_roles: list[str] | None = None, require_pinned: bool = False) -> Report:
+    """Verify a lone report.pdf: its signatures, and optionally that ``spec`` matches its lock digest.
+    Certificates inside the PDF's own folder are evidence, not pins (see :func:`resolve_trust`)."""
+    trust = dataclasses.replace(trust, pinned_certs=list(trust.pinned_certs))
     report = Report()
+    try:
+        regular = stat.S_ISREG(os.stat(pdf).st_mode)
+    except OSError as err:
+        report.fail(str(pdf), f"cannot be read ({type(err).__name__}: {err})")
+        return report
+    if not regular:  # a FIFO would block the reader
+        report.fail(str(pdf), "not a regular file (not opened)")
+        return report
     with library_logs(report):
         facts = check_pdf(pdf, trust, report, name=str(pdf), now=now)
+        judge_pins(report, trust)
+        _summarise(report, trust, run=False)
         if require_roles:
             check_roles(report, require_roles, str(pdf))
-    report.unpinned = [] if trust.cert_pinned else ["the certificate embedded in the PDF"]
+        if require_pinned:
+            check_require_pinned(report, str(pdf))
+    sealing = report.signers[0] if report.signers else None
+    report.unpinned = [] if report.seal_pinned else [
+        "the certificate embedded in the PDF" if sealing is None or sealing.get("embedded_only")
+        else f"certificates inside the {trust.folder_word}"]
     meta = pdf_metadata((facts or {}).get("keywords", ""))
     if meta:
         report.notes.append(f"PDF metadata: spec sha256 {meta.get('spec-sha256', '?')}, seed {meta.get('seed', '?')}")

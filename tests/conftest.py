@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -114,6 +116,126 @@ def llm_server(tmp_path_factory):
         serve.stop(proc)
 
 
+# --- recorded LLM answers (issue 26) ----------------------------------------------------------
+#: The replayed tests' model answers: the task store's ``llm-*`` records (tasks/) and their blobs
+#: (objects/), made by scripts/record_llm_answers.py.
+LLM_ANSWERS = REPO / "tests" / "data" / "llm-answers"
+#: The fixed port the recording was made on: ``api_base`` is part of every answer's key
+#: (runtime/llm/cache.py). Below Linux's ephemeral range, so no ``serve.free_port()`` of a live test
+#: takes it; nothing listens there while a replay runs, so a request missing from the recording fails.
+LLM_REPLAY_PORT = 29871
+LLM_REPLAY_URL = f"http://127.0.0.1:{LLM_REPLAY_PORT}/v1"
+#: Set (to a folder) by scripts/record_llm_answers.py: the replayed tests then run from empty stores
+#: against the live server on LLM_REPLAY_PORT and their ``llm-*`` records are collected there.
+LLM_RECORD_ENV = "AUDIT_RECORD_LLM_ANSWERS"
+LLM_RECORD_COMMAND = "python scripts/record_llm_answers.py"
+MSG_REPLAY_MISS = ("{test}: the recording tests/data/llm-answers/ has no answer for a request this test makes "
+                   "(its spec or the prompts changed); re-record it with `{cmd}`")
+#: Written on stderr by :meth:`LlmReplay.cli` when runtime code asks for litellm: only a request
+#: missing from the recording does (a cached answer never imports it).
+LITELLM_REFUSED = "[replay] litellm import refused"
+#: The CLI of a replay: ``import litellm`` fails (ImportError), and is reported when runtime code tries it
+#: (compile's token estimate, run again by execute, falls back to characters / 4 without a word).
+REPLAY_CLI = f"""\
+import builtins, sys
+_import = builtins.__import__
+def _no_litellm(name, globals=None, *args, **kwargs):
+    if name == "litellm" or name.startswith("litellm."):
+        if str((globals or {{}}).get("__name__", "")).startswith("runtime."):
+            sys.stderr.write({LITELLM_REFUSED!r} + "\\n")
+        raise ImportError("litellm is not importable in a replay")
+    return _import(name, globals, *args, **kwargs)
+builtins.__import__ = _no_litellm
+from runtime.cli import main
+main()
+"""
+MSG_REPLAY_PORT_OPEN = ("something listens on 127.0.0.1:{port}: replayed LLM tests need that port closed (a "
+                        "request missing from the recording must fail, not reach a server); stop it and re-run")
+
+
+def port_open(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:``port``."""
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class LlmReplay:
+    """A replayed LLM test's answers: :meth:`store` fills a task store with the recording,
+    :meth:`check` turns a request the recording lacks into a failure naming the re-record command.
+
+    While recording (``$AUDIT_RECORD_LLM_ANSWERS`` set) the stores start empty, the model server
+    listens on :data:`LLM_REPLAY_URL`, and the ``llm-*`` records of every store named by
+    :meth:`store` are copied to that folder after the test.
+    """
+
+    url = LLM_REPLAY_URL
+
+    def __init__(self, test: str, record_to: Path | None):
+        self.test = test
+        self.record_to = record_to
+        self.stores: list[Path] = []
+
+    @property
+    def recording(self) -> bool:
+        return self.record_to is not None
+
+    def store(self, root: Path) -> Path:
+        """Copy the recording into the task store ``root`` (nothing while recording); returns it."""
+        root = Path(root)
+        self.stores.append(root)
+        if not self.recording:
+            for part in ("tasks", "objects"):
+                shutil.copytree(LLM_ANSWERS / part, root / part, dirs_exist_ok=True)
+        return root
+
+    def cli(self, *args: str, cwd: Path, env: dict[str, str] | None = None,
+            timeout: int = 900) -> subprocess.CompletedProcess:
+        """The ``audit`` CLI in a subprocess (as :func:`run_cli`, ``env`` default this process's); in a
+        replay without litellm (:data:`REPLAY_CLI`), so a run that passes needs none."""
+        code = "from runtime.cli import main; main()" if self.recording else REPLAY_CLI
+        env = dict(os.environ if env is None else env, PYTHONHASHSEED="0", COLUMNS="200")
+        return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def check(self, proc: subprocess.CompletedProcess) -> None:
+        """Fail with :data:`MSG_REPLAY_MISS` when the run wanted an answer the recording lacks: it asked
+        for litellm (:data:`LITELLM_REFUSED`) or, outside :meth:`cli`, the closed port (exit 7)."""
+        if self.recording:
+            return
+        if LITELLM_REFUSED in proc.stderr or (proc.returncode == 7 and "did not answer" in proc.stderr):
+            pytest.fail(MSG_REPLAY_MISS.format(test=self.test, cmd=LLM_RECORD_COMMAND), pytrace=False)
+
+    def collect(self) -> None:
+        """Copy the ``llm-*`` records of the stores (and the blobs they name) to ``record_to``."""
+        import json
+
+        for root in self.stores:
+            for rec in sorted((root / "tasks").glob("llm-*.json")):
+                (self.record_to / "tasks").mkdir(parents=True, exist_ok=True)
+                shutil.copy2(rec, self.record_to / "tasks" / rec.name)
+                for out in json.loads(rec.read_text())["outputs"].values():
+                    rel = Path("objects") / out["sha256"][:2] / out["sha256"]
+                    (self.record_to / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(root / rel, self.record_to / rel)
+
+
+@pytest.fixture
+def llm_replay(request, monkeypatch):
+    """A :class:`LlmReplay` for a test marked ``llm_replay``: its specs name :data:`LLM_REPLAY_URL`,
+    where nothing listens (checked), and its stores hold the recording; no server, and its runs
+    (:meth:`LlmReplay.cli`) cannot import litellm."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    monkeypatch.setenv("LITELLM_TELEMETRY", "False")
+    record_to = os.environ.get(LLM_RECORD_ENV)
+    if record_to is None and port_open(LLM_REPLAY_PORT):
+        pytest.fail(MSG_REPLAY_PORT_OPEN.format(port=LLM_REPLAY_PORT), pytrace=False)
+    replay = LlmReplay(request.node.name, Path(record_to) if record_to else None)
+    yield replay
+    if replay.recording:
+        replay.collect()
+
+
 # --- local test PKI with a time-stamping authority (issue 16) ---------------------------------
 @pytest.fixture(scope="session")
 def test_pki(tmp_path_factory):
@@ -129,3 +251,75 @@ def test_pki(tmp_path_factory):
         yield pki
     finally:
         pki.stop()
+
+
+# --- a finished template run with the real model (issue 26) -----------------------------------
+def reduced_example_spec() -> str:
+    """specs/example.yaml cut to its first 2 jobs and K = 20 base candidates per job (M = 10
+    matching, so ``analysis.k.merit`` = M = 10 as in the example); all else as in the example."""
+    text = (REPO / "specs" / "example.yaml").read_text(encoding="utf-8")
+    cuts = [
+        ("  - {id: registered-nurse, title: \"Registered Nurse\", description_file: jobs/registered-nurse.md}\n", ""),
+        ("  - {id: accountant, title: \"Accountant\", description_file: jobs/accountant.md}\n", ""),
+        ("  - {id: marketing-specialist, title: \"Marketing Specialist\", description_file: jobs/marketing-specialist.md}\n", ""),
+        ("candidates: {generator: template, base_per_job: 40, matching_per_job: 20}",
+         "candidates: {generator: template, base_per_job: 20, matching_per_job: 10}"),
+        ("k: {counterfactual: 10, group: 10, merit: 20}", "k: {counterfactual: 10, group: 10, merit: 10}"),
+    ]
+    for old, new in cuts:
+        assert text.count(old) == 1, f"specs/example.yaml changed: {old.strip()!r} not found once"
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.fixture(scope="session")
+def reduced_example(tmp_path_factory):
+    """A finished, signed template run of :func:`reduced_example_spec` with the packaged embedding
+    model (all-MiniLM-L6-v2), compiled and executed once per test session (per xdist worker: mark
+    the tests that use it ``pytest.mark.xdist_group("report")``). Keys come from ``audit keygen``.
+
+    Returns a dict: ``root`` (the folder holding ``spec.yaml`` and ``jobs/``), ``spec``, ``key_dir``,
+    ``run_dir`` (``reports/example-ats-audit/<run>/``) and ``execute`` (the execute call's
+    CompletedProcess). Shared by every test: read it, copy it before changing anything.
+    """
+    root = tmp_path_factory.mktemp("reduced-example")
+    shutil.copytree(REPO / "specs" / "jobs", root / "jobs")
+    spec = root / "spec.yaml"
+    spec.write_text(reduced_example_spec(), encoding="utf-8")
+    key_dir = root / "keys"
+    for args in (("keygen", "--key-dir", str(key_dir), "--signer", "reduced example (self-signed)"),
+                 ("compile", "spec.yaml", "--key-dir", str(key_dir))):
+        proc = run_cli(*args, cwd=root)
+        assert proc.returncode == 0, proc.stderr
+    execute = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), cwd=root)
+    assert execute.returncode == 0, execute.stderr[-3000:]
+    (run_dir,) = (root / "reports" / "example-ats-audit").iterdir()
+    return {"root": root, "spec": spec, "key_dir": key_dir, "run_dir": run_dir, "execute": execute}
+
+
+# --- one signed run of the tiny precomputed spec, shared by the signature tests (issues 5, 27) ----------
+#: The auditor named on the tests' self-signed certificate.
+SIGNER = "Jane Auditor"
+
+
+@pytest.fixture(scope="session")
+def key_dir(tmp_path_factory) -> Path:
+    """The auditor's key directory (``audit keygen``: self-signed, organisation Acme Audits)."""
+    from runtime import keys as K
+
+    kd = tmp_path_factory.mktemp("keys") / "keys"
+    K.keygen(kd, signer=SIGNER, organisation="Acme Audits")
+    return kd
+
+
+@pytest.fixture(scope="session")
+def signed_run(tmp_path_factory, key_dir) -> Path:
+    """A signed run folder of the tiny precomputed spec (made once per worker; tamper with copies)."""
+    work = tmp_path_factory.mktemp("signed")
+    (work / "spec.yaml").write_text(TINY_SPEC)
+    (work / "scores.csv").write_text(TINY_SCORES)
+    assert run_cli("compile", "spec.yaml", cwd=work).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert "UNSIGNED" not in proc.stderr
+    return next((work / "reports" / "tiny-audit").iterdir())

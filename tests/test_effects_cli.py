@@ -184,3 +184,9 @@ def test_ceiling_effect_system_is_inconclusive_with_every_default(write_spec, tm
     assert v.loc["distribution_ceiling", "value"] == pytest.approx(share, abs=0.02)  # replicate-averaged frame
     assert share > 0.2 and not bool(v.loc["distribution_ceiling", "passed"])
     assert "INCONCLUSIVE" in proc.stderr and "distribution_sd" in proc.stderr
+    # the sealed outcome says the same as the exit code (issue 26)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["exit_code"] == 5
+    assert summary["validity"]["verdict"] == "INCONCLUSIVE"
+    for check in ("distribution_sd", "distribution_ceiling"):
+        assert any(check in line for line in summary["validity"]["failed"]), summary["validity"]

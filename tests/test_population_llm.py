@@ -1,7 +1,9 @@
 """A population audit of an LLM screener (seed 001 §5.1 scores LLM screeners on population résumés),
-end to end against the real local model server (``llm_server`` fixture: llama-cpp-python serving
-SmolLM2-135M). What must hold (pipeline issue): compile estimates profiles x conditions x replicates
-model calls; the run writes ``causal.csv`` with one decomposition per system x condition x job.
+end to end with the real local model's answers (llama-cpp-python serving SmolLM2-135M), replayed from
+tests/data/llm-answers/ (``llm_replay`` fixture: no server, the port closed; re-recorded by
+``python scripts/record_llm_answers.py``). What must hold (pipeline issue): compile estimates
+profiles x conditions x replicates model calls; the run writes ``causal.csv`` with one decomposition
+per system x condition x job.
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ import textwrap
 import pandas as pd
 import pytest
 
-from conftest import LLM_ENV, run_cli
+from conftest import run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llm")]
+pytestmark = [pytest.mark.slow]
 
 PROFILES = 50  # the smallest profiles_per_job a population design accepts
 
 
-def population_llm_spec(url: str, *, conditions: tuple[str, ...] = ("baseline",), replicates: int = 1) -> str:
+def population_llm_spec(url: str, *, conditions: tuple[str, ...] = ("baseline",), replicates: int = 1,
+                        retries: int | None = None) -> str:
+    """One job, 50 profiles, one ``llm_score`` system; ``retries`` sets ``execution.llm_retries``
+    (0 in a replay: a request missing from the recording fails at once)."""
     return textwrap.dedent(f"""\
         audit: population-llm
         title: Population audit of an LLM screener
@@ -48,7 +53,7 @@ def population_llm_spec(url: str, *, conditions: tuple[str, ...] = ("baseline",)
         execution:
           store: cache
           llm_concurrency: {{smol: 2}}
-        """)
+        """) + ("" if retries is None else f"  llm_retries: {retries}\n")
 
 
 def test_compile_counts_profiles_times_conditions_times_replicates(tmp_path):
@@ -64,10 +69,13 @@ def test_compile_counts_profiles_times_conditions_times_replicates(tmp_path):
         assert "150" in line.split("│")[3]
 
 
-def test_population_llm_run_writes_causal_per_condition(tmp_path, llm_server):
-    (tmp_path / "spec.yaml").write_text(population_llm_spec(llm_server["url"]))
+@pytest.mark.llm_replay
+def test_population_llm_run_writes_causal_per_condition(tmp_path, llm_replay):
+    (tmp_path / "spec.yaml").write_text(population_llm_spec(llm_replay.url, retries=0))
+    llm_replay.store(tmp_path / "cache")
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    proc = llm_replay.cli("execute", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    llm_replay.check(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = next((tmp_path / "out" / "population-llm").iterdir())
     causal = pd.read_csv(run_dir / "causal.csv")
@@ -83,3 +91,6 @@ def test_population_llm_run_writes_causal_per_condition(tmp_path, llm_server):
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "done"
     assert "LLM" in (run_dir / "report.html").read_text()
+    if not llm_replay.recording:  # zero model calls: every answer is the recording's
+        calls = run["systems_info"]["smol"]["llm_calls"]
+        assert calls["calls"] == 0 and calls["from_cache"] == len(answers)

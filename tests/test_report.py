@@ -603,3 +603,41 @@ def test_a_value_beside_a_boundary_reads_as_classified():
     # 0.020004 rounds (6 s.d.) to 0.020004 > 0.02: INVESTIGATE; 4 digits would have shown 0.02000
     assert fmt_sig(0.020004, 6) == "0.0200040"
     assert fmt_sig(0.79996, 6) == "0.799960"
+
+
+# ------------------------------------------------------------------- a real run (reduced example)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("report")
+def test_a_real_runs_report_counts_its_metrics_and_resolves_every_reference(reduced_example):
+    """The report of a finished template run with the real model (``reduced_example``: specs/example.yaml
+    cut to 2 jobs and K = 20): every section of the synthetic report in order, the key figures of both
+    tiers equal to metrics.csv counted by hand, the locked K and jobs, self-contained, links resolve."""
+    run_dir = reduced_example["run_dir"]
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    heads = _headings(html)
+    positions = []
+    for wanted in SECTION_HEADINGS:
+        hits = [i for i, h in enumerate(heads) if h.startswith(wanted)]
+        assert hits, f"missing heading {wanted!r}"
+        positions.append(hits[0])
+    assert positions == sorted(positions)
+    assert "Results: system minilm, condition default" in heads
+    metrics = pd.read_csv(run_dir / "metrics.csv", keep_default_na=False)
+    assert len(metrics) == 9 * 10  # 9 metrics x (BASE + V01-V09)
+    text = _text(html)
+    for col in ("status", "status_operational"):
+        n = metrics[col].value_counts()
+        assert (f"FAIL {n.get('FAIL', 0)} · INVESTIGATE {n.get('INVESTIGATE', 0)} · PASS {n.get('PASS', 0)} · "
+                f"N/A {n.get('N/A', 0)} · n_total {len(metrics) - n.get('N/A', 0)}") in text, col
+    top = _text(html[: html.index('<nav class="toc">')].split("</style>", 1)[-1])
+    assert "Shortlist size K counterfactual 10 · group 10 · merit 10" in top
+    jobs = _text(html.split('id="design"', 1)[1].split("</section>", 1)[0])
+    assert "data-analyst" in jobs and "software-developer" in jobs and "accountant" not in jobs
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    ids = re.findall(r'\sid="([^"]*)"', html)
+    assert len(ids) == len(set(ids))
+    refs = set(re.findall(r'(?:href="#|url\(#)([^")]+)', html))
+    assert refs and refs <= set(ids)
+    assert (run_dir / "report.pdf").read_bytes()[:4] == b"%PDF"

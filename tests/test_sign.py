@@ -18,36 +18,15 @@ from pathlib import Path
 import pytest
 
 from compiler.hashing import canonical_json, file_digest
-from conftest import TINY_SCORES, TINY_SPEC, run_cli
+from conftest import SIGNER, TINY_SCORES, TINY_SPEC, run_cli
 from runtime import keys as K
 from runtime.sign import ENVELOPE, MANIFEST, PAYLOAD_TYPE, PREDICATE_TYPE, pae
 from runtime.verify import resolve_trust, verify_run
 
-SIGNER = "Jane Auditor"
 
 
 def _cli_env(**extra: str) -> dict[str, str]:
     return {**os.environ, **extra}
-
-
-@pytest.fixture(scope="session")
-def key_dir(tmp_path_factory) -> Path:
-    kd = tmp_path_factory.mktemp("keys") / "keys"
-    K.keygen(kd, signer=SIGNER, organisation="Acme Audits")
-    return kd
-
-
-@pytest.fixture(scope="session")
-def signed_run(tmp_path_factory, key_dir) -> Path:
-    """A signed run of the tiny precomputed spec: (run folder, spec folder)."""
-    work = tmp_path_factory.mktemp("signed")
-    (work / "spec.yaml").write_text(TINY_SPEC)
-    (work / "scores.csv").write_text(TINY_SCORES)
-    assert run_cli("compile", "spec.yaml", cwd=work).returncode == 0
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), cwd=work)
-    assert proc.returncode == 0, proc.stderr
-    assert "UNSIGNED" not in proc.stderr
-    return next((work / "reports" / "tiny-audit").iterdir())
 
 
 def _trust(key_dir: Path):
@@ -94,7 +73,8 @@ def test_verify_passes_on_a_fresh_run(signed_run, key_dir):
 def test_manifest_lists_every_file_and_the_provenance(signed_run, key_dir):
     files = sorted(p.name for p in signed_run.iterdir())
     assert files == sorted(["lock.json", "manifest.dsse.json", "manifest.json", "manifest.pub", "metrics.csv",
-                            "metrics_by_job.csv", "paired.csv", "report.html", "report.pdf", "risk.csv", "run.json", "signer.crt"])
+                            "metrics_by_job.csv", "paired.csv", "report.html", "report.pdf", "risk.csv", "run.json", "signer.crt",
+                            "summary.json"])
     env = json.loads((signed_run / ENVELOPE).read_text())
     assert env["payloadType"] == PAYLOAD_TYPE == "application/vnd.in-toto+json"
     payload = base64.b64decode(env["payload"])

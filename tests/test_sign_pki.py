@@ -239,7 +239,8 @@ def countersigned_run(tsa_run, test_pki, tmp_path_factory) -> Path:
     run = work / tsa_run.name
     shutil.copytree(tsa_run, run)
     kd = _key_dir(test_pki, "reviewer", work, "--tsa", test_pki.tsa_url)
-    proc = run_cli("sign", str(run), "--key-dir", str(kd), "--role", "Reviewer", cwd=work)
+    proc = run_cli("sign", str(run), "--key-dir", str(kd), "--role", "Reviewer", "--cert", str(test_pki.root_pem),
+                   cwd=work)  # the auditor pinned by the PKI's root (issue 27)
     assert proc.returncode == 0, proc.stderr
     assert "countersigned" in proc.stdout and "Rob Reviewer (Reviewer, Audit Test PKI)" in proc.stdout
     return run
@@ -253,7 +254,7 @@ def test_verify_lists_the_auditor_and_the_reviewer_with_their_roles(countersigne
     assert len(lines) == 2, proc.stdout
     assert lines[0].startswith("signer 1: Alice Auditor (Lead auditor, Audit Test PKI); signed ")
     assert lines[1].startswith("signer 2: Rob Reviewer (Reviewer, Audit Test PKI); signed ")
-    assert all(ln.endswith("PAdES B-LTA") and "(trusted timestamp, Audit Test Time Stamping Authority)" in ln
+    assert all(ln.endswith("; PAdES B-LTA; pinned") and "(trusted timestamp, Audit Test Time Stamping Authority)" in ln
                for ln in lines)
     m = json.loads((countersigned_run / "manifest.json").read_text())
     pdf = next(a for a in m["artifacts"] if a["path"] == "report.pdf")

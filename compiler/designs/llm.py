@@ -10,10 +10,14 @@ from compiler import llm
 from compiler.designs import matrix
 from compiler.errors import Issue
 from compiler.load import LoadedSpec
-from compiler.systems import hook_for
+from compiler.systems import LLM_MODULES, Requires, hook_for
 
 ID = "llm"
 PROVIDES = matrix.PROVIDES
+#: The generation agents call a model through litellm and tenacity (the llm extra), at execute only:
+#: resolution needs neither (checked by :func:`compiler.validate.extra_issues`). A design without
+#: ``REQUIRES`` needs the core install only.
+REQUIRES = Requires(extra="llm", what="llm generator", execute=LLM_MODULES)
 
 
 def issues(ls: LoadedSpec) -> list[Issue]:

@@ -29,7 +29,8 @@ MSG_UNAVAILABLE = (
     "is in the cache {cache}; fix the server and re-run `audit execute` to continue from there"
 )
 MSG_FAILED = "{who}: the model {model} refused the request: {err}"
-MISSING_LITELLM = "LLM systems need litellm and tenacity: pip install 'audit-compiler[llm]'"
+MISSING_LITELLM = ("LLM systems and the llm generator need litellm and tenacity, the llm extra: "
+                   "pip install 'audit-compiler[llm]'")
 
 
 class LlmUnavailable(AuditError):
@@ -44,6 +45,14 @@ class LlmUnavailable(AuditError):
 
 class LlmKeyUnset(LlmUnavailable):
     """The environment variable named by ``api_key_env`` is not set: a set-up error (exit 2)."""
+
+    exit_code = 2
+
+
+class LlmNotInstalled(AuditError):
+    """litellm or tenacity is not installed (the llm extra): a set-up error (exit 2, no traceback).
+    ``audit execute`` checks the extra before any work (:func:`compiler.validate.check_extras`); this
+    guards the other ways in."""
 
     exit_code = 2
 
@@ -94,8 +103,8 @@ def _litellm():
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         import litellm
-    except ImportError as err:  # pragma: no cover - depends on the install
-        raise RuntimeError(MISSING_LITELLM) from err
+    except ImportError as err:  # depends on the install
+        raise LlmNotInstalled(MISSING_LITELLM) from err
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     # each stage runs its own event loop (asyncio.run): litellm's logging worker notes the change
@@ -211,10 +220,12 @@ class LlmClient:
         return text, False
 
     async def _call(self, req: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        from tenacity import (AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt,
-                              wait_exponential_jitter)
-
         litellm = _litellm()
+        try:
+            from tenacity import (AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt,
+                                  wait_exponential_jitter)
+        except ImportError as err:  # depends on the install
+            raise LlmNotInstalled(MISSING_LITELLM) from err
         self._key = self._api_key()
         params = req["params"]
         kwargs: dict[str, Any] = {

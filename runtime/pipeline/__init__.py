@@ -1,8 +1,9 @@
 """The run pipeline: one loop over a typed :class:`~runtime.pipeline.context.RunContext`.
 
 ``generate -> score -> rank -> families -> report -> seal``; the run folder
-(:mod:`runtime.pipeline.folder`), the metadata builders (:mod:`runtime.pipeline.metadata`) and the
-``--fail-on`` gate (:mod:`runtime.pipeline.gate`) live in one module each.
+(:mod:`runtime.pipeline.folder`), the metadata builders (:mod:`runtime.pipeline.metadata`), the
+``--fail-on`` gate (:mod:`runtime.pipeline.gate`) and the run's ``summary.json``
+(:mod:`runtime.pipeline.summary`) live in one module each.
 """
 
 from runtime.pipeline.gate import gate_tripped

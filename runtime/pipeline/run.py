@@ -24,7 +24,9 @@ from compiler.load import display_path
 from runtime.families import STATUS_COLUMNS, FamilyResult, registered
 from runtime.pipeline.context import RunContext
 from runtime.pipeline.folder import RunFolder, new_run_dir
+from runtime.pipeline.gate import Gate, Tier
 from runtime.pipeline.metadata import run_record
+from runtime.pipeline.summary import SUMMARY, build_summary, render_summary
 from runtime.progress import Progress, stage_timer
 from runtime.store import DEFAULT_STORE, TaskStore, frame_bytes, frame_from, task_key
 from runtime.testhooks import kill_point
@@ -57,6 +59,9 @@ class RunResult:
         Seconds per stage.
     run : dict
         The final ``run.json`` record.
+    outcome : dict
+        The ``summary.json`` object (:mod:`runtime.pipeline.summary`): status counts, risk, validity,
+        the ``--fail-on`` gate and the exit code.
     """
 
     run_dir: Path
@@ -65,6 +70,18 @@ class RunResult:
     results: dict[str, FamilyResult]
     timings: dict[str, float] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code of ``audit execute``: 0, 4 (the gate tripped) or 5 (INCONCLUSIVE)."""
+        return int(self.outcome.get("exit_code", 0))
+
+    @property
+    def gate_hits(self) -> list[str]:
+        """The rows that tripped the ``--fail-on`` gate, one line each (``system/condition item: status``)."""
+        return [f"{r['system']}/{r['condition']} {r['item']}: {r['status']}"
+                for r in (self.outcome.get("gate") or {}).get("rows", [])]
 
     @property
     def metrics(self) -> pd.DataFrame:
@@ -119,7 +136,8 @@ MSG_RESUME_OTHER_LOCK = ("{run}: the run was made under spec digest {old}, but {
 
 
 def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, keys=None,
-            resume: Path | None = None, accept_vendor_file: str | None = None, tsa: str | None = None) -> RunResult:
+            resume: Path | None = None, accept_vendor_file: str | None = None, tsa: str | None = None,
+            fail_on: Gate | None = None, tier: Tier = "research") -> RunResult:
     """Run a locked spec end to end and write the run folder; or complete a killed or failed one.
 
     With ``keys`` (:class:`runtime.keys.SigningKeys`) the PDF is signed and the manifest is signed
@@ -131,11 +149,18 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
     (:mod:`runtime.store`) when it holds them, so a warm re-run makes no model call and no
     encode, and ``resume`` (a run folder whose run was killed or failed) completes the run in place
     with the same result bytes as an uninterrupted run.
+    Before the seal, the ``fail_on`` gate (on the ``tier``'s status column) and the exit code are
+    computed and written with the status counts into ``summary.json`` (:mod:`runtime.pipeline.summary`),
+    so the manifest hashes it (written with the last ``run.json``, after the PDF is signed); a resumed
+    run takes ``fail_on`` and ``tier`` from this call. A run that fails writes none (one written before
+    a failing envelope timestamp is removed).
 
     Raises
     ------
     compiler.errors.SpecError
         The spec is invalid (exit 2).
+    compiler.systems.MissingExtra
+        A system or the generator needs an extra that is not installed (exit 2, before any work).
     compiler.errors.LockError
         No lock, or the spec no longer matches it, or ``resume`` was run under another lock (exit 3).
     compiler.errors.InputDataError
@@ -147,10 +172,13 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
     from runtime.sign import git_info, reproduce_commands, seal_run
     from compiler.errors import LockError
     from compiler.lock import tool_version
+    from compiler.validate import check_extras
 
     timings: dict[str, float] = {}
     with stage_timer(timings, "compile"):
         compiled = compile_spec(spec_path)
+        # every module the systems and the generator import, before any work (no run folder yet)
+        check_extras(compiled.loaded, "execute")
         shown = display_path(spec_path)
         lock = read_lock(spec_path, shown)
         check_lock(lock, compiled.resolved, shown)
@@ -169,6 +197,7 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
                                                          spec=shown, new=lock["spec_digest"]["digest"]))
         for leftover in run_dir.glob(".*.tmp"):  # a write the kill cut short
             leftover.unlink()
+        (run_dir / SUMMARY).unlink(missing_ok=True)  # an unfinished run has no outcome; this run writes it
         git = old.get("spec_git")
         run = {**old, "timings": timings, "artifacts": [], "status": "running", "stage": None,
                "resumed": [*(old.get("resumed") or []), {"at": utc_now(), "previous_status": state,
@@ -195,8 +224,9 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
     folder.hold()
     folder.save()
 
-    def finish() -> None:  # the last write of run.json; the manifest hashes it next
+    def finish() -> None:  # summary.json and the last write of run.json; the manifest hashes them next
         kill_point("seal")
+        folder.write_bytes(SUMMARY, render_summary(result.outcome))
         folder.release()
         run["status"] = "done"
         run["stage"] = None
@@ -214,17 +244,34 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
                 record_use(ctx.store, lock, run["run_id"])  # the ledger of locks used (issue 16)
             run["store"] = portable(ctx.store.root, compiled.loaded.folder)
             _run_stages(ctx)
+        status = pd.concat([res.status for res in ctx.results.values()]
+                           or [pd.DataFrame(columns=list(STATUS_COLUMNS))], ignore_index=True)
+        result = RunResult(run_dir, dict(ctx.tables), status, dict(ctx.results), timings, run)
+        # the gate and the exit code before the seal; finish() writes them into summary.json
+        result.outcome = build_summary(run=run, lock=lock, status=status, risk=ctx.tables.get("risk"),
+                                       verdict=result.verdict, signed=keys is not None, fail_on=fail_on, tier=tier)
         folder.stage("seal")
         seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings, tsa=tsa)
     except BaseException as err:
         run["status"] = "failed"
         run["error"] = f"{type(err).__name__}: {err}"
+        _drop_summary(folder)
         folder.release()
         folder.save()
         raise
-    status = pd.concat([res.status for res in ctx.results.values()] or [pd.DataFrame(columns=list(STATUS_COLUMNS))],
-                       ignore_index=True)
-    return RunResult(run_dir, dict(ctx.tables), status, dict(ctx.results), timings, run)
+    return result
+
+
+def _drop_summary(folder: RunFolder) -> None:
+    """A failed run has no summary: remove one written before a failing seal (unless a seal file
+    already exists: then the folder is sealed and verify judges it)."""
+    from runtime.pipeline.folder import SEAL_FILES
+
+    if any((folder.path / f).exists() for f in SEAL_FILES):
+        return
+    (folder.path / SUMMARY).unlink(missing_ok=True)
+    if SUMMARY in folder.run.get("artifacts", []):
+        folder.run["artifacts"].remove(SUMMARY)
 
 
 def _record_lock(run: dict[str, Any], run_dir: Path, spec_path: Path, lock: dict[str, Any], keys, store: Path) -> None:

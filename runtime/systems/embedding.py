@@ -17,10 +17,7 @@ import pandas as pd
 from runtime.systems import system
 from runtime.systems.base import ScoreRequest, SystemAdapter
 
-MSG_MISSING = (
-    "the embedding system needs sentence-transformers and torch; install them with "
-    "`pip install sentence-transformers torch==2.13.0`"
-)
+MSG_MISSING = "the embedding matcher needs the embedding extra: pip install 'audit-compiler[embedding]'"
 
 
 def model_dir(resolved: dict[str, Any], spec_folder: Path) -> Path:
@@ -40,8 +37,10 @@ def load_model(path: Path):
     try:
         import transformers
         from sentence_transformers import SentenceTransformer
-    except ImportError as err:  # pragma: no cover - depends on the install
-        raise RuntimeError(MSG_MISSING) from err
+    except ImportError as err:  # pragma: no cover - execute checks the extra first (compiler.validate.check_extras)
+        from compiler.systems import MissingModule
+
+        raise MissingModule(MSG_MISSING) from err
     # our own progress bars replace transformers' weight-loading bar and its truncation warning
     # (truncation is measured and reported instead: see EmbeddingSystem.score)
     transformers.logging.set_verbosity_error()
