@@ -417,7 +417,8 @@ def seal_run(folder, *, lock: dict[str, Any], resolved: dict[str, Any], keys, gi
 
 def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None = None) -> dict[str, Any]:
     """The report's ``provenance`` context: reproduction commands, expected hashes, signer (name, role,
-    organisation), the PAdES level and the time-stamping authority."""
+    organisation; ``signer_self_signed`` when the certificate is its own issuer, so the name is asserted,
+    not certified), the PAdES level and the time-stamping authority."""
     from runtime.keys import cert_fingerprint
 
     def sha(name: str) -> str | None:
@@ -431,8 +432,11 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None
     if keys is not None:
         from runtime.keys import describe_person
 
+        from runtime.trusted_time import is_self_signed, to_asn1
+
         person = keys.signer()
         ctx.update(signer=describe_person(person), signer_role=person.get("role"), keyid=keys.keyid,
+                   signer_self_signed=is_self_signed(to_asn1(keys.pdf_cert)),
                    cert_not_after=keys.pdf_cert.not_valid_after_utc.strftime("%Y-%m-%d"),
                    cert_sha256=cert_fingerprint(keys.pdf_cert),
                    profile=PROFILE_TSA if tsa else PROFILE_OFFLINE, tsa=tsa, countersign_boxes=COUNTERSIGN_BOXES)

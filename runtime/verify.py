@@ -828,6 +828,28 @@ def check_lock(run_dir: Path, manifest: dict[str, Any], trust: Trust, report: Re
     report.notes.append(f"lock: signed by {who}, timestamped {_when(lock_time)} by {facts['tsa']}{after}")
 
 
+def check_lock_recreated(run_dir: Path, run: dict[str, Any], report: Report) -> None:
+    """The signed ``run.json`` field ``lock_recreated``: earlier locks of the same audit id that the run's
+    lock does not descend from (:func:`runtime.locksign.earlier_locks`). Each is a FAIL unless the run's
+    lock (``lock.json``) lists it in its amendment chain."""
+    from runtime.locksign import RUN_LOCK, lock_lineage
+
+    earlier = [e for e in run.get("lock_recreated") or [] if isinstance(e, dict)]
+    if not earlier:
+        return
+    try:
+        lock = json.loads((run_dir / RUN_LOCK).read_text(encoding="utf-8")) if _regular(run_dir / RUN_LOCK) else {}
+    except (OSError, ValueError):
+        lock = {}  # check_lock names an unreadable lock.json
+    explained = lock_lineage(lock) if isinstance(lock, dict) else set()
+    for e in earlier:
+        if e.get("created_at") in explained:
+            continue
+        report.fail("run.json", f"the lock was re-created: an earlier lock of this audit (created {e.get('created_at')}, "
+                                f"known from {e.get('source')}) is not in the run's amendment chain, so changes made "
+                                "since it are not listed as amendments")
+
+
 def check_countersignatures(report: Report) -> None:
     """Tie the PDF's signatures to the envelope's: the sealing signature lies within the sealed bytes;
     every later PDF signature is a countersignature whose signed /Reason names a manifest key that
@@ -1057,6 +1079,8 @@ def _verify_run(run_dir: Path, trust: Trust, spec: Path | None, now, report: Rep
         check_countersignatures(report)
     if stmt is not None:
         check_lock(run_dir, report.manifest or {}, trust, report, now)
+    if run is not None:
+        check_lock_recreated(run_dir, run, report)
     failed = {f.file for f in report.failures}
     # pin transitively: the pinned manifest key signs signer.crt's hash, so its first certificate (the
     # sealing signer's; not the chain's root, which would pin every other signer of that CA) is pinned;

@@ -109,7 +109,8 @@ def test_the_first_page_names_the_signer_and_says_what_is_missing(signed_run):
     html = (signed_run / "report.html").read_text()
     hero = re.search(r'<dd class="hero-signer" id="hero-signer">(.*?)</dd>', html, re.S).group(1)
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", hero))
-    assert text.startswith("Jane Auditor (Acme Audits) (no role stated in the certificate"), text
+    assert text.startswith("Jane Auditor (Acme Audits): identity asserted by the signer, not certified (the certificate "
+                           "is self-signed) (no role stated in the certificate"), text
     cert = K.load_certs(signed_run / "signer.crt")[0]
     assert f"verifiable until the certificate expires on {cert.not_valid_after_utc:%Y-%m-%d}" in text, text
     assert cert.not_valid_after_utc > dt.datetime.now(dt.timezone.utc)
@@ -179,6 +180,32 @@ def test_pyhanko_validation_of_the_pdf_is_intact_and_valid(signed_run, key_dir):
     pages_text = text.split("\f")[:-1]
     assert len(pages_text) == n_pages
     assert all(f"{digest} · seed 7" in p for p in pages_text)
+    # page 1 does not present a self-signed certificate's name as certified
+    page1 = " ".join(pages_text[0].split())
+    assert f"{SIGNER} (Acme Audits): identity asserted by the signer, not certified (the certificate is self" in page1, page1
+
+
+def test_the_report_names_the_key_that_signed_the_lock_and_says_it_is_not_the_manifests(key_dir, tmp_path):
+    """A lock signed with another key directory than the run's: the report gives both key ids."""
+    other = tmp_path / "other-keys"
+    K.keygen(other, signer="Someone Else")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "spec.yaml").write_text(TINY_SPEC)
+    (work / "scores.csv").write_text(TINY_SCORES)
+    assert run_cli("compile", "spec.yaml", "--key-dir", str(other), cwd=work).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = next((work / "reports" / "tiny-audit").iterdir())
+    html = " ".join((run_dir / "report.html").read_text().split())
+    lock_kid, manifest_kid = K.load_keys(other).keyid, K.load_keys(key_dir).keyid
+    assert f"The lock is signed (Ed25519 key id <code class=\"wrap small\">{lock_kid}</code>, Someone Else)" in html, html
+    assert ("<strong class=\"fail-text\">the key is not the one that signs this run's manifest</strong> (Ed25519 key id "
+            f"<code class=\"wrap small\">{manifest_kid}</code>): another key signed the pre-registration.") in html
+    assert "the key is the one that signs this run's manifest" not in html
+    proc = run_cli("verify", str(run_dir), "--pubkey", str(key_dir / K.MANIFEST_PUB), cwd=work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"lock: signed by Ed25519 key {lock_kid[:16]}... (not the run's manifest key)" in proc.stdout
 
 
 # ---------------------------------------------------------------------------------- tampering

@@ -105,6 +105,7 @@ def test_a_tsa_run_is_pades_b_lta_with_a_timestamped_manifest_and_names_the_sign
     hero = re.search(r'<dd class="hero-signer" id="hero-signer">(.*?)</dd>', (tsa_run / "report.html").read_text(), re.S)
     text = re.sub(r"<[^>]+>|\s+", " ", hero.group(1))
     assert "Alice Auditor (Lead auditor, Audit Test PKI) , PAdES B-LTA signature with a trusted timestamp" in text, text
+    assert "identity asserted by the signer, not certified" not in text  # a CA-issued certificate
     assert test_pki.tsa_url in text
     # the lock's trusted time stands beside its machine time on the first page
     assert re.search(r"Spec locked \(UTC, compiling machine's clock\)</dt><dd>[\dT:Z-]+<br><span class=\"small\">trusted "
@@ -352,7 +353,21 @@ def test_a_lock_compiled_again_after_the_run_fails_verify_and_is_flagged_in_the_
     assert run["lock_recreated"][0]["source"] == f"task store: run {first.name}"
     html = (second / "report.html").read_text()
     assert 'id="lock-recreated"' in html and "Lock re-created." in html
-    assert run_cli("verify", str(second), "--cert", str(test_pki.root_pem), cwd=work).returncode == 0
+    # the signed run.json records it: verify fails the run, and the first page says so in red
+    proc = run_cli("verify", str(second), "--cert", str(test_pki.root_pem), cwd=work)
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert (f"FAIL run.json: the lock was re-created: an earlier lock of this audit (created {old_lock['created_at']}, "
+            f"known from task store: run {first.name}) is not in the run's amendment chain") in proc.stderr, proc.stderr
+    assert '<div class="callout fail" id="hero-lock-recreated">' in html
+    page1 = " ".join(subprocess.run(["pdftotext", "-f", "1", "-l", "1", str(second / "report.pdf"), "-"],
+                                    capture_output=True, text=True, check=True).stdout.split())
+    assert "Lock re-created. This run's lock is not the first pre-registration of this audit" in page1, page1
+    assert "audit verify fails this run" in page1
+    # the first run's report names the lock's key and says it is the manifest's (the same key directory)
+    first_html = " ".join((first / "report.html").read_text().split())
+    assert f"Ed25519 key id <code class=\"wrap small\">{run['lock_signature']['keyid']}</code>" in first_html
+    assert "the key is the one that signs this run's manifest." in first_html
+    assert 'id="hero-lock-recreated"' not in first_html
 
 
 def test_an_earlier_lock_in_git_history_is_found(tmp_path):
