@@ -121,9 +121,6 @@ class Trust:
 def _regular(path: Path) -> bool:
     """``path`` is a regular file, judged without following a symbolic link and without opening it (a
     FIFO in a run folder must never be opened: it would block)."""
-    import os
-    import stat
-
     try:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
