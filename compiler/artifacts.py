@@ -436,8 +436,10 @@ def validate_artifact(data: Any, cls: type[Artifact], *, source: str | Path, rem
 def read_artifact(path: str | Path, cls: type[Artifact], *, remedy: str = "") -> Artifact:
     """Read and validate one artifact file (see :func:`validate_artifact`); an unreadable file or
     invalid JSON raises :class:`ArtifactError`."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    from compiler.files import MAX_JSON_BYTES, read_regular_text
+
+    try:  # only a regular file is opened (issue 41): a FIFO run.json must not hang verify or status
+        data = json.loads(read_regular_text(path, cap=MAX_JSON_BYTES, shown=Path(path).name))
     except (OSError, ValueError) as err:
         raise ArtifactError(MSG_UNREADABLE.format(file=path, what=cls.WHAT, err=err), path=path) from None
     return validate_artifact(data, cls, source=path, remedy=remedy)

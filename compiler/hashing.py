@@ -25,7 +25,16 @@ def digest(value: Any) -> dict[str, str]:
 
 
 def file_digest(path: Path) -> dict[str, str]:
-    """``{"algorithm": "sha256", "digest": hex}`` of a file's bytes, read in 1 MiB chunks."""
+    """``{"algorithm": "sha256", "digest": hex}`` of a file's bytes, read in 1 MiB chunks.
+
+    Raises
+    ------
+    compiler.files.FileProblem
+        ``path`` is not a regular file (a FIFO, a device, a folder, a symlink loop: never opened; issue 41).
+    """
+    from compiler.files import check_regular
+
+    check_regular(path)
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

@@ -65,8 +65,10 @@ def model_family(model: str) -> str:
 
 def template_text(name: str, *, folder: Path | None = None) -> str:
     """Text of a built-in template (``name`` under :data:`PROMPTS_DIR`) or of a custom file."""
+    from compiler.files import read_regular_text
+
     path = (folder / name) if folder is not None else PROMPTS_DIR / name
-    return path.read_text(encoding="utf-8")
+    return read_regular_text(path, shown=name)  # a custom file: regular, capped (issue 41)
 
 
 def condition_templates(system: Any, folder: Path) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ Errors read ``file:line:col: key.path: message`` and say what is allowed (after 
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -15,7 +16,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from compiler.errors import Issue, SpecError
+from compiler.files import FileProblem, read_regular
 from compiler.spec import GENERATORS, SYSTEM_KINDS, AuditSpec
+from compiler.text import describe, first_forbidden, terminal_safe
 
 MSG_NOT_MAPPING = "the spec must be a YAML mapping at the top level"
 MSG_DUPLICATE_KEY = "duplicate key {key!r}; a key may appear only once in a mapping"
@@ -24,14 +27,22 @@ MSG_MISSING_KEY = "required key {key!r} is missing"
 MSG_READ = "cannot read the spec: {err}"
 MSG_TOO_LARGE = "the spec is {size:,} bytes; a spec may be at most {cap:,} bytes (move long texts into files it names)"
 MSG_NOT_UTF8 = "the spec is not UTF-8 text: byte 0x{byte:02x} cannot be decoded; save the file as UTF-8"
-MSG_CONTROL = ("character U+{code:04X} is not allowed in a spec (control characters and Unicode non-characters); "
-               "only tab, line feed and carriage return are")
+MSG_CONTROL = ("character U+{code:04X} is not allowed in a spec (control characters, Unicode non-characters and "
+               "bidirectional overrides); only tab, line feed and carriage return are")
+MSG_SCALAR_CONTROL = ("the value holds character {code} (after YAML escapes such as \\e or \\x85 are decoded), "
+                      "which is not allowed in a spec (control characters, Unicode non-characters and bidirectional "
+                      "overrides); only tab, line feed and carriage return are")
+MSG_BYTES = ("the values expand to more than {limit:,} bytes; a spec may hold at most {limit:,} bytes of text after "
+             "aliases are expanded (an alias of a long text counts each time it is used; name a file instead)")
+MSG_YAML_VERSION = ("%YAML {version} is not supported; a spec is YAML 1.2 (write %YAML 1.2 or %YAML 1.1, or no "
+                    "directive)")
 MSG_DEPTH = "nesting deeper than {limit} levels; a spec is at most {limit} levels deep"
 MSG_EXPANSION = ("the aliases expand to more than {limit:,} nodes; a spec may hold at most {limit:,} "
                  "(an alias repeated inside aliases grows exponentially)")
 MSG_TAG = "YAML tag {tag!r} is not allowed; only the standard !!str, !!int, !!float, !!bool and !!null tags are"
 MSG_TAG_VALUE = "{value!r} is not a valid {tag}"
-MSG_KEY_BREAK = "a key may not contain a line break or a control character (got {key!r})"
+MSG_KEY_BREAK = ("a key may not contain a line break, a control character or a bidirectional override "
+                 "(got {key})")
 MSG_BAD_DATE = "{value!r} is not a valid date or time ({err})"
 MSG_KEY_NOT_SCALAR = "a key must be a plain value (a name), not a list or a mapping"
 MSG_BIG_INT = "integer {value} is out of range; integers in a spec must lie within ±2^53"
@@ -41,6 +52,12 @@ MAX_BYTES = 256 * 1024
 MAX_DEPTH = 64
 #: Most YAML nodes after expanding aliases (an alias bomb of 1 KB expands to billions).
 MAX_NODES = 100_000
+#: Most bytes (UTF-8) of scalar text after expanding aliases (issue 41): a 108 KB spec of aliases of one
+#: long string stays under :data:`MAX_NODES` yet expands to gigabytes in the plan. 10 MB is forty times
+#: :data:`MAX_BYTES`, far above any spec written by hand (long texts belong in files the spec names).
+MAX_SCALAR_BYTES = 10 * 1024 * 1024
+#: The ``%YAML`` directive versions accepted (ruamel.yaml reads 1.1 and 1.2 and asserts on other minors).
+YAML_VERSIONS = ("1.1", "1.2")
 #: Largest integer magnitude (integers travel through JSON and float64 hashes: 2^53 is exact in both).
 MAX_INT = 2 ** 53
 _STD = "tag:yaml.org,2002:"
@@ -72,7 +89,7 @@ def display_path(path: Path) -> str:
     """The path as the user should read it: relative to the working directory when possible."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # outside the working directory; a symlink loop (3.11: RuntimeError)
         return str(path)
 
 
@@ -166,24 +183,18 @@ def _position(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def _forbidden_char(ch: str) -> bool:
-    """C0/C1 controls other than tab, LF and CR; DEL; Unicode non-characters (U+FDD0-FDEF, U+xFFFE/F)."""
-    o = ord(ch)
-    return ((o < 0x20 and ch not in "\t\n\r") or 0x7F <= o <= 0x9F or 0xFDD0 <= o <= 0xFDEF
-            or (o & 0xFFFE) == 0xFFFE or 0xD800 <= o <= 0xDFFF)
-
-
 def read_text(path: Path) -> str:
-    """The spec's text, guarded: at most :data:`MAX_BYTES`, UTF-8 (a BOM is dropped), no control
-    character or non-character. Raises :class:`SpecError`, located at the offending byte or character."""
+    """The spec's text, guarded: a regular file (a FIFO, a device or a symlink loop is refused without
+    being opened; issue 41) of at most :data:`MAX_BYTES`, UTF-8 (a BOM is dropped), no character that
+    :func:`compiler.text.forbidden_char` forbids. Raises :class:`SpecError`, located at the offending
+    byte or character."""
     shown = display_path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise SpecError([Issue(shown, None, None, "", MSG_TOO_LARGE.format(size=size, cap=MAX_BYTES))])
-        data = path.read_bytes()
-    except (OSError, ValueError) as err:
-        raise SpecError([Issue(shown, None, None, "", MSG_READ.format(err=err))]) from None
+        data = read_regular(path, cap=MAX_BYTES, shown=shown)
+    except FileProblem as err:
+        msg = MSG_TOO_LARGE.format(size=err.size, cap=MAX_BYTES) if err.kind == "too_large" else \
+            MSG_READ.format(err=err.reason)
+        raise SpecError([Issue(shown, None, None, "", msg)]) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -192,37 +203,66 @@ def read_text(path: Path) -> str:
         raise SpecError([Issue(shown, line, col, "", MSG_NOT_UTF8.format(byte=data[err.start]))]) from None
     text = text.removeprefix("\ufeff")
     issues = []
-    for i, ch in enumerate(text):
-        if _forbidden_char(ch):
-            line, col = _position(text, i)
-            issues.append(Issue(shown, line, col, "", MSG_CONTROL.format(code=ord(ch))))
-            if len(issues) >= 5:
-                break
+    start = 0
+    while len(issues) < 5 and (i := first_forbidden(text[start:])) is not None:
+        i += start
+        line, col = _position(text, i)
+        issues.append(Issue(shown, line, col, "", MSG_CONTROL.format(code=ord(text[i]))))
+        start = i + 1
     if issues:
         raise SpecError(issues)
+    issue = _yaml_version_issue(text, shown)
+    if issue is not None:
+        raise SpecError([issue])
     return text
 
 
+def _yaml_version_issue(text: str, shown: str) -> Issue | None:
+    """A located issue for a ``%YAML`` directive whose version ruamel.yaml cannot read (e.g. 1.3: it
+    asserts, which would be a traceback), else None. Directives stand at column 1 in a document's
+    prologue: before the first line that is not a directive, a comment or blank, and again after a
+    ``...`` document end marker. Malformed directives are left to the parser's located error."""
+    prologue = True
+    for n, line in enumerate(text.split("\n"), 1):  # YAML 1.2's line breaks: LF and CR LF (not U+2028)
+        line = line.removesuffix("\r")
+        if prologue:
+            if line.startswith("%"):
+                m = re.match(r"%YAML[ \t]+(\d+)\.(\d+)(?=[ \t]|$|#)", line)
+                if m and f"{int(m[1])}.{int(m[2])}" not in YAML_VERSIONS:
+                    return Issue(shown, n, m.start(1) + 1, "", MSG_YAML_VERSION.format(version=f"{m[1]}.{m[2]}"))
+                continue
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            prologue = False
+        elif re.match(r"\.\.\.(?:[ \t]|$)", line):
+            prologue = True
+    return None
+
+
 def _guard_nodes(root: Any, shown: str) -> None:
-    """Walk the composed YAML graph as the loader will expand it: depth, alias expansion, tags,
-    explicitly tagged scalars that do not parse, keys with line breaks, integers beyond ±2^53.
+    """Walk the composed YAML graph as the loader will expand it: depth, alias expansion (nodes and
+    bytes), tags, explicitly tagged scalars that do not parse, keys with line breaks, control characters
+    in decoded scalars, integers beyond ±2^53.
 
     Stops at the first problem, located at its node; an alias bomb stops after :data:`MAX_NODES`
-    visits, in milliseconds.
+    visits or :data:`MAX_SCALAR_BYTES` bytes of expanded text, in milliseconds, before anything is
+    constructed (issue 41: a 108 KB spec of aliases of a long string expanded to gigabytes).
     """
     from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
     from ruamel.yaml.resolver import VersionedResolver
 
     resolver = VersionedResolver()
     count = 0
+    total = 0  # bytes of scalar text, each alias counted every time it is used
+    sizes: dict[int, int] = {}  # id(scalar node) -> UTF-8 bytes, measured (and checked) once
 
-    def fail(node: Any, message: str) -> None:
+    def fail(node: Any, message: str, loc: tuple = ()) -> None:
         mark = node.start_mark
-        raise SpecError([Issue(shown, mark.line + 1, mark.column + 1, "", message)])
+        raise SpecError([Issue(shown, mark.line + 1, mark.column + 1, dotted(loc), message)])
 
-    stack: list[tuple[Any, int, Any]] = [(root, 1, root)]
+    stack: list[tuple[Any, int, Any, tuple]] = [(root, 1, root, ())]
     while stack:
-        node, depth, top = stack.pop()
+        node, depth, top, loc = stack.pop()
         count += 1
         if count > MAX_NODES:
             fail(top, MSG_EXPANSION.format(limit=MAX_NODES))  # at the top-level key that expands
@@ -232,6 +272,18 @@ def _guard_nodes(root: Any, shown: str) -> None:
         if tag not in ALLOWED_TAGS:
             fail(node, MSG_TAG.format(tag=tag))
         if isinstance(node, ScalarNode):
+            size = sizes.get(id(node))
+            if size is None:  # first visit: the decoded text ("\e", "\x85", "\uFFFE" escapes) obeys the raw rule
+                # ruamel's round-trip scanner marks the folds of a folded (>) scalar with BEL; such a scalar
+                # has no escapes and its raw text passed read_text, so the markers are not the writer's
+                text = node.value.replace("\a", "") if node.style == ">" else node.value
+                bad = first_forbidden(text)
+                if bad is not None:
+                    fail(node, MSG_SCALAR_CONTROL.format(code=describe(text[bad])), loc)
+                size = sizes[id(node)] = len(node.value.encode("utf-8"))
+            total += size
+            if total > MAX_SCALAR_BYTES:
+                fail(top, MSG_BYTES.format(limit=MAX_SCALAR_BYTES), loc[:1])  # at the top-level key that expands
             short = tag.removeprefix(_STD)
             if short == "timestamp":  # 2026-13-45 looks like a date to the resolver, not to datetime
                 from ruamel.yaml.constructor import RoundTripConstructor
@@ -256,12 +308,14 @@ def _guard_nodes(root: Any, shown: str) -> None:
             for key, value in reversed(node.value):
                 if not isinstance(key, ScalarNode):
                     fail(key, MSG_KEY_NOT_SCALAR)
-                if isinstance(key, ScalarNode) and any(c in "\n\r" or _forbidden_char(c) for c in key.value):
-                    fail(key, MSG_KEY_BREAK.format(key=key.value))
-                stack.append((value, depth + 1, key if node is root else top))
-                stack.append((key, depth + 1, key if node is root else top))
+                if isinstance(key, ScalarNode) and ("\n" in key.value or "\r" in key.value
+                                                    or first_forbidden(key.value) is not None):
+                    fail(key, MSG_KEY_BREAK.format(key=terminal_safe(repr(key.value))))
+                sub = loc + (key.value,)
+                stack.append((value, depth + 1, key if node is root else top, sub))
+                stack.append((key, depth + 1, key if node is root else top, loc))
         elif isinstance(node, SequenceNode):
-            stack.extend((item, depth + 1, top) for item in reversed(node.value))
+            stack.extend((item, depth + 1, top, loc + (i,)) for i, item in reversed(list(enumerate(node.value))))
 
 
 def read_yaml(path: Path) -> tuple[Any, Any]:

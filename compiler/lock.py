@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import re
+import os
 import platform
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +93,56 @@ def plan_path(spec_path: Path) -> Path:
     return spec_path.with_name(spec_path.stem + ".plan.json")
 
 
+def ledger_path(spec_path: Path) -> Path:
+    """The ledger of locks beside the lock: ``<spec>.locks.jsonl`` (issue 27 §5), committed with it."""
+    return spec_path.with_name(spec_path.stem + ".locks.jsonl")
+
+
+def append_ledger(spec_path: Path, lock: dict[str, Any], event: str) -> None:
+    """Append one line to the ledger beside the lock: the lock's audit id, creation time and spec digest,
+    and ``event`` ("compiled", "amended", "run RUN_ID"). A line already there (same lock, same event) is
+    not written twice.
+
+    The ledger is what remains when a lock is deleted and compiled again: ``audit execute`` reads it
+    (:func:`runtime.locksign.earlier_locks`), as it reads the task store's ledger and the lock's git
+    history, so moving or deleting the task store does not erase the trace. Appends only; a torn last
+    line (a killed process) is skipped by the reader.
+
+    Raises
+    ------
+    OSError
+        The spec's folder cannot be written.
+    """
+    line = json.dumps({"audit": lock.get("audit"), "created_at": lock.get("created_at"),
+                       "spec_digest": (lock.get("spec_digest") or {}).get("digest"), "event": event},
+                      sort_keys=True, ensure_ascii=True)
+    path = ledger_path(spec_path)
+    if line in read_ledger_lines(path):
+        return
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_ledger_lines(path: Path) -> list[str]:
+    """The ledger's lines that are JSON objects ([] when there is no ledger or it is not a regular file)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return []
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            if isinstance(json.loads(line), dict):
+                out.append(line)
+        except ValueError:
+            continue  # a torn last line
+    return out
+
+
 def build_lock(resolved: dict[str, Any], plan: dict[str, Any], *, spec_file: str) -> dict[str, Any]:
     """Assemble the lock record (not yet written): a :class:`compiler.artifacts.Lock` dumped to a dict,
     under the current :data:`compiler.methods.METHODS_VERSION`."""
@@ -145,7 +197,9 @@ def damage(text: str, err: Exception) -> str:
 
 def _read_lock_json(path: Path) -> Any:
     """``json.loads`` of a lock; a ValueError whose message says how the text is damaged."""
-    text = path.read_text(encoding="utf-8")
+    from compiler.files import MAX_JSON_BYTES, read_regular_text
+
+    text = read_regular_text(path, cap=MAX_JSON_BYTES, shown=path.name)  # never a FIFO or device (issue 41)
     try:
         return json.loads(text)
     except ValueError as err:

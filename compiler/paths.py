@@ -17,6 +17,7 @@ MSG_FILE_MISSING = "file {path!r} does not exist (resolved to {resolved})"
 MSG_FILE_ESCAPES = "path {path!r} leaves the spec's folder {folder}; file references must stay inside it"
 MSG_FILE_ABSOLUTE = "path {path!r} is absolute; file references are relative to the spec's folder"
 MSG_NOT_A_FILE = "path {path!r} is a folder; a file is expected here"
+MSG_NOT_REGULAR = "path {path!r} is {what}, not a regular file; only a regular file is read (a pipe or a device never is)"
 MSG_NOT_A_FOLDER = "path {path!r} is a file; a sentence-transformers model folder is expected here"
 MSG_EMPTY = "path is empty; name a file relative to the spec's folder"
 MSG_BAD_PATH = "path {path!r} cannot be used: {why}"
@@ -68,8 +69,12 @@ def resolve_inside(folder: Path, ref: str, *, want: str = "file") -> tuple[Path 
             return None, MSG_FILE_ESCAPES.format(path=ref, folder=root)
         if not target.exists():
             return None, MSG_FILE_MISSING.format(path=ref, resolved=target)
-        if want == "file" and not target.is_file():
-            return None, MSG_NOT_A_FILE.format(path=ref)
+        if want == "file" and not target.is_file():  # is_file: a regular file (a FIFO or device never is)
+            if target.is_dir():
+                return None, MSG_NOT_A_FILE.format(path=ref)
+            from compiler.files import kind_of
+
+            return None, MSG_NOT_REGULAR.format(path=ref, what=kind_of(target.stat().st_mode))
         if want == "folder" and not target.is_dir():
             return None, MSG_NOT_A_FOLDER.format(path=ref)
     except (OSError, RuntimeError, ValueError) as err:  # too long a name, a symlink loop, ...
@@ -85,3 +90,14 @@ def portable(path: Path, folder: Path) -> str:
 
     return Path(os.path.relpath(Path(path).resolve(), Path(folder).resolve())).as_posix()
 
+
+def recorded(path: Path, folder: Path, *, outside: str) -> str:
+    """``path`` as a signed artifact records a folder the operator may choose (issue 41): relative to
+    ``folder`` (the spec's folder, :func:`portable`) when it lies inside it, else the words ``outside``
+    (e.g. ``"operator's --out"``), so that no ``..`` steps spell the machine's folders
+    (``../../home/<user>/reports``)."""
+    try:
+        root, target = Path(folder).resolve(), Path(path).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return outside
+    return portable(target, root) if target == root or root in target.parents else outside

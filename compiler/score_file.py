@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import csv
 import difflib
+import io
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,11 +42,17 @@ NAME_HINTS = {
     "score": ("score", "rating", "match_score", "fit", "rank"),
     "is_true_match": ("true_match", "qualified", "is_match", "relevant", "label"),
 }
+#: Largest score file read (bytes; issue 41): about four million rows of a vendor's export. Only a regular
+#: file is read (a FIFO or a device never is) and the cap applies to the bytes read, not to ``st_size``.
+MAX_CSV_BYTES = 256 * 1024 * 1024
 #: Cells read as a missing score (reported as empty, not as non-numeric).
 MISSING_WORDS = ("", "na", "n/a", "nan", "null", "none", "-")
 
 MSG_FIELDS = "line {line} has {n} field(s), the header has {m} ({header})"
 MSG_READ = "cannot read the CSV: {err}"
+MSG_CELL_CHAR = ("line {line}, column {column}: the cell {cell} holds character {code}, which is not allowed "
+                 "(control characters, Unicode non-characters and bidirectional overrides); only text, tab and "
+                 "line breaks are")
 MSG_NO_HEADER = "the file is empty (no header line)"
 MSG_NO_ROWS = "the CSV has a header but no rows"
 MSG_COLUMNS_MISSING = ("missing column(s) {missing}; the header found (delimiter {delim}) is: {header}; "
@@ -59,7 +67,11 @@ MSG_UNKNOWN_JOB = "unknown job_id {values} at {rows}; jobs in the spec: {allowed
 MSG_UNKNOWN_VARIANT = "unknown variant {values} at {rows}; variants in the spec: {allowed}"
 MSG_JOB_ABSENT = "job(s) {jobs} of the spec have no rows; every job needs a score for every base candidate and variant"
 MSG_SCORE_EMPTY = "score is empty or missing ({values}) at {rows}"
-MSG_SCORE_NAN = "score is not a number ({values}) at {rows}"
+MSG_SCORE_NAN = ("score is not a number ({values}) at {rows} (column {column!r}); a score is written with ASCII "
+                 "digits as [+-]digits[.digits][e[+-]digits], e.g. 72, 0.85 or -1.5e-3")
+#: The one form of a number in a score file (issue 41): ASCII digits only, so that ``4_5`` (Python's digit
+#: grouping), Arabic-Indic ``٤٥`` or full-width ``４５`` are refused instead of read as 45.
+NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 MSG_SCORE_RANGE = ("score outside score_range [{lo:g}, {hi:g}] at {rows} (values {values}); the file's scores run "
                    "from {smin:g} to {smax:g}. If that is the scale of the system, set {key}: [low, high]")
 MSG_DUPLICATE = "duplicate (job_id, cv_id, variant) at {rows}"
@@ -116,42 +128,62 @@ def sniff_delimiter(sample: str) -> str:
         return max(DELIMITERS, key=lambda d: (first.count(d), d == ","))
 
 
+class CellError(ValueError):
+    """A CSV cell (or header name) holds a character :func:`compiler.text.forbidden_char` forbids (issue 41)."""
+
+
 def read_csv_records(path: Path, delimiter: str | None = None) -> tuple[list[str], list[list[str]], list[int], str]:
     """Header, records, each record's first line number (header = line 1) and the delimiter.
 
     Read with the csv module so that blank lines and quoted fields spanning several lines count as
     they do in an editor (``csv.reader.line_num``). Blank lines are skipped. ``delimiter`` None:
-    sniffed (:func:`sniff_delimiter`).
+    sniffed (:func:`sniff_delimiter`). Only a regular file of at most :data:`MAX_CSV_BYTES` is read
+    (:func:`compiler.files.read_regular`; issue 41).
 
     Raises
     ------
+    CellError
+        A header name or cell holding a control character, a non-character or a bidi override, naming
+        its line and column, the cell escaped for a terminal.
     ValueError
         A record whose field count differs from the header's (naming the line).
     OSError, UnicodeDecodeError
-        The file cannot be read as UTF-8 text.
+        The file cannot be read as UTF-8 text; :class:`compiler.files.FileProblem` (an ``OSError``)
+        when it is not a regular file, a symlink loop, or larger than :data:`MAX_CSV_BYTES`.
     """
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        if delimiter is None:
-            delimiter = sniff_delimiter(fh.read(64 * 1024))
-            fh.seek(0)
-        reader = csv.reader(fh, delimiter=delimiter)
-        header: list[str] | None = None
-        records, lines = [], []
-        while True:
-            start = reader.line_num + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if header is None:
-                header = [c.strip() for c in row]
-                continue
-            if len(row) != len(header):
-                raise ValueError(MSG_FIELDS.format(line=start, n=len(row), m=len(header), header=", ".join(header)))
-            records.append(row)
-            lines.append(start)
+    from compiler.files import read_regular
+    from compiler.text import describe, first_forbidden, terminal_safe
+
+    text = read_regular(path, cap=MAX_CSV_BYTES, shown=str(path)).decode("utf-8")
+    text = text.removeprefix("\ufeff")
+    if delimiter is None:
+        delimiter = sniff_delimiter(text[:64 * 1024])
+    suspect = first_forbidden(text) is not None  # cells are searched one by one only then
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    header: list[str] | None = None
+    records, lines = [], []
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        if suspect:
+            for j, cell in enumerate(row):
+                if (bad := first_forbidden(cell)) is not None:
+                    column = (header[j] if header is not None and j < len(header) else f"#{j + 1}")
+                    raise CellError(MSG_CELL_CHAR.format(line=start, column=terminal_safe(repr(column)),
+                                                         cell=terminal_safe(repr(cell[:80])),
+                                                         code=describe(cell[bad])))
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if header is None:
+            header = [c.strip() for c in row]
+            continue
+        if len(row) != len(header):
+            raise ValueError(MSG_FIELDS.format(line=start, n=len(row), m=len(header), header=", ".join(header)))
+        records.append(row)
+        lines.append(start)
     return header or [], records, lines, delimiter
 
 
@@ -193,12 +225,18 @@ def parse_bool(cell: str) -> int | None:
     return 1 if c in TRUE_WORDS else 0 if c in FALSE_WORDS else None
 
 
-def _number(cell: str) -> float | None:
-    try:
-        x = float(cell.strip())
-    except ValueError:
+def parse_number(cell: str) -> float | None:
+    """A score cell as a float when it is a finite number written as :data:`NUMBER` (surrounding
+    spaces ignored); None otherwise (``4_5``, ``٤٥``, ``４５``, ``nan``, ``inf``, ``1e999``, ``.5``).
+
+    Python's ``float`` alone would accept digit grouping and every Unicode decimal digit (issue 41); the
+    pattern decides what is a number, ``float`` then only converts it.
+    """
+    text = cell.strip()
+    if not NUMBER.fullmatch(text):
         return None
-    return x if x == x and abs(x) != float("inf") else None
+    x = float(text)
+    return x if math.isfinite(x) else None
 
 
 #: Score scales a vendor export commonly uses, smallest first (for the hint of an out-of-range error).
@@ -267,8 +305,16 @@ def _open(path: Path, delimiter: str | None) -> tuple[ScoreFile, list[list[str]]
     """A score file's header (in ``out.header``), records and their lines; records None when the file
     cannot be read or has no header (the problem is in ``out.problems``)."""
     out = ScoreFile()
+    from compiler.files import FileProblem
+
     try:
         header, records, lines, out.delimiter = read_csv_records(path, delimiter)
+    except CellError as err:
+        out.problems.append(str(err))
+        return out, None, []
+    except FileProblem as err:  # not a regular file, too large: the caller names the file
+        out.problems.append(MSG_READ.format(err=err.reason))
+        return out, None, []
     except (OSError, ValueError, csv.Error) as err:
         out.problems.append(MSG_READ.format(err=err))
         return out, None, []
@@ -282,18 +328,20 @@ def _open(path: Path, delimiter: str | None) -> tuple[ScoreFile, list[list[str]]
 def _check_scores(rows: list[dict[str, Any]], score_range: tuple[float, float], out: ScoreFile, report,
                   *, key: str) -> None:
     """Empty, non-numeric and out-of-range scores, each reported with its lines (the range error with the
-    scale most scores lie on); a readable score is kept in ``row["score_value"]``."""
+    scale most scores lie on); a readable score is kept in ``row["score_value"]``. A number is read only
+    in the strict form :data:`NUMBER` (:func:`parse_number`)."""
+    column = out.mapping.get("score", "score")
     empty, nan, scores = [], [], []
     for r in rows:
         if r["score"].lower() in MISSING_WORDS:
             empty.append(r)
-        elif (x := _number(r["score"])) is None:
+        elif (x := parse_number(r["score"])) is None:
             nan.append(r)
         else:
             r["score_value"] = x
             scores.append(r)
     report(MSG_SCORE_EMPTY, empty, values=values_text([r["score"] or "empty" for r in empty]))
-    report(MSG_SCORE_NAN, nan, values=values_text([r["score"] for r in nan]))
+    report(MSG_SCORE_NAN, nan, values=values_text([r["score"] for r in nan]), column=column)
     lo, hi = score_range
     bad = [r for r in scores if not lo <= r["score_value"] <= hi]
     if bad:

@@ -592,7 +592,9 @@ class Execution(Strict):
                              "429, 5xx, timeouts and lost connections.")
     llm_timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout, seconds.")
     store: str | None = Field(default=None, description="Task store of finished tasks (generation, scores, "
-                              "score batches, LLM answers), relative to the spec's folder; default: .audit-store/ there.")
+                              "score batches, LLM answers): a folder inside the spec's folder (never the folder "
+                              "itself), relative to it; default: .audit-store/ there. `audit execute --store` "
+                              "overrides it.")
 
 
 class ScoreSource(Strict):

@@ -26,6 +26,7 @@ from jinja2 import Environment, TemplateSyntaxError
 
 from compiler import llm
 from compiler.errors import AuditError, Issue, SpecError
+from compiler.files import FileProblem, read_regular_text
 from compiler.hashing import digest, file_digest
 from compiler.load import LoadedSpec
 from compiler.paths import WEIGHT_FILES, resolve_inside, weight_files
@@ -440,8 +441,8 @@ class LlmScreener(SystemHook):
                 path, err = resolve_inside(ls.folder, cond.prompt_file)
                 if err is None:
                     try:
-                        Environment().parse(path.read_text(encoding="utf-8"))
-                    except (TemplateSyntaxError, UnicodeDecodeError) as exc:
+                        Environment().parse(read_regular_text(path, shown=cond.prompt_file))
+                    except (TemplateSyntaxError, UnicodeDecodeError, FileProblem) as exc:
                         out.append(ls.issue(("systems", i, "conditions", j, "prompt_file"),
                                             MSG_BAD_TEMPLATE.format(path=cond.prompt_file, err=exc)))
         return out
@@ -512,7 +513,7 @@ class LlmCompare(LlmScreener):
         for job in ls.spec.jobs:
             if job.id in system.references:
                 path, _ = resolve_inside(ls.folder, system.references[job.id])
-                text = path.read_text(encoding="utf-8")
+                text = read_regular_text(path, shown=system.references[job.id])  # checked at validate
                 refs[job.id] = {"source": system.references[job.id], "text": text,
                                 "sha256": digest(text)["digest"]}
             else:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from compiler.designs import PROVIDES_WORDS, design_of
 from compiler.errors import Issue, SpecError
+from compiler.files import FileProblem, read_regular_text
 from compiler.families import families
 from compiler.load import LoadedSpec, dotted
 from compiler.paths import (MSG_BAD_PATH, MSG_EMPTY, MSG_FILE_ABSOLUTE, MSG_FILE_ESCAPES, MSG_FILE_MISSING,
@@ -108,10 +109,12 @@ def _file_issues(ls: LoadedSpec) -> list[Issue]:
     for loc, ref, what in refs:
         path, err = resolve_inside(ls.folder, ref, want="folder" if what == "folder" else "file")
         if err is None and what == "text":
-            try:
-                path.read_text(encoding="utf-8")
+            try:  # only a regular file, capped (issue 41)
+                read_regular_text(path, shown=ref)
             except UnicodeDecodeError as exc:
                 err = MSG_NOT_UTF8.format(path=ref, err=exc.reason)
+            except FileProblem as exc:
+                err = MSG_BAD_PATH.format(path=ref, why=exc.reason)
         if err is None and what == "folder" and not weight_files(path):
             err = MSG_NO_WEIGHTS.format(path=ref)
         if err:
@@ -150,25 +153,53 @@ MSG_OUT_ABSOLUTE = ("output root {path!r} is absolute; it is relative to the spe
                     "the operator passes `audit execute --out DIR`)")
 
 
-def _execution_issues(ls: LoadedSpec) -> list[Issue]:
-    """``execution.out`` stays inside the spec's folder (issue 14): a spec from someone else must not
-    make ``audit execute`` write anywhere else on the machine; ``--out`` is the operator's choice."""
-    out = ls.spec.execution.out
-    if out is None:
-        return []
-    loc = ("execution", "out")
-    if not str(out).strip():
+MSG_STORE_LEAVES = ("task store {path!r} leaves the spec's folder; a spec keeps its task store in a folder inside "
+                    "its own folder, e.g. .audit-store (to keep it elsewhere, the operator passes `audit execute "
+                    "--store DIR`)")
+MSG_STORE_ABSOLUTE = ("task store {path!r} is absolute; it is a folder relative to the spec's folder, e.g. "
+                      ".audit-store (to keep it elsewhere, the operator passes `audit execute --store DIR`)")
+MSG_STORE_FOLDER = ("task store {path!r} is the spec's folder itself; name a folder inside it, e.g. .audit-store "
+                    "(the store ignores its whole folder in git)")
+
+
+def _inside(ls: LoadedSpec, loc: tuple, value: str, *, leaves: str, absolute: str,
+            root_msg: str | None = None) -> list[Issue]:
+    """``value`` (a folder the spec names) resolves inside the spec's folder; ``root_msg`` set: the
+    spec's folder itself is refused too."""
+    if not str(value).strip():
         return [ls.issue(loc, MSG_EMPTY)]
-    if Path(out).is_absolute():
-        return [ls.issue(loc, MSG_OUT_ABSOLUTE.format(path=out))]
+    if "\x00" in str(value):
+        return [ls.issue(loc, MSG_BAD_PATH.format(path=value, why="it contains a NUL character"))]
+    if Path(value).is_absolute():
+        return [ls.issue(loc, absolute.format(path=value))]
     try:
         root = ls.folder.resolve()
-        target = (root / out).resolve()
+        target = (root / value).resolve()
     except (OSError, RuntimeError, ValueError) as err:
-        return [ls.issue(loc, MSG_BAD_PATH.format(path=out, why=getattr(err, "strerror", None) or str(err)))]
+        return [ls.issue(loc, MSG_BAD_PATH.format(path=value, why=getattr(err, "strerror", None) or str(err)))]
+    if target == root and root_msg is not None:
+        return [ls.issue(loc, root_msg.format(path=value))]
     if target != root and root not in target.parents:
-        return [ls.issue(loc, MSG_OUT_LEAVES.format(path=out))]
+        return [ls.issue(loc, leaves.format(path=value))]
     return []
+
+
+def _execution_issues(ls: LoadedSpec) -> list[Issue]:
+    """``execution.out`` and ``execution.store`` stay inside the spec's folder (issues 14 and 41): a
+    spec from someone else must not make ``audit execute`` write anywhere else on the machine (a store
+    at ``..`` would write a ``.gitignore`` of ``*`` into the folder above, hiding a repository's files);
+    the store is never the spec's folder itself. ``--out`` and ``--store`` are the operator's choice."""
+    ex = ls.spec.execution
+    out: list[Issue] = []
+    if ex.out is not None:
+        out += _inside(ls, ("execution", "out"), ex.out, leaves=MSG_OUT_LEAVES, absolute=MSG_OUT_ABSOLUTE)
+    if ex.store is not None:
+        out += _inside(ls, ("execution", "store"), ex.store, leaves=MSG_STORE_LEAVES, absolute=MSG_STORE_ABSOLUTE,
+                       root_msg=MSG_STORE_FOLDER)
+    if ex.llm_cache is not None:  # deprecated, read once: a file reference as any other (DESIGN.md, Spec rules)
+        out += _inside(ls, ("execution", "llm_cache"), ex.llm_cache, leaves=MSG_FILE_ESCAPES.replace(" {folder}", ""),
+                       absolute=MSG_FILE_ABSOLUTE, root_msg=MSG_NOT_A_FILE)
+    return out
 
 
 def validate(ls: LoadedSpec) -> None:

@@ -50,6 +50,10 @@ app = typer.Typer(
     add_completion=False,
 )
 
+#: Help of the operator's --store (issue 41: a spec keeps its store inside its folder; the operator may not).
+STORE_HELP = ("The task store of finished tasks (default: execution.store of the spec, else .audit-store in the "
+              "spec's folder); never the spec's folder or a folder above it.")
+
 SpecArg = Annotated[Path, typer.Argument(help="The audit spec (YAML).", show_default=False, metavar="SPEC")]
 
 
@@ -157,8 +161,10 @@ def validate(spec: SpecArg) -> None:
 
 
 def _print_warnings(compiled) -> None:
+    from compiler.text import terminal_safe
+
     for w in compiled.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        print(terminal_safe(f"warning: {w}", keep_lines=True), file=sys.stderr)
 
 
 def _n(count: int, noun: str) -> str:
@@ -182,8 +188,9 @@ def compile_(
     from compiler import compile_spec
     from compiler.errors import AuditError
     from compiler.load import display_path
-    from compiler.lock import (MSG_REASON_REQUIRED, amend, build_lock, existing_lock, lock_methods_version,
-                               lock_path, plan_path, require_amendment, require_methods_amendment, write_json)
+    from compiler.lock import (MSG_REASON_REQUIRED, amend, append_ledger, build_lock, existing_lock,
+                               lock_methods_version, lock_path, plan_path, require_amendment,
+                               require_methods_amendment, write_json)
     from compiler.methods import METHODS_VERSION
     from compiler.plan import plan_file
 
@@ -212,6 +219,7 @@ def compile_(
             lock = amend(old, lock, reason=reason.strip())  # a deliberate change: earlier entries stay
         write_json(plan_path(spec), plan_file(compiled.plan, generated_at=lock["generated_at"]))
         write_json(lock_path(spec), lock)
+        append_ledger(spec, lock, "amended" if old is not None and "resolved_spec" in old else "compiled")
     c = compiled.plan["counts"]
     console = _console()
     table = Table(title=f"audit {compiled.resolved['audit']}: what the run will be", show_header=False)
@@ -266,7 +274,16 @@ def _lock_keys(key_dir: Optional[Path], tsa: Optional[str]):
         raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
     if keys is None and tsa:
         raise AuditError("--tsa timestamps the lock's signature: it needs signing keys (see `audit keygen`)")
-    return keys, tsa or (keys.tsa if keys is not None else None)
+    tsa = tsa or (keys.tsa if keys is not None else None)
+    if keys is not None:  # the lock is signed as the certificate's holder: dates and revocation (issue 27 §2)
+        from runtime.revocation import check_keys
+
+        for w in keys.check_valid():
+            print(f"warning: {w}", file=sys.stderr)
+        status = check_keys(keys, what="audit compile", required=bool(tsa))
+        if not status.checked and status.outcome != "self-signed":
+            print(f"note: signer's certificate: {status.sentence()}", file=sys.stderr)
+    return keys, tsa
 
 
 def _sign_lock(console, path: Path, keys, tsa: Optional[str]) -> None:
@@ -344,6 +361,7 @@ def _print_llm_estimate(console, est: dict) -> None:
 def execute(
     spec: SpecArg,
     out: Annotated[Optional[Path], typer.Option("--out", help="Output root (default: reports/).")] = None,
+    store: Annotated[Optional[Path], typer.Option("--store", help=STORE_HELP, show_default=False, metavar="DIR")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     fail_on: Annotated[Optional[Gate], typer.Option("--fail-on", help="Exit 4 when any metric has this status (INVESTIGATE includes FAIL).")] = None,
     tier: Annotated[TierName, typer.Option("--tier", help="Threshold tier the gate reads.")] = TierName.research,
@@ -357,7 +375,7 @@ def execute(
     import contextlib
 
     with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
-        result = _execute(spec, out=out, quiet=quiet, fail_on=fail_on, tier=tier, key_dir=key_dir, resume=resume,
+        result = _execute(spec, out=out, store=store, quiet=quiet, fail_on=fail_on, tier=tier, key_dir=key_dir, resume=resume,
                           accept_vendor_file=accept_vendor_file, tsa=tsa)
     if json_out:  # exactly the sealed file's object
         from runtime.pipeline.summary import SUMMARY
@@ -368,7 +386,7 @@ def execute(
         raise typer.Exit(result.exit_code)
 
 
-def _execute(spec: Path, *, out: Optional[Path], quiet: bool, fail_on: Optional[Gate], tier: TierName,
+def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: bool, fail_on: Optional[Gate], tier: TierName,
              key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str]):
     """The run of `audit execute` and its messages (on stderr under --json); returns the RunResult."""
     import os
@@ -404,7 +422,12 @@ def _execute(spec: Path, *, out: Optional[Path], quiet: bool, fail_on: Optional[
         _console().print(f"trusted timestamp: {tsa} answered ({at:%Y-%m-%d %H:%M:%S %Z}); the signer's certificate "
                          "chain is valid and not revoked (checked online); the report will be PAdES B-LTA",
                          markup=False)
-    elif keys is not None:
+    if keys is not None:  # a revoked chain is refused before any work; the status is recorded (issue 27 §2)
+        from runtime.revocation import check_keys
+
+        status = check_keys(keys, what="audit execute", required=bool(tsa))
+        _console(stderr=not tsa).print(f"{'' if tsa else 'note: '}signer's certificate: {status.sentence()}", markup=False)
+    if keys is not None and not tsa:
         _console(stderr=True).print(
             "note: no time-stamping authority: the report will be signed PAdES B-B, dated by this machine's clock, "
             "and cannot be validated after the certificate expires; pass --tsa URL (or set [signing] tsa in "
@@ -413,7 +436,7 @@ def _execute(spec: Path, *, out: Optional[Path], quiet: bool, fail_on: Optional[
         _console(stderr=True).print(_styled(
             "warning: UNSIGNED run", "bold red", f": no signing keys in {kd}. The report and manifest will not be "
             "signed and `audit verify` will fail on this run. Create keys with `audit keygen` (or pass --key-dir)."))
-    result = run_execute(spec, out=out, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file,
+    result = run_execute(spec, out=out, store=store, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file,
                          tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value)
     console = _console()
     reused = result.run.get("reused_tasks") or []
@@ -455,12 +478,13 @@ def _execute(spec: Path, *, out: Optional[Path], quiet: bool, fail_on: Optional[
 def export_(
     spec: SpecArg,
     for_vendor: Annotated[Path, typer.Option("--for-vendor", help="Folder for the vendor's files (resumes.csv, jobs.csv, README.txt).", metavar="DIR")],
+    store: Annotated[Optional[Path], typer.Option("--store", help=STORE_HELP + " The export's key is kept there: pass the same --store to `audit execute`.", show_default=False, metavar="DIR")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Write the locked spec's résumés for a vendor to score blind: opaque ids, shuffled, no variant or pair."""
     from runtime.export import export_for_vendor
 
-    done = export_for_vendor(spec, for_vendor, quiet=quiet)
+    done = export_for_vendor(spec, for_vendor, store=store, quiet=quiet)
     console = _console()
     console.print(f"wrote {done.folder / 'resumes.csv'}: {done.n} résumés for {_n(done.jobs, 'job')}, shuffled, "
                   "under opaque ids (columns resume_id, job_id, text: no variant, axis level or pair id), "
@@ -482,6 +506,7 @@ def status(
     import json as _json
 
     from compiler.errors import AuditError
+    from compiler.text import terminal_safe
     from runtime.pipeline.folder import run_state
     from runtime.store import atomic_write
 
@@ -490,17 +515,23 @@ def status(
         raise AuditError(f"{run_dir}: no readable run.json (not a run folder of `audit execute`)")
     if state == "interrupted" and run.get("status") == "running":  # record what the dead process could not
         run["status"] = "interrupted"
-        atomic_write(Path(run_dir) / "run.json", (_json.dumps(run, indent=2, ensure_ascii=False) + "\n").encode())
+        try:
+            atomic_write(Path(run_dir) / "run.json", (_json.dumps(run, indent=2, ensure_ascii=False) + "\n").encode())
+        except OSError as err:  # a read-only or full disk: the state is still told (issue 41)
+            print(f"note: could not record the interrupted state in {run_dir / 'run.json'}: {err.strerror or err}",
+                  file=sys.stderr)
     console = _console()
     stage = f", stage {run.get('stage')}" if run.get("stage") else ""
-    console.print(f"{run_dir}: {state}{stage} (audit {run.get('audit')}, run {run.get('run_id')}, "
-                  f"spec {run.get('spec_file')})", markup=False)
+    # run.json may come from someone else: what it says is escaped (issue 41)
+    console.print(terminal_safe(f"{run_dir}: {state}{stage} (audit {run.get('audit')}, run {run.get('run_id')}, "
+                                f"spec {run.get('spec_file')})"), markup=False)
     if run.get("error"):
-        console.print(f"error: {run['error']}", markup=False)
+        console.print(f"error: {terminal_safe(str(run['error']), keep_lines=True)}", markup=False)
     for r in run.get("resumed") or []:
-        console.print(f"resumed at {r.get('at')} after {r.get('previous_status')} (stage {r.get('stage')})", markup=False)
+        console.print(terminal_safe(f"resumed at {r.get('at')} after {r.get('previous_status')} (stage {r.get('stage')})"),
+                      markup=False)
     if state in ("interrupted", "failed"):
-        console.print(f"complete it with: audit execute {run.get('spec_file', 'SPEC')} --resume {run_dir} "
+        console.print(f"complete it with: audit execute {terminal_safe(str(run.get('spec_file', 'SPEC')))} --resume {run_dir} "
                       "(spec path as seen from where the run was started; only under the lock it started with)",
                       markup=False)
 
@@ -525,9 +556,11 @@ def gc(
     if not locks:
         raise AuditError(f"no *.lock.json under {', '.join(map(str, folders))}: with no lock to keep, gc would "
                          "remove the whole store; name the folders that hold your locks")
+    from compiler.files import MAX_JSON_BYTES, read_regular_text
+
     for lock in locks:  # an unreadable lock would silently free what it refers to
         try:
-            _json.loads(lock.read_text(encoding="utf-8"))["resolved_spec"]
+            _json.loads(read_regular_text(lock, cap=MAX_JSON_BYTES))["resolved_spec"]  # never a FIFO (issue 41)
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise AuditError(f"{lock}: unreadable lock ({type(err).__name__}); fix or remove it before gc, "
                              "or gc would remove the entries it refers to") from None
@@ -593,6 +626,8 @@ def keygen(
         console.print(f"  timestamps:   {tsa} (PAdES B-LTA; its certificates pinned in {kd / 'tsa.crt'})",
                       markup=False)
     console.print(f"  valid until:  {keys.pdf_cert.not_valid_after_utc:%Y-%m-%d}")
+    if keys.revocation is not None:
+        console.print(f"  {keys.revocation.sentence()}", markup=False)
     for w in keys.check_valid():
         print(f"warning: {w}", file=sys.stderr)
     console.print("Give manifest.pub and signer.crt to whoever verifies your reports: "
@@ -633,7 +668,7 @@ def sign(
     level = "PAdES B-LTA, trusted timestamp" if tsa else "PAdES B-B, this machine's clock"
     _console().print(f"countersigned {run_dir}: report.pdf field {entry['pdf_field']} ({level}) and manifest.dsse.json "
                      f"(Ed25519 {entry['keyid'][:16]}...) by {describe_person(entry['signer'])}; check with "
-                     f"`audit verify {run_dir}`", markup=False)
+                     f"`audit verify {run_dir}`; signer's certificate: {keys.revocation.sentence()}", markup=False)
 
 
 @app.command()
@@ -693,8 +728,10 @@ def verify(
     if report.failures:
         err = _console(stderr=True)
         err.print(_styled("verification FAILED", "bold red", f" for {path}: {len(report.failures)} problem(s)"))
-        for f in report.failures:
-            err.print(f"  FAIL {f}", markup=False)
+        from compiler.text import terminal_safe
+
+        for f in report.failures:  # a failure may quote the checked files: escaped (issue 41)
+            err.print(f"  FAIL {terminal_safe(str(f), keep_lines=True)}", markup=False)
         if report.details and not verbose:
             err.print(f"  ({len(report.details)} diagnostic line(s) of the signature libraries: add --verbose)",
                       markup=False)
@@ -723,7 +760,9 @@ def main(argv: list[str] | None = None) -> None:
             lines = [f"error: {line}" for line in lines]
         else:  # one message, possibly with detail lines
             lines = [f"error: {lines[0]}"] + [ln if ln.startswith("  ") else f"  {ln}" for ln in lines[1:]]
-        print("\n".join(lines), file=sys.stderr)
+        from compiler.text import terminal_safe  # user text is never printed raw (issue 41): ESC, bidi
+
+        print(terminal_safe("\n".join(lines), keep_lines=True), file=sys.stderr)
         sys.exit(err.exit_code)
     sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 

@@ -95,6 +95,9 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
             f"--role {role!r}: the certificate of {keys.key_dir} names the role {person['role']!r}; the role is part of "
             f"the signer's certificate (create the keys with `audit keygen --role {json.dumps(role)}`)")
     keys.check_valid()
+    from runtime.revocation import check_keys  # a revoked countersigner is refused (issue 27 §2)
+
+    revocation = check_keys(keys, what="audit sign", required=bool(tsa))
     # the countersigner's own key directory is no pin of the auditor: only --pubkey/--cert are
     trust = resolve_trust(pubkey=pubkey, cert=cert, key_dir=run_dir / ".none", run_dir=run_dir)
     report = verify_run(run_dir, trust=trust)
@@ -131,7 +134,7 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
     entry = {"keyid": keys.keyid, "public_key": keys.public_pem().decode("ascii"),
              "certificate": keys.cert_pem().decode("ascii"), "signer": person, "role": person["role"],
              "pdf_field": field, "pdf_profile": pdf["profile"], "tsa": tsa,
-             "signed_at": _now(), "auditor_pinned": report.seal_pinned}
+             "signed_at": _now(), "auditor_pinned": report.seal_pinned, "revocation": revocation.record()}
     atomic_write(run_dir / COUNTERSIGNATURES, render_json({"countersignatures": [*entries, entry]}))
     atomic_write(run_dir / ENVELOPE, render_json(envelope))
     return entry

@@ -30,6 +30,7 @@ import pandas as pd
 
 from compiler.errors import AuditError
 from runtime.blind import MSG_NO_BLIND, key_id, load_key, new_key
+from runtime.csvsafe import csv_bytes
 
 #: Columns of the vendor's file: nothing else leaves the auditor.
 VENDOR_COLUMNS = ("resume_id", "job_id", "text")
@@ -37,6 +38,8 @@ MSG_DIR_NOT_EMPTY = "{dir}: {name} exists and differs from this export; choose a
 MSG_DIR_OTHER = ("{dir} holds {files}, which would go to the vendor with the export; choose an empty folder "
                  "outside the spec's folder")
 MSG_NOT_DIR = "{dir} is a file, not a folder: --for-vendor names the folder to write the vendor's files into"
+MSG_WRITE = ("cannot write the vendor's files into {dir}: {why} ({path}); nothing was written there: free space on "
+             "that disk (or make it writable), or choose another --for-vendor folder")
 
 VENDOR_README = """\
 Résumés to score: {n} résumés for {jobs} job(s), exported on {date}.
@@ -50,7 +53,11 @@ Return a CSV with exactly these columns, one row per resume_id, in any order:
 
     resume_id,score
 
-Scores on your system's usual scale ({lo:g} to {hi:g}). Do not drop, merge or add rows.
+Scores on your system's usual scale ({lo:g} to {hi:g}), written with ASCII digits (e.g. 72 or 0.85). Do not
+drop, merge or add rows.
+
+A cell that begins with ' followed by =, +, -, @ or ' had that ' added so that a spreadsheet shows it as text
+instead of running it as a formula; the text to score is the cell without that first '.
 """
 
 
@@ -80,18 +87,22 @@ class _NoFolder:
         pass
 
 
-def export_for_vendor(spec_path: Path, out: Path, *, quiet: bool = False) -> Export:
+def export_for_vendor(spec_path: Path, out: Path, *, store: Path | None = None, quiet: bool = False) -> Export:
     """Generate the locked spec's résumés (from the task store when done before) and write the vendor's
     files into ``out``: ``resumes.csv`` (:data:`VENDOR_COLUMNS`, shuffled, opaque ids), ``jobs.csv`` and
-    ``README.txt``. The key goes into the task store (kept; reused by a second export of the same
-    résumés, so the files are identical).
+    ``README.txt``. The key goes into the task store (``store``, the operator's ``--store``, else the
+    spec's; kept, and reused by a second export of the same résumés, so the files are identical).
+    Text cells are made safe for spreadsheets (:mod:`runtime.csvsafe`). The files are written into a
+    temporary folder beside ``out`` and moved into place at the end (issue 41), so a full disk leaves
+    no partial file where the vendor looks.
 
     Raises
     ------
     compiler.errors.SpecError, compiler.errors.LockError
         Invalid spec, no lock, or the spec differs from its lock (as ``audit execute``).
     compiler.errors.AuditError
-        No system has ``blind: true``, or ``out`` holds other files of these names.
+        No system has ``blind: true``, or ``out`` holds other files of these names, or the files cannot
+        be written (disk full, read-only, permission: exit 2, nothing left in ``out``).
     """
     from compiler import compile_spec
     from compiler.load import display_path
@@ -114,7 +125,7 @@ def export_for_vendor(spec_path: Path, out: Path, *, quiet: bool = False) -> Exp
 
     with Progress(quiet=quiet) as progress, tempfile.TemporaryDirectory() as scratch:
         ctx = RunContext(compiled=compiled, lock=lock, folder=_NoFolder(Path(scratch)), timings={}, progress=progress)
-        ctx.store = TaskStore(store_root(compiled))
+        ctx.store = TaskStore(store_root(compiled, store))
         ctx.jobs = job_texts(compiled)
         _generate(ctx, design_for(r))
     cands = ctx.candidates
@@ -133,8 +144,7 @@ def export_for_vendor(spec_path: Path, out: Path, *, quiet: bool = False) -> Exp
     jobs = pd.DataFrame([{"job_id": j["id"], "title": j["title"], "description": ctx.jobs.get(j["id"]) or ""}
                          for j in r["jobs"]])
     lo, hi = blind[0]["score_range"]
-    files = {"resumes.csv": vendor.to_csv(index=False).encode("utf-8"),
-             "jobs.csv": jobs.to_csv(index=False).encode("utf-8"),
+    files = {"resumes.csv": csv_bytes(vendor), "jobs.csv": csv_bytes(jobs),
              "README.txt": VENDOR_README.format(n=len(vendor), jobs=len(jobs), date=utc_now()[:10],
                                                 lo=lo, hi=hi).encode("utf-8")}
     if out.exists() and not out.is_dir():
@@ -143,12 +153,53 @@ def export_for_vendor(spec_path: Path, out: Path, *, quiet: bool = False) -> Exp
         other = sorted(p.name for p in out.iterdir() if p.name not in files)
         if other:
             raise AuditError(MSG_DIR_OTHER.format(dir=out, files=", ".join(other[:5]) + (" ..." if len(other) > 5 else "")))
-    out.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         p = out / name
         if p.exists() and name != "README.txt" and p.read_bytes() != data:
             raise AuditError(MSG_DIR_NOT_EMPTY.format(dir=out, name=name))
-    for name, data in files.items():
-        (out / name).write_bytes(data)
+    _write_folder(out, files)
     return Export(folder=out, n=len(vendor), jobs=len(jobs), key_id=kid, reused=reused)
 
+
+def _write_folder(out: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` (name -> bytes) into the folder ``out``: into a temporary folder beside it first
+    (each file fsynced), then renamed into place, the whole folder when ``out`` is absent or empty,
+    else file by file (each ``os.replace`` is atomic). A failure leaves ``out`` as it was and removes
+    the temporary folder.
+
+    Raises
+    ------
+    compiler.errors.AuditError
+        :data:`MSG_WRITE` (exit 2) on an ``OSError`` (disk full, read-only file system, permission).
+    """
+    import os
+    import secrets
+    import shutil
+
+    tmp: Path | None = None
+    current = out
+    try:
+        full = Path(os.path.abspath(out))  # `--for-vendor .` has a name too
+        full.parent.mkdir(parents=True, exist_ok=True)
+        current = full.parent / f".{full.name}.{secrets.token_hex(4)}.tmp"
+        current.mkdir()  # the umask's mode, as the folder it becomes
+        tmp = current
+        for name, data in files.items():
+            current = tmp / name
+            with open(current, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        current = out
+        if not out.exists() or not any(out.iterdir()):
+            os.replace(tmp, out)  # an absent or empty folder is replaced whole (POSIX rename)
+            tmp = None
+        else:  # the same export again: only these files are there (checked by the caller)
+            for name in files:
+                os.replace(tmp / name, out / name)
+    except OSError as err:
+        path = os.fsdecode(err.filename) if err.filename is not None else str(current)
+        raise AuditError(MSG_WRITE.format(dir=out, why=err.strerror or err, path=path)) from None
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)

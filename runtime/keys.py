@@ -56,8 +56,8 @@ MSG_BOTH = "give either --p12 or --cert/--key, not both"
 MSG_ROLE_IMPORTED = ("--role and --organisation describe a certificate keygen creates; an imported certificate keeps "
                      "its own subject ({subject})")
 MSG_BAD_CONFIG = "{file}: {err}; expected e.g. [signing] tsa = \"https://tsa.example.org/tsr\""
-MSG_NOT_YET_VALID = "certificate {name!r} is not yet valid at {at}: valid from {start} to {end}"
-MSG_EXPIRED = "certificate {name!r} had expired at {at}: valid from {start} to {end}"
+MSG_NOT_YET_VALID = "certificate {name!r} is not yet valid at {at}: valid from {start} to {end} (serial {serial})"
+MSG_EXPIRED = "certificate {name!r} had expired at {at}: valid from {start} to {end} (serial {serial})"
 MSG_CANNOT_SIGN = "cannot sign with the keys of {dir}: {problems}; renew the certificate (`audit keygen --force`)"
 MSG_EXPIRES_SOON = ("certificate {name!r} expires on {end} ({days} day(s) from now); renew it before then "
                     "(`audit keygen --force`), or reports signed after that date cannot be verified")
@@ -105,6 +105,8 @@ class SigningKeys:
     pdf_key: object                       # RSA / EC / Ed25519 private key
     pdf_cert: object                      # cryptography x509.Certificate
     pdf_chain: list = field(default_factory=list)
+    #: the signer chain's revocation status once asked (:func:`runtime.revocation.check_keys`), else None
+    revocation: object = None
 
     @property
     def public_key(self):
@@ -238,9 +240,11 @@ def validity_problems(certs: list, at: dt.datetime) -> list[str]:
     for c in certs:
         start, end = c.not_valid_before_utc, c.not_valid_after_utc
         if at < start:
-            out.append(MSG_NOT_YET_VALID.format(name=subject_name(c), at=_when(at), start=_when(start), end=_when(end)))
+            out.append(MSG_NOT_YET_VALID.format(name=subject_name(c), at=_when(at), start=_when(start), end=_when(end),
+                                                serial=format(c.serial_number, "X")))
         elif at > end:
-            out.append(MSG_EXPIRED.format(name=subject_name(c), at=_when(at), start=_when(start), end=_when(end)))
+            out.append(MSG_EXPIRED.format(name=subject_name(c), at=_when(at), start=_when(start), end=_when(end),
+                                          serial=format(c.serial_number, "X")))
     return out
 
 
@@ -429,7 +433,9 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
     ------
     KeyMaterialError
         Files exist and ``force`` is false; imported material is unreadable or does not match; an
-        imported certificate (or one of its chain) is expired or not yet valid (issue 16).
+        imported certificate (or one of its chain) is expired or not yet valid (issue 16), or revoked
+        (:class:`runtime.revocation.RevokedCertificateError`, issue 27 §2: asked online of the OCSP
+        responder or CRL it names; with ``tsa`` a status that cannot be obtained is refused too).
     """
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
@@ -480,6 +486,11 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
         problems = validity_problems([imported, *chain], dt.datetime.now(dt.timezone.utc))
         if problems:
             raise KeyMaterialError("; ".join(problems) + "; keygen refuses a certificate that cannot sign now")
+        from runtime.revocation import check_chain  # revoked: refused; with a TSA the status is required
+
+        revocation = check_chain([imported, *chain], what="audit keygen", required=bool(tsa))
+    else:
+        revocation = None
 
     key_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(key_dir, 0o700)
@@ -500,6 +511,7 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
         (key_dir / TSA_CRT).write_bytes(tsa_certs)
     loaded = load_keys(key_dir)
     assert loaded is not None
+    loaded.revocation = revocation
     if SIGNER_P12 in pdf_files:  # the certificate is public: keep a PEM copy beside the PKCS#12 file
         (key_dir / SIGNER_CRT).write_bytes(loaded.cert_pem())
     return loaded

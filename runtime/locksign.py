@@ -131,12 +131,15 @@ def lock_lineage(lock: dict[str, Any]) -> set[str]:
 
 def earlier_locks(lock: dict[str, Any], *, store_root: Path | None, lock_path: Path | None) -> list[dict[str, Any]]:
     """Earlier locks of the same audit id that this lock does not descend from: created before it, not in
-    its amendment chain. Sources: the task store's ledger (locks runs used) and the lock file's git history.
+    its amendment chain. Sources, in this order (the first names an entry): the task store's ledger (locks
+    runs used), the lock file's git history, and the ledger beside the lock (``<spec>.locks.jsonl``, every
+    lock ``audit compile`` wrote; issue 27 §5).
 
     Returns
     -------
     list of dict
-        ``created_at``, ``spec_digest``, ``source`` ("task store: run RUN_ID" or "git: commit HASH").
+        ``created_at``, ``spec_digest``, ``source`` ("task store: run RUN_ID", "git: commit HASH" or "the
+        ledger beside the lock, NAME").
     """
     mine, audit = lock_lineage(lock), lock.get("audit")
     created = lock.get("created_at") or ""
@@ -150,6 +153,17 @@ def earlier_locks(lock: dict[str, Any], *, store_root: Path | None, lock_path: P
     for old, commit in git_lock_history(lock_path) if lock_path else []:
         if old.get("audit") == audit and (old.get("created_at") or "") < created and old.get("created_at") not in mine:
             found.setdefault(old["created_at"], {**lock_identity(old), "source": f"git: commit {commit[:12]}"})
+    from compiler.lock import read_ledger_lines
+
+    beside = Path(lock_path).with_name(Path(lock_path).name.removesuffix(".lock.json") + ".locks.jsonl") \
+        if lock_path else None
+    for line in read_ledger_lines(beside) if beside else []:
+        entry = json.loads(line)
+        if entry.get("audit") == audit and isinstance(entry.get("created_at"), str) and entry["created_at"] < created \
+                and entry["created_at"] not in mine:
+            found.setdefault(entry["created_at"], {"created_at": entry["created_at"],
+                                                   "spec_digest": entry.get("spec_digest"),
+                                                   "source": f"the ledger beside the lock, {beside.name}"})
     return sorted(found.values(), key=lambda e: e["created_at"])
 
 

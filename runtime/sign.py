@@ -13,12 +13,14 @@ signature covers ``PAE(payloadType, payload)``. PAE is six lines, implemented he
 Python DSSE code lives inside sigstore/securesystemslib with their dependency trees, so the encoding is
 written out and tested against the specification's own test vector (tests/test_sign.py).
 in-toto Statement v1 (github.com/in-toto/attestation, spec/v1/statement.md): ``_type``, ``subject``
-(name + sha256 per artifact), ``predicateType``, ``predicate`` (the manifest).
+(name, sha256 and byte length per artifact; for ``report.pdf`` its sealed revision, see :func:`statement`),
+``predicateType``, ``predicate`` (the manifest).
 Seed 000 §3.7: every result traces to one locked configuration and seed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -46,6 +48,9 @@ SIGNATURE_BOX_ID = "signature-box"
 #: Countersignatures (``audit sign``): field names ``Countersignature1``...; the report reserves a box for
 #: each of the first COUNTERSIGN_BOXES (``#countersignature-box-N``), later ones are invisible signatures.
 COUNTERSIGN_FIELD, COUNTERSIGN_BOX_ID, COUNTERSIGN_BOXES = "Countersignature", "countersignature-box-{n}", 2
+#: The one subject whose file may grow after sealing (incremental PDF updates by ``audit sign``): its
+#: Statement subject binds the sealed revision, the first ``annotations.bytes`` bytes (issue 27 §4).
+SEALED_PDF = "report.pdf"
 #: Result tables whose bytes a re-run with the same spec and seed reproduces (listed in the report).
 REPRODUCIBLE_RESULTS = ("metrics.csv", "metrics_by_job.csv", "paired.csv", "effects.csv", "causal.csv")
 #: The signature box of the report template, in mm (runtime/report/templates/_signature.html.j2).
@@ -202,10 +207,26 @@ def build_manifest(run_dir: Path, *, run: dict[str, Any], lock: dict[str, Any], 
 
 
 def statement(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The in-toto Statement v1 whose subjects are the manifest's artifacts."""
-    return {"_type": STATEMENT_TYPE,
-            "subject": [{"name": a["path"], "digest": {"sha256": a["sha256"]}} for a in manifest["artifacts"]],
-            "predicateType": PREDICATE_TYPE, "predicate": manifest}
+    """The in-toto Statement v1 whose subjects are the manifest's artifacts (issue 27 §4).
+
+    Each subject is an in-toto ResourceDescriptor (github.com/in-toto/attestation, spec/v1/
+    resource_descriptor.md): ``name`` (the file's POSIX path in the run folder), ``digest.sha256`` and
+    ``annotations.bytes``, the length in bytes of the content the digest covers. The subject of
+    :data:`SEALED_PDF` also says ``annotations.sealedRevision: true``: its digest covers the first
+    ``bytes`` bytes of the file, the PDF revision as sealed; the file may be longer, because ``audit
+    sign`` appends incremental updates (ISO 32000-1:2008 §7.5.6: countersignatures and validation
+    data, covered by the PDF's own signatures). Every other file must be exactly ``bytes`` long. The
+    rule is written in reports/README.md; scripts/verify_dsse.py checks it with securesystemslib and
+    hashlib only. Statements written before issue 27 have no ``annotations``; ``audit verify`` then
+    takes the sealed length of ``report.pdf`` from the predicate's ``artifacts[].bytes``.
+    """
+    subjects = []
+    for a in manifest["artifacts"]:
+        annotations: dict[str, Any] = {"bytes": a["bytes"]}
+        if a["path"] == SEALED_PDF:
+            annotations["sealedRevision"] = True
+        subjects.append({"name": a["path"], "digest": {"sha256": a["sha256"]}, "annotations": annotations})
+    return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPE, "predicate": manifest}
 
 
 def write_seal(run_dir: Path, manifest: dict[str, Any], keys, tsa: str | None = None) -> list[str]:
@@ -246,7 +267,9 @@ def signing_record(keys, tsa: str | None = None) -> dict[str, Any] | None:
             "pdf": {"profile": PROFILE_TSA if tsa else PROFILE_OFFLINE, "signer": keys.signer_name(),
                     "certificate_sha256": cert_fingerprint(keys.pdf_cert), "certificate_file": SIGNER_CRT,
                     "field": SIGNATURE_FIELD},
-            "signer": keys.signer(), "tsa": tsa}
+            "signer": keys.signer(), "tsa": tsa,
+            # the signer chain's revocation status when the run was signed (issue 27 §2)
+            "revocation": keys.revocation.record() if getattr(keys, "revocation", None) is not None else None}
 
 
 # ------------------------------------------------------------------------------------------- PDF
@@ -374,8 +397,16 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
     pdf_signer = signers.PdfSigner(meta, signer=signer, stamp_style=style, timestamper=timestamper,
                                    new_field_spec=fields.SigFieldSpec(field, on_page=page, box=rect))
     out = io.BytesIO()
+
+    async def sign() -> None:
+        try:
+            await pdf_signer.async_sign_pdf(writer, output=out, appearance_text_params=params)
+        finally:
+            if "validation_context" in lt:  # close its fetchers' aiohttp session in the loop that opened it
+                await lt["validation_context"].aclose()
+
     try:
-        pdf_signer.sign_pdf(writer, output=out, appearance_text_params=params)
+        asyncio.run(sign())
     except Exception as err:  # noqa: BLE001 - with a TSA: network, revocation and TSA errors
         if not tsa:
             raise
@@ -439,5 +470,7 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None
                    signer_self_signed=is_self_signed(to_asn1(keys.pdf_cert)),
                    cert_not_after=keys.pdf_cert.not_valid_after_utc.strftime("%Y-%m-%d"),
                    cert_sha256=cert_fingerprint(keys.pdf_cert),
-                   profile=PROFILE_TSA if tsa else PROFILE_OFFLINE, tsa=tsa, countersign_boxes=COUNTERSIGN_BOXES)
+                   profile=PROFILE_TSA if tsa else PROFILE_OFFLINE, tsa=tsa, countersign_boxes=COUNTERSIGN_BOXES,
+                   revocation=keys.revocation.sentence() if getattr(keys, "revocation", None) is not None
+                   else "revocation not checked")
     return ctx

@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from compiler.errors import AuditError
+from compiler.files import MAX_JSON_BYTES, read_regular_text
 from compiler.hashing import digest
 
 DEFAULT_STORE = ".audit-store"
@@ -48,7 +49,14 @@ def _sha(path: Path) -> str:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file beside it, fsync, rename over."""
+    """Write ``data`` to ``path`` atomically: a temporary file beside it, fsync, rename over.
+
+    Raises
+    ------
+    OSError
+        As the system reports it (disk full, read-only, permission); the temporary file is removed and
+        the error names ``path`` when the failing call named no file (issue 41).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -58,11 +66,13 @@ def atomic_write(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(err, OSError) and err.filename is None:  # a write that filled the disk names no file
+            err.filename = str(path)
         raise
 
 
@@ -174,11 +184,13 @@ class TaskStore:
 
     def get(self, task_id: str) -> dict[str, bytes] | None:
         """The task's outputs, each checked against its sha256; None when absent, partial or changed."""
-        try:
-            record = json.loads(self._record(task_id).read_text(encoding="utf-8"))
+        from compiler.files import MAX_JSON_BYTES, read_regular
+
+        try:  # only regular files, never more than recorded (issue 41: a FIFO must not hang a run)
+            record = json.loads(read_regular(self._record(task_id), cap=MAX_JSON_BYTES).decode("utf-8"))
             out = {}
             for name, meta in record["outputs"].items():
-                data = self._blob(meta["sha256"]).read_bytes()
+                data = read_regular(self._blob(meta["sha256"]), cap=int(meta["bytes"]))
                 if hashlib.sha256(data).hexdigest() != meta["sha256"]:
                     return None
                 out[name] = data
@@ -191,7 +203,7 @@ class TaskStore:
         out = []
         for p in sorted((self.root / "tasks").glob("*.json")):
             try:
-                out.append(json.loads(p.read_text(encoding="utf-8")))
+                out.append(json.loads(read_regular_text(p, cap=MAX_JSON_BYTES)))  # never a FIFO (issue 41)
             except (OSError, ValueError):
                 continue
         return out
@@ -228,7 +240,7 @@ def referenced_plan_ids(locks: list[Path]) -> set[str]:
     out: set[str] = set()
     for path in locks:
         try:
-            lock = json.loads(Path(path).read_text(encoding="utf-8"))
+            lock = json.loads(read_regular_text(path, cap=MAX_JSON_BYTES))
             specs = [lock["resolved_spec"], *[a["previous"]["resolved_spec"] for a in lock.get("amendments") or []
                                               if (a.get("previous") or {}).get("resolved_spec")]]
         except (OSError, ValueError, KeyError, TypeError):

@@ -195,8 +195,15 @@ def preflight(keys, url: str) -> dt.datetime:
 
     vc = signer_validation_context(keys, fetch=True)
     cert = to_asn1(keys.pdf_cert)
+
+    async def validate():
+        try:
+            await CertificateValidator(cert, validation_context=vc).async_validate_usage({"non_repudiation"})
+        finally:
+            await vc.aclose()  # the fetchers' aiohttp session, in the loop that opened it (no "Unclosed" warning)
+
     try:
-        _run(CertificateValidator(cert, validation_context=vc).async_validate_usage({"non_repudiation"}))
+        _run(validate())
     except Exception as err:  # noqa: BLE001 - RevokedError, PathValidationError, InsufficientRevinfoError...
         from runtime.keys import subject_name
 

@@ -374,12 +374,28 @@ def countersigner_keys(run_dir: Path, report: Report) -> dict[str, Any]:
 
 
 def statement_problems(stmt: dict[str, Any]) -> str:
-    """Why the signed Statement's subjects or manifest cannot be read ('' when they can)."""
+    """Why the signed Statement's subjects or manifest cannot be read ('' when they can).
+
+    A subject's ``annotations`` (issue 27 §4, :func:`runtime.sign.statement`) are optional (Statements
+    written before have none); when present, ``bytes`` is a non-negative integer and ``sealedRevision``
+    a boolean that only ``report.pdf`` may set."""
+    from runtime.sign import SEALED_PDF
+
     subjects = stmt.get("subject")
     if not isinstance(subjects, list) or not all(
             isinstance(x, dict) and isinstance(x.get("name"), str) and isinstance(x.get("digest"), dict)
             and isinstance(x["digest"].get("sha256"), str) for x in subjects):
         return "subject must be a list of {name, digest: {sha256}}"
+    for x in subjects:
+        if "annotations" not in x:
+            continue
+        ann = x["annotations"]
+        if (not isinstance(ann, dict) or type(ann.get("bytes")) is not int or ann["bytes"] < 0
+                or not isinstance(ann.get("sealedRevision", False), bool)):
+            return (f"subject {x['name']!r}: annotations must be {{bytes: a non-negative integer, "
+                    f"sealedRevision: true or false}}")
+        if ann.get("sealedRevision") and x["name"] != SEALED_PDF:
+            return f"subject {x['name']!r}: only {SEALED_PDF} may bind a sealed revision"
     pred = stmt.get("predicate")
     if not isinstance(pred, dict) or not isinstance(pred.get("artifacts", []), list) or not all(
             isinstance(a, dict) and isinstance(a.get("path"), str) and isinstance(a.get("sha256"), str)
@@ -391,17 +407,29 @@ def statement_problems(stmt: dict[str, Any]) -> str:
 # -------------------------------------------------------------------------------------- run folder
 
 def check_artifacts(run_dir: Path, stmt: dict[str, Any], report: Report) -> None:
-    """Each signed subject exists with its sha256; no unsigned file was added; manifest.json matches."""
+    """Each signed subject exists with its sha256; no unsigned file was added; manifest.json matches.
+
+    ``report.pdf`` is checked by its sealed revision (issue 27 §4, reports/README.md): the sha256 of its
+    first ``annotations.bytes`` bytes (before issue 27: the manifest's ``bytes``); later bytes are
+    incremental updates that :func:`check_pdf` and :func:`check_countersignatures` judge."""
     manifest = stmt.get("predicate") or {}
     mpath = run_dir / MANIFEST
     if not mpath.is_file():
         report.fail(MANIFEST, "missing")
     elif mpath.read_bytes() != render_json(manifest):
         report.fail(MANIFEST, f"differs from the manifest signed in {ENVELOPE} (edited after signing)")
+    from runtime.sign import SEALED_PDF
+
     subjects = {s["name"]: s["digest"]["sha256"] for s in stmt.get("subject", [])}
     listed = {a["path"]: a["sha256"] for a in manifest.get("artifacts", [])}
     sizes = {a["path"]: a.get("bytes") for a in manifest.get("artifacts", [])}
-    if listed != subjects:
+    # issue 27 §4: the signed length is the subject's annotations.bytes, and only a subject that says
+    # sealedRevision binds a prefix; a Statement written before has no annotations: the manifest's length,
+    # and report.pdf may be longer (the rule verify applied then)
+    notes = {s["name"]: s.get("annotations") for s in stmt.get("subject", [])}
+    claimed = {n: a["bytes"] if a else sizes.get(n) for n, a in notes.items()}
+    sealed = {n: n == SEALED_PDF and (a.get("sealedRevision") is True if a else True) for n, a in notes.items()}
+    if listed != subjects or any(claimed[n] != sizes.get(n) for n in claimed):
         report.fail(ENVELOPE, "the Statement's subjects and the manifest's artifacts disagree")
     for name, want in sorted(subjects.items()):
         path = run_dir / name
@@ -409,10 +437,13 @@ def check_artifacts(run_dir: Path, stmt: dict[str, Any], report: Report) -> None
             report.fail(name, "missing (listed in the signed manifest)")
             continue
         got = file_digest(path)["digest"]
-        if got != want and name == "report.pdf" and sealed_prefix_matches(path, want, sizes.get(name)):
-            report.sealed_pdf_bytes = sizes[name]  # countersigned: check_pdf checks what follows
-            report.notes.append(f"report.pdf: its first {sizes[name]} bytes are the sealed report (sha256 {want[:16]}...); "
-                                f"{path.stat().st_size - sizes[name]} bytes of later revisions follow")
+        if got != want and sealed[name] and sealed_prefix_matches(path, want, claimed[name]):
+            report.sealed_pdf_bytes = claimed[name]  # countersigned: check_pdf checks what follows
+            report.notes.append(f"report.pdf: its first {claimed[name]} bytes are the sealed report (sha256 {want[:16]}...); "
+                                f"{path.stat().st_size - claimed[name]} bytes of later revisions follow")
+        elif got != want and sealed[name] and isinstance(claimed[name], int) and path.stat().st_size < claimed[name]:
+            report.fail(name, f"{path.stat().st_size} bytes, shorter than its signed sealed revision "
+                              f"({claimed[name]} bytes): truncated after signing")
         elif got != want:
             report.fail(name, f"sha256 {got[:16]}... differs from the signed {want[:16]}... (modified after signing)")
     for name in artifact_paths(run_dir):
@@ -538,6 +569,10 @@ def check_pdf(pdf: Path, trust: Trust, report: Report, *, name: str | None = Non
             if sig.sig_object_type == "/DocTimeStamp":
                 _check_doc_timestamp(sig, anchors or [sig.signer_cert], others, now, report, name, later_sig)
                 continue
+            ess = ess_problem(sig)  # the embedded certificate is the one signed with (issue 27 §5)
+            if ess is not None:
+                report.fail(name, f"signature {sig.field_name!r}: {ess}")
+                continue
             row = _check_signature(sig, anchors or [sig.signer_cert], others, now, report, name, has_dss=has_dss,
                                    later_doc_ts=later_doc_ts, later_sig=later_sig)
         except Exception as err:  # noqa: BLE001 - pyHanko raises many kinds on a damaged file; each is a failure
@@ -634,10 +669,16 @@ def _check_signature(sig, anchors, others, now, report, name, *, has_dss, later_
     elif status.intact and status.valid and not status.trusted:
         problems.append(_untrusted_reason(status, level, now))
     certs = _signature_certs(sig, status, anchors)
+    revocation = ""
     if level == "PAdES B-B":
         problems += [f"{p} ({TIME_CLAIMED})" for p in K.validity_problems(certs, claimed or now)]
         problems += [f"{p} (now: without a trusted timestamp (PAdES B-B) the certificate must still be valid when "
                      "the signature is verified)" for p in K.validity_problems(certs, now)]
+        if status.intact and status.valid and status.trusted:  # asked online now (issue 27 §2)
+            from runtime.revocation import verify_signer
+
+            revoked, revocation = verify_signer([status.signing_cert, *_path_certs(status)], anchors, moment=now)
+            problems += [revoked] if revoked else []
     elif level == "PAdES B-T":
         problems += [f"{p} (the trusted timestamp's time)" for p in K.validity_problems(certs, signed_at)]
     problems = list(dict.fromkeys(problems))
@@ -654,8 +695,50 @@ def _check_signature(sig, anchors, others, now, report, name, *, has_dss, later_
            "chain": _path_ders(status)}
     when = f"{_when(signed_at)} ({source}" + (f" by {tsa})" if tsa else ")")
     report.notes.append(f"PDF signature ({name}): intact, valid, trusted, {level} (field {sig.field_name}); signer "
-                        f"{K.describe_person(person)}, signed {when}")
+                        f"{K.describe_person(person)}, signed {when}" + (f"; {revocation}" if revocation else ""))
     return row
+
+
+def ess_problem(sig) -> str | None:
+    """The CMS signed attribute ``signingCertificateV2`` (RFC 5035, ESS; required by PAdES, ETSI EN 319 142-1
+    §5.2.2) must be present and hash the signer's embedded certificate: the signature then binds that
+    certificate, so an embedded certificate altered after signing (another name, role or key usage on the
+    same key) fails even in lone-PDF mode, where the embedded certificate is its own trust root (issue 27 §5).
+    Returns the problem, or None."""
+    from pyhanko.sign.general import check_ess_certid
+    from pyhanko.sign.validation.generic_cms import get_signing_cert_attr
+
+    from runtime.revocation import serial_hex
+
+    try:
+        attr = get_signing_cert_attr(sig.signer_info["signed_attrs"])
+        sid = sig.signer_info["sid"]
+        certs = [c.chosen for c in sig.signed_data["certificates"] or []]
+        matching = [c for c in certs if sid.name == "issuer_and_serial_number"
+                    and c.issuer == sid.chosen["issuer"] and c.serial_number == sid.chosen["serial_number"].native]
+    except Exception as err:  # noqa: BLE001 - SignatureValidationError (two attributes), a damaged attribute
+        return f"its signing-certificate attribute cannot be read ({type(err).__name__}: {err})"
+    if attr is None:
+        return "it has no signing-certificate attribute (ESS, RFC 5035): the embedded certificate is not bound to it"
+    if not matching:
+        return "the certificate it names (issuer and serial number) is not embedded in it"
+    cert = matching[0]
+    if not check_ess_certid(cert, attr["certs"][0]):
+        from cryptography import x509
+
+        c = x509.load_der_x509_certificate(cert.dump())
+        return (f"the embedded certificate {K.subject_name(c)!r} (serial {serial_hex(c)}) is not the one it was "
+                "signed with (its hash differs from the signed ESS signing-certificate attribute): altered after signing")
+    return None
+
+
+def _path_certs(status) -> list:
+    """The asn1crypto certificates of the signer's validation path, leaf excluded, root included."""
+    path = getattr(status, "validation_path", None)
+    if path is None:
+        return []
+    leaf = status.signing_cert.dump()
+    return [c for c in path.iter_certs(include_root=True) if c.dump() != leaf]
 
 
 def _path_ders(status) -> list[bytes]:
@@ -669,8 +752,27 @@ def _path_ders(status) -> list[bytes]:
 
 
 def _long_term(sig, anchors, others, now) -> tuple[bool, str]:
-    """pyHanko's AdES long-term validation at ``now`` from the document's own validation data (no network),
-    every certificate of the chain with revocation information: (passed, reason when not)."""
+    """pyHanko's AdES long-term validation of one signature at ``now`` (ETSI EN 319 102-1 §5.6.3) from the
+    document's own validation data (no network), every certificate of the chain with revocation
+    information: (passed, reason when not).
+
+    Each certificate is judged by the revocation data about it only (issue 27 §3), so adding a
+    countersignature never changes whether an earlier signature validates. The document security store
+    holds the OCSP responses of every signer, and pyhanko-certvalidator (0.33) reads an embedded response
+    whose CertID names another certificate of the same issuer (RFC 6960 §4.1.1: issuer name and key hashes,
+    serial number) as a failed check, not as a response about another certificate. Once a countersignature
+    has added its signer's response, the current-time step (§5.3, with the X.509 validation of §5.2.6) then
+    ends in CERTIFICATE_CHAIN_GENERAL_FAILURE instead of INDETERMINATE/TRY_LATER (revocation data not fresh,
+    §5.2.5) as soon as the signer's own response is past its nextUpdate (ten minutes with the test PKI,
+    days with a real CA), and the past signature validation (§5.6.2.4: the time slide of §5.6.2.1 at the
+    signature's proof of existence, which the document timestamps give) that proves the status at signing
+    time is never reached. :func:`_own_revocation_data` gives pyHanko, per certificate, only the responses
+    whose CertID names it. Neither alternative was taken: validating at the signature timestamp's time
+    would check the document timestamps (the evidence record, §5.6.3) at a time before they existed, and a
+    looser freshness rule (``FreshnessReqType.TIME_AFTER_SIGNATURE``, ``retroactive_revinfo``) would change
+    which revocation data count as fresh for every certificate, the time-stamping authorities' included,
+    and only hide the misread response behind a passing one.
+    """
     import asyncio
 
     from pyhanko.sign.validation.ades import ades_lta_validation
@@ -688,7 +790,8 @@ def _long_term(sig, anchors, others, now) -> tuple[bool, str]:
         cert_validation_policy=policy, local_knowledge=LocalKnowledge(known_certs=others),
         revinfo_gathering_policy=RevocationInfoGatheringSpec(online_fetching_rule=RevinfoOnlineFetchingRule.LOCAL_ONLY)))
     timing = ValidationTimingInfo(validation_time=now, best_signature_time=now, point_in_time_validation=False)
-    result = asyncio.run(ades_lta_validation(sig, spec, timing_info=timing))
+    with _own_revocation_data():
+        result = asyncio.run(ades_lta_validation(sig, spec, timing_info=timing))
     indic = getattr(result.ades_subindic, "name", str(result.ades_subindic))
     if indic == "OK":
         return True, ""
@@ -699,6 +802,38 @@ def _long_term(sig, anchors, others, now) -> tuple[bool, str]:
             "REVOKED_NO_POE": "a certificate of the chain is revoked",
             "OUT_OF_BOUNDS_NO_POE": "a certificate had expired or was revoked, with no proof of the signing time"}
     return False, f"{indic}" + (f" ({hint[indic]})" if indic in hint else "") + (f"; {detail}" if detail else "")
+
+
+@contextlib.contextmanager
+def _own_revocation_data():
+    """While active, pyHanko's revocation manager gives each certificate only the embedded OCSP responses
+    about it: those whose CertID has its serial number and its issuer's key hash (see :func:`_long_term`).
+    A response it cannot read, or one for an attribute certificate, is left to pyHanko. pyHanko has no
+    option for this (``ades_lta_validation`` reads the document security store itself), so the selection
+    wraps ``RevinfoManager.async_retrieve_ocsps`` and restores it on exit (``audit verify`` validates one
+    signature at a time, in one thread)."""
+    from asn1crypto import x509
+    from pyhanko_certvalidator.revinfo.manager import RevinfoManager
+
+    original = RevinfoManager.async_retrieve_ocsps
+
+    def about(cert, authority, response) -> bool:
+        single = response.extract_single_response()
+        if single is None or not isinstance(cert, x509.Certificate):
+            return True
+        cert_id = single["cert_id"]
+        key_hash = getattr(authority.public_key, cert_id["hash_algorithm"]["algorithm"].native, None)
+        return key_hash is None or (cert_id["serial_number"].native == cert.serial_number
+                                    and cert_id["issuer_key_hash"].native == key_hash)
+
+    async def retrieve(self, cert, authority):
+        return [r for r in await original(self, cert, authority) if about(cert, authority, r)]
+
+    RevinfoManager.async_retrieve_ocsps = retrieve
+    try:
+        yield
+    finally:
+        RevinfoManager.async_retrieve_ocsps = original
 
 
 def _untrusted_reason(status, level: str, now: dt.datetime) -> str:
@@ -821,8 +956,29 @@ def check_lock(run_dir: Path, manifest: dict[str, Any], trust: Trust, report: Re
         report.fail(RUN_LOCK_SIG, f"the lock was timestamped {_when(lock_time)}, after the run was sealed "
                                   f"({_when(report.sealed_at)}): it is not the pre-registration of this run")
         return
-    after = f", before the seal's trusted time {_when(report.sealed_at)}" if report.sealed_at else ""
+    claimed = _claimed_time(manifest.get("generated_at")) if report.sealed_at is None else None
+    if claimed is not None and lock_time > claimed + CLOCK_SKEW:  # B-B: only the signer's clock dates the seal
+        report.fail(RUN_LOCK_SIG, f"the lock was timestamped {_when(lock_time)}, after the time the seal claims "
+                                  f"({_when(claimed)}, the signing machine's clock, PAdES B-B; more than "
+                                  f"{CLOCK_SKEW.seconds // 60} minutes of clock difference allowed): either the lock "
+                                  "is not this run's pre-registration or the seal's time is false")
+        return
+    after = (f", before the seal's trusted time {_when(report.sealed_at)}" if report.sealed_at else
+             f", before the seal's claimed time {_when(claimed)} (the signing machine's clock)" if claimed else "")
     report.notes.append(f"lock: signed by {who}, timestamped {_when(lock_time)} by {facts['tsa']}{after}")
+
+
+#: How far a B-B seal's claimed time (the signing machine's clock) may lag a lock's trusted time before
+#: ``check_lock`` fails the run (issue 27 §2): ordinary clock difference between machines.
+CLOCK_SKEW = dt.timedelta(minutes=5)
+
+
+def _claimed_time(text: Any) -> dt.datetime | None:
+    """An ISO 8601 time of the manifest (``generated_at``) as an aware UTC datetime, or None."""
+    try:
+        return _utc(dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))) if text else None
+    except ValueError:
+        return None
 
 
 def check_lock_recreated(run_dir: Path, run: dict[str, Any], report: Report) -> None:

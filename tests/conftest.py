@@ -253,6 +253,65 @@ def test_pki(tmp_path_factory):
         pki.stop()
 
 
+# --- signed runs with the test PKI (issues 16, 27): session fixtures shared by test_sign_pki.py and
+# test_ltv_countersigned.py (defined here once, so that each is built once per session) ----------
+def pki_key_dir(pki, label: str, where: Path, *extra: str) -> Path:
+    """``audit keygen`` of the test PKI's signer ``label`` into ``where/keys-<label>``."""
+    chain, key = pki.signer_files(label)
+    kd = where / f"keys-{label}"
+    proc = run_cli("keygen", "--key-dir", str(kd), "--cert", str(chain), "--key", str(key), *extra, cwd=where)
+    assert proc.returncode == 0, proc.stderr
+    return kd
+
+
+def pki_run(work: Path, kd: Path, *extra: str) -> subprocess.CompletedProcess:
+    """``audit execute`` of the tiny spec in ``work`` signed with ``kd`` (compiled, its lock signed, once)."""
+    if not (work / "spec.yaml").exists():
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "spec.yaml").write_text(TINY_SPEC)
+        (work / "scores.csv").write_text(TINY_SCORES)
+        proc = run_cli("compile", "spec.yaml", "--key-dir", str(kd), cwd=work)  # signs the lock
+        assert proc.returncode == 0, proc.stderr
+    return run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(kd), *extra, cwd=work)
+
+
+def latest_run(work: Path) -> Path:
+    """The newest run folder of the tiny audit under ``work``."""
+    return sorted((work / "reports" / "tiny-audit").iterdir())[-1]
+
+
+@pytest.fixture(scope="session")
+def tsa_keys(test_pki, tmp_path_factory) -> Path:
+    """The auditor's key directory, its TSA pinned by ``keygen --tsa``."""
+    return pki_key_dir(test_pki, "auditor", tmp_path_factory.mktemp("tsa-keys"), "--tsa", test_pki.tsa_url)
+
+
+@pytest.fixture(scope="session")
+def tsa_run(test_pki, tsa_keys, tmp_path_factory) -> Path:
+    """A run sealed with the auditor's certificate and the TSA (PAdES B-LTA, timestamped manifest)."""
+    work = tmp_path_factory.mktemp("tsa-run")
+    proc = pki_run(work, tsa_keys)
+    assert proc.returncode == 0, proc.stderr
+    assert "PAdES B-LTA" in proc.stdout and "chain is valid and not revoked" in proc.stdout
+    assert "Unclosed" not in proc.stderr, proc.stderr  # TSA and revocation sessions are closed (issue 27 §5)
+    return latest_run(work)
+
+
+@pytest.fixture(scope="session")
+def countersigned_run(tsa_run, test_pki, tmp_path_factory) -> Path:
+    """A copy of the TSA run, countersigned by the reviewer (their own key directory, TSA pinned)."""
+    work = tmp_path_factory.mktemp("countersigned")
+    run = work / tsa_run.name
+    shutil.copytree(tsa_run, run)
+    kd = pki_key_dir(test_pki, "reviewer", work, "--tsa", test_pki.tsa_url)
+    proc = run_cli("sign", str(run), "--key-dir", str(kd), "--role", "Reviewer", "--cert", str(test_pki.root_pem),
+                   cwd=work)  # the auditor pinned by the PKI's root (issue 27)
+    assert proc.returncode == 0, proc.stderr
+    assert "countersigned" in proc.stdout and "Rob Reviewer (Reviewer, Audit Test PKI)" in proc.stdout
+    assert "Unclosed" not in proc.stderr, proc.stderr
+    return run
+
+
 # --- a finished template run with the real model (issue 26) -----------------------------------
 def reduced_example_spec() -> str:
     """specs/example.yaml cut to its first 2 jobs and K = 20 base candidates per job (M = 10

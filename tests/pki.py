@@ -25,15 +25,20 @@ ARCH = "audit-test"
 #: Days the auditor's and reviewer's certificates stay valid after the PKI is built.
 SIGNER_DAYS = 30
 CA_YEARS = 10
-KEYS = ("root", "interm", "tsa", "ocsp", "auditor", "reviewer", "expired", "notyet", "revoked")
+KEYS = ("root", "interm", "tsa", "ocsp", "auditor", "reviewer", "expired", "notyet", "revoked", "compromised")
+#: Days after the build time at which the "compromised" signer's certificate is revoked: it signs now, and a
+#: test moves the PKI's clock (:meth:`TestPKI.set_time`) past this day to verify after the revocation.
+COMPROMISED_AFTER_DAYS = 2
 #: Signer certificates: label -> (common name, role (the subject's title), valid from, valid to) as
-#: offsets in days from the build time, and the days before the build time it was revoked (or None).
+#: offsets in days from the build time, and the days before the build time it was revoked (or None;
+#: negative: revoked that many days after the build time).
 SIGNERS = {
     "auditor": ("Alice Auditor", "Lead auditor", -1, SIGNER_DAYS, None),
     "reviewer": ("Rob Reviewer", "Reviewer", -1, SIGNER_DAYS, None),
     "expired": ("Eve Expired", "Lead auditor", -60, -30, None),
     "notyet": ("Nora Notyet", "Lead auditor", 30, 60, None),
     "revoked": ("Rex Revoked", "Lead auditor", -10, SIGNER_DAYS, 2),
+    "compromised": ("Carl Compromised", "Lead auditor", -1, SIGNER_DAYS, -COMPROMISED_AFTER_DAYS),
 }
 
 
@@ -125,6 +130,7 @@ class TestPKI:
     arch: object = None
     server: object = None
     thread: object = None
+    app: object = None
     files: dict = field(default_factory=dict)
 
     @property
@@ -138,6 +144,10 @@ class TestPKI:
     def signer_files(self, label: str) -> tuple[Path, Path]:
         """(certificate chain PEM: signer, intermediate, root; private key PEM) of a signer."""
         return self.files[f"{label}.chain"], self.folder / "keys" / f"{label}.key.pem"
+
+    def set_time(self, when: dt.datetime | None) -> None:
+        """Answer OCSP, CRL and TSA requests as at ``when`` (None: the real clock again)."""
+        self.app.fixed_time = when.replace(microsecond=0) if when is not None else None
 
     def stop(self) -> None:
         if self.server is not None:
@@ -175,6 +185,7 @@ def serve(folder: Path, now: dt.datetime | None = None) -> TestPKI:
     arch = cfg.get_pki_arch(ARCH)
     holder["app"] = _whole_second_animator()(AnimatorArchStore(cfg.pki_archs), with_web_ui=False)
     pki = TestPKI(folder, url, now, arch, server)
+    pki.app = holder["app"]
     pem = {}
     for label in ("root", "interm", "tsa", *SIGNERS):
         cert = arch.get_cert(CertLabel(label))

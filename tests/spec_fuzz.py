@@ -2,7 +2,11 @@
 
 Every case is one valid spec (block-style YAML) with one mutation applied; :func:`mutate` returns
 the mutated text and the 1-based line span it touched, so the checker can ask that an error points
-inside it (or at its nearest enclosing key). Keys are drawn from the current JSON schema
+inside it (or at its nearest enclosing key). Issue 41 added hostile kinds: aliases of a long string
+(few nodes, many bytes), YAML escapes that decode to control characters, bidi overrides and
+non-characters, special files in place of the spec or its score file (a FIFO, ``/dev/zero``, a symlink
+loop, a folder), and score files with lenient numbers (``4_5``, Arabic-Indic and full-width digits) or
+control characters in their cells. Keys are drawn from the current JSON schema
 (``schema/audit-spec.schema.json``), so keys that later issues add are fuzzed too. The random
 source is a ``random.Random`` (hypothesis's ``st.randoms()`` in the test, a seeded one in the bench).
 """
@@ -12,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +86,18 @@ execution:
   out: reports
 """]
 
-CONTROL = [chr(c) for c in (*range(0, 9), 11, 12, *range(14, 32), 0x7F, 0x85, 0x9B)] + ["\ufffe", "\uffff", "\ufdd0"]
+CONTROL = [chr(c) for c in (*range(0, 9), 11, 12, *range(14, 32), 0x7F, 0x85, 0x9B)] + [
+    "\ufffe", "\uffff", "\ufdd0", "\u202e", "\u2066", "\u2069"]
+#: YAML double-quoted escapes whose decoded character is forbidden (issue 41), and some that are allowed.
+ESCAPES = ["\\0", "\\e", "\\a", "\\b", "\\x85", "\\x9b", "\\x7f", "\\N", "\\uFFFE", "\\uFFFF", "\\uFDD0",
+           "\\u202E", "\\u2066", "\\U0010FFFF", "\\U0001FFFE", "\\e[31m", "\\t", "\\n", "\\_", "\\L", "\\u00e9"]
+#: Score cells a lenient parser reads as numbers (``float``: underscores, any Unicode digit) and other
+#: oddities (issue 41); in range [0, 1] when read leniently, so that only a strict reader refuses them.
+LENIENT_NUMBERS = ["0.4_5", "0_0.5", "\u0660.\u0664\u0665", "\uff10.\uff14\uff15", "\u06f0.\u06f5",
+                   "\u0e50.\u0e55", " 0.5 ", "+.5", ".5", "5e-1", "0x0.8p0", "0.5\u00a0", "0,5", "1_0", "\u0664\u0665",
+                   "\uff14\uff15", "4_5", "0.5\x1b[31m", "\x1b[2J", "0.\u202e5"]
+#: What replaces the spec or its score file in a "special file" case.
+SPECIAL = ("fifo", "dev-zero", "loop", "folder")
 
 
 def schema_keys() -> list[str]:
@@ -144,11 +161,15 @@ def scalar(r: Random) -> str:
 
 @dataclass
 class Case:
-    """A mutated spec: its text, the 1-based lines the mutation touched, and what it did."""
+    """A mutated spec: its text, the 1-based lines the mutation touched, and what it did; ``scores``
+    replaces the score file's text, ``special`` = ``(target, kind)`` puts a special file (one of
+    :data:`SPECIAL`) in place of ``spec.yaml`` or ``scores.csv``."""
 
     text: str
     span: tuple[int, int]
     what: str
+    scores: str | None = None
+    special: tuple[str, str] | None = None
 
 
 def _key_lines(lines: list[str]) -> list[int]:
@@ -174,7 +195,7 @@ def _enclosing(lines: list[str], i: int) -> int:
 def mutate(r: Random) -> Case:
     """One mutation of one base spec (see the module docstring)."""
     lines = r.choice(BASES).splitlines()
-    kind = r.randrange(11)
+    kind = r.randrange(15)
     keyed = _key_lines(lines)
     i = r.choice(keyed)
     if kind <= 2:  # a value replaced
@@ -215,6 +236,37 @@ def mutate(r: Random) -> Case:
         lines[i] = f"{head}:"
         lines[i + 1:i + 1] = [" " * (indent + 2 * (k + 1)) + f"n{k}:" for k in range(depth)]
         return Case("\n".join(lines) + "\n", (_enclosing(lines, i) + 1, i + 1 + depth), "nesting")
+    elif kind == 11:  # aliases of one long string: few nodes, many bytes (issue 41)
+        size = r.choice([1_000, 30_000, 100_000, 120_000])
+        t = next(k for k, ln in enumerate(lines) if ln.startswith("title:"))
+        lines[t] = 'title: &long "' + "x" * size + '"'
+        m = next(k for k, ln in enumerate(lines) if ln.strip() == "M:")
+        n = r.choice([1, 5, 50, 90, 120, 500, 2000])
+        indent = " " * (len(lines[m]) - len(lines[m].lstrip()) + 2)
+        lines[m + 1:m + 1] = [indent + "- *long"] * n if r.random() < 0.5 else \
+            [indent + "- [" + ", ".join(["*long"] * n) + "]"]
+        return Case("\n".join(lines) + "\n", (1, m + 2 + n), "long aliases")
+    elif kind == 12:  # a double-quoted value whose escapes decode to a forbidden (or allowed) character
+        head = lines[i].split(":", 1)[0]
+        body = "".join(r.choice(["a", "é", " ", r.choice(ESCAPES)]) for _ in range(r.randrange(1, 6)))
+        lines[i] = f'{head}: "{body}"'
+        what = "escape"
+    elif kind == 13:  # a special file in place of the spec or of its score file
+        target = r.choice(["spec.yaml", "scores.csv"])
+        text = "\n".join(lines) + "\n"
+        p = next(k for k, ln in enumerate(lines) if "path: scores.csv" in ln)
+        span = (1, len(lines)) if target == "spec.yaml" else (_enclosing(lines, p) + 1, p + 1)
+        return Case(text, span, f"special {target}", special=(target, r.choice(SPECIAL)))
+    elif kind == 14:  # a score file with a lenient number or a control character in a cell
+        rows = SCORES.splitlines()
+        k = r.randrange(1, len(rows))
+        cells = rows[k].split(",")
+        col = 3 if r.random() < 0.8 else r.randrange(len(cells))
+        cells[col] = r.choice(LENIENT_NUMBERS)
+        rows[k] = ",".join(cells)
+        p = next(k for k, ln in enumerate(lines) if "path: scores.csv" in ln)
+        return Case("\n".join(lines) + "\n", (_enclosing(lines, p) + 1, p + 1), "score cell",
+                    scores="\n".join(rows) + "\n")
     else:  # a byte-level change of the whole file
         text = "\n".join(lines) + "\n"
         choice = r.randrange(3)
@@ -231,9 +283,27 @@ def run_case(case: Case, folder: Path) -> tuple[int, str, float]:
     from runtime.cli import main
 
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "scores.csv").write_text(SCORES)
+    for name in ("scores.csv", "spec.yaml"):  # a FIFO, link or folder of the previous case: never written into
+        p = folder / name
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.is_symlink() or p.exists():
+            p.unlink()
+    (folder / "scores.csv").write_text(case.scores if case.scores is not None else SCORES, encoding="utf-8")
     spec = folder / "spec.yaml"
     spec.write_bytes(case.text.encode("utf-8", "surrogatepass"))
+    if case.special is not None:
+        target, kind = case.special
+        p = folder / target
+        p.unlink()
+        if kind == "fifo":
+            os.mkfifo(p)
+        elif kind == "dev-zero":
+            p.symlink_to("/dev/zero")
+        elif kind == "loop":
+            p.symlink_to(p.name)
+        else:
+            p.mkdir()
     err = io.StringIO()
     start = time.perf_counter()
     code = 0

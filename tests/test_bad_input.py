@@ -128,7 +128,9 @@ def test_the_pdf_renderer_fetches_no_url(tmp_path):
 
 def test_fuzzed_specs_exit_0_or_2_located_and_fast(tmp_path):
     """About 60 s of mutated specs (issue 14): keys from the current schema, wrong types, control
-    characters, tags, anchors and merge keys, alias bombs, deep nesting, huge numbers, BOM, CRLF.
+    characters, tags, anchors and merge keys, alias bombs, deep nesting, huge numbers, BOM, CRLF; and
+    (issue 41) aliases of long strings, YAML escapes, special files (FIFO, /dev/zero, symlink loop,
+    folder) as the spec or its score file, lenient numbers and control characters in score cells.
     Every case exits 0 or 2, within 10 s, and every 2 is located. The 10,000-case run of the same
     fuzzer is ``bench/fuzz_specs.py``."""
     from hypothesis import HealthCheck, given, settings

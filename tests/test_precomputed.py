@@ -38,7 +38,8 @@ def test_scores_pass_through(spec):
     (("j1,c3,BASE", "j9,c3,BASE"), "scores.csv: system 'vendor': unknown job_id 'j9' at line 6; jobs in the spec: j1"),
     (("j1,c3,V01", "j1,c3,V07"), "scores.csv: system 'vendor': unknown variant 'V07' at line 7; variants in the spec: BASE, V01"),
     (("0.45,0", "1.45,0"), "scores.csv: system 'vendor': score outside score_range [0, 1] at line 7 (values '1.45'); the file's scores run from 0.3 to 1.45. If that is the scale of the system, set systems[id=vendor].score_range: [low, high]"),
-    (("0.45,0", "abc,0"), "scores.csv: system 'vendor': score is not a number ('abc') at line 7"),
+    (("0.45,0", "abc,0"), "scores.csv: system 'vendor': score is not a number ('abc') at line 7 (column 'score'); a "
+                          "score is written with ASCII digits as [+-]digits[.digits][e[+-]digits], e.g. 72, 0.85 or -1.5e-3"),
     (("j1,c4,V01,0.6,0\n", ""), "scores.csv: system 'vendor': 1 missing (job_id, cv_id, variant) cell(s), e.g. (j1, c4, V01); every base candidate needs a score under every variant"),
     (("j1,c4,V01", "j1,c4,BASE"), "scores.csv: system 'vendor': duplicate (job_id, cv_id, variant) at lines 8, 9"),
     (("0.6,0", "0.6,1"), "scores.csv: system 'vendor': is_true_match differs between variants of the same (job_id, cv_id) at lines 8, 9"),

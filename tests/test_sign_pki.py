@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TINY_SCORES, TINY_SPEC, run_cli
+from conftest import latest_run as _latest, pki_key_dir as _key_dir, pki_run as _run
 from independent import nss_db, pdfsig
 from pki import SIGNER_DAYS
 from runtime import keys as K
@@ -26,44 +27,6 @@ from runtime.verify import resolve_trust, verify_run
 
 pytestmark = pytest.mark.slow
 DAY = dt.timedelta(days=1)
-
-
-def _key_dir(pki, label: str, where: Path, *extra: str) -> Path:
-    chain, key = pki.signer_files(label)
-    kd = where / f"keys-{label}"
-    proc = run_cli("keygen", "--key-dir", str(kd), "--cert", str(chain), "--key", str(key), *extra, cwd=where)
-    assert proc.returncode == 0, proc.stderr
-    return kd
-
-
-def _run(work: Path, kd: Path, *extra: str) -> subprocess.CompletedProcess:
-    if not (work / "spec.yaml").exists():
-        work.mkdir(parents=True, exist_ok=True)
-        (work / "spec.yaml").write_text(TINY_SPEC)
-        (work / "scores.csv").write_text(TINY_SCORES)
-        proc = run_cli("compile", "spec.yaml", "--key-dir", str(kd), cwd=work)  # signs the lock
-        assert proc.returncode == 0, proc.stderr
-    return run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(kd), *extra, cwd=work)
-
-
-def _latest(work: Path) -> Path:
-    return sorted((work / "reports" / "tiny-audit").iterdir())[-1]
-
-
-@pytest.fixture(scope="session")
-def tsa_keys(test_pki, tmp_path_factory) -> Path:
-    """The auditor's key directory, its TSA pinned by ``keygen --tsa``."""
-    return _key_dir(test_pki, "auditor", tmp_path_factory.mktemp("tsa-keys"), "--tsa", test_pki.tsa_url)
-
-
-@pytest.fixture(scope="session")
-def tsa_run(test_pki, tsa_keys, tmp_path_factory) -> Path:
-    """A run sealed with the auditor's certificate and the TSA (PAdES B-LTA, timestamped manifest)."""
-    work = tmp_path_factory.mktemp("tsa-run")
-    proc = _run(work, tsa_keys)
-    assert proc.returncode == 0, proc.stderr
-    assert "PAdES B-LTA" in proc.stdout and "chain is valid and not revoked" in proc.stdout
-    return _latest(work)
 
 
 @pytest.fixture(scope="session")
@@ -142,15 +105,6 @@ def test_keygen_refuses_an_expired_or_not_yet_valid_pki_signer(test_pki, tmp_pat
     proc = run_cli("keygen", "--key-dir", str(tmp_path / "kd"), "--cert", str(chain), "--key", str(key), cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert word in proc.stderr and "valid from" in proc.stderr
-
-
-def test_execute_with_a_tsa_refuses_a_revoked_signer_before_any_work(test_pki, tmp_path):
-    kd = _key_dir(test_pki, "revoked", tmp_path)  # keygen cannot know: it checks dates, not revocation
-    proc = _run(tmp_path / "spec", kd, "--tsa", test_pki.tsa_url)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert "the signer's certificate 'Rex Revoked' cannot be used to sign" in proc.stderr
-    assert "revoked" in proc.stderr
-    assert not (tmp_path / "spec" / "reports").exists()  # refused before the run folder was made
 
 
 def test_an_unreachable_tsa_stops_execute_before_any_work(test_pki, tmp_path):
@@ -233,20 +187,6 @@ def test_pdfsig_trusts_a_default_self_signed_report_and_rejects_a_tampered_one(t
 
 # ------------------------------------------------------------------------ countersignatures (audit sign)
 
-@pytest.fixture(scope="session")
-def countersigned_run(tsa_run, test_pki, tmp_path_factory) -> Path:
-    """A copy of the TSA run, countersigned by the reviewer (their own key directory, TSA pinned)."""
-    work = tmp_path_factory.mktemp("countersigned")
-    run = work / tsa_run.name
-    shutil.copytree(tsa_run, run)
-    kd = _key_dir(test_pki, "reviewer", work, "--tsa", test_pki.tsa_url)
-    proc = run_cli("sign", str(run), "--key-dir", str(kd), "--role", "Reviewer", "--cert", str(test_pki.root_pem),
-                   cwd=work)  # the auditor pinned by the PKI's root (issue 27)
-    assert proc.returncode == 0, proc.stderr
-    assert "countersigned" in proc.stdout and "Rob Reviewer (Reviewer, Audit Test PKI)" in proc.stdout
-    return run
-
-
 def test_verify_lists_the_auditor_and_the_reviewer_with_their_roles(countersigned_run, test_pki, tmp_path):
     proc = run_cli("verify", str(countersigned_run), "--cert", str(test_pki.root_pem), "--require-role", "Lead auditor",
                    "--require-role", "reviewer", cwd=tmp_path)
@@ -313,6 +253,24 @@ def test_any_changed_byte_of_the_sealed_revision_fails_a_countersigned_run(count
         proc = run_cli("verify", str(run), "--cert", str(test_pki.root_pem), cwd=tmp_path)
         assert proc.returncode == 6, (pos, proc.stdout)
         assert "report.pdf: sha256" in proc.stderr and "(modified after signing)" in proc.stderr
+
+
+def test_the_reference_dsse_verifier_passes_the_countersigned_run_and_fails_its_tampered_copies(
+        countersigned_run, tsa_keys, tmp_path):
+    """Issue 27 §4: scripts/verify_dsse.py (securesystemslib and hashlib only), run as a user runs it, checks
+    the B-LTA run the reviewer countersigned (auditor's and reviewer's keys from their key directories,
+    outside the run folder): report.pdf by its sealed revision; every tampered copy fails, naming the file."""
+    from independent import tampered_copies, verify_dsse_cli
+
+    pub, rev = tsa_keys / K.MANIFEST_PUB, countersigned_run.parent / "keys-reviewer" / K.MANIFEST_PUB
+    proc = verify_dsse_cli(countersigned_run, pub, rev, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "report.pdf: sealed revision of " in proc.stdout and proc.stdout.rstrip().endswith("every subject's sha256)")
+    failed = {}
+    for case, file, copy in tampered_copies(countersigned_run, tmp_path / "t"):
+        proc = verify_dsse_cli(copy, pub, cwd=tmp_path)
+        failed[case] = proc.returncode == 6 and f"FAIL {file}: " in proc.stderr and "Traceback" not in proc.stderr
+    assert failed == dict.fromkeys(failed, True) and len(failed) == 10, failed
 
 
 def test_countersigning_refuses_a_role_the_certificate_does_not_name(tsa_run, test_pki, tmp_path):
@@ -404,4 +362,9 @@ def test_an_earlier_lock_in_git_history_is_found(tmp_path):
     sp.run([*git, "rm", "-q", "--cached", "spec.lock.json"], check=True)
     sp.run([*git, "add", ".gitignore"], check=True)
     sp.run([*git, "commit", "-q", "-m", "stop versioning the lock"], check=True)
+    # the ledger beside the lock (issue 27 §5) still names the first lock: compile wrote it there
+    found = earlier_locks(new, store_root=None, lock_path=work / "spec.lock.json")
+    assert [(e["created_at"], e["source"]) for e in found] == [
+        (first["created_at"], "the ledger beside the lock, spec.locks.jsonl")]
+    (work / "spec.locks.jsonl").unlink()  # with that ledger gone too, nothing is left to tell
     assert earlier_locks(new, store_root=None, lock_path=work / "spec.lock.json") == []

@@ -194,3 +194,19 @@ def test_a_fifo_a_symlink_and_an_empty_timestamp_list_fail_within_10_seconds(sig
     assert proc.returncode == 6, proc.stdout + proc.stderr
     assert f"FAIL {TIMESTAMPS}: holds no timestamp (an empty list)" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_lone_pdf_mode_fails_an_embedded_certificate_altered_after_signing(signed_run, tmp_path):
+    """Issue 27 §5: the ESS signing-certificate hash binds the embedded certificate; the same key under an
+    altered name (the hex of the signature's /Contents edited) fails, naming the certificate and serial."""
+    data = (signed_run / "report.pdf").read_bytes()
+    old = SIGNER.encode().hex().upper().encode()
+    assert data.count(old) >= 2  # the certificate's subject and issuer (self-signed), and the signer id
+    forged = tmp_path / "report.pdf"
+    forged.write_bytes(data.replace(old, "Jane Auditer".encode().hex().upper().encode()))
+    proc = run_cli("verify", str(forged), cwd=tmp_path)
+    assert proc.returncode == 6 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert "the embedded certificate 'Jane Auditer' (serial " in proc.stderr
+    assert "is not the one it was signed with" in proc.stderr and "altered after signing" in proc.stderr
+    ok = run_cli("verify", str(signed_run / "report.pdf"), cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr

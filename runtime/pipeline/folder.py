@@ -102,8 +102,11 @@ class RunFolder:
             self.run["artifacts"].append(name)
 
     def write_csv(self, name: str, frame: pd.DataFrame) -> None:
-        """Write ``frame`` as ``name`` (no index) and list it once in ``run["artifacts"]``."""
-        self.write_bytes(name, frame.to_csv(index=False).encode("utf-8"))
+        """Write ``frame`` as ``name`` (no index), every text cell safe for a spreadsheet
+        (:func:`runtime.csvsafe.csv_bytes`, issue 41), and list it once in ``run["artifacts"]``."""
+        from runtime.csvsafe import csv_bytes
+
+        self.write_bytes(name, csv_bytes(frame))
 
     def write_text(self, name: str, text: str) -> None:
         """Write a UTF-8 text file and list it once in ``run["artifacts"]``."""
@@ -167,9 +170,11 @@ def run_state(run_dir: Path) -> tuple[str, dict[str, Any] | None]:
 
 def _held(lock: Path) -> bool:
     """Whether a live process holds the exclusive lock on ``lock``."""
-    if not lock.exists():
+    from compiler.files import is_regular
+
+    if not is_regular(lock):  # absent; a FIFO or device is never opened (issue 41: status must not hang)
         return False
-    fd = os.open(lock, os.O_RDONLY)
+    fd = os.open(lock, os.O_RDONLY | os.O_NONBLOCK)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

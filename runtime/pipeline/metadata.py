@@ -9,19 +9,25 @@ from compiler.artifacts import RUN_SCHEMA_VERSION, RunRecord, tool_info
 from compiler.designs import design_id
 from compiler.lock import lock_methods_version, package_versions
 from compiler.methods import RANKING
-from compiler.paths import portable
+from compiler.paths import recorded
 
+
+#: ``run.json`` ``execution.out_root`` of an output root outside the spec's folder (issue 41).
+OUT_BY_OPERATOR = "operator's --out"
+OUT_BY_DEFAULT = "operator's working directory (reports/)"
 
 
 def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, generated_at: str,
                timings: dict[str, float], root: Path, git: dict[str, Any] | None,
-               reproduce: list[str]) -> dict[str, Any]:
+               reproduce: list[str], operator_out: bool = False) -> dict[str, Any]:
     """The first ``run.json`` of a run (``status: running``); stages fill in counts and artifacts.
 
     Built and validated as a :class:`compiler.artifacts.RunRecord` (schema 1.1) and returned as its
     dict. ``version_changes_since_lock`` lists each package whose installed version differs from the
     one the lock recorded; ``methods_version`` is the lock's. ``run["timings"]`` is ``timings`` itself
-    (the stage timers fill it in after this call).
+    (the stage timers fill it in after this call). ``execution.out_root`` is the output root relative
+    to the spec's folder when it lies inside it, else :data:`OUT_BY_OPERATOR` (``operator_out``: the
+    operator's ``--out``) or :data:`OUT_BY_DEFAULT` (issue 41: no ``..`` path in a signed artifact).
     """
     r = compiled.resolved
     run: dict[str, Any] = {
@@ -32,7 +38,8 @@ def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, 
         "models": lock["models"], "timings": timings, "counts": dict(compiled.plan["counts"]),
         "systems_info": {}, "tasks": [t["id"] for t in compiled.plan["tasks"]], "artifacts": [],
         "status": "running",
-        "execution": {"out_root": portable(root, compiled.loaded.folder)},
+        "execution": {"out_root": recorded(root, compiled.loaded.folder,
+                                           outside=OUT_BY_OPERATOR if operator_out else OUT_BY_DEFAULT)},
         "spec_git": git, "reproduce": reproduce,
     }
     locked = lock.get("versions") or {}

@@ -7,7 +7,9 @@ an error in a later stage never loses what was already computed.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,7 @@ import pandas as pd
 from compiler import compile_spec
 from compiler.errors import InputDataError
 from compiler.lock import check_lock, read_lock, utc_now
-from compiler.paths import portable
+from compiler.paths import recorded
 from compiler.load import display_path
 from runtime.families import STATUS_COLUMNS, FamilyResult, registered
 from runtime.pipeline.context import RunContext
@@ -114,19 +116,30 @@ class RunResult:
 
 def job_texts(compiled: Any) -> dict[str, str | None]:
     """Job id -> description text (inline or read from ``description_file``)."""
+    from compiler.files import read_regular_text
+
     folder = compiled.loaded.folder
     out: dict[str, str | None] = {}
     for job in compiled.loaded.spec.jobs:
         if job.description is not None:
             out[job.id] = job.description
         elif job.description_file:
-            out[job.id] = (folder / job.description_file).read_text(encoding="utf-8")
+            out[job.id] = read_regular_text(folder / job.description_file)  # never a FIFO or device (issue 41)
         else:
             out[job.id] = None
     return out
 
 
 MSG_RESUME_MISSING = "{run}: no readable run.json; only a run folder written by `audit execute` can be resumed"
+#: ``run.json`` ``store`` of an operator's ``--store`` outside the spec's folder (issue 41).
+STORE_BY_OPERATOR = "operator's --store"
+MSG_STORE_ABOVE = ("--store {store}: the task store cannot be the spec's folder or a folder above it (the store "
+                   "ignores its whole folder in git); name a folder of its own, e.g. a new folder beside the spec")
+MSG_STORE_BAD = "--store {store}: cannot be used: {why}"
+MSG_OUTPUT_FAILED = "cannot write {path}: {why}; free space on that disk (or make it writable), then {then}"
+MSG_OUTPUT_RESUME = ("complete the run with `audit execute {spec} --resume {run}` (finished tasks are kept in the "
+                     "task store), or start a new one with another --out")
+MSG_OUTPUT_AGAIN = "run `audit execute` again, or choose another --out (remove the unfinished folder {run})"
 MSG_RESUME_DONE = "{run}: the run is complete (status done, sealed); there is nothing to resume"
 MSG_RESUME_RUNNING = ("{run}: the run is still running (a live process holds its lock, .run.lock); wait for it or "
                       "stop it first")
@@ -135,7 +148,7 @@ MSG_RESUME_OTHER_LOCK = ("{run}: the run was made under spec digest {old}, but {
                          "started with: start a new run")
 
 
-def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, keys=None,
+def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = None, quiet: bool = False, keys=None,
             resume: Path | None = None, accept_vendor_file: str | None = None, tsa: str | None = None,
             fail_on: Gate | None = None, tier: Tier = "research") -> RunResult:
     """Run a locked spec end to end and write the run folder; or complete a killed or failed one.
@@ -153,7 +166,9 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
     computed and written with the status counts into ``summary.json`` (:mod:`runtime.pipeline.summary`),
     so the manifest hashes it (written with the last ``run.json``, after the PDF is signed); a resumed
     run takes ``fail_on`` and ``tier`` from this call. A run that fails writes none (one written before
-    a failing envelope timestamp is removed).
+    a failing envelope timestamp is removed). ``store`` (the operator's ``--store``) replaces the spec's
+    task store (:func:`store_root`); ``run.json`` records it, and the output root, relative to the spec's
+    folder only when they lie inside it (issue 41).
 
     Raises
     ------
@@ -166,7 +181,9 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
     compiler.errors.InputDataError
         A data file named by the spec is wrong (exit 2).
     OutputError
-        The run folder cannot be written, or ``resume`` names a folder that cannot be resumed (exit 2).
+        The run folder cannot be written (disk full, read-only, permission: the message names the path,
+        what to do and, once ``run.json`` exists, the ``--resume`` command; issue 41), or ``resume``
+        names a folder that cannot be resumed, or ``store`` is the spec's folder or above it (exit 2).
     """
     from runtime.pipeline.folder import OutputError, run_state
     from runtime.sign import git_info, reproduce_commands, seal_run
@@ -179,9 +196,15 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
         compiled = compile_spec(spec_path)
         # every module the systems and the generator import, before any work (no run folder yet)
         check_extras(compiled.loaded, "execute")
+        store_dir = store_root(compiled, store)  # an operator's --store above the spec: refused before any write
+        if keys is not None:  # revoked: refused before any work; the status is recorded (issue 27 §2)
+            from runtime.revocation import check_keys
+
+            check_keys(keys, what="audit execute", required=bool(tsa))
         shown = display_path(spec_path)
         lock = read_lock(spec_path, shown)
         check_lock(lock, compiled.resolved, shown)
+    typed = display_path(spec_path)  # the spec as the operator typed it, for the messages
     r = compiled.resolved
     if resume is not None:
         run_dir = Path(resume)
@@ -215,14 +238,19 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
         generated_at = utc_now()
         run_id, run_dir = new_run_dir(root, r["audit"], generated_at)
         run = run_record(compiled=compiled, lock=lock, run_id=run_id, shown=shown, generated_at=generated_at,
-                         timings=timings, root=root, git=git,
+                         timings=timings, root=root, git=git, operator_out=out is not None,
                          reproduce=reproduce_commands(spec_shown=shown, git=git, tool_version=tool_version()))
     run["reused_tasks"], run["computed_tasks"] = [], []
-    if resume is None:
-        _record_lock(run, run_dir, spec_path, lock, keys, store_root(compiled))
     folder = RunFolder(run_dir, run, keys, tsa=tsa)
-    folder.hold()
-    folder.save()
+    try:
+        if resume is None:
+            _record_lock(run, run_dir, spec_path, lock, keys, store_dir)
+        folder.hold()
+        folder.save()
+    except OSError as err:
+        if output_failure(err, run_dir):
+            raise output_error(err, run_dir, typed) from None
+        raise
 
     def finish() -> None:  # summary.json and the last write of run.json; the manifest hashes them next
         kill_point("seal")
@@ -237,12 +265,12 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
         with Progress(quiet=quiet) as progress:
             ctx = RunContext(compiled=compiled, lock=lock, folder=folder, timings=timings, progress=progress,
                              accept_vendor_file=accept_vendor_file)
-            ctx.store = TaskStore(store_root(compiled))
+            ctx.store = TaskStore(store_dir)
             if resume is None:
                 from runtime.locksign import record_use
 
                 record_use(ctx.store, lock, run["run_id"])  # the ledger of locks used (issue 16)
-            run["store"] = portable(ctx.store.root, compiled.loaded.folder)
+            run["store"] = recorded(ctx.store.root, compiled.loaded.folder, outside=STORE_BY_OPERATOR)
             _run_stages(ctx)
         status = pd.concat([res.status for res in ctx.results.values()]
                            or [pd.DataFrame(columns=list(STATUS_COLUMNS))], ignore_index=True)
@@ -255,11 +283,49 @@ def execute(spec_path: Path, *, out: Path | None = None, quiet: bool = False, ke
     except BaseException as err:
         run["status"] = "failed"
         run["error"] = f"{type(err).__name__}: {err}"
-        _drop_summary(folder)
-        folder.release()
-        folder.save()
+        try:
+            _drop_summary(folder)
+            folder.release()
+            folder.save()
+        except OSError:  # the disk that failed the run: run.json keeps its last state (read as interrupted)
+            pass
+        if isinstance(err, OSError) and output_failure(err, run_dir):
+            raise output_error(err, run_dir, typed) from None
         raise
     return result
+
+
+#: ``OSError`` numbers that mean the output cannot be written: disk full, quota, read-only file system,
+#: permission, file too large (issue 41: exit 2 with the path and what to do, never a traceback).
+OUTPUT_ERRNOS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EFBIG")
+                          if hasattr(errno, n))
+
+
+def output_failure(err: OSError, folder: Path) -> bool:
+    """Whether ``err`` is a failure to write into ``folder`` (the run folder): one of
+    :data:`OUTPUT_ERRNOS`, on a path inside ``folder`` (or on no named path: a ``write`` that filled
+    the disk names none)."""
+    if err.errno not in OUTPUT_ERRNOS:
+        return False
+    if err.filename is None:
+        return True
+    try:
+        target, root = Path(os.fsdecode(err.filename)).resolve(), Path(folder).resolve()
+    except (OSError, RuntimeError, ValueError, TypeError):
+        return False
+    return target == root or root in target.parents
+
+
+def output_error(err: OSError, run_dir: Path, spec: str) -> Exception:
+    """The exit-2 error of a run folder that cannot be written: the path, why, and what to do; the
+    ``--resume`` command when ``run.json`` is there (the run stays resumable), else a new run."""
+    from runtime.pipeline.folder import OutputError
+
+    path = os.fsdecode(err.filename) if err.filename is not None else str(run_dir)
+    why = err.strerror or str(err)
+    then = (MSG_OUTPUT_RESUME.format(spec=spec, run=run_dir) if (Path(run_dir) / "run.json").is_file()
+            else MSG_OUTPUT_AGAIN.format(run=run_dir))
+    return OutputError(MSG_OUTPUT_FAILED.format(path=path, why=why, then=then))
 
 
 def _drop_summary(folder: RunFolder) -> None:
@@ -327,9 +393,27 @@ def _record_lock(run: dict[str, Any], run_dir: Path, spec_path: Path, lock: dict
               file=sys.stderr)
 
 
-def store_root(compiled: Any) -> Path:
-    """The task store of a spec: ``execution.store`` relative to the spec's folder, default
-    ``.audit-store/`` there (non-semantic: not hashed)."""
+def store_root(compiled: Any, store: Path | None = None) -> Path:
+    """The task store of a spec: the operator's ``store`` (``--store``) when given, else
+    ``execution.store`` relative to the spec's folder (validated to lie inside it, issue 41), default
+    ``.audit-store/`` there (non-semantic: not hashed).
+
+    Raises
+    ------
+    OutputError
+        ``store`` is the spec's folder or one of its ancestors (the store ignores its whole folder in
+        git: the spec, its lock and its data would drop out of the repository; exit 2).
+    """
+    if store is not None:
+        from runtime.pipeline.folder import OutputError
+
+        try:
+            folder, target = compiled.loaded.folder.resolve(), Path(store).resolve()
+        except (OSError, RuntimeError, ValueError) as err:
+            raise OutputError(MSG_STORE_BAD.format(store=store, why=getattr(err, "strerror", None) or err)) from None
+        if target == folder or target in folder.parents:
+            raise OutputError(MSG_STORE_ABOVE.format(store=store))
+        return Path(store)
     knob = compiled.loaded.spec.execution.store
     return compiled.loaded.folder / (knob or DEFAULT_STORE)
 

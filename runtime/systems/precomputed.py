@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from compiler.errors import InputDataError, LockError
-from compiler.score_file import (lines_text, missing_cells, read_blind_scores, read_csv_records, read_score_file,
-                                 values_text)
+from compiler.score_file import (lines_text, missing_cells, parse_number, read_blind_scores, read_csv_records,
+                                 read_score_file, values_text)
 from runtime.systems import system
 from runtime.systems.base import ScoreRequest, SystemAdapter
 
@@ -35,6 +35,8 @@ MSG_SCORES_HEADER = "{path}: a population score file needs the columns job_id, c
 MSG_SCORES_ID = "{path}:{line}: unknown profile {cv!r} for job {job!r}; ids are <job id>-p00001 ... (see profiles.csv)"
 MSG_SCORES_DUP = "{path}:{line}: profile {cv!r} of job {job!r} is scored twice (also line {first})"
 MSG_SCORES_RANGE = "{path}:{line}: score {value!r} is not a number in score_range {rng}"
+MSG_SCORES_NAN = ("{path}:{line}: score {value!r} (column 'score') is not a number; a score is written with ASCII "
+                  "digits as [+-]digits[.digits][e[+-]digits], e.g. 72, 0.85 or -1.5e-3")
 MSG_SCORES_MISSING = "{path}: {n} profiles have no score, e.g. {example}"
 
 
@@ -177,11 +179,10 @@ def read_population_scores(path: Path, shown: str, profiles: pd.DataFrame,
         if key in seen:
             raise InputDataError(MSG_SCORES_DUP.format(path=shown, line=i, cv=r["cv_id"], job=r["job_id"], first=seen[key]))
         seen[key] = i
-        try:
-            s = float(r["score"])
-        except ValueError:
-            s = float("nan")
-        if not (np.isfinite(s) and lo <= s <= hi):
+        s = parse_number(r["score"])  # the strict form of a number (issue 41): no 4_5, no ٤٥
+        if s is None:
+            raise InputDataError(MSG_SCORES_NAN.format(path=shown, line=i, value=r["score"]))
+        if not lo <= s <= hi:
             raise InputDataError(MSG_SCORES_RANGE.format(path=shown, line=i, value=r["score"], rng=[lo, hi]))
         out.append((r["job_id"], r["cv_id"], s))
     missing = known - set(seen)
