@@ -227,12 +227,13 @@ def parse_bool(cell: str) -> int | None:
 
 def parse_number(cell: str) -> float | None:
     """A score cell as a float when it is a finite number written as :data:`NUMBER` (surrounding
-    spaces ignored); None otherwise (``4_5``, ``٤٥``, ``４５``, ``nan``, ``inf``, ``1e999``, ``.5``).
+    ASCII spaces and tabs ignored); None otherwise (``4_5``, ``٤٥``, ``４５``, ``nan``, ``inf``, ``1e999``,
+    ``.5``, and a number beside a no-break or other Unicode space).
 
     Python's ``float`` alone would accept digit grouping and every Unicode decimal digit (issue 41); the
     pattern decides what is a number, ``float`` then only converts it.
     """
-    text = cell.strip()
+    text = cell.strip(" \t")  # str.strip() would also drop U+00A0 and every Unicode space
     if not NUMBER.fullmatch(text):
         return None
     x = float(text)

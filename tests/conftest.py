@@ -96,6 +96,18 @@ def run_cli(*args: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedPr
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+#: ``audit`` with ``verify_run``'s clock fixed (tests of validation in the future: issue 27 §2, §3).
+AT_CLOCK = ("import datetime as dt, runtime.verify as v; f = v.verify_run; at = dt.datetime.fromisoformat({at!r}); "
+             "v.verify_run = lambda *a, now=None, **k: f(*a, now=at, **k); from runtime.cli import main; main()")
+
+
+def cli_at(at: dt.datetime, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The real ``audit`` console entry point (as ``conftest.run_cli``), verifying at ``at``."""
+    env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
+    return subprocess.run([sys.executable, "-c", AT_CLOCK.format(at=at.isoformat()), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
 # --- local LLM server (issue 3) -------------------------------------------------------------
 #: Environment of subprocesses that call litellm: offline cost map, no telemetry.
 LLM_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False"}

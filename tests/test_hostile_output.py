@@ -82,6 +82,7 @@ def test_a_store_outside_or_at_the_spec_folder_is_refused_and_nothing_is_written
     ("45", 45.0), (" -0.5 ", -0.5), ("+1.5e-3", 0.0015), ("1E2", 100.0), ("007", 7.0),
     ("4_5", None), ("1_0.5", None), ("٤٥", None), ("４５", None), ("nan", None), ("inf", None), ("-inf", None),
     ("1e999", None), (".5", None), ("5.", None), ("0x10", None), ("1,5", None), ("", None), ("4 5", None),
+    ("\t0.5", 0.5), ("0.5\u00a0", None), ("\u20030.5", None),
 ])
 def test_a_number_is_read_only_in_its_strict_form(cell, value):
     assert parse_number(cell) == value

@@ -25,24 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import pki_key_dir
+from conftest import cli_at as _cli_at, pki_key_dir
 from independent import nss_db, pdfsig
 
 pytestmark = pytest.mark.slow
 DAY = dt.timedelta(days=1)
 
 #: ``python -c`` program: the ``audit`` CLI with the verifier's clock at ``{at}`` (ISO 8601).
-_AT_CLOCK = ("import datetime as dt, runtime.verify as v; f = v.verify_run; at = dt.datetime.fromisoformat({at!r}); "
-             "v.verify_run = lambda *a, now=None, **k: f(*a, now=at, **k); from runtime.cli import main; main()")
-
-
-def _cli_at(at: dt.datetime, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """The real ``audit`` console entry point (as ``conftest.run_cli``), verifying at ``at``."""
-    env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
-    return subprocess.run([sys.executable, "-c", _AT_CLOCK.format(at=at.isoformat()), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
-
-
 @dataclass(frozen=True)
 class _Signed:
     name: str

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_SCORES, TINY_SPEC, run_cli
+from conftest import TINY_SCORES, TINY_SPEC, cli_at, run_cli
 from pki import COMPROMISED_AFTER_DAYS, serve
 from runtime import keys as K
 from runtime.verify import resolve_trust, verify_run
@@ -123,13 +123,17 @@ def test_a_b_b_run_verified_after_its_signer_was_revoked_fails_naming_the_date(c
     try:
         trust = resolve_trust(pubkey=None, cert=[test_pki.root_pem], key_dir=None, run_dir=compromised_run)
         report = verify_run(compromised_run, trust=trust, now=later)
+        proc = cli_at(later, "verify", str(compromised_run), "--cert", str(test_pki.root_pem), cwd=compromised_run)
     finally:
         test_pki.set_time(None)
     since = (test_pki.built_at + COMPROMISED_AFTER_DAYS * DAY).strftime("%Y-%m-%d %H:%M:%S UTC")
     assert not report.ok
     text = "\n".join(str(f) for f in report.failures)
-    assert f"revocation checked: the certificate 'Carl Compromised'" in text, text
+    assert "revocation checked: the certificate 'Carl Compromised'" in text, text
     assert f"is revoked since {since} (reason: a compromised key)" in text, text
+    assert proc.returncode == 6 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert (f"FAIL report.pdf: signature 'AuditSignature': revocation checked: the certificate 'Carl Compromised' "
+            f"(serial ") in proc.stderr and f"is revoked since {since}" in proc.stderr, proc.stderr
 
 
 def test_offline_revocation_is_recorded_as_not_checked(tmp_path):
