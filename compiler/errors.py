@@ -24,7 +24,20 @@ class Issue:
         if self.line is not None:
             where += f":{self.line}:{self.col or 1}"
         key = f" {self.path}:" if self.path else ""
-        return f"{where}:{key} {self.message}"
+        return f"{where}:{key} {elide(self.message)}"
+
+
+#: The most characters of one message printed; a longer one (it quotes a long value of the spec) keeps its
+#: start and its end, which says what is allowed (issue 41: a 200 KB value used by 45 aliases printed 9 MB).
+MAX_MESSAGE_CHARS = 1000
+
+
+def elide(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``message`` with its middle replaced by ``… [N characters omitted] …`` when longer than ``limit``."""
+    if len(message) <= limit:
+        return message
+    head, tail = message[: limit * 7 // 10], message[-(limit * 2 // 10):]
+    return f"{head} … [{len(message) - len(head) - len(tail):,} characters omitted] … {tail}"
 
 
 class AuditError(Exception):

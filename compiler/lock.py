@@ -22,7 +22,7 @@ from typing import Any
 from compiler import methods
 from compiler.artifacts import (LOCK_SCHEMA_VERSION, TOOL_NAME, ArtifactError, ArtifactVersionError, Lock,
                                 LockVersionError, tool_info, tool_version, utc_now, validate_artifact)
-from compiler.errors import LockError
+from compiler.errors import AuditError, LockError
 from compiler.hashing import digest
 from compiler.plan import plan_digest
 from compiler.systems import hook_for
@@ -117,6 +117,7 @@ def append_ledger(spec_path: Path, lock: dict[str, Any], event: str) -> None:
                        "spec_digest": (lock.get("spec_digest") or {}).get("digest"), "event": event},
                       sort_keys=True, ensure_ascii=True)
     path = ledger_path(spec_path)
+    refuse_link(path)
     if line in read_ledger_lines(path):
         return
     with open(path, "a", encoding="utf-8") as fh:
@@ -168,7 +169,23 @@ def build_lock(resolved: dict[str, Any], plan: dict[str, Any], *, spec_file: str
     }).dump()
 
 
+def refuse_link(path: Path) -> None:
+    """A file ``audit compile`` writes (lock, plan, ledger) must not be a symbolic link: a received spec's
+    folder could otherwise make compile write anywhere (issue 41).
+
+    Raises
+    ------
+    AuditError
+        ``path`` is a symbolic link (exit 2; the message says what to do).
+    """
+    if path.is_symlink():
+        raise AuditError(f"{path} is a symbolic link (to {os.readlink(path)}); audit compile never writes through a "
+                         "link: remove it and compile again")
+
+
 def write_json(path: Path, value: Any) -> None:
+    """Write ``value`` as indented JSON to ``path`` (never through a symbolic link: :func:`refuse_link`)."""
+    refuse_link(path)
     path.write_text(json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

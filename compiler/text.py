@@ -37,8 +37,12 @@ FORBIDDEN_RANGES: tuple[tuple[int, int], ...] = (
     *((p * 0x10000 + 0xFFFE, p * 0x10000 + 0xFFFF) for p in range(17)),  # non-characters U+xFFFE/F
 )
 
-#: Allowed in input but escaped on a terminal: invisible bidi marks and the Unicode line separators.
-_INVISIBLE = (0x061C, 0x200E, 0x200F, 0x2028, 0x2029)
+#: Allowed in input but escaped on a terminal (ranges): invisible bidi marks (ALM, LRM, RLM), the Unicode
+#: line separators, and the invisible format characters a name never needs to show, so a printed cell
+#: cannot look like another (zero-width space, word joiner and invisible operators, the byte-order mark,
+#: the tag characters). ZWJ and ZWNJ stay as they are: scripts such as Persian and Devanagari need them.
+_INVISIBLE_RANGES = ((0x061C, 0x061C), (0x200B, 0x200B), (0x200E, 0x200F), (0x2028, 0x2029), (0x2060, 0x2064),
+                     (0xFEFF, 0xFEFF), (0xE0000, 0xE007F))
 
 
 def _class(ranges) -> str:
@@ -46,8 +50,8 @@ def _class(ranges) -> str:
 
 
 _FORBIDDEN = re.compile(f"[{_class(FORBIDDEN_RANGES)}]")
-_UNSAFE = re.compile(f"[{_class(FORBIDDEN_RANGES)}{_class((c, c) for c in _INVISIBLE)}]")
-_UNSAFE_LINES = re.compile(f"[\\t\\n\\r{_class(FORBIDDEN_RANGES)}{_class((c, c) for c in _INVISIBLE)}]")
+_UNSAFE = re.compile(f"[{_class(FORBIDDEN_RANGES)}{_class(_INVISIBLE_RANGES)}]")
+_UNSAFE_LINES = re.compile(f"[\\t\\n\\r{_class(FORBIDDEN_RANGES)}{_class(_INVISIBLE_RANGES)}]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 

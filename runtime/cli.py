@@ -188,8 +188,8 @@ def compile_(
     from compiler import compile_spec
     from compiler.errors import AuditError
     from compiler.load import display_path
-    from compiler.lock import (MSG_REASON_REQUIRED, amend, append_ledger, build_lock, existing_lock,
-                               lock_methods_version, lock_path, plan_path, require_amendment,
+    from compiler.lock import (MSG_REASON_REQUIRED, amend, append_ledger, build_lock, existing_lock, ledger_path,
+                               lock_methods_version, lock_path, plan_path, refuse_link, require_amendment,
                                require_methods_amendment, write_json)
     from compiler.methods import METHODS_VERSION
     from compiler.plan import plan_file
@@ -217,6 +217,8 @@ def compile_(
                 raise (require_methods_amendment(old, spec=shown) if same_spec
                        else require_amendment(old, lock, spec=shown))
             lock = amend(old, lock, reason=reason.strip())  # a deliberate change: earlier entries stay
+        for path in (plan_path(spec), lock_path(spec), ledger_path(spec)):  # checked before anything is written
+            refuse_link(path)
         write_json(plan_path(spec), plan_file(compiled.plan, generated_at=lock["generated_at"]))
         write_json(lock_path(spec), lock)
         append_ledger(spec, lock, "amended" if old is not None and "resolved_spec" in old else "compiled")
@@ -694,9 +696,11 @@ def verify(
     if not path.exists():
         raise AuditError(f"{path}: no such run folder or PDF")
     is_dir = path.is_dir()
-    from runtime.keys import KeyMaterialError
+    from runtime.keys import KeyMaterialError, named_key_dir
 
     try:
+        # --key-dir is checked whenever it supplies a pin; $AUDIT_KEY_DIR (ambient) only when nothing else does
+        named_key_dir(key_dir, needed=(pubkey is None or not cert) if key_dir is not None else (pubkey is None and not cert))
         trust = resolve_trust(pubkey=pubkey, cert=cert, key_dir=key_dir, run_dir=path if is_dir else None,
                               pdf=None if is_dir else path)
     except KeyMaterialError as err:  # a malformed key or certificate: the verification fails (exit 6)

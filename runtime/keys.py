@@ -81,6 +81,35 @@ def default_key_dir() -> Path:
     return base / "audit-compiler" / "keys"
 
 
+def named_key_dir(key_dir: Path | None, *, needed: bool = True) -> Path | None:
+    """The key directory the operator named (``--key-dir``, else ``$AUDIT_KEY_DIR``), checked: a named
+    directory that does not exist, or holds neither ``manifest.pub`` nor ``signer.crt``, is an error, so a
+    typo never downgrades ``audit verify`` to "nothing was pinned" (issue 41). None when none was named.
+
+    Raises
+    ------
+    KeyMaterialError
+        The named directory is missing, or holds no public key or certificate (only when ``needed``).
+    """
+    import stat
+
+    if key_dir is None and not os.environ.get(KEY_DIR_ENV):
+        return None
+    kd, by = (Path(key_dir), "--key-dir") if key_dir is not None else (Path(os.environ[KEY_DIR_ENV]), f"${KEY_DIR_ENV}")
+
+    def regular(p: Path) -> bool:
+        try:
+            return stat.S_ISREG(os.stat(p).st_mode)
+        except OSError:
+            return False
+
+    if needed and not any(regular(kd / n) for n in (MANIFEST_PUB, SIGNER_CRT)):
+        what = "is not a folder" if not kd.is_dir() else f"holds neither {MANIFEST_PUB} nor {SIGNER_CRT}"
+        raise KeyMaterialError(f"{kd} (named by {by}) {what}: nothing there to pin the signer with; name the "
+                               "folder of the signer's public key and certificate, or drop the option")
+    return kd
+
+
 def key_id(public_key) -> str:
     """Key id of an Ed25519 public key: sha256 hex of its 32 raw bytes."""
     from cryptography.hazmat.primitives import serialization
@@ -259,9 +288,17 @@ def expiry_warnings(certs: list, now: dt.datetime, days: int = EXPIRY_WARNING_DA
     return out
 
 
+#: The most a key, certificate or PKCS#12 file may hold (a chain of a few certificates is a few KB).
+MAX_KEY_FILE_BYTES = 1 << 20
+
+
 def _read(path: Path) -> bytes:
+    """A key or certificate file's bytes: a regular file only (a FIFO or device given as ``--cert`` is never
+    opened), at most :data:`MAX_KEY_FILE_BYTES` read (issue 41)."""
+    from compiler.files import read_regular
+
     try:
-        return path.read_bytes()
+        return read_regular(path, cap=MAX_KEY_FILE_BYTES, shown=str(path))
     except OSError as err:
         raise KeyMaterialError(MSG_UNREADABLE.format(file=path, err=err.strerror or err)) from None
 

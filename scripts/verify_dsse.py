@@ -161,8 +161,10 @@ def _sealed_length(stmt: dict, name: str) -> object:
     return next((a.get("bytes") for a in arts or [] if isinstance(a, dict) and a.get("path") == name), None)
 
 
-def check_subject(run_dir: Path, stmt: dict, subject: dict) -> tuple[list[str], str | None]:
-    """Problems of one subject, and for a sealed revision a note on the bytes that follow it."""
+def check_subject(run_dir: Path, stmt: dict, subject: dict, countersigned: bool = True) -> tuple[list[str], str | None]:
+    """Problems of one subject, and for a sealed revision a note on the bytes that follow it. Bytes after the
+    sealed revision are allowed only when ``countersigned`` (the envelope has more than the auditor's
+    signature): without a countersignature ``report.pdf`` is exactly its sealed length."""
     name, want = subject["name"], subject["digest"]["sha256"]
     if not _safe_name(name):
         return [f"{ENVELOPE}: subject name {name!r} is not a relative path inside the run folder"], None
@@ -187,6 +189,9 @@ def check_subject(run_dir: Path, stmt: dict, subject: dict) -> tuple[list[str], 
         return [f"{name}: {total} bytes, shorter than the {size} bytes signed (truncated)"], None
     if total > size and not sealed:
         return [f"{name}: {total} bytes, longer than the {size} bytes signed (appended to)"], None
+    if total > size and not countersigned:
+        return [f"{name}: {total} bytes, longer than its sealed revision of {size} bytes, and nobody countersigned "
+                "the envelope (appended to after sealing)"], None
     got, _ = sha256_prefix(path, size)
     if got != want:
         what = f"its first {size} bytes (the sealed revision)" if sealed else "its sha256"
@@ -209,12 +214,16 @@ def problems_and_notes(run_dir: Path, auditor, countersigners=()) -> tuple[list[
         problems.append(f"{MANIFEST}: missing or not a regular file")
     elif manifest.read_bytes() != expected:
         problems.append(f"{MANIFEST}: differs from the signed predicate")
+    try:  # check_envelope read it already; a countersignature adds a signature to it (audit sign)
+        countersigned = len(json.loads((run_dir / ENVELOPE).read_text(encoding="utf-8"))["signatures"]) > 1
+    except (OSError, ValueError, KeyError, TypeError):
+        countersigned = False
     named = set()
     for subject in stmt["subject"]:
         if subject["name"] in named:
             problems.append(f"{subject['name']}: named by two subjects")
         named.add(subject["name"])
-        bad, note = check_subject(run_dir, stmt, subject)
+        bad, note = check_subject(run_dir, stmt, subject, countersigned)
         problems += bad
         notes += [note] if note else []
     for folder, dirs, files in os.walk(run_dir, followlinks=False):

@@ -264,3 +264,30 @@ def test_folded_and_multi_line_scalars_stay_valid(tmp_path):
     (tmp_path / "spec.yaml").write_text(TINY_SPEC.replace("title: Tiny precomputed audit",
                                                           "title: >-\n  Tiny\n  precomputed\n\n  audit"))
     assert load_spec(tmp_path / "spec.yaml").spec.title == "Tiny precomputed\naudit"
+
+
+@pytest.mark.parametrize("char, shown", [("\ufeff", "\\ufeff"), ("\u200b", "\\u200b"), ("\U000e0041", "\\U000e0041"),
+                                         ("\u2060", "\\u2060"), ("\u200d", "\u200d"), ("é", "é")])
+def test_invisible_format_characters_are_escaped_when_printed(char, shown):
+    """Found by a hostile trial: a byte-order mark or zero-width space inside a printed cell made
+    '(j1, c1, V01)' look valid; ZWJ (Persian, Devanagari) and letters print as they are."""
+    assert terminal_safe(f"c{char}1") == f"c{shown}1"
+
+
+def test_a_long_value_quoted_by_errors_is_elided_so_output_stays_small(tmp_path):
+    """Found by a hostile trial: a 200 KB value, used by 45 aliases where it is invalid, printed 9 MB of
+    errors; each message now keeps its start and end (MAX_MESSAGE_CHARS) and says how much it left out."""
+    from compiler.errors import MAX_MESSAGE_CHARS
+
+    big = "y" * 200_000
+    table = "\n".join(f"    V{i:02d}: {{sex_gender: *d}}" for i in range(1, 46))
+    spec = TINY_SPEC.replace("title: Tiny precomputed audit", f"title: &d '{big}'").replace(
+        "    V01: {sex_gender: F}", table)
+    (tmp_path / "spec.yaml").write_text(spec)
+    (tmp_path / "scores.csv").write_text(TINY_SCORES)
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[:2000]
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("error:")]
+    assert len(lines) == 45
+    assert all(len(x) < MAX_MESSAGE_CHARS + 200 and "characters omitted] …" in x for x in lines), lines[0][:300]
+    assert len(proc.stderr) < 100_000

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from compiler.paths import recorded
 from compiler.score_file import parse_number
-from conftest import TINY_SPEC, run_cli
+from conftest import TINY_SCORES, TINY_SPEC, run_cli
 from runtime.csvsafe import NUMBER, TRIGGERS, csv_bytes, neutralise, restore
 
 LINK = '=HYPERLINK("http://example.invalid/x","click")'
@@ -268,3 +268,51 @@ def test_a_full_disk_at_export_leaves_no_partial_vendor_file(tmp_path, small_dis
     assert ("); nothing was written there: free space on that disk (or make it writable), or choose another "
             "--for-vendor folder") in proc.stderr
     assert tree(disk.path) == {}  # neither the vendor's folder nor the temporary one
+
+
+def test_symbolic_links_in_a_received_spec_folder_never_lead_writes_outside(tmp_path):
+    """Issue 41, found by a hostile trial: a link planted as the default store, as the lock's ledger or as
+    the run's audit folder is refused (exit 2, named); nothing is written where it points."""
+    folder, outside = tmp_path / "received", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / "spec.yaml").write_text(TINY_SPEC)
+    (folder / "scores.csv").write_text(TINY_SCORES)
+    (folder / "spec.locks.jsonl").symlink_to(outside / "ledger")
+    proc = run_cli("compile", "spec.yaml", cwd=folder)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"spec.locks.jsonl is a symbolic link (to {outside / 'ledger'}); audit compile never writes through a link" \
+        in proc.stderr
+    assert not (folder / "spec.lock.json").exists() and not (folder / "spec.plan.json").exists()
+    (folder / "spec.locks.jsonl").unlink()
+    assert run_cli("compile", "spec.yaml", cwd=folder).returncode == 0
+    (folder / ".audit-store").symlink_to(outside)
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=folder)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"the task store .audit-store resolves to {outside}, outside the spec's folder (a symbolic link)" in proc.stderr
+    (folder / ".audit-store").unlink()
+    (folder / "reports").mkdir()
+    (folder / "reports" / "tiny-audit").symlink_to(outside)
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=folder)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "reports/tiny-audit is a symbolic link" in proc.stderr and "never written through a link" in proc.stderr
+    assert list(outside.iterdir()) == []
+
+
+def test_verify_refuses_a_named_key_dir_that_holds_nothing_and_never_opens_a_fifo_cert(signed_run, tmp_path,
+                                                                                         monkeypatch):
+    """A typo in --key-dir (or $AUDIT_KEY_DIR) must not downgrade verification to "nothing was pinned";
+    a FIFO or a device given as --cert or --pubkey is named, never opened (exit 6 within seconds)."""
+    proc = run_cli("verify", str(signed_run), "--key-dir", str(tmp_path / "typo"), cwd=tmp_path)
+    assert proc.returncode == 6 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert f"FAIL {tmp_path / 'typo'} (named by --key-dir) is not a folder: nothing there to pin" in proc.stderr
+    monkeypatch.setenv("AUDIT_KEY_DIR", str(tmp_path))  # a folder, but no manifest.pub or signer.crt
+    proc = run_cli("verify", str(signed_run), cwd=tmp_path)
+    assert proc.returncode == 6 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert "(named by $AUDIT_KEY_DIR) holds neither manifest.pub nor signer.crt" in proc.stderr
+    monkeypatch.delenv("AUDIT_KEY_DIR")
+    os.mkfifo(tmp_path / "fifo.pem")
+    for opt, path in (("--cert", tmp_path / "fifo.pem"), ("--pubkey", tmp_path / "fifo.pem"), ("--cert", "/dev/zero")):
+        proc = run_cli("verify", str(signed_run), opt, str(path), cwd=tmp_path, timeout=20)
+        assert proc.returncode == 6 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+        assert "not a regular file" in proc.stderr

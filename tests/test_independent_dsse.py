@@ -202,3 +202,17 @@ def test_the_reference_verifier_imports_only_securesystemslib_hashlib_and_the_st
     modules |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert modules == {"__future__", "argparse", "hashlib", "json", "os", "stat", "sys", "pathlib",
                        "securesystemslib", "cryptography"}
+
+
+def test_bytes_appended_to_a_run_nobody_countersigned_fail_the_reference_verifier(signed_run, key_dir, tmp_path):
+    """Found by a hostile trial: the rule says that without countersignatures report.pdf is exactly its
+    sealed length; an appended revision (an "ALL PASS" annotation, say) on such a run fails (exit 6)."""
+    copy = tmp_path / "run"
+    shutil.copytree(signed_run, copy)
+    size = (copy / "report.pdf").stat().st_size
+    with open(copy / "report.pdf", "ab") as fh:
+        fh.write(b"\n% an incremental update nobody countersigned\n")
+    proc = verify_dsse_cli(copy, key_dir / K.MANIFEST_PUB, cwd=tmp_path)
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert (f"FAIL report.pdf: {size + 46} bytes, longer than its sealed revision of {size} bytes, and nobody "
+            "countersigned the envelope (appended to after sealing)") in proc.stderr

@@ -32,8 +32,10 @@ ORG = "Acme Audits"
 
 @pytest.fixture(autouse=True)
 def _no_default_keys(tmp_path, monkeypatch):
-    """No key directory of the machine running the tests is a pin."""
-    monkeypatch.setenv(K.KEY_DIR_ENV, str(tmp_path / "no-default-keys"))
+    """No key directory of the machine running the tests is a pin: no $AUDIT_KEY_DIR (a named one that holds
+    nothing is an error, issue 41), and the default one under an empty $XDG_CONFIG_HOME."""
+    monkeypatch.delenv(K.KEY_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-default-config"))
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +97,7 @@ def test_the_forgery_is_not_pinned_by_key_material_inside_the_run_folder(forged,
         assert strict.returncode == 6, (way, strict.stdout + strict.stderr)
         assert "FAIL manifest.pub: not pinned (nothing was pinned; --require-pinned)" in strict.stderr, way
         assert "Traceback" not in strict.stderr
-        monkeypatch.setenv(K.KEY_DIR_ENV, str(tmp_path / "no-default-keys"))
+        monkeypatch.delenv(K.KEY_DIR_ENV, raising=False)
 
 
 def test_the_forgery_fails_against_the_real_auditors_keys(forged, key_dir, tmp_path):

@@ -50,6 +50,9 @@ def new_run_dir(root: Path, audit: str, when: str) -> tuple[str, Path]:
     stamp = when.replace("-", "").replace(":", "")
     base = root / audit
     run_id, n = stamp, 1
+    if base.is_symlink():  # a link planted in the output root would take the run elsewhere (issue 41)
+        raise OutputError(MSG_OUT.format(root=root, err=f"{base} is a symbolic link (to {os.readlink(base)}); "
+                                                        "a run folder is never written through a link: remove it"))
     try:
         base.mkdir(parents=True, exist_ok=True)
         while True:

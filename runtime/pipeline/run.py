@@ -136,6 +136,8 @@ STORE_BY_OPERATOR = "operator's --store"
 MSG_STORE_ABOVE = ("--store {store}: the task store cannot be the spec's folder or a folder above it (the store "
                    "ignores its whole folder in git); name a folder of its own, e.g. a new folder beside the spec")
 MSG_STORE_BAD = "--store {store}: cannot be used: {why}"
+MSG_STORE_LINK = ("the task store {store} resolves to {target}, outside the spec's folder (a symbolic link): a spec's "
+                  "store stays inside its folder; remove the link, or give the operator's --store DIR")
 MSG_OUTPUT_FAILED = "cannot write {path}: {why}; free space on that disk (or make it writable), then {then}"
 MSG_OUTPUT_RESUME = ("complete the run with `audit execute {spec} --resume {run}` (finished tasks are kept in the "
                      "task store), or start a new one with another --out")
@@ -415,7 +417,18 @@ def store_root(compiled: Any, store: Path | None = None) -> Path:
             raise OutputError(MSG_STORE_ABOVE.format(store=store))
         return Path(store)
     knob = compiled.loaded.spec.execution.store
-    return compiled.loaded.folder / (knob or DEFAULT_STORE)
+    path = compiled.loaded.folder / (knob or DEFAULT_STORE)
+    try:  # the spec names a folder inside its own; a symbolic link must not lead it out (issue 41)
+        folder, target = compiled.loaded.folder.resolve(), path.resolve()
+    except (OSError, RuntimeError) as err:
+        from runtime.pipeline.folder import OutputError
+
+        raise OutputError(MSG_STORE_LINK.format(store=path, target=f"nowhere ({err})")) from None
+    if folder not in target.parents:
+        from runtime.pipeline.folder import OutputError
+
+        raise OutputError(MSG_STORE_LINK.format(store=path, target=target))
+    return path
 
 
 def _plan_ids(ctx: RunContext, *, system: str | None = None) -> list[str]:
