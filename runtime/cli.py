@@ -615,8 +615,13 @@ def keygen(
         if not tsa.startswith(("http://", "https://")):
             raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
         tsa_certs = token_certificates_pem(request_token(tsa, hashlib.sha256(os.urandom(32)).digest()))
+    from runtime.revocation import check_chain
+
+    def vet(certificate, chain):  # an imported certificate: revoked is refused; with a TSA the status is required
+        return check_chain([certificate, *chain], what="audit keygen", required=bool(tsa))
+
     keys = make_keys(kd, signer=signer, organisation=organisation, days=days, force=force, p12=p12, cert=cert,
-                     key=key, manifest_key=manifest_key, role=role, tsa=tsa, tsa_certs=tsa_certs)
+                     key=key, manifest_key=manifest_key, role=role, tsa=tsa, tsa_certs=tsa_certs, vet=vet)
     from runtime.keys import describe_person
 
     console = _console()

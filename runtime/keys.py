@@ -445,7 +445,7 @@ def self_signed_certificate(key, name: str, days: int, organisation: str | None 
 def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days: int = DEFAULT_DAYS,
            force: bool = False, p12: Path | None = None, cert: Path | None = None, key: Path | None = None,
            manifest_key: Path | None = None, role: str | None = None, tsa: str | None = None,
-           tsa_certs: bytes | None = None) -> SigningKeys:
+           tsa_certs: bytes | None = None, vet=None) -> SigningKeys:
     """Create (or import) the key material of a key directory and return it loaded.
 
     Parameters
@@ -465,14 +465,17 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
         (chain after it) and private key; copied into the directory instead of a self-signed pair.
     manifest_key : Path, optional
         An existing Ed25519 private key (PEM) to use for the manifest instead of a new one.
+    vet : callable, optional
+        ``vet(certificate, chain)`` is called for an imported certificate before anything is written; it
+        raises to refuse it and returns what the loaded keys keep as ``revocation``. ``audit keygen``
+        passes the revocation check (:func:`runtime.revocation.check_chain`, issue 27 §2).
 
     Raises
     ------
     KeyMaterialError
         Files exist and ``force`` is false; imported material is unreadable or does not match; an
-        imported certificate (or one of its chain) is expired or not yet valid (issue 16), or revoked
-        (:class:`runtime.revocation.RevokedCertificateError`, issue 27 §2: asked online of the OCSP
-        responder or CRL it names; with ``tsa`` a status that cannot be obtained is refused too).
+        imported certificate (or one of its chain) is expired or not yet valid (issue 16); or what ``vet``
+        raises (a revoked certificate: :class:`runtime.revocation.RevokedCertificateError`).
     """
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
@@ -523,9 +526,7 @@ def keygen(key_dir: Path, *, signer: str, organisation: str | None = None, days:
         problems = validity_problems([imported, *chain], dt.datetime.now(dt.timezone.utc))
         if problems:
             raise KeyMaterialError("; ".join(problems) + "; keygen refuses a certificate that cannot sign now")
-        from runtime.revocation import check_chain  # revoked: refused; with a TSA the status is required
-
-        revocation = check_chain([imported, *chain], what="audit keygen", required=bool(tsa))
+        revocation = vet(imported, chain) if vet is not None else None  # revoked: refused before any write
     else:
         revocation = None
 
