@@ -304,7 +304,12 @@ def test_verify_works_on_a_copy_with_only_the_public_key_and_certificate(signed_
         assert "not pinned" not in proc.stderr, given_one
         assert ("authenticated by the pinned manifest signature" in proc.stdout if given_one[0] == "--pubkey"
                 else "the key named in the signed report.pdf" in proc.stdout)
-    # without any pinned key, the folder's own copies are used and the output says it is not pinned
+    # a named key directory that holds no key pins nothing: a failure, not a quiet "not pinned" (issue 41)
+    proc = subprocess.run([os.sys.executable, "-c", "from runtime.cli import main; main()", "verify", str(copy)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 6 and "(named by $AUDIT_KEY_DIR) is not a folder" in proc.stderr, proc.stderr
+    # without any key directory, the folder's own copies are used and the output says it is not pinned
+    env = {k: v for k, v in env.items() if k != "AUDIT_KEY_DIR"} | {"XDG_CONFIG_HOME": str(tmp_path / "no-config")}
     proc = subprocess.run([os.sys.executable, "-c", "from runtime.cli import main; main()", "verify", str(copy)],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and "signer not pinned" in proc.stderr
@@ -351,7 +356,7 @@ def test_resigned_folder_with_a_substituted_key_fails_against_the_pinned_key(sig
                for f in report.failures), [str(f) for f in report.failures]
 
 
-def test_verify_a_lone_pdf_and_appended_bytes(signed_run, key_dir, tmp_path):
+def test_verify_a_lone_pdf_and_appended_bytes(signed_run, key_dir, tmp_path, monkeypatch):
     pdf = tmp_path / "report.pdf"
     shutil.copy(signed_run / "report.pdf", pdf)
     proc = run_cli("verify", str(pdf), "--cert", str(key_dir / "signer.crt"), cwd=tmp_path)
@@ -359,6 +364,10 @@ def test_verify_a_lone_pdf_and_appended_bytes(signed_run, key_dir, tmp_path):
     assert "PDF metadata: spec sha256" in proc.stdout and "seed 7" in proc.stdout
     assert "not pinned" not in proc.stderr
     proc = run_cli("verify", str(pdf), "--key-dir", str(tmp_path / "none"), cwd=tmp_path)
+    assert proc.returncode == 6 and "(named by --key-dir) is not a folder" in proc.stderr  # issue 41
+    monkeypatch.delenv("AUDIT_KEY_DIR", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))  # no default key directory
+    proc = run_cli("verify", str(pdf), cwd=tmp_path)
     assert proc.returncode == 0 and "signer not pinned: checked against the certificate embedded in the PDF" in proc.stderr
     with open(pdf, "ab") as fh:
         fh.write(b"\n% appended\n")
