@@ -15,7 +15,6 @@ import json
 import os
 import platform
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +94,13 @@ def plan_path(spec_path: Path) -> Path:
 
 def ledger_path(spec_path: Path) -> Path:
     """The ledger of locks beside the lock: ``<spec>.locks.jsonl`` (issue 27 §5), committed with it."""
-    return spec_path.with_name(spec_path.stem + ".locks.jsonl")
+    return ledger_beside(lock_path(spec_path))
+
+
+def ledger_beside(lock_file: Path) -> Path:
+    """``<spec>.lock.json`` -> ``<spec>.locks.jsonl``, the ledger of locks beside that lock file."""
+    lock_file = Path(lock_file)
+    return lock_file.with_name(lock_file.name.removesuffix(".lock.json") + ".locks.jsonl")
 
 
 def append_ledger(spec_path: Path, lock: dict[str, Any], event: str) -> None:
@@ -110,37 +115,41 @@ def append_ledger(spec_path: Path, lock: dict[str, Any], event: str) -> None:
 
     Raises
     ------
+    AuditError
+        The ledger is a symbolic link (:func:`refuse_link`).
     OSError
         The spec's folder cannot be written.
     """
-    line = json.dumps({"audit": lock.get("audit"), "created_at": lock.get("created_at"),
-                       "spec_digest": (lock.get("spec_digest") or {}).get("digest"), "event": event},
-                      sort_keys=True, ensure_ascii=True)
+    entry = {"audit": lock.get("audit"), "created_at": lock.get("created_at"),
+             "spec_digest": (lock.get("spec_digest") or {}).get("digest"), "event": event}
     path = ledger_path(spec_path)
     refuse_link(path)
-    if line in read_ledger_lines(path):
+    if entry in read_ledger(path):
         return
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line + "\n")
+        fh.write(json.dumps(entry, sort_keys=True, ensure_ascii=True) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 
 
-def read_ledger_lines(path: Path) -> list[str]:
-    """The ledger's lines that are JSON objects ([] when there is no ledger or it is not a regular file)."""
+def read_ledger(path: Path) -> list[dict[str, Any]]:
+    """The JSON-object lines of a ledger of locks (beside a lock, or a task store's ``locks.jsonl``); []
+    when there is none or it is not a regular file (never opened then: issue 41). A torn last line of a
+    killed process is skipped."""
+    from compiler.files import MAX_JSON_BYTES, read_regular_text
+
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return []
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_regular_text(path, cap=MAX_JSON_BYTES)
+    except (OSError, UnicodeDecodeError):
         return []
     out = []
     for line in text.splitlines():
         try:
-            if isinstance(json.loads(line), dict):
-                out.append(line)
+            entry = json.loads(line)
         except ValueError:
-            continue  # a torn last line
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
     return out
 
 

@@ -91,19 +91,13 @@ def named_key_dir(key_dir: Path | None, *, needed: bool = True) -> Path | None:
     KeyMaterialError
         The named directory is missing, or holds no public key or certificate (only when ``needed``).
     """
-    import stat
+    from compiler.files import is_regular
 
     if key_dir is None and not os.environ.get(KEY_DIR_ENV):
         return None
     kd, by = (Path(key_dir), "--key-dir") if key_dir is not None else (Path(os.environ[KEY_DIR_ENV]), f"${KEY_DIR_ENV}")
 
-    def regular(p: Path) -> bool:
-        try:
-            return stat.S_ISREG(os.stat(p).st_mode)
-        except OSError:
-            return False
-
-    if needed and not any(regular(kd / n) for n in (MANIFEST_PUB, SIGNER_CRT)):
+    if needed and not any(is_regular(kd / n) for n in (MANIFEST_PUB, SIGNER_CRT)):
         what = "is not a folder" if not kd.is_dir() else f"holds neither {MANIFEST_PUB} nor {SIGNER_CRT}"
         raise KeyMaterialError(f"{kd} (named by {by}) {what}: nothing there to pin the signer with; name the "
                                "folder of the signer's public key and certificate, or drop the option")

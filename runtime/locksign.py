@@ -141,43 +141,36 @@ def earlier_locks(lock: dict[str, Any], *, store_root: Path | None, lock_path: P
         ``created_at``, ``spec_digest``, ``source`` ("task store: run RUN_ID", "git: commit HASH" or "the
         ledger beside the lock, NAME").
     """
+    from compiler.lock import ledger_beside, read_ledger as compiler_read_ledger
+
     mine, audit = lock_lineage(lock), lock.get("audit")
     created = lock.get("created_at") or ""
     found: dict[str, dict[str, Any]] = {}
-    for entry in read_ledger(store_root) if store_root else []:
-        if entry.get("audit") == audit and entry.get("created_at") and entry["created_at"] < created \
-                and entry["created_at"] not in mine:
-            found.setdefault(entry["created_at"], {"created_at": entry["created_at"],
-                                                   "spec_digest": entry.get("spec_digest"),
-                                                   "source": f"task store: run {entry.get('run_id')}"})
-    for old, commit in git_lock_history(lock_path) if lock_path else []:
-        if old.get("audit") == audit and (old.get("created_at") or "") < created and old.get("created_at") not in mine:
-            found.setdefault(old["created_at"], {**lock_identity(old), "source": f"git: commit {commit[:12]}"})
-    from compiler.lock import read_ledger_lines
 
-    beside = Path(lock_path).with_name(Path(lock_path).name.removesuffix(".lock.json") + ".locks.jsonl") \
-        if lock_path else None
-    for line in read_ledger_lines(beside) if beside else []:
-        entry = json.loads(line)
-        if entry.get("audit") == audit and isinstance(entry.get("created_at"), str) and entry["created_at"] < created \
-                and entry["created_at"] not in mine:
-            found.setdefault(entry["created_at"], {"created_at": entry["created_at"],
-                                                   "spec_digest": entry.get("spec_digest"),
-                                                   "source": f"the ledger beside the lock, {beside.name}"})
+    def add(entry: dict[str, Any], source: str) -> None:
+        """A ledger line (spec digest as hex) or a lock (spec digest as {algorithm, digest}); the first
+        source that names a lock is kept."""
+        when, digest = entry.get("created_at"), entry.get("spec_digest")
+        if entry.get("audit") == audit and isinstance(when, str) and when < created and when not in mine:
+            found.setdefault(when, {"created_at": when,
+                                    "spec_digest": digest.get("digest") if isinstance(digest, dict) else digest,
+                                    "source": source})
+
+    for entry in read_ledger(store_root) if store_root else []:
+        add(entry, f"task store: run {entry.get('run_id')}")
+    for old, commit in git_lock_history(lock_path) if lock_path else []:
+        add(old, f"git: commit {commit[:12]}")
+    beside = ledger_beside(lock_path) if lock_path else None
+    for entry in compiler_read_ledger(beside) if beside else []:
+        add(entry, f"the ledger beside the lock, {beside.name}")
     return sorted(found.values(), key=lambda e: e["created_at"])
 
 
 def read_ledger(store_root: Path) -> list[dict[str, Any]]:
-    path = Path(store_root) / LEDGER
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a torn last line of a killed run
-    return out
+    """The task store's ledger of the locks runs used (:data:`LEDGER`)."""
+    from compiler.lock import read_ledger as read_lines
+
+    return read_lines(Path(store_root) / LEDGER)
 
 
 def record_use(store, lock: dict[str, Any], run_id: str) -> None:

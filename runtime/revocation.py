@@ -27,7 +27,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.keys import KeyMaterialError, subject_name
+from runtime.keys import KeyMaterialError, _when, subject_name
 
 #: Seconds each OCSP, CRL or certificate request may take.
 NETWORK_TIMEOUT = 10
@@ -94,10 +94,6 @@ class RevocationStatus:
 def serial_hex(cert) -> str:
     """A certificate's serial number as colon-free upper-case hex (how CAs print it)."""
     return format(cert.serial_number, "X")
-
-
-def _when(t: dt.datetime) -> str:
-    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _names_service(cert) -> bool:
