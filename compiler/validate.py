@@ -18,6 +18,8 @@ from compiler.errors import Issue, SpecError
 from compiler.files import FileProblem, read_regular_text
 from compiler.families import families
 from compiler.load import LoadedSpec, dotted
+from compiler.spec import PLUGIN_BLOCKS
+from compiler.registry import Needs
 from compiler.paths import (MSG_BAD_PATH, MSG_EMPTY, MSG_FILE_ABSOLUTE, MSG_FILE_ESCAPES, MSG_FILE_MISSING,
                             MSG_NOT_A_FILE, MSG_NOT_A_FOLDER, WEIGHT_FILES, resolve_inside, weight_files)
 from compiler.systems import CORE, MissingExtra, Stage, hook_for, missing_modules, provided_by_systems
@@ -80,7 +82,7 @@ def extra_issues(ls: LoadedSpec, stage: Stage = "resolve") -> list[Issue]:
     resolution needs (``stage="resolve"``: validate, compile, ``verify --spec``) or all it needs
     (``stage="execute"``), checked with :func:`compiler.systems.find_module`, nothing imported."""
     out = []
-    design = getattr(design_of(ls), "REQUIRES", CORE)
+    design = design_of(ls).requires
     if missing_modules(design, stage):
         out.append(ls.issue(("candidates", "generator"), design.message()))
     for i, s in enumerate(ls.spec.systems):
@@ -123,27 +125,33 @@ def _file_issues(ls: LoadedSpec) -> list[Issue]:
 
 
 def _words(items: frozenset[str]) -> str:
-    return " and ".join(PROVIDES_WORDS[x] for x in sorted(items))
+    return " and ".join(PROVIDES_WORDS.get(x, x) for x in sorted(items))
+
+
+def _missing(needs: Needs, provides: frozenset[str]) -> str:
+    """What a family lacks, in words: the missing words of its one alternative, or every alternative."""
+    if len(needs.alternatives) == 1:
+        return _words(needs.alternatives[0] - provides)
+    return " or ".join(_words(a) for a in needs.alternatives)
 
 
 def family_issues(ls: LoadedSpec) -> list[Issue]:
-    """Each enabled family's checks, or, when the design and systems cannot give it what it needs,
-    one refusal located at the family's spec block (its own checks are then skipped)."""
+    """The checks of each family whose block the spec writes, when the design and systems give it what
+    it needs; when they cannot, one refusal located at the block (its own checks are then skipped)."""
     design = design_of(ls)
     from_systems = provided_by_systems(ls.spec.systems)
-    provides = design.PROVIDES | from_systems
+    provides = frozenset(design.provides) | from_systems
     out: list[Issue] = []
     for family in families():
-        if not family.enabled(ls):
+        written = family.block(ls.spec)
+        if not written:
             continue
-        missing = family.NEEDS - provides
-        if missing:
-            shown = _words(design.PROVIDES) + (f" (its systems: {_words(from_systems)})" if from_systems else "")
-            where = (family.block(ls) or [()])[0]
-            out.append(ls.issue(where, MSG_NEEDS.format(family=family.ID, needs=_words(missing),
-                                                        design=design.ID, provides=shown)))
-        else:
+        if family.needs.met(provides):
             out.extend(family.issues(ls))
+        else:
+            shown = _words(design.provides) + (f" (its systems: {_words(from_systems)})" if from_systems else "")
+            out.append(ls.issue(written[0], MSG_NEEDS.format(family=family.id, needs=_missing(family.needs, provides),
+                                                             design=design.id, provides=shown)))
     return out
 
 
@@ -202,6 +210,28 @@ def _execution_issues(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
+#: The message of an unknown ``systems[].kind`` (the spec model's own, pydantic's, for a kind it lacks).
+MSG_UNKNOWN_KIND = "Input tag {kind!r} found using 'kind' does not match any of the expected tags: {kinds}"
+MSG_UNDECLARED_BLOCK = ("analysis.{key} belongs to no audit family (its plug-in's declaration did not load: see "
+                        "the warning above); allowed families: {families}")
+
+
+def undeclared_issues(ls: LoadedSpec) -> list[Issue]:
+    """A system kind or an ``analysis`` block whose spec model an installed plug-in gives but whose
+    declaration failed to import (a warning named it): refused as unknown, located (issue 28)."""
+    from compiler.systems import SYSTEMS
+
+    kinds = list(SYSTEMS)
+    out = [ls.issue(("systems", i), MSG_UNKNOWN_KIND.format(kind=s.kind, kinds=", ".join(map(repr, kinds))))
+           for i, s in enumerate(ls.spec.systems) if s.kind not in SYSTEMS]
+    keys = {f.key for f in families() if f.key}
+    for key in ls.spec.analysis.model_fields_set:
+        if key in PLUGIN_BLOCKS and key not in keys and getattr(ls.spec.analysis, key) is not None:
+            out.append(ls.issue(("analysis", key), MSG_UNDECLARED_BLOCK.format(
+                key=key, families=", ".join(f.id for f in families()))))
+    return out
+
+
 def validate(ls: LoadedSpec) -> None:
     """Run every semantic check; raise one :class:`SpecError` listing all problems found.
 
@@ -213,6 +243,9 @@ def validate(ls: LoadedSpec) -> None:
     compiler.systems.MissingExtra
         The same, when one of them is a part whose extra is not installed (:func:`extra_issues`).
     """
+    undeclared = undeclared_issues(ls)
+    if undeclared:  # a plug-in whose spec model loaded but whose declaration did not: nothing else can run
+        raise SpecError(undeclared)
     extras = extra_issues(ls)
     design = design_of(ls).issues(ls)
     # the families' checks read the design (axes, levels, variants): when it is broken they would

@@ -750,9 +750,31 @@ def verify(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``audit`` console script: maps user errors to exit codes without a traceback."""
-    from compiler.errors import AuditError, SpecError
+    """Entry point of the ``audit`` console script: maps user errors to exit codes without a traceback.
 
+    The first import of :mod:`compiler` happens inside the handler: loading the plug-ins can raise
+    :class:`compiler.registry.PluginError` (an id declared twice, exit 1), and an installed plug-in
+    that fails to import prints one ``warning:`` line."""
+    import warnings
+
+    try:
+        from compiler.errors import AuditError, SpecError
+        from compiler.registry import PluginWarning
+    except Exception as err:  # noqa: BLE001 - the plug-ins of this install contradict each other
+        errors = sys.modules.get("compiler.errors")  # importing the package again would raise again
+        if errors is None or not isinstance(err, errors.AuditError):
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    show = warnings.showwarning
+
+    def plugin_warning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, PluginWarning):
+            print(f"warning: {message}", file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = plugin_warning
     try:
         rv = app(args=argv, prog_name="audit", standalone_mode=False)
     except typer.Abort:

@@ -44,9 +44,10 @@ def test_compiler_and_runtime_register_the_same_plug_ins():
     assert list(compiler.families.family_ids()) == runtime.families.family_ids()
     assert sorted(compiler.designs.DESIGNS) == sorted(runtime.designs.registered())
     assert sorted(compiler.systems.SYSTEMS) == sorted(runtime.systems.registered())
-    for fid, cls in runtime.families.registered().items():  # the same declared needs on both sides
-        assert cls.needs == compiler.families.FAMILIES[fid].NEEDS, fid
+    for fid, cls in runtime.families.registered().items():  # each half reads its declaration
+        assert cls.declaration is compiler.families.FAMILIES[fid] and cls().needs is cls.declaration.needs, fid
     for did, cls in runtime.designs.registered().items():
-        assert cls.provides == compiler.designs.DESIGNS[did].PROVIDES, did
-    for kind, cls in runtime.systems.registered().items():
+        assert cls.declaration is compiler.designs.DESIGNS[did] and cls().provides == cls.declaration.provides, did
+    for kind, cls in runtime.systems.registered().items():  # an adapter reads its compiler declaration
+        assert cls.declaration is compiler.systems.SYSTEMS[kind] and cls.kind == kind, kind
         assert cls.provides == compiler.systems.SYSTEMS[kind].provides, kind

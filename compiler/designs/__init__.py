@@ -1,40 +1,62 @@
 """Designs: the generators of what the systems score (``template``, ``llm``, ``population``) and the
-score-file case (no ``candidates``, every system ``precomputed``).
+score-file case (no ``candidates``, every system ``precomputed``), one declaration each
+(:class:`~compiler.designs.base.Design`, registered with ``@design``), found in this package's modules
+and in installed plug-ins.
 
-Each design module owns its spec-block checks (``issues``), its resolution of ``axes``/``variants``
-(``resolve_matrix``) and of ``candidates`` (``resolve_candidates``), its plan tasks (``plan_tasks``),
-its size (``size``: base candidates, variants, resumes), its score batching (``batching``: base
-candidates per job and resumes per base candidate, for the plan's score batches), its model calls (``estimate``) and its
-advisories, and declares what it **provides** (``PROVIDES``, drawn from ``{"paired", "unpaired"}``):
-template, llm and score-file give paired candidates (the counterfactual matrix); population gives
-unpaired profiles. The audit families declare what they need; :mod:`compiler.validate` refuses a
-family whose needs the design and systems cannot meet.
+Each declaration owns its spec-block checks, its resolution of ``axes``/``variants`` and of
+``candidates``, its plan tasks, size, score batching and model calls, and declares what it
+**provides** (paired candidates or unpaired profiles, and capabilities such as ``tool_text``). The
+audit families declare what they need; :mod:`compiler.validate` refuses a family whose needs the
+design and systems cannot meet.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Any
+from typing import Any, Iterable, Mapping
 
-from compiler.designs import llm, population, score_file, template
+from compiler.designs.base import Design, design, registry
+from compiler.registry import Declared, LLM_ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED
 
-#: The registry: design id -> module.
-DESIGNS: dict[str, ModuleType] = {m.ID: m for m in (template, llm, population, score_file)}
+#: The design of a spec without ``candidates`` (a score-file audit: every system is precomputed).
+SCORE_FILE = "score_file"
+#: The design of a ``candidates`` block that names no generator (specs written before the LLM generator).
+DEFAULT_GENERATOR = "template"
+
+
+def _in_order(declared: Iterable[Design]) -> dict[str, Design]:
+    return {d.id: d for d in sorted(declared, key=lambda d: (d.order, d.id))}
+
+
+#: The registry: design id -> declaration, in :attr:`Design.order` (read at each use: installed
+#: plug-ins included).
+DESIGNS: Mapping[str, Design] = Declared(registry(), _in_order)
 
 #: How each thing a design or system provides (and a family needs) reads in a message.
-PROVIDES_WORDS = {"paired": "paired candidates", "unpaired": "unpaired profiles", "llm_answers": "LLM answers"}
+PROVIDES_WORDS = {PAIRED: "paired candidates", UNPAIRED: "unpaired profiles", LLM_ANSWERS: "LLM answers",
+                  LLM_GENERATION: "LLM generation", TOOL_TEXT: "text the tool wrote"}
 
 
 def design_id(spec_or_resolved: Any) -> str:
     """The design of a spec (:class:`~compiler.load.LoadedSpec`, :class:`~compiler.spec.AuditSpec`)
-    or of a resolved spec dict: ``candidates.generator``, ``score_file`` without candidates."""
+    or of a resolved spec dict: ``candidates.generator``, :data:`SCORE_FILE` without candidates.
+    The one place this rule is written (the runtime reads it too)."""
     if isinstance(spec_or_resolved, dict):
         cand = spec_or_resolved.get("candidates")
-        return score_file.ID if not cand else cand.get("generator", template.ID)
+        return SCORE_FILE if not cand else cand.get("generator", DEFAULT_GENERATOR)
     spec = getattr(spec_or_resolved, "spec", spec_or_resolved)
-    return score_file.ID if spec.candidates is None else spec.candidates.generator
+    return SCORE_FILE if spec.candidates is None else spec.candidates.generator
 
 
-def design_of(spec_or_resolved: Any) -> ModuleType:
-    """The design module of a spec or resolved spec (see :func:`design_id`)."""
+def design_of(spec_or_resolved: Any) -> Design:
+    """The design declaration of a spec or resolved spec (see :func:`design_id`)."""
     return DESIGNS[design_id(spec_or_resolved)]
+
+
+def provided(resolved: dict[str, Any]) -> frozenset[str]:
+    """What the design and the systems of a resolved spec provide."""
+    from compiler.systems import provided_by_systems
+
+    return frozenset(design_of(resolved).provides) | provided_by_systems(resolved["systems"])
+
+
+__all__ = ["DESIGNS", "Design", "PROVIDES_WORDS", "SCORE_FILE", "design", "design_id", "design_of", "provided"]

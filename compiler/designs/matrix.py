@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from compiler.designs.base import Design
 from compiler.errors import Issue
 from compiler.load import LoadedSpec
+from compiler.registry import PAIRED, TOOL_TEXT
 from compiler.tasks import task
 from compiler.variants import axis_reference_levels, variant_table
 
-#: What a paired design gives the audit families.
-PROVIDES = frozenset({"paired"})
 
 MSG_NO_AXES = "required key 'axes' is missing"
 MSG_NO_VARIANTS = "required key 'variants' is missing"
@@ -236,3 +236,26 @@ def size(resolved: dict[str, Any], base_per_job: dict[str, int] | None = None) -
         k_total = None
     return {"base_candidates": k_total, "variants": n_var,
             "resumes": None if k_total is None else k_total * n_var, "paired_candidates_per_variant": k_total}
+
+
+class MatrixDesign(Design):
+    """A design of the counterfactual matrix (template, llm, score file): its checks, resolution, plan
+    tasks, size and score batching are the matrix's."""
+
+    provides = frozenset({PAIRED, TOOL_TEXT})
+
+    def issues(self, ls: LoadedSpec) -> list[Issue]:
+        """The matrix checks."""
+        return matrix_issues(ls)
+
+    def resolve_matrix(self, ls: LoadedSpec) -> dict[str, Any]:
+        return resolve_matrix(ls)
+
+    def plan_tasks(self, resolved: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+        return plan_tasks(resolved)
+
+    def size(self, resolved: dict[str, Any], base_per_job: dict[str, int] | None = None) -> dict[str, Any]:
+        return size(resolved, base_per_job)
+
+    def batching(self, resolved: dict[str, Any]) -> tuple[int | None, int]:
+        return batching(resolved)

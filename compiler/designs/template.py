@@ -7,13 +7,11 @@ from typing import Any
 
 from compiler.catalog import METRICS
 from compiler.designs import matrix
+from compiler.designs.base import design
 from compiler.errors import Issue
-from compiler.llm import Estimate
 from compiler.load import LoadedSpec
 from compiler.spec import TEMPLATE_FAMILIES
 
-ID = "template"
-PROVIDES = matrix.PROVIDES
 
 MSG_M_GT_K = "matching_per_job (M={m}) must be <= base_per_job (K={k})"
 MSG_K_LT_k = "base_per_job (K={k}) must be >= the largest analysis.k ({family}: {kk})"
@@ -24,49 +22,44 @@ MSG_RECALL_CAP = (
 )
 
 
-def issues(ls: LoadedSpec) -> list[Issue]:
-    """The matrix checks; M <= K; K >= the largest shortlist size; every job has a content family."""
-    spec, c = ls.spec, ls.spec.candidates
-    out = matrix.matrix_issues(ls)
-    if c.matching_per_job > c.base_per_job:
-        out.append(ls.issue(("candidates", "matching_per_job"),
-                            MSG_M_GT_K.format(m=c.matching_per_job, k=c.base_per_job)))
-    family, kk = max(spec.analysis.shortlist().items(), key=lambda kv: kv[1])
-    if c.base_per_job < kk and not spec.analysis.selects_by_threshold():
-        out.append(ls.issue(("candidates", "base_per_job"), MSG_K_LT_k.format(k=c.base_per_job, family=family, kk=kk)))
-    for i, job in enumerate(spec.jobs):
-        if job.family is None and job.id not in TEMPLATE_FAMILIES:
-            out.append(ls.issue(("jobs", i), MSG_FAMILY.format(id=job.id, families=", ".join(TEMPLATE_FAMILIES))))
-    return out
+@design
+class Template(matrix.MatrixDesign):
+    """Rule-based base candidates, every variant injected (seed 000 §3.1.2)."""
 
+    id = "template"
+    order = 10
 
-def advisories(ls: LoadedSpec) -> list[Issue]:
-    """A shortlist smaller than M caps Recall@K under its PASS bound (legal, probably unintended)."""
-    c, spec = ls.spec.candidates, ls.spec
-    merit_k = spec.analysis.shortlist()["merit"]
-    if spec.analysis.decision is not None and spec.analysis.decision.threshold is not None:
-        return []  # a threshold has no K/P cap on Recall
-    if 0 < merit_k < c.matching_per_job:
-        b = spec.thresholds.research.recall_at_k
-        bound = b.pass_ if b is not None else METRICS["recall_at_k"].research[0]
-        cap = merit_k / c.matching_per_job
-        if cap < bound:
-            return [ls.issue(("analysis", "k", "merit") if "analysis" in ls.raw else ("candidates",),
-                             MSG_RECALL_CAP.format(k=merit_k, m=c.matching_per_job,
-                                                   cap=cap, bound=bound))]
-    return []
+    def issues(self, ls: LoadedSpec) -> list[Issue]:
+        """The matrix checks; M <= K; K >= the largest shortlist size; every job has a content family."""
+        spec, c = ls.spec, ls.spec.candidates
+        out = matrix.matrix_issues(ls)
+        if c.matching_per_job > c.base_per_job:
+            out.append(ls.issue(("candidates", "matching_per_job"),
+                                MSG_M_GT_K.format(m=c.matching_per_job, k=c.base_per_job)))
+        family, kk = max(spec.analysis.shortlist().items(), key=lambda kv: kv[1])
+        if c.base_per_job < kk and not spec.analysis.selects_by_threshold():
+            out.append(ls.issue(("candidates", "base_per_job"), MSG_K_LT_k.format(k=c.base_per_job, family=family, kk=kk)))
+        for i, job in enumerate(spec.jobs):
+            if job.family is None and job.id not in TEMPLATE_FAMILIES:
+                out.append(ls.issue(("jobs", i), MSG_FAMILY.format(id=job.id, families=", ".join(TEMPLATE_FAMILIES))))
+        return out
 
+    def advisories(self, ls: LoadedSpec) -> list[Issue]:
+        """A shortlist smaller than M caps Recall@K under its PASS bound (legal, probably unintended)."""
+        c, spec = ls.spec.candidates, ls.spec
+        merit_k = spec.analysis.shortlist()["merit"]
+        if spec.analysis.decision is not None and spec.analysis.decision.threshold is not None:
+            return []  # a threshold has no K/P cap on Recall
+        if 0 < merit_k < c.matching_per_job:
+            b = spec.thresholds.research.recall_at_k
+            bound = b.pass_ if b is not None else METRICS["recall_at_k"].research[0]
+            cap = merit_k / c.matching_per_job
+            if cap < bound:
+                return [ls.issue(("analysis", "k", "merit") if "analysis" in ls.raw else ("candidates",),
+                                 MSG_RECALL_CAP.format(k=merit_k, m=c.matching_per_job,
+                                                       cap=cap, bound=bound))]
+        return []
 
-resolve_matrix = matrix.resolve_matrix
-plan_tasks = matrix.plan_tasks
-size = matrix.size
-batching = matrix.batching
-
-
-def resolve_candidates(ls: LoadedSpec) -> dict[str, Any]:
-    """``{generator, base_per_job, matching_per_job}``."""
-    return ls.spec.candidates.model_dump()
-
-
-def estimate(resolved: dict[str, Any], est: Estimate) -> None:
-    """The template generator makes no model call."""
+    def resolve_candidates(self, ls: LoadedSpec) -> dict[str, Any]:
+        """``{generator, base_per_job, matching_per_job}``."""
+        return ls.spec.candidates.model_dump()

@@ -1,58 +1,61 @@
-"""Audit families at compile time: one module per family, found here by its module-level ``ID``.
+"""Audit families at compile time: one declaration per family (:class:`~compiler.families.base.Family`,
+registered with ``@family``), found in this package's modules and in installed plug-ins.
 
-A family is a named unit of analysis (``metric_suite`` = seed 000's nine metrics, ``effects`` =
-seed 003's effect sizes and validity protocol, ``llm_validity``, ``causal`` = seed 001's
-path-specific effects). Each module owns, with these names:
-
-- ``ID`` (str) and ``ORDER`` (int, the run order: lower first);
-- ``NEEDS``: a frozenset of what it needs from the design and systems, drawn from
-  ``{"paired", "unpaired", "llm_answers"}`` (see :data:`compiler.designs.PROVIDES_WORDS`);
-- ``block(spec)``: the key paths of its spec block that the spec writes (where a refusal is located);
-- ``enabled(spec_or_resolved)``: whether the spec (a LoadedSpec, an AuditSpec or a resolved dict)
-  asks for it;
-- ``issues(ls)``: its checks, as located :class:`~compiler.errors.Issue` objects;
-- ``resolve(ls, resolved)``: writes its resolution fragment into the resolved spec, in place;
-- ``plan_tasks(resolved, score_ids)``: its plan tasks (they depend on the score tasks);
-- ``metric_rows(resolved)`` and ``summary(resolved, size)``: its share of the plan's counts, and the
-  plan keys of its compile-time summary (e.g. the minimum detectable effects; ``size`` is the design's
-  size, whose K a score-file audit counts from its files).
-
-Adding a family means adding its module here (and its runtime half): nothing else lists them. The
-runtime registers the same ids (a test checks that both lists agree; the compiler never imports
-the runtime).
+A declaration owns the family's id, run order, needs, spec block, checks, resolution, plan tasks and
+compile summary (:mod:`compiler.families.base`). Its runtime half (``runtime.families``) binds to it by
+id; nothing else lists the families. :data:`FAMILIES` holds them in run order; a family's ``after``
+(the families whose results it reads) must name families that run before it.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from types import ModuleType
-from typing import Any
+from typing import Any, Iterable, Mapping
+
+from compiler.families.base import Family, family, provided, registry
+from compiler.registry import Declared, PluginError
+
+MSG_AFTER_UNKNOWN = "audit family {id!r} runs after {other!r}, which is not a registered audit family ({known})"
+MSG_AFTER_LATER = ("audit family {id!r} reads the results of {other!r}, which runs after it (order {o1} vs {o2}); "
+                   "give {id!r} a larger order")
 
 
-def _discover() -> dict[str, ModuleType]:
-    found = []
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(module, "ID"):
-            found.append(module)
-    return {m.ID: m for m in sorted(found, key=lambda m: (m.ORDER, m.ID))}
+def in_run_order(declared: Iterable[Family]) -> dict[str, Family]:
+    """Family id -> declaration in run order (``order``, then id).
+
+    Raises
+    ------
+    PluginError
+        A family's ``after`` names an unknown family or one that runs later.
+    """
+    found = sorted(declared, key=lambda f: (f.order, f.id))
+    rank = {f.id: i for i, f in enumerate(found)}
+    for f in found:
+        for other in f.after:
+            if other not in rank:
+                raise PluginError(MSG_AFTER_UNKNOWN.format(id=f.id, other=other, known=", ".join(rank)))
+            if rank[other] > rank[f.id]:
+                raise PluginError(MSG_AFTER_LATER.format(id=f.id, other=other, o1=f.order,
+                                                         o2=found[rank[other]].order))
+    return {f.id: f for f in found}
 
 
-#: The registry: family id -> module, in run order.
-FAMILIES: dict[str, ModuleType] = _discover()
+#: The registry: family id -> declaration, in run order (read at each use: installed plug-ins included).
+FAMILIES: Mapping[str, Family] = Declared(registry(), in_run_order)
 
 
 def family_ids() -> tuple[str, ...]:
-    """The registered family ids in run order (``metric_suite, llm_validity, effects, causal``)."""
+    """The registered family ids in run order (``metric_suite, llm_validity, effects, causal, ...``)."""
     return tuple(FAMILIES)
 
 
-def families() -> list[ModuleType]:
-    """The family modules in run order."""
+def families() -> list[Family]:
+    """The family declarations in run order."""
     return list(FAMILIES.values())
 
 
-def enabled_families(spec_or_resolved: Any) -> list[ModuleType]:
-    """The families a spec or resolved spec enables, in run order."""
-    return [f for f in FAMILIES.values() if f.enabled(spec_or_resolved)]
+def enabled_families(resolved: dict[str, Any]) -> list[Family]:
+    """The families a run of the resolved spec runs (:meth:`Family.runs`), in run order."""
+    return [f for f in FAMILIES.values() if f.runs(resolved)]
+
+
+__all__ = ["FAMILIES", "Family", "enabled_families", "families", "family", "family_ids", "provided"]

@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.errors import Issue
+from compiler.families.base import UNPAIRED, Family, family
 from compiler.load import LoadedSpec
-from compiler.spec import PROTECTED_LEVELS
+from compiler.registry import Needs
+from compiler.blocks.population import PROTECTED_LEVELS
 from compiler.tasks import task
 
-ID = "causal"
-ORDER = 40
-NEEDS = frozenset({"unpaired"})
 
 #: Quantities (5) and effects (5) per system in ``causal.csv`` (seed 001 §3.1).
 ROWS_PER_SYSTEM = 10
@@ -34,76 +33,73 @@ MSG_MEDIATOR_DEMOGRAPHIC = "{attr!r} is a demographic, not a mediator; put it in
 MSG_NO_MEDIATOR = "b and r are both empty: give at least one mediator (education, experience, first_name, surname, region)"
 
 
-def _candidates(x: Any) -> Any:
-    return getattr(x, "spec", x).candidates
+def _candidates(spec: Any) -> Any:
+    return spec.candidates
 
 
-def block(spec: Any) -> list[tuple]:
-    """Key paths of the block: ``candidates.roles`` and ``candidates.estimation``."""
-    c = _candidates(spec)
-    return [("candidates", "roles"), ("candidates", "estimation")] if getattr(c, "roles", None) else []
+@family
+class Causal(Family):
+    """Path-specific effects (seed 001); enabled when a population design declares causal roles."""
 
+    id = "causal"
+    order = 40
+    needs = Needs.of(UNPAIRED)
 
-def enabled(spec_or_resolved: Any) -> bool:
-    """On when the candidates block declares causal roles (a population design)."""
-    if isinstance(spec_or_resolved, dict):
-        return bool((spec_or_resolved.get("candidates") or {}).get("roles"))
-    return bool(block(spec_or_resolved))
+    def block(self, spec: Any) -> list[tuple]:
+        """Key paths of the block: ``candidates.roles`` and ``candidates.estimation``."""
+        c = _candidates(spec)
+        return [("candidates", "roles"), ("candidates", "estimation")] if getattr(c, "roles", None) else []
 
+    def enabled(self, resolved: dict[str, Any]) -> bool:
+        """On when the candidates block declares causal roles (a population design)."""
+        return bool((resolved.get("candidates") or {}).get("roles"))
 
-def issues(ls: LoadedSpec) -> list[Issue]:
-    """x0, x1 are distinct levels of X; each attribute takes one role; Z holds demographics only,
-    B and R mediators only, and there is at least one mediator (seed 001 §2.2, Table 2)."""
-    out: list[Issue] = []
-    roles = ls.spec.candidates.roles
-    x = roles.x
-    levels = PROTECTED_LEVELS[x.attribute]
-    base = ("candidates", "roles", "x")
-    for which in ("x0", "x1"):
-        if getattr(x, which) not in levels:
-            out.append(ls.issue(base + (which,), MSG_LEVEL.format(
-                which=which, level=getattr(x, which), attr=x.attribute, levels=", ".join(levels))))
-    if x.x0 == x.x1:
-        out.append(ls.issue(base + ("x1",), MSG_SAME_LEVEL.format(level=x.x0)))
-    seen: dict[str, str] = {}
-    for role in ("z", "b", "r"):
-        for i, attr in enumerate(getattr(roles, role)):
-            loc = ("candidates", "roles", role, i)
-            if attr == x.attribute:
-                out.append(ls.issue(loc, MSG_X_IN_ROLE.format(attr=attr, role=role)))
-            elif attr in seen:
-                out.append(ls.issue(loc, MSG_ROLE_TWICE.format(attr=attr, other=seen[attr])))
-            elif role == "z" and attr not in ("gender", "race", "age"):
-                out.append(ls.issue(loc, MSG_Z_NOT_DEMOGRAPHIC.format(attr=attr)))
-            elif role != "z" and attr in ("gender", "race", "age"):
-                out.append(ls.issue(loc, MSG_MEDIATOR_DEMOGRAPHIC.format(attr=attr)))
-            seen.setdefault(attr, role)
-    if not roles.b and not roles.r:
-        out.append(ls.issue(("candidates", "roles"), MSG_NO_MEDIATOR))
-    return out
+    def issues(self, ls: LoadedSpec) -> list[Issue]:
+        """x0, x1 are distinct levels of X; each attribute takes one role; Z holds demographics only,
+        B and R mediators only, and there is at least one mediator (seed 001 §2.2, Table 2)."""
+        out: list[Issue] = []
+        roles = ls.spec.candidates.roles
+        x = roles.x
+        levels = PROTECTED_LEVELS[x.attribute]
+        base = ("candidates", "roles", "x")
+        for which in ("x0", "x1"):
+            if getattr(x, which) not in levels:
+                out.append(ls.issue(base + (which,), MSG_LEVEL.format(
+                    which=which, level=getattr(x, which), attr=x.attribute, levels=", ".join(levels))))
+        if x.x0 == x.x1:
+            out.append(ls.issue(base + ("x1",), MSG_SAME_LEVEL.format(level=x.x0)))
+        seen: dict[str, str] = {}
+        for role in ("z", "b", "r"):
+            for i, attr in enumerate(getattr(roles, role)):
+                loc = ("candidates", "roles", role, i)
+                if attr == x.attribute:
+                    out.append(ls.issue(loc, MSG_X_IN_ROLE.format(attr=attr, role=role)))
+                elif attr in seen:
+                    out.append(ls.issue(loc, MSG_ROLE_TWICE.format(attr=attr, other=seen[attr])))
+                elif role == "z" and attr not in ("gender", "race", "age"):
+                    out.append(ls.issue(loc, MSG_Z_NOT_DEMOGRAPHIC.format(attr=attr)))
+                elif role != "z" and attr in ("gender", "race", "age"):
+                    out.append(ls.issue(loc, MSG_MEDIATOR_DEMOGRAPHIC.format(attr=attr)))
+                seen.setdefault(attr, role)
+        if not roles.b and not roles.r:
+            out.append(ls.issue(("candidates", "roles"), MSG_NO_MEDIATOR))
+        return out
 
+    def resolve(self, ls: LoadedSpec, resolved: dict[str, Any]) -> None:
+        """``candidates.roles`` and ``candidates.estimation``, written in place (their positions in the
+        design's ``candidates`` are kept)."""
+        c = ls.spec.candidates
+        if getattr(c, "roles", None) is None:
+            return
+        resolved["candidates"]["roles"] = c.roles.model_dump()
+        resolved["candidates"]["estimation"] = c.estimation.model_dump()
 
-def resolve(ls: LoadedSpec, resolved: dict[str, Any]) -> None:
-    """``candidates.roles`` and ``candidates.estimation``, written in place (their positions in the
-    design's ``candidates`` are kept)."""
-    c = ls.spec.candidates
-    if getattr(c, "roles", None) is None:
-        return
-    resolved["candidates"]["roles"] = c.roles.model_dump()
-    resolved["candidates"]["estimation"] = c.estimation.model_dump()
+    def plan_tasks(self, resolved: dict[str, Any], score_ids: list[str]) -> list[dict[str, Any]]:
+        """``analyse_causal``: DML-UCA on every system's scores (seed 001 §3.2)."""
+        cand = resolved["candidates"]
+        return [task("analyse_causal", {"roles": cand["roles"], "estimation": cand["estimation"],
+                                        "seed": resolved["seed"]}, score_ids)]
 
-
-def plan_tasks(resolved: dict[str, Any], score_ids: list[str]) -> list[dict[str, Any]]:
-    """``analyse_causal``: DML-UCA on every system's scores (seed 001 §3.2)."""
-    cand = resolved["candidates"]
-    return [task("analyse_causal", {"roles": cand["roles"], "estimation": cand["estimation"],
-                                    "seed": resolved["seed"]}, score_ids)]
-
-
-def metric_rows(resolved: dict[str, Any]) -> int:
-    """5 quantities + 5 effects per system."""
-    return ROWS_PER_SYSTEM * len(resolved["systems"])
-
-
-def summary(resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {}
+    def metric_rows(self, resolved: dict[str, Any]) -> int:
+        """5 quantities + 5 effects per system."""
+        return ROWS_PER_SYSTEM * len(resolved["systems"])

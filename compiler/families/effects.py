@@ -13,14 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.errors import Issue
+from compiler.families.base import PAIRED, Family, family
 from compiler.load import LoadedSpec
 from compiler.power import minimum_detectable_effects
+from compiler.registry import Needs
 from compiler.spec import AuditSpec
 from compiler.variants import axis_reference_levels, variant_table
 
-ID = "effects"
-ORDER = 30
-NEEDS = frozenset({"paired"})
 
 MSG_CONTRAST_SHAPE = "a contrast names either axis and level, or variant (got {got})"
 MSG_CONTRAST_AXIS = "unknown axis {axis!r}; axes: {axes}"
@@ -38,32 +37,8 @@ MSG_PC_NO_LABELS = ("positive_control contrast match needs matching and non-matc
 MSG_MANIP_SAME = "manipulation check compares condition {cond!r} with itself; set against to another condition"
 
 
-
-def _spec(x: Any) -> Any:
-    return getattr(x, "spec", x)
-
-
-def block(spec: Any) -> list[tuple]:
-    """Key paths of the block the spec writes: ``analysis.effect_size``, ``analysis.validity``."""
-    a = _spec(spec).analysis
-    return [("analysis", k) for k in ("effect_size", "validity") if getattr(a, k) is not None]
-
-
-def enabled(spec_or_resolved: Any) -> bool:
-    """On when the spec declares ``analysis.effect_size`` or ``analysis.validity``."""
-    if isinstance(spec_or_resolved, dict):
-        a = spec_or_resolved["analysis"]
-        return "effect_size" in a or "validity" in a
-    return bool(block(spec_or_resolved))
-
-
 MSG_POWER_ALPHA = ("power {power:g} must be greater than analysis.alpha ({alpha:g}): a two-sided test rejects "
                    "with probability alpha when there is no effect, so no effect size has a power of {power:g}")
-
-
-def issues(ls: LoadedSpec) -> list[Issue]:
-    """The contrasts and the validity protocol are well formed and can be computed."""
-    return effect_size_issues(ls) + validity_issues(ls)
 
 
 def _axis_level_issues(ls: LoadedSpec, loc: tuple, axis: str, level: str) -> list[Issue]:
@@ -142,7 +117,6 @@ def validity_issues(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
-
 #: The BH family of every contrast under ``bh_families: all`` (seed 003 Table 1).
 ALL_CONTRASTS = "contrasts"
 
@@ -180,39 +154,51 @@ def effect_contrasts(spec: AuditSpec, ref_levels: dict[str, str]) -> list[dict[s
     return out
 
 
-def resolve(ls: LoadedSpec, resolved: dict[str, Any]) -> None:
-    """``analysis.effect_size`` (contrasts made explicit) and ``analysis.validity`` (the positive
-    control's reference level made explicit); keys absent when not declared, so the digest of a
-    spec without them is unchanged."""
-    spec = ls.spec
-    ref_levels = axis_reference_levels(spec)
-    out = resolved["analysis"]
-    es = spec.analysis.effect_size
-    if es is not None:
-        out["effect_size"] = {**es.model_dump(exclude={"contrasts"}),
-                              "contrasts": effect_contrasts(spec, ref_levels)}
-    if spec.analysis.validity is not None:
-        v = spec.analysis.validity.model_dump()
-        pc = v["positive_control"]
-        if pc["contrast"] == "axis":
-            pc["reference"] = ref_levels.get(pc["axis"])
-        out["validity"] = v
+@family
+class Effects(Family):
+    """Effect sizes, equivalence tests, models and the validity protocol (seed 003 §3.7)."""
 
+    id = "effects"
+    order = 30
+    needs = Needs.of(PAIRED)
+    after = ("metric_suite",)
 
-def plan_tasks(resolved: dict[str, Any], score_ids: list[str]) -> list[dict[str, Any]]:
-    """None: computed in ``metric_suite``'s ``analyse`` task, whose inputs hold this block."""
-    return []
+    def block(self, spec: Any) -> list[tuple]:
+        """Key paths of the block the spec writes: ``analysis.effect_size``, ``analysis.validity``."""
+        a = spec.analysis
+        return [("analysis", k) for k in ("effect_size", "validity") if getattr(a, k) is not None]
 
+    def enabled(self, resolved: dict[str, Any]) -> bool:
+        """On when the spec declares ``analysis.effect_size`` or ``analysis.validity``."""
+        a = resolved["analysis"]
+        return "effect_size" in a or "validity" in a
 
-def metric_rows(resolved: dict[str, Any]) -> int:
-    """Its rows go to ``effects.csv``, not ``metrics.csv``."""
-    return 0
+    def issues(self, ls: LoadedSpec) -> list[Issue]:
+        """The contrasts and the validity protocol are well formed and can be computed."""
+        return effect_size_issues(ls) + validity_issues(ls)
 
+    def resolve(self, ls: LoadedSpec, resolved: dict[str, Any]) -> None:
+        """``analysis.effect_size`` (contrasts made explicit) and ``analysis.validity`` (the positive
+        control's reference level made explicit); keys absent when not declared, so the digest of a
+        spec without them is unchanged."""
+        spec = ls.spec
+        ref_levels = axis_reference_levels(spec)
+        out = resolved["analysis"]
+        es = spec.analysis.effect_size
+        if es is not None:
+            out["effect_size"] = {**es.model_dump(exclude={"contrasts"}),
+                                  "contrasts": effect_contrasts(spec, ref_levels)}
+        if spec.analysis.validity is not None:
+            v = spec.analysis.validity.model_dump()
+            pc = v["positive_control"]
+            if pc["contrast"] == "axis":
+                pc["reference"] = ref_levels.get(pc["axis"])
+            out["validity"] = v
 
-def summary(resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``{"sensitivity": [...]}``: minimum detectable effects (seed 003 §3.7), when K is known: from
-    the generator, or, in a score-file audit, counted from the score files (``size["base_candidates"]``,
-    issue 15)."""
-    counted = (size or {}).get("base_candidates") if resolved.get("candidates") is None else None
-    mde = minimum_detectable_effects(resolved, k_total=counted)
-    return {"sensitivity": mde} if mde else {}
+    def summary(self, resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``{"sensitivity": [...]}``: minimum detectable effects (seed 003 §3.7), when K is known: from
+        the generator, or, in a score-file audit, counted from the score files (``size["base_candidates"]``,
+        issue 15)."""
+        counted = (size or {}).get("base_candidates") if resolved.get("candidates") is None else None
+        mde = minimum_detectable_effects(resolved, k_total=counted)
+        return {"sensitivity": mde} if mde else {}

@@ -1,60 +1,37 @@
-"""Family ``llm_validity``: the validity of an LLM screener's answers (parse failures, out-of-range
-scores and re-asks per system and condition; seed 003 §3.7, seed 001 Appendix D).
+"""Family ``llm_validity``: the validity of the model calls of a run: an LLM screener's answers (parse
+failures, out-of-range scores and re-asks per system and condition; seed 003 §3.7, seed 001 Appendix D)
+and the LLM generator's agents (calls, manipulation check, flagging trail; seed 000 §3.1).
 
 Spec block: the LLM systems themselves (``systems[i]`` of an LLM kind: ``max_invalid_retries``,
-``response_format``), resolved by their compile hooks (:mod:`compiler.systems`). Enabled when a
-system provides LLM answers; needs exactly that. Its answers are counted in the plan's LLM estimate
-(``plan.llm_estimate``), which the systems' hooks build.
+``response_format``), resolved by their system kinds (:mod:`compiler.systems`). Needs LLM answers
+(an LLM screener) or LLM generation (``candidates.generator: llm``), and runs whenever a run has either:
+that is its one enable rule. Its answers are counted in the plan's LLM estimate (``plan.llm_estimate``),
+which the system kinds and the design build. Reads ``metrics.csv`` of ``metric_suite`` when it ran (its
+rows are appended there).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from compiler.errors import Issue
-from compiler.load import LoadedSpec
+from compiler.families.base import LLM_ANSWERS, LLM_GENERATION, Family, family
+from compiler.registry import Needs
 from compiler.systems import hook_for
 
-ID = "llm_validity"
-ORDER = 20
-NEEDS = frozenset({"llm_answers"})
 
+@family
+class LlmValidity(Family):
+    """Validity of the LLM answers and of the LLM generator's calls."""
 
-def _systems(x: Any) -> list[Any]:
-    return x["systems"] if isinstance(x, dict) else getattr(x, "spec", x).systems
+    id = "llm_validity"
+    order = 20
+    needs = Needs.of(LLM_ANSWERS) | Needs.of(LLM_GENERATION)
+    after = ("metric_suite",)
 
+    def block(self, spec: Any) -> list[tuple]:
+        """``systems[i]`` of every system that provides LLM answers."""
+        return [("systems", i) for i, s in enumerate(spec.systems) if LLM_ANSWERS in hook_for(s.kind).provides]
 
-def _kind(s: Any) -> str:
-    return s["kind"] if isinstance(s, dict) else s.kind
-
-
-def block(spec: Any) -> list[tuple]:
-    """``systems[i]`` of every system that provides LLM answers."""
-    return [("systems", i) for i, s in enumerate(_systems(spec)) if NEEDS <= hook_for(_kind(s)).provides]
-
-
-def enabled(spec_or_resolved: Any) -> bool:
-    """On when a system provides LLM answers."""
-    return bool(block(spec_or_resolved))
-
-
-def issues(ls: LoadedSpec) -> list[Issue]:
-    """No checks beyond the systems' own."""
-    return []
-
-
-def resolve(ls: LoadedSpec, resolved: dict[str, Any]) -> None:
-    """Nothing of its own: the systems' hooks resolve their retry and response-format settings."""
-
-
-def plan_tasks(resolved: dict[str, Any], score_ids: list[str]) -> list[dict[str, Any]]:
-    """None: answers are validated as they are scored (the score tasks)."""
-    return []
-
-
-def metric_rows(resolved: dict[str, Any]) -> int:
-    return 0
-
-
-def summary(resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {}
+    def enabled(self, resolved: dict[str, Any]) -> bool:
+        """On when the run makes model calls (its needs are its enable rule)."""
+        return True

@@ -12,15 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.catalog import METRIC_IDS, METRICS, TIERS, default_thresholds
-from compiler.designs import design_of
 from compiler.errors import Issue
+from compiler.families.base import PAIRED, Family, family
 from compiler.load import LoadedSpec
+from compiler.registry import Needs
 from compiler.spec import PLUGIN_BLOCKS
 from compiler.tasks import task
 
-ID = "metric_suite"
-ORDER = 10
-NEEDS = frozenset({"paired"})
 
 #: Keys of ``analysis`` this family owns.
 ANALYSIS_KEYS = ("k", "decision", "alpha", "bootstrap")
@@ -42,25 +40,6 @@ MSG_INVERTED = (
     "{metric} is {direction}-is-better, so investigate ({inv}) must be {op} pass ({pas}); "
     "the investigate bound must be looser than the pass bound"
 )
-
-
-def _spec(x: Any) -> Any:
-    return getattr(x, "spec", x)
-
-
-def block(spec: Any) -> list[tuple]:
-    """Key paths of the block the spec writes: ``analysis.k|alpha|bootstrap``, ``thresholds``."""
-    s = _spec(spec)
-    out = [("analysis", k) for k in ANALYSIS_KEYS if k in s.analysis.model_fields_set]
-    return out + ([("thresholds",)] if "thresholds" in s.model_fields_set else [])
-
-
-def enabled(spec_or_resolved: Any) -> bool:
-    """On for every paired design; on a design without pairs, only when the spec writes its block
-    (and is then refused: the block would be ignored)."""
-    if "paired" in design_of(spec_or_resolved).PROVIDES:
-        return True
-    return not isinstance(spec_or_resolved, dict) and bool(block(spec_or_resolved))
 
 
 def decision_issues(ls: LoadedSpec) -> list[Issue]:
@@ -145,64 +124,75 @@ def decision_text(resolved: dict[str, Any]) -> str:
             "{top_k: K} or {threshold: t} to audit the system's real selection rule")
 
 
-def issues(ls: LoadedSpec) -> list[Issue]:
-    """Each threshold's investigate bound is looser than its pass bound (seed 000 Table 3); the
-    decision rule (:func:`decision_issues`)."""
-    out = decision_issues(ls)
-    for tier in TIERS:
-        tier_model = getattr(ls.spec.thresholds, tier)
-        for mid, info in METRICS.items():
-            b = getattr(tier_model, mid)
-            if b is None:
-                continue
-            ok = b.investigate >= b.pass_ if info.direction == "lower" else b.investigate <= b.pass_
-            if not ok:
-                op = ">=" if info.direction == "lower" else "<="
-                out.append(ls.issue(("thresholds", tier, mid, "investigate"), MSG_INVERTED.format(
-                    metric=mid, direction=info.direction, inv=b.investigate, op=op, pas=b.pass_)))
-    return out
+@family
+class MetricSuite(Family):
+    """Seed 000's nine metrics against pre-registered thresholds; on for every paired design."""
 
+    id = "metric_suite"
+    order = 10
+    needs = Needs.of(PAIRED)
 
-def resolve(ls: LoadedSpec, resolved: dict[str, Any]) -> None:
-    """``analysis`` (k per metric family, alpha, bootstrap) and ``thresholds`` (every default of
-    seed 000 Table 3 and §3.7 made explicit, the spec's bounds over them)."""
-    spec = ls.spec
-    thresholds = default_thresholds()
-    for tier, bounds in thresholds.items():
-        for mid, given in getattr(spec.thresholds, tier).model_dump(by_alias=True).items():
-            if given is not None:
-                bounds[mid] = {"pass": given["pass"], "investigate": given["investigate"]}
-    # the other families write their own blocks (effects; plug-in families of compiler.blocks)
-    # ``ranking`` only when written: its default belongs to the methods version (compiler.methods.RANKING),
-    # so the digests of specs that do not set it do not change
-    dropped = {"effect_size", "validity", *PLUGIN_BLOCKS, *(("ranking",) if spec.analysis.ranking is None else ())}
-    # ``decision`` only when written (same reason); top_k sets K of every family
-    if spec.analysis.decision is None:
-        dropped.add("decision")
-    resolved["analysis"] = spec.analysis.model_dump(exclude=dropped)
-    if spec.analysis.decision is not None:
-        d = spec.analysis.decision
-        resolved["analysis"]["decision"] = {"top_k": d.top_k} if d.top_k is not None else {"threshold": d.threshold}
-        if d.top_k is not None:
-            resolved["analysis"]["k"] = {family: d.top_k for family in resolved["analysis"]["k"]}
-    resolved["thresholds"] = thresholds
+    def block(self, spec: Any) -> list[tuple]:
+        """Key paths of the block the spec writes: ``analysis.k|alpha|bootstrap``, ``thresholds``."""
+        s = spec
+        out = [("analysis", k) for k in ANALYSIS_KEYS if k in s.analysis.model_fields_set]
+        return out + ([("thresholds",)] if "thresholds" in s.model_fields_set else [])
 
+    def enabled(self, resolved: dict[str, Any]) -> bool:
+        """On for every paired design (its needs are its enable rule); a design without pairs that
+        writes its block is refused at compile time (the block would be ignored)."""
+        return True
 
-def plan_tasks(resolved: dict[str, Any], score_ids: list[str]) -> list[dict[str, Any]]:
-    """``analyse``: ranking, the nine metrics, BH over every p-value of the run (seed 000 §3.3-3.6).
-    Its inputs are the whole resolved ``analysis``, so the families computed with it (effects) are
-    part of its id."""
-    return [task("analyse", {"analysis": resolved["analysis"], "thresholds": resolved["thresholds"],
-                             "reference": resolved["variants"]["reference"], "seed": resolved["seed"],
-                             "metrics": list(METRIC_IDS)}, score_ids)]
+    def issues(self, ls: LoadedSpec) -> list[Issue]:
+        """Each threshold's investigate bound is looser than its pass bound (seed 000 Table 3); the
+        decision rule (:func:`decision_issues`)."""
+        out = decision_issues(ls)
+        for tier in TIERS:
+            tier_model = getattr(ls.spec.thresholds, tier)
+            for mid, info in METRICS.items():
+                b = getattr(tier_model, mid)
+                if b is None:
+                    continue
+                ok = b.investigate >= b.pass_ if info.direction == "lower" else b.investigate <= b.pass_
+                if not ok:
+                    op = ">=" if info.direction == "lower" else "<="
+                    out.append(ls.issue(("thresholds", tier, mid, "investigate"), MSG_INVERTED.format(
+                        metric=mid, direction=info.direction, inv=b.investigate, op=op, pas=b.pass_)))
+        return out
 
+    def resolve(self, ls: LoadedSpec, resolved: dict[str, Any]) -> None:
+        """``analysis`` (k per metric family, alpha, bootstrap) and ``thresholds`` (every default of
+        seed 000 Table 3 and §3.7 made explicit, the spec's bounds over them)."""
+        spec = ls.spec
+        thresholds = default_thresholds()
+        for tier, bounds in thresholds.items():
+            for mid, given in getattr(spec.thresholds, tier).model_dump(by_alias=True).items():
+                if given is not None:
+                    bounds[mid] = {"pass": given["pass"], "investigate": given["investigate"]}
+        # the other families write their own blocks (effects; plug-in families of compiler.blocks)
+        # ``ranking`` only when written: its default belongs to the methods version (compiler.methods.RANKING),
+        # so the digests of specs that do not set it do not change
+        dropped = {"effect_size", "validity", *PLUGIN_BLOCKS, *(("ranking",) if spec.analysis.ranking is None else ())}
+        # ``decision`` only when written (same reason); top_k sets K of every family
+        if spec.analysis.decision is None:
+            dropped.add("decision")
+        resolved["analysis"] = spec.analysis.model_dump(exclude=dropped)
+        if spec.analysis.decision is not None:
+            d = spec.analysis.decision
+            resolved["analysis"]["decision"] = {"top_k": d.top_k} if d.top_k is not None else {"threshold": d.threshold}
+            if d.top_k is not None:
+                resolved["analysis"]["k"] = {family: d.top_k for family in resolved["analysis"]["k"]}
+        resolved["thresholds"] = thresholds
 
-def metric_rows(resolved: dict[str, Any]) -> int:
-    """Rows of ``metrics.csv``: metrics x variants x (system, condition) pairs."""
-    return len(METRIC_IDS) * len(resolved["variants"]["table"]) * sum(
-        len(s.get("conditions") or [None]) for s in resolved["systems"])
+    def plan_tasks(self, resolved: dict[str, Any], score_ids: list[str]) -> list[dict[str, Any]]:
+        """``analyse``: ranking, the nine metrics, BH over every p-value of the run (seed 000 §3.3-3.6).
+        Its inputs are the whole resolved ``analysis``, so the families computed with it (effects) are
+        part of its id."""
+        return [task("analyse", {"analysis": resolved["analysis"], "thresholds": resolved["thresholds"],
+                                 "reference": resolved["variants"]["reference"], "seed": resolved["seed"],
+                                 "metrics": list(METRIC_IDS)}, score_ids)]
 
-
-def summary(resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
-    """No plan keys of its own (its size is ``counts.metric_rows``)."""
-    return {}
+    def metric_rows(self, resolved: dict[str, Any]) -> int:
+        """Rows of ``metrics.csv``: metrics x variants x (system, condition) pairs."""
+        return len(METRIC_IDS) * len(resolved["variants"]["table"]) * sum(
+            len(s.get("conditions") or [None]) for s in resolved["systems"])

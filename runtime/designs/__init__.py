@@ -11,34 +11,40 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from runtime.registry import Registry
+from compiler.designs import SCORE_FILE, design_id
+from compiler.designs.base import registry as declarations
+from compiler.registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from runtime.pipeline.context import RunContext
 
-#: The design of a spec without ``candidates`` (a score-file audit: every system is precomputed).
-SCORE_FILE = "score_file"
-
 
 class Design:
-    """Base class of a design adapter; subclasses register with ``@design("id")``.
+    """Base class of a design's runtime half; subclasses bind to their declaration
+    (:class:`compiler.designs.base.Design`) with ``@design("id")``, which sets :attr:`id` and
+    :attr:`declaration`.
 
     Attributes
     ----------
     id : str
         ``candidates.generator`` of the spec, or :data:`SCORE_FILE`.
-    provides : frozenset of str
-        ``{"paired"}`` or ``{"unpaired"}``.
+    declaration : compiler.designs.base.Design
+        The compiler declaration; :attr:`provides` reads it.
     report_kind : str
         What the report calls itself under its title.
     """
 
     id: ClassVar[str] = ""
-    provides: ClassVar[frozenset[str]] = frozenset()
+    declaration: ClassVar[Any] = None
     #: The report's kind, under its title.
     report_kind: ClassVar[str] = "Correspondence audit report"
     #: Whether the generated candidates are kept in the task store and reused (``restore``).
     storable: ClassVar[bool] = False
+
+    @property
+    def provides(self) -> frozenset[str]:
+        """What the design provides (its declaration's)."""
+        return frozenset(self.declaration.provides)
 
     def generate(self, ctx: "RunContext") -> None:  # pragma: no cover - interface
         """Set ``ctx.candidates`` and write the design's artifacts into the run folder."""
@@ -50,21 +56,24 @@ class Design:
         raise NotImplementedError
 
 
-_DESIGNS: Registry[type[Design]] = Registry("design", __name__)
+_DESIGNS: Registry[type[Design]] = Registry("design half", __name__, side="runtime", skip=())
 
-#: Class decorator registering a design adapter: ``@design("template")``.
-design = _DESIGNS.register
+#: Class decorator binding a design's runtime half to its declaration: ``@design("template")``.
+design = _DESIGNS.binder(declarations())
 
 
 def registered() -> dict[str, type[Design]]:
-    """Design id -> adapter class, after importing every module of this package."""
-    return _DESIGNS.load()
+    """Design id -> runtime half, after importing every module of this package and of the installed
+    plug-ins.
 
-
-def design_id(resolved: dict[str, Any]) -> str:
-    """The design of a resolved spec: its generator, or :data:`SCORE_FILE` without candidates."""
-    cand = resolved.get("candidates")
-    return cand["generator"] if cand else SCORE_FILE
+    Raises
+    ------
+    compiler.registry.PluginError
+        A declared design has no runtime half.
+    """
+    halves = _DESIGNS.load()
+    _DESIGNS.check_halves(declarations())
+    return halves
 
 
 def design_for(resolved: dict[str, Any]) -> Design:
@@ -75,6 +84,7 @@ def design_for(resolved: dict[str, Any]) -> Design:
     KeyError
         When no adapter is registered for the spec's generator (a bug: the compiler checks it).
     """
+    registered()
     return _DESIGNS.get(design_id(resolved))()
 
 

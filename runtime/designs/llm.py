@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from runtime.designs import Design, design
-from runtime.families.base import PAIRED
 
 
 @design("llm")
 class LlmDesign(Design):
     """Base résumés and their variants written by the generator agents; trail and checks kept."""
 
-    provides = frozenset({PAIRED})
 
     def generate(self, ctx) -> None:
         from runtime.generate.llm import generate_llm_matrix

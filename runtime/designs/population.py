@@ -16,7 +16,6 @@ import pandas as pd
 
 from compiler.errors import InputDataError
 from runtime.designs import Design, design
-from runtime.families.base import UNPAIRED
 
 MSG_MICRO_VALUE = "{path}:{line}: column {col!r} ({field}): {value!r} is not allowed; allowed: {allowed}"
 MSG_MICRO_AGE = "{path}:{line}: column {col!r} (age): {value!r} is not an integer age"
@@ -80,7 +79,6 @@ def sample_all_profiles(compiled) -> pd.DataFrame:
 class PopulationDesign(Design):
     """Profiles of every job and their résumé texts (``ctx.candidates``: one row per profile)."""
 
-    provides = frozenset({UNPAIRED})
     report_kind = "Population audit report (causal decomposition)"
     storable = True
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from runtime.designs import SCORE_FILE, Design, design
-from runtime.families.base import PAIRED
 
 
 @design(SCORE_FILE)
 class ScoreFileDesign(Design):
     """The score files bring their own cells (job, base candidate, variant)."""
 
-    provides = frozenset({PAIRED})
 
     def generate(self, ctx) -> None:
         ctx.candidates = None

@@ -5,14 +5,12 @@ from __future__ import annotations
 import pandas as pd
 
 from runtime.designs import Design, design
-from runtime.families.base import PAIRED
 
 
 @design("template")
 class TemplateDesign(Design):
     """Every base candidate of every job under every variant, written by the template generator."""
 
-    provides = frozenset({PAIRED})
     storable = True
 
     def generate(self, ctx) -> None:

@@ -1,10 +1,12 @@
 """The contract of an audit family: a plug-in unit of analysis (DESIGN.md, "Architecture").
 
 An audit family reads the scored candidates of a run (its :class:`~runtime.pipeline.context.RunContext`)
-and returns a :class:`FamilyResult`: named tables (each written as ``<name>.csv``), status rows
-(read by the one ``--fail-on`` gate), an optional verdict (VALID / INCONCLUSIVE; INCONCLUSIVE exits 5),
-report sections and console lines. The compiler side of the same family (``compiler.families``)
-owns its spec block, checks, resolution and compile summary; both registries list the same ids.
+and returns a :class:`FamilyResult`: named tables (each written as ``<name>.csv``), documents (other
+files of the run folder), status rows (read by the one ``--fail-on`` gate), an optional verdict (VALID /
+INCONCLUSIVE; any family's INCONCLUSIVE exits 5), report sections and console lines. The family is
+declared once, on the compiler side (:class:`compiler.families.base.Family`: id, order, needs, spec
+block, checks, resolution, compile summary); this runtime half binds to it with ``@family("<id>")``
+and reads it (``self.declaration``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Columns of a family's status rows (the input of the ``--fail-on`` gate).
 STATUS_COLUMNS = ("family", "system", "condition", "item", "status", "status_operational")
 
-#: What a run can provide to a family (declared by the family as ``needs``; checked at compile time).
-PAIRED, UNPAIRED, LLM_ANSWERS = "paired", "unpaired", "llm_answers"
+#: What a run can provide to a family (:mod:`compiler.registry`; the family's declaration needs it).
+from compiler.registry import LLM_ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED  # noqa: E402
 
 
 def status_frame(rows: list[dict[str, Any]] | pd.DataFrame | None = None) -> pd.DataFrame:
@@ -48,6 +50,10 @@ class FamilyResult:
         ``VALID`` or ``INCONCLUSIVE`` when the family runs a validity protocol (seed 003 §3.7).
     failed : list of str
         The failed checks behind an INCONCLUSIVE verdict.
+    documents : dict of str to bytes
+        Other files of the run folder, by file name (a plain name, not a table's ``<name>.csv`` nor a
+        file the run writes itself): written before the report, listed in ``run.json`` ``artifacts``
+        and hashed by the manifest.
     sections : list of Section
         The family's report sections.
     summary : list of str
@@ -62,36 +68,69 @@ class FamilyResult:
     status: pd.DataFrame = field(default_factory=status_frame)
     verdict: str | None = None
     failed: list[str] = field(default_factory=list)
+    documents: dict[str, bytes] = field(default_factory=dict)
     sections: list["Section"] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
 
 
+INCONCLUSIVE, VALID = "INCONCLUSIVE", "VALID"
+
+
+def combined_verdict(results: dict[str, FamilyResult]) -> tuple[str, list[str]] | None:
+    """The run's one validity verdict over every family that gave one (issue 28 §2).
+
+    Parameters
+    ----------
+    results : dict of str to FamilyResult
+        Each family's result, in run order.
+
+    Returns
+    -------
+    (str, list of str) or None
+        ``INCONCLUSIVE`` when any family's verdict is, else that of the families (``VALID``); the failed
+        checks of every family in run order, each prefixed ``<family id>:`` when several families gave a
+        verdict. None when no family gave one.
+    """
+    given = [(fid, res) for fid, res in results.items() if res.verdict]
+    if not given:
+        return None
+    several = len(given) > 1
+    verdict = INCONCLUSIVE if any(res.verdict == INCONCLUSIVE for _, res in given) else given[0][1].verdict
+    if several and verdict != INCONCLUSIVE:
+        verdict = VALID if all(res.verdict == VALID for _, res in given) else given[0][1].verdict
+    failed = [f"{fid}: {line}" if several else line for fid, res in given for line in res.failed]
+    return verdict, failed
+
+
 class AuditFamily:
-    """Base class of an audit family; subclasses register with ``@family("id")``.
+    """Base class of an audit family's runtime half; subclasses bind to their declaration with
+    ``@family("id")``, which sets :attr:`id` and :attr:`declaration`.
 
     Attributes
     ----------
     id : str
-        Registry id, equal to the compiler family's id.
-    needs : frozenset of str
-        What the run must provide (:data:`PAIRED`, :data:`UNPAIRED`, :data:`LLM_ANSWERS`).
+        The declaration's id.
+    declaration : compiler.families.base.Family
+        The compiler declaration: order, needs, ``after``, the enable rule.
     title : str
         Progress-bar and timing label.
     """
 
     id: ClassVar[str] = ""
-    needs: ClassVar[frozenset[str]] = frozenset()
+    declaration: ClassVar[Any] = None
     title: ClassVar[str] = ""
 
-    def enabled(self, ctx: "RunContext") -> bool:
-        """Whether the run's resolved spec asks for this family: the compiler family of the same id
-        decides (``compiler.families.<id>.enabled``), and the run must provide what it needs (the
-        compiler already refused a spec where it cannot)."""
-        from compiler.families import FAMILIES
+    @property
+    def needs(self):
+        """What the run must provide (the declaration's :class:`~compiler.registry.Needs`)."""
+        return self.declaration.needs
 
-        return FAMILIES[self.id].enabled(ctx.resolved) and self.needs <= ctx.provides
+    def enabled(self, ctx: "RunContext") -> bool:
+        """Whether the run runs this family: the declaration's one rule (enabled by the resolved spec,
+        and given what it needs; the compiler already refused a spec where it cannot be)."""
+        return self.declaration.runs(ctx.resolved)
 
     def analyse(self, ctx: "RunContext") -> FamilyResult:  # pragma: no cover - interface
         raise NotImplementedError

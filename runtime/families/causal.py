@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from compiler.errors import InputDataError
-from runtime.families import UNPAIRED, AuditFamily, FamilyResult, family, status_frame
+from runtime.families import AuditFamily, FamilyResult, family, status_frame
 
 #: Columns of ``causal.csv``; runs with LLM screeners add ``condition`` after ``system``.
 CAUSAL_COLUMNS = ("system", "job_id", "attribute", "x0", "x1", "kind", "term", "estimate", "se", "ci_low",
@@ -77,7 +77,6 @@ def causal_rows(*, system: str, job_id: str, profiles: pd.DataFrame, scores: np.
 class Causal(AuditFamily):
     """DML-UCA decomposition of every system (x condition) x job of a population audit."""
 
-    needs = frozenset({UNPAIRED})
     title = "path-specific effects (seed 001)"
 
     def analyse(self, ctx) -> FamilyResult:

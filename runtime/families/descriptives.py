@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from runtime.families import PAIRED, AuditFamily, FamilyResult, family
+from runtime.families import AuditFamily, FamilyResult, family
 from runtime.report.formatting import fmt_int, fmt_num, fmt_sig
 from runtime.report.sections import Section
 
@@ -68,7 +68,6 @@ def describe(paired: pd.DataFrame, *, quantiles: list[float], reference: str) ->
 class Descriptives(AuditFamily):
     """n, mean, SD and quantiles of the scores of every variant (opt-in: ``analysis.descriptives``)."""
 
-    needs = frozenset({PAIRED})
     title = "descriptive statistics"
 
     def analyse(self, ctx) -> FamilyResult:

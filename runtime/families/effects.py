@@ -6,7 +6,7 @@ Table ``effects`` (every table of :class:`runtime.analysis.effects.EffectsResult
 
 from __future__ import annotations
 
-from runtime.families import PAIRED, AuditFamily, FamilyResult, family
+from runtime.families import AuditFamily, FamilyResult, family
 
 #: Bootstrap resamples of the self-test's metric suite: its detection reads p-values, which do not
 #: depend on the bootstrap (only the intervals do), so a small count keeps the stage fast.
@@ -17,7 +17,6 @@ SELF_TEST_BOOTSTRAP = 100
 class Effects(AuditFamily):
     """Seed 003's contrasts, models, pooling, validity protocol and planted-bias self-test."""
 
-    needs = frozenset({PAIRED})
     title = "effect sizes and validity (seed 003)"
 
     def analyse(self, ctx) -> FamilyResult:
@@ -38,7 +37,6 @@ class Effects(AuditFamily):
         out = FamilyResult(tables={"effects": effects.long_frame()}, data={"effects": effects})
         if r["analysis"].get("validity"):
             out.verdict, out.failed = effects.verdict, list(effects.failed)
-            out.record = {"validity": {"verdict": effects.verdict, "failed": list(effects.failed)}}
             out.summary = [f"validity protocol: {effects.verdict}"]
         return out
 

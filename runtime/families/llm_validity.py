@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from runtime.families import LLM_ANSWERS, AuditFamily, FamilyResult, family
+from runtime.families import AuditFamily, FamilyResult, family
 
 VALIDITY_COLUMNS = ("family", "metric", "system", "condition", "variant", "reference", "n", "value",
                     "direction", "status", "status_operational", "notes")
@@ -61,13 +61,7 @@ def with_validity_rows(metrics: pd.DataFrame, llm_meta: dict[str, Any] | None) -
 class LlmValidity(AuditFamily):
     """Valid-response rates of the LLM screeners, and the report's LLM section."""
 
-    needs = frozenset({LLM_ANSWERS})
     title = "LLM response validity"
-
-    def enabled(self, ctx) -> bool:
-        """On with an LLM screener (the compiler family's rule), and also with the LLM generator
-        alone: its agents' calls, manipulation check and flagging trail go into this section."""
-        return llm_report_meta(ctx.run, ctx.resolved) is not None
 
     def analyse(self, ctx) -> FamilyResult:
         meta = llm_report_meta(ctx.run, ctx.resolved)

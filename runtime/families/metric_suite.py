@@ -12,9 +12,7 @@ import dataclasses
 
 import pandas as pd
 
-from compiler.designs import design_id
-from runtime.designs import SCORE_FILE
-from runtime.families import PAIRED, AuditFamily, FamilyResult, family, status_frame
+from runtime.families import TOOL_TEXT, AuditFamily, FamilyResult, family, status_frame
 
 
 def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job: bool = False, progress=None):
@@ -45,7 +43,6 @@ def metric_status(metrics: pd.DataFrame, family_id: str = "metric_suite") -> pd.
 class MetricSuite(AuditFamily):
     """Seed 000's nine metrics on the paired frame, BH over the run, risk score and drift."""
 
-    needs = frozenset({PAIRED})
     title = "metrics (seed 000)"
 
     def analyse(self, ctx) -> FamilyResult:
@@ -72,9 +69,9 @@ class MetricSuite(AuditFamily):
                            f"{int(q_p.notna().sum())} cells heterogeneous across jobs (metrics_by_job.csv)")
         tables = {"metrics": result.metrics, "metrics_by_job": result.by_job, "risk": result.risk,
                   "drift": result.drift}
-        if design_id(ctx.resolved) == SCORE_FILE:
-            # no text was injected by the tool: the score change between a variant and its reference is
-            # the effect itself, not a confound of it (issue 15); the report says so instead
+        if TOOL_TEXT not in ctx.provides:
+            # the tool wrote no text (a score file): the score change between a variant and its reference
+            # is the effect itself, not a confound of it (issue 15); the report says so instead
             del tables["drift"]
             result = dataclasses.replace(result, drift=result.drift.iloc[0:0])
         return FamilyResult(tables=tables,

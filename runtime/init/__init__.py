@@ -70,14 +70,14 @@ def starter_dir(design: str) -> Traversable:
 def _suggested_design(kind: str) -> str:
     """The design that audits a system of this kind: score_file for a kind that reads scores from a
     file, llm for an LLM kind, else template (the tool writes the résumés it scores)."""
-    from compiler.designs import llm, score_file, template
-    from compiler.spec import LLM_SYSTEM_KINDS
+    from compiler.designs import DEFAULT_GENERATOR, SCORE_FILE
+    from compiler.registry import LLM_ANSWERS
     from compiler.systems import SYSTEMS
 
     hook = SYSTEMS.get(kind)
     if hook is not None and not hook.needs_text:
-        return score_file.ID
-    return llm.ID if kind in LLM_SYSTEM_KINDS else template.ID
+        return SCORE_FILE
+    return "llm" if hook is not None and LLM_ANSWERS in hook.provides else DEFAULT_GENERATOR
 
 
 def check_design(name: str) -> str:

@@ -10,6 +10,7 @@ from compiler.designs import design_id
 from compiler.lock import lock_methods_version, package_versions
 from compiler.methods import RANKING
 from compiler.paths import recorded
+from compiler.systems import hook_for
 
 
 #: ``run.json`` ``execution.out_root`` of an output root outside the spec's folder (issue 41).
@@ -52,16 +53,6 @@ def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, 
     return out
 
 
-def system_source(system: dict[str, Any]) -> str:
-    """What a resolved system scores with: the model's name or folder, or the score file."""
-    if "endpoint" in system:
-        return system["endpoint"]["model"] + (f" at {system['endpoint']['api_base']}"
-                                              if system["endpoint"]["api_base"] else "")
-    if "model" in system:
-        return system["model"].get("name") or system["model"]["path"]
-    return f"scores from {system['data']['path']}"
-
-
 def _fingerprint(s: dict[str, Any], run: dict[str, Any]) -> str:
     """A system's fingerprint; a blind score file's is its sha256 as read by the run (it is returned after the lock)."""
     if s.get("blind"):
@@ -82,7 +73,7 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
         "ranking": r["analysis"].get("ranking") or RANKING,
         "decision": r["analysis"].get("decision"),
         "thresholds": r["thresholds"],
-        "systems": [{"id": s["id"], "kind": s["kind"], "model": system_source(s),
+        "systems": [{"id": s["id"], "kind": s["kind"], "model": hook_for(s["kind"]).source(s),
                      "fingerprint": _fingerprint(s, run), "score_range": s["score_range"],
                      **({"blind": (run.get("systems_info") or {}).get(s["id"], {}).get("blind") or {}}
                         if s.get("blind") else {})} for s in r["systems"]],

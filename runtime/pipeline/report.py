@@ -3,6 +3,9 @@ once from the same HTML."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from runtime.families.base import combined_verdict
 from runtime.pipeline.context import RunContext
 from runtime.pipeline.metadata import report_meta
 from runtime.testhooks import kill_point
@@ -21,9 +24,35 @@ def write_report(ctx: RunContext) -> None:
                       kind=design_for(ctx.resolved).report_kind)
     families = registered()
     sections = [s for fid, result in ctx.results.items() for s in families[fid]().sections(ctx, result, meta)]
+    sections = with_verdict(sections, combined_verdict(ctx.results))
     html = render_report(core, sections)
     folder.write_text("report.html", html)
     folder.save()
     kill_point("report")
     render_pdf(core, folder.path / "report.pdf", html=html)  # the same HTML, rendered once
     folder.listed("report.pdf")
+
+
+VERDICT_SECTION = "validity-verdict"
+
+
+def with_verdict(sections: list, verdict: tuple[str, list[str]] | None) -> list:
+    """The front matter states the run's one verdict (issue 28 §2): the validity section of a family
+    (``validity-verdict``) shows the combined verdict and every family's failed checks; without such a
+    section, a verdict of another family gets one of its own. No verdict: the sections unchanged."""
+    from runtime.report.sections import ORDER, Section
+
+    if verdict is None:
+        return sections
+    out, seen = [], False
+    for s in sections:
+        if s.id == VERDICT_SECTION:
+            seen = True
+            if (s.context.get("verdict"), list(s.context.get("failed") or [])) != (verdict[0], list(verdict[1])):
+                s = dataclasses.replace(s, context={**s.context, "verdict": verdict[0], "failed": list(verdict[1])})
+        out.append(s)
+    if not seen:
+        out.append(Section(id=VERDICT_SECTION, title="Validity protocol", template="sections/effects_verdict.html.j2",
+                           context={"verdict": verdict[0], "failed": list(verdict[1]), "declared": True,
+                                    "own": True}, order=ORDER["verdict"], toc=False))
+    return out

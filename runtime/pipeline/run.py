@@ -24,6 +24,7 @@ from compiler.lock import check_lock, read_lock, utc_now
 from compiler.paths import recorded
 from compiler.load import display_path
 from runtime.families import STATUS_COLUMNS, FamilyResult, registered
+from runtime.families.base import combined_verdict
 from runtime.pipeline.context import RunContext
 from runtime.pipeline.folder import RunFolder, new_run_dir
 from runtime.pipeline.gate import Gate, Tier
@@ -103,11 +104,9 @@ class RunResult:
 
     @property
     def verdict(self) -> tuple[str, list[str]] | None:
-        """(verdict, failed checks) of the family that ran a validity protocol, or None."""
-        for res in self.results.values():
-            if res.verdict:
-                return res.verdict, list(res.failed)
-        return None
+        """(verdict, failed checks) over every family that gave a verdict (INCONCLUSIVE when any did;
+        :func:`runtime.families.base.combined_verdict`), or None."""
+        return combined_verdict(self.results)
 
     @property
     def summary(self) -> list[str]:
@@ -461,8 +460,8 @@ def _generate(ctx: RunContext, design) -> None:
 
 def _run_stages(ctx: RunContext) -> None:
     """generate -> score -> rank -> families -> report; each stage's artifacts are written at once."""
+    from compiler.designs import provided
     from runtime.designs import design_for
-    from runtime.systems import adapter_for
 
     r, folder, timings = ctx.resolved, ctx.folder, ctx.timings
     ctx.jobs = job_texts(ctx.compiled)
@@ -471,7 +470,7 @@ def _run_stages(ctx: RunContext) -> None:
     with stage_timer(timings, "generate"):
         _generate(ctx, design)
     folder.save()
-    ctx.provides = frozenset(design.provides).union(*(adapter_for(s["kind"]).provides for s in r["systems"]))
+    ctx.provides = provided(r)  # the declarations of the design and the system kinds (compiler.designs)
     folder.stage("score")
     artifacts: dict[str, Any] = {}
     try:
@@ -510,13 +509,50 @@ def _run_stages(ctx: RunContext) -> None:
             ctx.results[fid] = result
             for name, frame in result.tables.items():
                 ctx.write_table(name, frame)
+            write_documents(ctx, fid, result.documents)
             ctx.run.update(result.record)
+            verdict = combined_verdict(ctx.results)
+            if result.verdict and verdict is not None:  # the run's one verdict, as it stands (issue 28 §2)
+                ctx.run["validity"] = {"verdict": verdict[0], "failed": list(verdict[1])}
             folder.save()
     folder.stage("report")
     with stage_timer(timings, "report"):
         from runtime.pipeline.report import write_report
 
         write_report(ctx)
+
+
+MSG_DOCUMENT_NAME = ("audit family {family!r} returned a document named {name!r}: a document is a plain file name "
+                     "in the run folder (letters, digits, '.', '_', '-'; not hidden), not a path (a bug of the family)")
+MSG_DOCUMENT_TAKEN = ("audit family {family!r} returned a document named {name!r}, which the run already holds "
+                      "(a table, another family's document or a file of the run itself; a bug of the family)")
+#: Files of a run folder a family's document may not be named (written by the run itself).
+RESERVED_NAMES = ("run.json", "summary.json", "report.html", "report.pdf", "manifest.json", "manifest.dsse.json",
+                  "resumes.csv", "paired.csv", "scores.csv")
+
+
+def write_documents(ctx: RunContext, family_id: str, documents: dict[str, bytes]) -> None:
+    """Write a family's documents into the run folder (listed in ``run.json`` ``artifacts``, so the manifest
+    hashes them), before the report.
+
+    Raises
+    ------
+    RuntimeError
+        A name that is not a plain file name, or one the run folder already holds (an internal error:
+        the run fails before its seal).
+    """
+    import re
+
+    for name, data in documents.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", name) \
+                or name in (".", "..") or ".." in name:
+            raise RuntimeError(MSG_DOCUMENT_NAME.format(family=family_id, name=name))
+        stem = name[:-4] if name.endswith(".csv") else None
+        taken = (name in RESERVED_NAMES or name in ctx.run.get("artifacts", [])
+                 or (stem is not None and stem in ctx.tables))
+        if taken:
+            raise RuntimeError(MSG_DOCUMENT_TAKEN.format(family=family_id, name=name))
+        ctx.folder.write_bytes(name, bytes(data))
 
 
 def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:

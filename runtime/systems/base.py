@@ -120,23 +120,42 @@ class LlmSettings:
         return int(self.concurrency.get(system_id, default))
 
 
+class _FromDeclaration:
+    """A read-only attribute of an adapter class (and its instances) taken from the compiler
+    declaration it binds to (``cls.declaration``, set by :func:`runtime.systems.system`)."""
+
+    def __init__(self, attribute: str, unbound: Any):
+        self.attribute, self.unbound = attribute, unbound
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        declaration = getattr(owner, "declaration", None)
+        return self.unbound if declaration is None else getattr(declaration, self.attribute)
+
+
 class SystemAdapter:
-    """Scores every (job, cv, variant) cell of a correspondence-audit matrix.
+    """Scores every (job, cv, variant) cell of a correspondence-audit matrix: the runtime half of a
+    system kind, bound with ``@system("<kind>")`` to the kind's compiler declaration
+    (:class:`compiler.systems.base.SystemKind`), from which it reads its kind and what it provides.
 
     ``score`` returns a frame with columns ``job_id, cv_id, variant, score, is_true_match``
     (``is_true_match`` 0/1 or NaN when unknown), one row per cell, scores on the system's
     ``score_range``. Adapters may add diagnostics to ``request.info``.
     """
 
-    kind: ClassVar[str] = ""
-    #: What the system adds to a run for the audit families (LLM screeners: ``{"llm_answers"}``).
-    provides: ClassVar[frozenset[str]] = frozenset()
+    #: The compiler declaration of the kind (set when the class is bound; None on an unbound class).
+    declaration: ClassVar[Any] = None
+    #: The ``systems[].kind`` it scores (the declaration's ``id``).
+    kind: ClassVar[str] = _FromDeclaration("id", "")  # type: ignore[assignment]
+    #: What the system adds to a run for the audit families (the declaration's ``provides``; LLM
+    #: screeners: ``{"llm_answers"}``).
+    provides: ClassVar[frozenset[str]] = _FromDeclaration("provides", frozenset())  # type: ignore[assignment]
     #: Whether a finished scoring is kept in the task store and reused (False for LLM screeners:
     #: their per-request response cache already makes a re-run call no model).
     storable: ClassVar[bool] = True
 
     def __init__(self, resolved: dict[str, Any]):
         self.resolved = resolved
+        # the class's id (set when it is bound) is its kind; an adapter's is the system's id in the spec
         self.id: str = resolved["id"]
 
     def score(self, request: ScoreRequest) -> pd.DataFrame:  # pragma: no cover - interface

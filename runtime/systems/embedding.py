@@ -24,7 +24,7 @@ def model_dir(resolved: dict[str, Any], spec_folder: Path) -> Path:
     """Folder of the model named by a resolved embedding system."""
     model = resolved["model"]
     if model["source"] == "package":
-        from compiler.resolve import packaged_model_dir
+        from compiler.systems import packaged_model_dir
 
         return packaged_model_dir()
     return (spec_folder / model["path"]).resolve()

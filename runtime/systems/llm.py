@@ -76,7 +76,6 @@ class _Cell:
 class LlmScreener(SystemAdapter):
     """Shared scoring loop of the two LLM systems (see the module docstring)."""
 
-    provides = frozenset({"llm_answers"})
     storable = False
 
     def references(self, request: ScoreRequest) -> dict[str, str | None]:
