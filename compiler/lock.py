@@ -109,7 +109,7 @@ def append_ledger(spec_path: Path, lock: dict[str, Any], event: str) -> None:
     not written twice.
 
     The ledger is what remains when a lock is deleted and compiled again: ``audit execute`` reads it
-    (:func:`runtime.locksign.earlier_locks`), as it reads the task store's ledger and the lock's git
+    (:func:`runtime.provenance.locksign.earlier_locks`), as it reads the task store's ledger and the lock's git
     history, so moving or deleting the task store does not erase the trace. Appends only; a torn last
     line (a killed process) is skipped by the reader.
 

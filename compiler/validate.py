@@ -22,7 +22,7 @@ from compiler.spec import PLUGIN_BLOCKS
 from compiler.registry import Needs
 from compiler.paths import (MSG_BAD_PATH, MSG_EMPTY, MSG_FILE_ABSOLUTE, MSG_FILE_ESCAPES, MSG_FILE_MISSING,
                             MSG_NOT_A_FILE, MSG_NOT_A_FOLDER, WEIGHT_FILES, resolve_inside, weight_files)
-from compiler.systems import CORE, MissingExtra, Stage, hook_for, missing_modules, provided_by_systems
+from compiler.systems import MissingExtra, Stage, hook_for, missing_modules, provided_by_systems
 
 __all__ = [
     "validate", "advisories", "family_issues", "extra_issues", "check_extras",

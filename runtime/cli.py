@@ -263,25 +263,75 @@ def compile_(
     _sign_lock(console, lock_path(spec), lock_keys, tsa)
 
 
-def _lock_keys(key_dir: Optional[Path], tsa: Optional[str]):
-    """The keys that sign the lock (None without any) and the TSA URL; a named key directory without
-    keys, or a malformed URL, is an error (exit 2)."""
+#: The messages of :func:`signing_options` (the tests assert them).
+MSG_TSA_URL = "--tsa {tsa!r}: give the time-stamping authority's http(s) URL"
+MSG_TSA_NEEDS_KEYS = "--tsa timestamps {what}: it needs signing keys (see `audit keygen`)"
+MSG_NO_KEYS = "no signing keys in {kd}; create them with `audit keygen --key-dir {kd}`"
+MSG_NO_KEYS_NAMED = "no signing keys in {kd} (named by {by}); create them with `audit keygen --key-dir {kd}`"
+MSG_NO_COUNTERSIGNER_KEYS = ("no signing keys in {kd}; create the countersigner's with `audit keygen --key-dir {kd} "
+                             "--signer NAME --role ROLE`")
+
+
+def signing_options(key_dir: Optional[Path], tsa: Optional[str], *, load: bool = True, required: str = "option",
+                    missing: str = MSG_NO_KEYS, tsa_needs_keys: Optional[str] = None):
+    """``--key-dir`` and ``--tsa`` of every command that signs (compile, execute, sign) or writes keys
+    (keygen), checked in one order before any work; each failure is an error (exit 2).
+
+    The key directory is ``key_dir``, else ``$AUDIT_KEY_DIR`` or the default one. In order: its keys are
+    loaded (a broken directory stops here); a directory without keys is ``missing`` when ``required``
+    says so; ``tsa`` must be an http(s) URL; without keys a ``tsa`` is ``tsa_needs_keys``; the TSA
+    defaults to the directory's ``[signing] tsa``; a certificate that cannot sign now is refused and one
+    ending soon is warned of (stderr).
+
+    Parameters
+    ----------
+    load : bool
+        Read the key directory; False for ``audit keygen``, which writes it (only ``tsa`` is checked).
+    required : {"always", "named", "option"}
+        When a directory without keys is an error: always (``audit sign``), when ``--key-dir`` or
+        ``$AUDIT_KEY_DIR`` names it (``audit execute``), or only when ``--key-dir`` does (``audit
+        compile``); otherwise the command goes on unsigned.
+    missing : str
+        That error, formatted with ``kd`` (the directory) and ``by`` (``--key-dir`` or ``$AUDIT_KEY_DIR``).
+    tsa_needs_keys : str, optional
+        The error of a ``tsa`` without keys; None where keys are always required.
+
+    Returns
+    -------
+    (keys, tsa, key_dir)
+        The :class:`runtime.provenance.keys.SigningKeys` (None without any, or when not ``load``), the
+        TSA URL (None without one) and the key directory.
+    """
+    import os
+
     from compiler.errors import AuditError
-    from runtime.keys import default_key_dir, load_keys
+    from runtime.provenance.keys import KEY_DIR_ENV, default_key_dir, load_keys
 
-    keys = load_keys(key_dir or default_key_dir())
-    if keys is None and key_dir is not None:
-        raise AuditError(f"no signing keys in {key_dir}; create them with `audit keygen --key-dir {key_dir}`")
+    kd = key_dir or default_key_dir()
+    keys = load_keys(kd) if load else None
+    named = {"always": True, "named": key_dir is not None or bool(os.environ.get(KEY_DIR_ENV)),
+             "option": key_dir is not None}[required]
+    if load and keys is None and named:
+        raise AuditError(missing.format(kd=kd, by="--key-dir" if key_dir is not None else f"${KEY_DIR_ENV}"))
     if tsa is not None and not tsa.startswith(("http://", "https://")):
-        raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
-    if keys is None and tsa:
-        raise AuditError("--tsa timestamps the lock's signature: it needs signing keys (see `audit keygen`)")
-    tsa = tsa or (keys.tsa if keys is not None else None)
-    if keys is not None:  # the lock is signed as the certificate's holder: dates and revocation (issue 27 §2)
-        from runtime.revocation import check_keys
-
-        for w in keys.check_valid():
+        raise AuditError(MSG_TSA_URL.format(tsa=tsa))
+    if load and keys is None and tsa and tsa_needs_keys:
+        raise AuditError(tsa_needs_keys)
+    if keys is not None:
+        tsa = tsa or keys.tsa
+        for w in keys.check_valid():  # an expired or not-yet-valid certificate cannot sign (exit 2, naming the dates)
             print(f"warning: {w}", file=sys.stderr)
+    return keys, tsa, kd
+
+
+def _lock_keys(key_dir: Optional[Path], tsa: Optional[str]):
+    """The keys that sign the lock (None without any) and the TSA URL (:func:`signing_options`: a key
+    directory named by ``--key-dir`` without keys, or a malformed URL, is an error, exit 2)."""
+    keys, tsa, _ = signing_options(key_dir, tsa, required="option", missing=MSG_NO_KEYS,
+                                   tsa_needs_keys=MSG_TSA_NEEDS_KEYS.format(what="the lock's signature"))
+    if keys is not None:  # the lock is signed as the certificate's holder: dates and revocation (issue 27 §2)
+        from runtime.provenance.revocation import check_keys
+
         status = check_keys(keys, what="audit compile", required=bool(tsa))
         if not status.checked and status.outcome != "self-signed":
             print(f"note: signer's certificate: {status.sentence()}", file=sys.stderr)
@@ -291,30 +341,29 @@ def _lock_keys(key_dir: Optional[Path], tsa: Optional[str]):
 def _sign_lock(console, path: Path, keys, tsa: Optional[str]) -> None:
     """Sign the lock when keys are available (and it is not signed as it stands); say what was done."""
     import hashlib
-    import json
 
-    from runtime.locksign import sig_path, sign_lock
+    from compiler.errors import LockError
+    from runtime.provenance.locksign import read_signature, sig_path, sign_lock
 
     if keys is None:
         console.print(f"note: {path.name} is not signed (no signing keys; see `audit keygen`): its time is this "
                       "machine's clock and nothing shows if it is deleted and compiled again", markup=False)
         return
     sig = sig_path(path)
-    if sig.is_file():
-        try:
-            old = json.loads(sig.read_text(encoding="utf-8"))
-        except ValueError:
-            old = {}
-        if old.get("lock_sha256") == hashlib.sha256(path.read_bytes()).hexdigest() and old.get("keyid") == keys.keyid \
-                and (old.get("timestamp") or not tsa):
-            console.print(f"{sig.name}: the lock is signed as it stands", markup=False)
-            return
+    try:
+        old = read_signature(sig) or {}
+    except LockError:  # unreadable: replaced by the signature written below, as its message asks
+        old = {}
+    if old.get("lock_sha256") == hashlib.sha256(path.read_bytes()).hexdigest() and old.get("keyid") == keys.keyid \
+            and (old.get("timestamp") or not tsa):
+        console.print(f"{sig.name}: the lock is signed as it stands", markup=False)
+        return
     rec = sign_lock(path, keys, tsa)
     when = ""
     if rec["timestamp"]:
         import base64
 
-        from runtime.trusted_time import token_time
+        from runtime.provenance.trusted_time import token_time
 
         when = f", timestamped {token_time(base64.b64decode(rec['timestamp']['token'])):%Y-%m-%d %H:%M:%S %Z} by {tsa}"
     console.print(f"signed the lock: {sig.name} (Ed25519 {keys.keyid[:16]}...{when or ', no trusted timestamp'})",
@@ -391,10 +440,7 @@ def execute(
 def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: bool, fail_on: Optional[Gate], tier: TierName,
              key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str]):
     """The run of `audit execute` and its messages (on stderr under --json); returns the RunResult."""
-    import os
-
     from compiler.errors import AuditError
-    from runtime.keys import KEY_DIR_ENV, default_key_dir, load_keys
     from runtime.pipeline import execute as run_execute
 
     if accept_vendor_file is not None and not accept_vendor_file.strip():
@@ -404,28 +450,18 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
 
     # a missing extra stops the run before the keys are read or a TSA is asked (the pipeline checks again)
     check_extras(load_spec(spec), "execute")
-    kd = key_dir or default_key_dir()
-    keys = load_keys(kd)  # before any work: a broken key directory stops the run at once (exit 2)
-    if keys is not None:  # an expired or not-yet-valid certificate cannot sign (exit 2, naming the dates)
-        for w in keys.check_valid():
-            print(f"warning: {w}", file=sys.stderr)
-    if keys is None and (key_dir is not None or os.environ.get(KEY_DIR_ENV)):
-        raise AuditError(f"no signing keys in {kd} (named by {'--key-dir' if key_dir else '$' + KEY_DIR_ENV}); "
-                         f"create them with `audit keygen --key-dir {kd}`")
-    if tsa is not None and not tsa.startswith(("http://", "https://")):
-        raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
-    if keys is None and tsa:
-        raise AuditError("--tsa timestamps a signature: it needs signing keys (see `audit keygen`)")
-    tsa = tsa or (keys.tsa if keys is not None else None)
+    # before any work: a broken key directory, or one named without keys, stops the run at once (exit 2)
+    keys, tsa, kd = signing_options(key_dir, tsa, required="named", missing=MSG_NO_KEYS_NAMED,
+                                    tsa_needs_keys=MSG_TSA_NEEDS_KEYS.format(what="a signature"))
     if tsa:  # before any work: the TSA answers and the signer's chain is valid and not revoked, now
-        from runtime.trusted_time import preflight
+        from runtime.provenance.trusted_time import preflight
 
         at = preflight(keys, tsa)
         _console().print(f"trusted timestamp: {tsa} answered ({at:%Y-%m-%d %H:%M:%S %Z}); the signer's certificate "
                          "chain is valid and not revoked (checked online); the report will be PAdES B-LTA",
                          markup=False)
     if keys is not None:  # a revoked chain is refused before any work; the status is recorded (issue 27 §2)
-        from runtime.revocation import check_keys
+        from runtime.provenance.revocation import check_keys
 
         status = check_keys(keys, what="audit execute", required=bool(tsa))
         _console(stderr=not tsa).print(f"{'' if tsa else 'note: '}signer's certificate: {status.sentence()}", markup=False)
@@ -452,7 +488,7 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
         console.print(line, markup=False)
     console.print(f"run folder: {result.run_dir}")
     if keys is not None:
-        from runtime.keys import describe_person
+        from runtime.provenance.keys import describe_person
 
         level = "PAdES B-LTA, trusted timestamp" if tsa else "PAdES B-B, this machine's clock"
         console.print(f"signed: report.pdf ({level}; {describe_person(keys.signer())}) and manifest.dsse.json "
@@ -509,7 +545,7 @@ def status(
 
     from compiler.errors import AuditError
     from compiler.text import terminal_safe
-    from runtime.pipeline.folder import run_state
+    from runtime.run.folder import run_state
     from runtime.store import atomic_write
 
     state, run = run_state(run_dir)
@@ -601,28 +637,26 @@ def keygen(
     force: Annotated[bool, typer.Option("--force", help="Replace existing keys.")] = False,
 ) -> None:
     """Create signing keys: Ed25519 for the run manifest, an X.509 certificate and key for the PDF."""
-    from runtime.keys import cert_fingerprint, default_key_dir, keygen as make_keys
+    from runtime.provenance.keygen import keygen as make_keys
+    from runtime.provenance.keys import cert_fingerprint
 
-    kd = key_dir or default_key_dir()
+    _, tsa, kd = signing_options(key_dir, tsa, load=False)  # keygen writes the directory: only --tsa is checked
     tsa_certs = None
     if tsa is not None:  # the TSA must answer now; its certificates are pinned in tsa.crt
         import hashlib
         import os
 
-        from compiler.errors import AuditError
-        from runtime.trusted_time import request_token, token_certificates_pem
+        from runtime.provenance.trusted_time import request_token, token_certificates_pem
 
-        if not tsa.startswith(("http://", "https://")):
-            raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
         tsa_certs = token_certificates_pem(request_token(tsa, hashlib.sha256(os.urandom(32)).digest()))
-    from runtime.revocation import check_chain
+    from runtime.provenance.revocation import check_chain
 
     def vet(certificate, chain):  # an imported certificate: revoked is refused; with a TSA the status is required
         return check_chain([certificate, *chain], what="audit keygen", required=bool(tsa))
 
     keys = make_keys(kd, signer=signer, organisation=organisation, days=days, force=force, p12=p12, cert=cert,
                      key=key, manifest_key=manifest_key, role=role, tsa=tsa, tsa_certs=tsa_certs, vet=vet)
-    from runtime.keys import describe_person
+    from runtime.provenance.keys import describe_person
 
     console = _console()
     console.print(f"wrote signing keys to {kd} (private keys mode 0600; they never enter a run folder)", markup=False)
@@ -656,21 +690,12 @@ def sign(
     auditor's key or certificate pinned with --pubkey/--cert (files outside the run folder); without a
     pin it is refused (exit 6) unless --unpinned is given."""
     from compiler.errors import AuditError
-    from runtime.countersign import countersign
-    from runtime.keys import default_key_dir, describe_person, load_keys
+    from runtime.provenance.countersign import countersign
+    from runtime.provenance.keys import describe_person
 
     if not run_dir.is_dir():
         raise AuditError(f"{run_dir}: no such run folder")
-    kd = key_dir or default_key_dir()
-    keys = load_keys(kd)
-    if keys is None:
-        raise AuditError(f"no signing keys in {kd}; create the countersigner's with `audit keygen --key-dir {kd} "
-                         "--signer NAME --role ROLE`")
-    for w in keys.check_valid():
-        print(f"warning: {w}", file=sys.stderr)
-    if tsa is not None and not tsa.startswith(("http://", "https://")):
-        raise AuditError(f"--tsa {tsa!r}: give the time-stamping authority's http(s) URL")
-    tsa = tsa or keys.tsa
+    keys, tsa, _ = signing_options(key_dir, tsa, required="always", missing=MSG_NO_COUNTERSIGNER_KEYS)
     entry = countersign(run_dir, keys, role=role, tsa=tsa, pubkey=pubkey, cert=cert, unpinned=unpinned)
     level = "PAdES B-LTA, trusted timestamp" if tsa else "PAdES B-B, this machine's clock"
     _console().print(f"countersigned {run_dir}: report.pdf field {entry['pdf_field']} ({level}) and manifest.dsse.json "
@@ -696,12 +721,13 @@ def verify(
     inside the checked folder is evidence, never a pin, however it was named (--pubkey, --cert,
     --key-dir, $AUDIT_KEY_DIR); the last line says what the run was verified against."""
     from compiler.errors import AuditError
-    from runtime.verify import resolve_trust, verify_pdf, verify_run
+    from runtime.provenance.verify import resolve_trust, verify_pdf, verify_run
 
     if not path.exists():
         raise AuditError(f"{path}: no such run folder or PDF")
     is_dir = path.is_dir()
-    from runtime.keys import KeyMaterialError, named_key_dir
+    from runtime.provenance.keys import KeyMaterialError
+    from runtime.provenance.verify import named_key_dir
 
     try:
         # --key-dir is checked whenever it supplies a pin; $AUDIT_KEY_DIR (ambient) only when nothing else does
@@ -719,7 +745,7 @@ def verify(
     for note in report.notes:
         console.print(f"ok  {note}", markup=False)
     for i, s in enumerate(report.signers, 1):
-        from runtime.keys import describe_person
+        from runtime.provenance.keys import describe_person
 
         console.print(f"signer {i}: {describe_person(s)}" + ("" if s.get("role") else " (role not stated)")
                       + f"; signed {s['signed_at']} ({s['time_source']}"

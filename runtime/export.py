@@ -104,19 +104,16 @@ def export_for_vendor(spec_path: Path, out: Path, *, store: Path | None = None, 
         No system has ``blind: true``, or ``out`` holds other files of these names, or the files cannot
         be written (disk full, read-only, permission: exit 2, nothing left in ``out``).
     """
-    from compiler import compile_spec
-    from compiler.load import display_path
-    from compiler.lock import check_lock, read_lock, utc_now
+    from compiler.lock import utc_now
     from runtime.designs import design_for
-    from runtime.pipeline.context import RunContext
-    from runtime.pipeline.run import _generate, job_texts, store_root
+    from runtime.pipeline.generate import generate, job_texts
+    from runtime.pipeline.start import open_run
     from runtime.progress import Progress
+    from runtime.run.context import RunContext
     from runtime.store import TaskStore, frame_bytes
 
-    compiled = compile_spec(spec_path)
-    shown = display_path(spec_path)
-    lock = read_lock(spec_path, shown)
-    check_lock(lock, compiled.resolved, shown)
+    locked = open_run(spec_path, store=store, folder=False, stage="resolve")
+    compiled, lock, shown = locked.compiled, locked.lock, locked.shown
     r = compiled.resolved
     blind = [s for s in r["systems"] if s.get("blind")]
     if not blind:
@@ -125,9 +122,9 @@ def export_for_vendor(spec_path: Path, out: Path, *, store: Path | None = None, 
 
     with Progress(quiet=quiet) as progress, tempfile.TemporaryDirectory() as scratch:
         ctx = RunContext(compiled=compiled, lock=lock, folder=_NoFolder(Path(scratch)), timings={}, progress=progress)
-        ctx.store = TaskStore(store_root(compiled, store))
+        ctx.store = TaskStore(locked.store_dir)
         ctx.jobs = job_texts(compiled)
-        _generate(ctx, design_for(r))
+        generate(ctx, design_for(r))
     cands = ctx.candidates
     found = load_key(ctx.store, cands)
     reused = found is not None

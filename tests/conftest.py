@@ -97,7 +97,7 @@ def run_cli(*args: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedPr
 
 
 #: ``audit`` with ``verify_run``'s clock fixed (tests of validation in the future: issue 27 §2, §3).
-AT_CLOCK = ("import datetime as dt, runtime.verify as v; f = v.verify_run; at = dt.datetime.fromisoformat({at!r}); "
+AT_CLOCK = ("import datetime as dt, runtime.provenance.verify as v; f = v.verify_run; at = dt.datetime.fromisoformat({at!r}); "
              "v.verify_run = lambda *a, now=None, **k: f(*a, now=at, **k); from runtime.cli import main; main()")
 
 
@@ -376,10 +376,10 @@ SIGNER = "Jane Auditor"
 @pytest.fixture(scope="session")
 def key_dir(tmp_path_factory) -> Path:
     """The auditor's key directory (``audit keygen``: self-signed, organisation Acme Audits)."""
-    from runtime import keys as K
+    from runtime.provenance.keygen import keygen
 
     kd = tmp_path_factory.mktemp("keys") / "keys"
-    K.keygen(kd, signer=SIGNER, organisation="Acme Audits")
+    keygen(kd, signer=SIGNER, organisation="Acme Audits")
     return kd
 
 

@@ -49,11 +49,11 @@ def test_every_schema_file_is_generated():
 @pytest.fixture(scope="module")
 def fresh_run(tmp_path_factory):
     """A signed run of the tiny precomputed spec through the CLI: (spec folder, run folder)."""
-    from runtime import keys as K
+    from runtime.provenance.keygen import keygen
 
     work = tmp_path_factory.mktemp("fresh")
     kd = work / "keys"
-    K.keygen(kd, signer="Schema Tester", organisation="Acme Audits")
+    keygen(kd, signer="Schema Tester", organisation="Acme Audits")
     (work / "spec.yaml").write_text(TINY_SPEC)
     (work / "scores.csv").write_text(TINY_SCORES)
     proc = run_cli("compile", "spec.yaml", cwd=work)

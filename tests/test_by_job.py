@@ -113,7 +113,7 @@ def test_the_report_shows_every_job_worse_than_pooled():
     # length is 40 (a regulator found the 41st missing from the example).
     import pandas as pd
 
-    from runtime.report.sections.metric_suite import JOB_ROWS_SHOWN, _by_job
+    from runtime.report.sections.metric_suite.by_job import JOB_ROWS_SHOWN, by_job_context
 
     rows = []
     for i in range(45):
@@ -122,7 +122,7 @@ def test_the_report_shows_every_job_worse_than_pooled():
                      "pooled_status": "PASS" if i < 41 else "FAIL", "value": 0.1, "ci_low": 0.0, "ci_high": 0.2,
                      "pooled_value": 0.01, "disadvantaged": "", "q": float("nan"), "q_p": float("nan"),
                      "i2": float("nan"), "q_df": float("nan")})
-    ctx = _by_job(pd.DataFrame(rows), "BASE", ["BASE"] + [f"V{i:02d}" for i in range(1, 10)])
+    ctx = by_job_context(pd.DataFrame(rows), "BASE", ["BASE"] + [f"V{i:02d}" for i in range(1, 10)])
     assert JOB_ROWS_SHOWN == 40 and ctx["n_worse"] == 41
     assert ctx["shown"] == 41 and len(ctx["flagged"]) == 41
     assert sorted(r["job"] for r in ctx["flagged"]) == [f"job{i:02d}" for i in range(41)]  # the worse ones

@@ -618,7 +618,7 @@ def test_the_report_names_jobs_that_are_equivalent_on_average_only():
 
 
 def test_the_sesoi_is_related_to_the_pre_registered_thresholds_on_the_normalised_scale():
-    from runtime.report.sections.effects import sesoi_and_thresholds
+    from runtime.report.sections.metric_suite.thresholds import sesoi_and_thresholds
 
     # a 0-100 system: SESOI 0.2 SD with s_p = 16.5 points is 3.3 points = 0.033 normalised, wider than
     # the score-gap PASS threshold 0.02; a 0-1 system with s_p = 0.05 gives 0.01, narrower

@@ -19,15 +19,16 @@ import pytest
 from compiler.hashing import canonical_json, file_digest
 from conftest import run_cli
 from independent import VERIFY_DSSE, dsse_problems, tampered_copies, verify_dsse_cli
-from runtime import keys as K
-from runtime.sign import ENVELOPE, MANIFEST, pae, render_json
-from runtime.verify import resolve_trust, verify_run
+from runtime.provenance import keys as K
+from runtime.provenance.keygen import keygen
+from runtime.provenance.sign import ENVELOPE, MANIFEST, pae, render_json
+from runtime.provenance.verify import resolve_trust, verify_run
 
 
 @pytest.fixture(scope="module")
 def reviewer_keys(tmp_path_factory) -> Path:
     kd = tmp_path_factory.mktemp("reviewer") / "keys"
-    K.keygen(kd, signer="Rob Reviewer", role="Reviewer", organisation="Acme Review")
+    keygen(kd, signer="Rob Reviewer", role="Reviewer", organisation="Acme Review")
     return kd
 
 
@@ -42,7 +43,7 @@ def countersigned_bb(signed_run, key_dir, reviewer_keys, tmp_path_factory) -> Pa
     return run
 
 
-#: Tampered copies also checked with ``audit verify`` (runtime.verify.check_artifacts' sealed-revision rule).
+#: Tampered copies also checked with ``audit verify`` (runtime.provenance.verify.check_artifacts' sealed-revision rule).
 AGREES = {"sealed-revision-last-byte", "truncated-report", "length-claim-whole-file", "length-claim-in-manifest-json"}
 
 

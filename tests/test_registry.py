@@ -144,7 +144,7 @@ def test_the_combined_verdict():
 def test_a_document_name_that_leaves_the_folder_or_is_taken_is_an_internal_error(tmp_path, name):
     from types import SimpleNamespace
 
-    from runtime.pipeline.folder import RunFolder
+    from runtime.run.folder import RunFolder
     from runtime.pipeline.run import write_documents
 
     run = {"artifacts": ["metrics.csv"]}

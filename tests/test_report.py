@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 import re
 import shutil
 import subprocess
@@ -19,7 +20,17 @@ import pandas as pd
 import pytest
 
 from compiler.catalog import DEFAULT_K, METRIC_IDS, METRICS, default_thresholds
-from runtime.report import Section, build_core, metric_suite_sections, render_pdf, render_report
+from compiler.methods import RANKING
+from runtime.report import (
+    ReportJob,
+    ReportMeta,
+    ReportSystem,
+    Section,
+    build_core,
+    metric_suite_sections,
+    render_pdf,
+    render_report,
+)
 from runtime.report.formatting import fmt_ci, fmt_p, fmt_sig
 
 AUDIT = "ats-ranker-q4"
@@ -70,7 +81,7 @@ def _classify(value: float, bounds: dict[str, float], direction: str, classify_a
     return "PASS" if v >= bounds["pass"] else "INVESTIGATE" if v >= bounds["investigate"] else "FAIL"
 
 
-def make_inputs(*, fail: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
+def make_inputs(*, fail: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, ReportMeta]:
     """A realistic run: 1 system, 1 condition, BASE + 9 variants, all 9 metrics (seed 002 §4)."""
     thresholds = default_thresholds()
     gen = np.random.default_rng(20261129)
@@ -190,37 +201,36 @@ def make_inputs(*, fail: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
                            "p95_abs_delta": float(np.quantile(d, 0.95)), "max_abs_delta": d.max()})
     drift = pd.DataFrame(drift_rows)
 
-    meta = {
-        "audit": AUDIT,
-        "title": "Counterfactual audit of the semantic ranker",
-        "seed": 20261129,
-        "spec_path": "specs/ats-ranker-q4.yaml",
-        "spec_digest": {"algorithm": "sha256", "digest": DIGEST},
-        "lock_created_at": "2026-11-29T09:12:44Z",
-        "generated_at": "2026-11-29T10:03:17Z",
-        "run_id": "20261129T100117Z-9f2c4e1a",
-        "tool_version": "0.1.0",
-        "reference": REFERENCE,
-        "k": dict(DEFAULT_K),
-        "alpha": 0.05,
-        "n_bootstrap": 1000,
-        "thresholds": thresholds,
-        "systems": [{"id": "minilm", "kind": "embedding", "model": "sentence-transformers/all-MiniLM-L6-v2",
-                     "fingerprint": "sha256:3c9d1e0f5a7b2c4d6e8f0a1b3c5d7e9f1a2b4c6d8e0f2a3b5c7d9e1f3a5b7c9d",
-                     "score_range": [0, 1]}],
-        "jobs": [{"id": "data-analyst", "title": "Data Analyst"},
-                 {"id": "backend-dev", "title": "Backend Developer (Python)"},
-                 {"id": "hr-officer", "title": "HR Officer"},
-                 {"id": "accountant", "title": "Accountant"},
-                 {"id": "sales-rep", "title": "Field Sales Representative"}],
-        "variants": {v: dict(zip(AXES, levels)) for v, levels in VARIANTS.items()},
-        "axes": AXES,
-        "counts": {"jobs": 5, "base_candidates": 500, "variants": 10, "resumes": 5000, "scored": 5000},
-        "amendments": [],
-        "timings": {"generate": 12.41, "score": 48.2, "rank": 0.31, "analyse": 95.7, "report": 3.2},
-        "versions": {"audit-compiler": "0.1.0", "numpy": "2.1.3", "pandas": "2.2.3", "scipy": "1.14.1",
-                     "statsmodels": "0.14.4", "sentence-transformers": "3.3.1", "matplotlib": "3.9.2"},
-    }
+    meta = ReportMeta(
+        audit=AUDIT,
+        title="Counterfactual audit of the semantic ranker",
+        seed=20261129,
+        spec_path="specs/ats-ranker-q4.yaml",
+        spec_digest={"algorithm": "sha256", "digest": DIGEST},
+        lock_created_at="2026-11-29T09:12:44Z",
+        generated_at="2026-11-29T10:03:17Z",
+        run_id="20261129T100117Z-9f2c4e1a",
+        tool_version="0.1.0",
+        reference=REFERENCE,
+        k=dict(DEFAULT_K),
+        alpha=0.05,
+        n_bootstrap=1000,
+        ranking=RANKING,
+        thresholds=thresholds,
+        systems=(ReportSystem(id="minilm", kind="embedding", model="sentence-transformers/all-MiniLM-L6-v2",
+                              fingerprint="sha256:3c9d1e0f5a7b2c4d6e8f0a1b3c5d7e9f1a2b4c6d8e0f2a3b5c7d9e1f3a5b7c9d",
+                              score_range=(0, 1)),),
+        jobs=(ReportJob("data-analyst", "Data Analyst"), ReportJob("backend-dev", "Backend Developer (Python)"),
+              ReportJob("hr-officer", "HR Officer"), ReportJob("accountant", "Accountant"),
+              ReportJob("sales-rep", "Field Sales Representative")),
+        variants={v: dict(zip(AXES, levels)) for v, levels in VARIANTS.items()},
+        axes=tuple(AXES),
+        counts={"jobs": 5, "base_candidates": 500, "variants": 10, "resumes": 5000, "scored": 5000},
+        amendments=(),
+        timings={"generate": 12.41, "score": 48.2, "rank": 0.31, "analyse": 95.7, "report": 3.2},
+        versions={"audit-compiler": "0.1.0", "numpy": "2.1.3", "pandas": "2.2.3", "scipy": "1.14.1",
+                  "statsmodels": "0.14.4", "sentence-transformers": "3.3.1", "matplotlib": "3.9.2"},
+    )
     return metrics, risk, drift, meta
 
 
@@ -413,8 +423,8 @@ def test_status_read_back_from_csv_as_nan_is_na(inputs):
 def test_amendments_listed_or_none(inputs, html):
     assert "None: the run uses the spec as locked." in html
     metrics, risk, drift, meta = inputs
-    amended = {**meta, "amendments": [{"at": "2026-11-29T09:40:00Z", "reason": "widen <score_delta>",
-                                      "changed": {"thresholds.operational.score_delta.pass": [0.04, 0.05]}}]}
+    amended = replace(meta, amendments=({"at": "2026-11-29T09:40:00Z", "reason": "widen <score_delta>",
+                                         "changed": {"thresholds.operational.score_delta.pass": [0.04, 0.05]}},))
     out = render_html_of(report_parts(metrics=metrics, risk=risk, drift=drift, meta=amended))
     assert re.search(r"Amendment 1</strong>\s*<dl><dt>reason</dt><dd>widen &lt;score_delta&gt;</dd>", out)
     assert "thresholds.operational.score_delta.pass: 0.04, 0.05" in out
@@ -424,11 +434,11 @@ def test_amendments_listed_or_none(inputs, html):
 def test_every_kind_of_report_lists_amendments_with_their_reasons(inputs):
     """The amendments are a shared part of the base template: a population run (no metric_suite
     sections) lists each one with its reason, as the README promises."""
-    meta = {**inputs[3], "amendments": [
+    meta = replace(inputs[3], amendments=(
         {"reason": "more bootstrap draws", "amended at (UTC)": "2026-11-29T09:40:00Z",
          "superseded lock": "2026-11-29T09:12:44Z, sha256 00ff",
          "changed keys": ["candidates.estimation.bootstrap: 100 -> 200"]},
-        {"amended at (UTC)": "2026-11-29T09:50:00Z", "changed keys": ["title: a -> b"]}]}
+        {"amended at (UTC)": "2026-11-29T09:50:00Z", "changed keys": ["title: a -> b"]}))
     out = render_report(build_core(meta, kind="Population audit report (causal decomposition)"), [])
     assert re.search(r"Amendment 1</strong>\s*<dl><dt>reason</dt><dd>more bootstrap draws</dd>", out)
     assert "candidates.estimation.bootstrap: 100 -&gt; 200" in out and "2026-11-29T09:40:00Z" in out
@@ -484,7 +494,7 @@ def test_autoescape(inputs):
     m = metrics.copy()
     m.loc[0, "notes"] = "<script>alert(1)</script>"
     out = render_html_of(report_parts(metrics=m, risk=risk, drift=drift,
-                                    meta={**meta, "title": "A & B <i>audit</i>"}))
+                                    meta=replace(meta, title="A & B <i>audit</i>")))
     assert "<script>" not in out and "&lt;script&gt;" in out
     assert "A &amp; B &lt;i&gt;audit&lt;/i&gt;" in out
 
@@ -556,8 +566,8 @@ def test_several_systems_conditions_and_many_variants(inputs):
     extra = metrics[metrics["variant"] == "V01"].copy()
     many = [extra.assign(variant=f"V{i:02d}") for i in range(10, 31)]
     big = pd.concat([*frames, *many], ignore_index=True)
-    meta2 = {**meta, "systems": [*meta["systems"], {"id": "vendor", "kind": "precomputed", "model": "vendor-v3",
-                                                    "fingerprint": "sha256:00", "score_range": [0, 100]}]}
+    meta2 = replace(meta, systems=(*meta.systems, ReportSystem(id="vendor", kind="precomputed", model="vendor-v3",
+                                                               fingerprint="sha256:00", score_range=(0, 100))))
     ctx = report_parts(metrics=big, risk=risk, drift=drift, meta=meta2)
     assert [(u["system"], u["condition"]) for u in ctx["units"]] == [
         ("minilm", "neutral"), ("minilm", "blind"), ("vendor", "neutral"), ("vendor", "blind")]

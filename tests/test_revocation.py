@@ -16,8 +16,8 @@ import pytest
 
 from conftest import TINY_SCORES, TINY_SPEC, cli_at, run_cli
 from pki import COMPROMISED_AFTER_DAYS, serve
-from runtime import keys as K
-from runtime.verify import resolve_trust, verify_run
+from runtime.provenance import keys as K
+from runtime.provenance.verify import resolve_trust, verify_run
 
 pytestmark = pytest.mark.slow
 DAY = dt.timedelta(days=1)

@@ -19,9 +19,10 @@ import pytest
 
 from compiler.hashing import canonical_json, file_digest
 from conftest import SIGNER, TINY_SCORES, TINY_SPEC, run_cli
-from runtime import keys as K
-from runtime.sign import ENVELOPE, MANIFEST, PAYLOAD_TYPE, PREDICATE_TYPE, pae
-from runtime.verify import resolve_trust, verify_run
+from runtime.provenance import keys as K
+from runtime.provenance.keygen import keygen
+from runtime.provenance.sign import ENVELOPE, MANIFEST, PAYLOAD_TYPE, PREDICATE_TYPE, pae
+from runtime.provenance.verify import resolve_trust, verify_run
 
 
 
@@ -162,7 +163,7 @@ def test_pyhanko_validation_of_the_pdf_is_intact_and_valid(signed_run, key_dir):
         x1, y1, x2, y2 = (float(v) for v in field["/Rect"])
         assert x2 - x1 > 200 and y2 - y1 > 60
         n_pages = int(reader.root["/Pages"]["/Count"])
-        pages = [p.idnum for p in __import__("runtime.sign", fromlist=["_page_refs"])._page_refs(
+        pages = [p.idnum for p in __import__("runtime.provenance.sign", fromlist=["_page_refs"])._page_refs(
             reader.root.raw_get("/Pages"))]
         assert pages.index(field.raw_get("/P").idnum) == n_pages - 1
         appearance = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), field["/AP"]["/N"].data)
@@ -188,7 +189,7 @@ def test_pyhanko_validation_of_the_pdf_is_intact_and_valid(signed_run, key_dir):
 def test_the_report_names_the_key_that_signed_the_lock_and_says_it_is_not_the_manifests(key_dir, tmp_path):
     """A lock signed with another key directory than the run's: the report gives both key ids."""
     other = tmp_path / "other-keys"
-    K.keygen(other, signer="Someone Else")
+    keygen(other, signer="Someone Else")
     work = tmp_path / "work"
     work.mkdir()
     (work / "spec.yaml").write_text(TINY_SPEC)
@@ -323,7 +324,7 @@ def test_verify_works_on_a_copy_with_only_the_public_key_and_certificate(signed_
 
 def test_verify_with_another_signers_key_fails(signed_run, tmp_path):
     other = tmp_path / "other"
-    K.keygen(other, signer="Mallory")
+    keygen(other, signer="Mallory")
     proc = run_cli("verify", str(signed_run), "--key-dir", str(other), cwd=tmp_path)
     assert proc.returncode == 6
     assert "FAIL manifest.dsse.json: the signature does not verify with the Ed25519 key" in proc.stderr
@@ -332,11 +333,11 @@ def test_verify_with_another_signers_key_fails(signed_run, tmp_path):
 
 def test_resigned_folder_with_a_substituted_key_fails_against_the_pinned_key(signed_run, key_dir, tmp_path):
     """An attacker edits metrics.csv, re-signs with their own key and ships their manifest.pub."""
-    from runtime.sign import build_manifest, write_seal
+    from runtime.provenance.sign import build_manifest, write_seal
 
     copy = tmp_path / "run"
     shutil.copytree(signed_run, copy)
-    mallory = K.keygen(tmp_path / "mallory", signer=SIGNER)
+    mallory = keygen(tmp_path / "mallory", signer=SIGNER)
     (copy / "metrics.csv").write_text("forged\n")
     K.copy_public(mallory, copy)
     manifest = json.loads((copy / MANIFEST).read_text())
@@ -473,7 +474,7 @@ def test_keygen_cli_refuses_to_overwrite_and_forces(tmp_path):
 def test_incomplete_key_directory_stops_execute_before_any_work(tmp_path, write_spec):
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     kd = tmp_path / "k"
-    K.keygen(kd, signer="x")
+    keygen(kd, signer="x")
     (kd / "signer.key").unlink()
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
     proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(kd), cwd=tmp_path)
@@ -552,7 +553,7 @@ def test_an_organisations_certificate_signs_the_pdf(tmp_path, write_spec, form):
 def test_keygen_rejects_a_key_that_does_not_match_the_certificate(tmp_path):
     org = _org_material(tmp_path)
     other = tmp_path / "other.key"
-    K.keygen(tmp_path / "k0", signer="x")
+    keygen(tmp_path / "k0", signer="x")
     shutil.copy(tmp_path / "k0" / "signer.key", other)
     proc = run_cli("keygen", "--key-dir", str(tmp_path / "k"), "--cert", str(org["org.crt"]), "--key", str(other),
                    cwd=tmp_path)
@@ -633,7 +634,7 @@ def test_malformed_envelopes_fail_with_a_reason(signed_run, key_dir, tmp_path, e
     import shutil
 
     from compiler.hashing import canonical_json
-    from runtime.sign import ENVELOPE, render_json
+    from runtime.provenance.sign import ENVELOPE, render_json
 
     work = tmp_path / signed_run.name
     shutil.copytree(signed_run, work)
@@ -744,7 +745,7 @@ def test_verify_fails_a_pdf_signed_outside_the_certificates_validity(signed_run,
     """pyHanko alone calls such a signature trusted when the expired certificate is its own trust root."""
     import datetime as dt
 
-    from runtime.sign import sign_pdf
+    from runtime.provenance.sign import sign_pdf
 
     crt, pem, cert = _cert_pair(tmp_path, "Lapsed Signer", -800 * dt.timedelta(days=1), -5 * dt.timedelta(days=1))
     kd = tmp_path / "lapsed"

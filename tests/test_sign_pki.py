@@ -22,8 +22,9 @@ from conftest import TINY_SCORES, TINY_SPEC, run_cli
 from conftest import latest_run as _latest, pki_key_dir as _key_dir, pki_run as _run
 from independent import nss_db, pdfsig
 from pki import SIGNER_DAYS
-from runtime import keys as K
-from runtime.verify import resolve_trust, verify_run
+from runtime.provenance import keys as K
+from runtime.provenance.keygen import keygen
+from runtime.provenance.verify import resolve_trust, verify_run
 
 pytestmark = pytest.mark.slow
 DAY = dt.timedelta(days=1)
@@ -76,7 +77,7 @@ def test_a_tsa_run_is_pades_b_lta_with_a_timestamped_manifest_and_names_the_sign
     # the signed run is sealed at a time the TSA vouches for, after the run's start
     tokens = json.loads((tsa_run / "manifest.timestamps.json").read_text())["timestamps"]
     assert len(tokens) == 1
-    from runtime.trusted_time import token_time
+    from runtime.provenance.trusted_time import token_time
 
     run = json.loads((tsa_run / "run.json").read_text())
     assert token_time(base64.b64decode(tokens[0]["token"])) >= dt.datetime.fromisoformat(run["generated_at"])
@@ -135,7 +136,7 @@ def test_a_removed_or_altered_manifest_timestamp_fails(tsa_run, test_pki, tmp_pa
     ts = json.loads((other / "manifest.timestamps.json").read_text())
     ts["timestamps"][0]["signature_sha256"] = "0" * 64  # not read: verify recomputes it from the envelope
     # a token over another digest: the TSA's genuine answer for different bytes
-    from runtime.trusted_time import request_token
+    from runtime.provenance.trusted_time import request_token
 
     ts["timestamps"][0]["token"] = base64.b64encode(request_token(test_pki.tsa_url, b"\0" * 32)).decode()
     (other / "manifest.timestamps.json").write_text(json.dumps(ts))
@@ -165,7 +166,7 @@ def test_pdfsig_trusts_a_default_self_signed_report_and_rejects_a_tampered_one(t
     from conftest import TINY_SCORES as scores, TINY_SPEC as spec
 
     kd = tmp_path / "kd"
-    K.keygen(kd, signer="Jane Auditor", role="Lead auditor", organisation="Acme Audits")
+    keygen(kd, signer="Jane Auditor", role="Lead auditor", organisation="Acme Audits")
     work = tmp_path / "w"
     work.mkdir()
     (work / "spec.yaml").write_text(spec)
@@ -220,7 +221,7 @@ def test_without_the_reviewers_signature_require_role_reviewer_exits_6(countersi
         fh.truncate(sealed)
     env = json.loads((run / "manifest.dsse.json").read_text())
     reviewer = env["signatures"].pop()
-    from runtime.sign import render_json
+    from runtime.provenance.sign import render_json
 
     (run / "manifest.dsse.json").write_bytes(render_json(env))
     (run / "countersignatures.json").unlink()
@@ -332,7 +333,7 @@ def test_an_earlier_lock_in_git_history_is_found(tmp_path):
     """The lock's git history is the other witness of a re-created pre-registration (no task store here)."""
     import subprocess as sp
 
-    from runtime.locksign import earlier_locks
+    from runtime.provenance.locksign import earlier_locks
 
     work = tmp_path / "repo"
     work.mkdir()

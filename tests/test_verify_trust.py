@@ -23,8 +23,8 @@ from pyhanko.pdf_utils import generic
 from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
 
 from conftest import SIGNER, run_cli
-from runtime import keys as K
-from runtime.sign import MANIFEST, TIMESTAMPS, build_manifest, render_json, sign_pdf, signing_record, write_seal
+from runtime.provenance import keys as K
+from runtime.provenance.sign import MANIFEST, TIMESTAMPS, build_manifest, render_json, sign_pdf, signing_record, write_seal
 
 pytestmark = pytest.mark.slow
 ORG = "Acme Audits"

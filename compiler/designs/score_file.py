@@ -4,8 +4,6 @@ job is counted from the score files at run time."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from compiler.designs import matrix
 from compiler.designs.base import design
 from compiler.errors import Issue

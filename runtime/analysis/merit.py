@@ -102,6 +102,21 @@ def _job_notes(lab: _Labelled, used: np.ndarray) -> list[str]:
     return [NOTE_NO_MATCH_JOBS.format(n=no_match)] if no_match else []
 
 
+def _merit_start(p: Pairing, metric_id: str):
+    """What Recall@K and nDCG@K share before their own computation: K, the labelled frame, per job the
+    true matches, the true matches in the top-K and whether the job is used (it has a true match), and
+    the notes; or the cell's result when the metric is undefined (no labels) or has no job to average."""
+    k = p.k_of(metric_id)
+    lab = _labelled(p, k)
+    if lab is None:
+        return CellResult.undefined(NOTE_LABELS_UNKNOWN)
+    pos, tp, used = _per_job(lab, k)
+    notes = _label_notes(p) + _job_notes(lab, used)
+    if not used.any():
+        return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH], diagnostics={"jobs_used": 0})
+    return k, lab, pos, tp, used, notes
+
+
 @metric("recall_at_k")
 def recall_at_k(p: Pairing) -> CellResult:
     """Recall@K, macro-averaged over jobs with at least one true match (seed 000 §3.4.3, Eq. 4).
@@ -121,15 +136,10 @@ def recall_at_k(p: Pairing) -> CellResult:
     above the threshold": the value is the share of each job's true matches whose variant resume is
     selected (the true-positive rate of the vendor's decision), with no K/P cap.
     """
-    k = p.k_of("recall_at_k")
-    lab = _labelled(p, k)
-    if lab is None:
-        return CellResult.undefined(NOTE_LABELS_UNKNOWN)
-    pos, tp, used = _per_job(lab, k)
-    notes = _label_notes(p) + _job_notes(lab, used)
-    if not used.any():
-        return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH],
-                          diagnostics={"jobs_used": 0})
+    start = _merit_start(p, "recall_at_k")
+    if isinstance(start, CellResult):
+        return start
+    k, lab, pos, tp, used, notes = start
     rec = tp[used] / pos[used]
     value = float(np.mean(rec))
     if not p.thresholded:  # a threshold may select every true match
@@ -195,15 +205,10 @@ def ndcg_at_k(p: Pairing) -> CellResult:
     CI: candidate-level percentile bootstrap within job x label strata, each resampled candidate
     keeping its tie-averaged gain (as :func:`recall_at_k`), defined from one job on. No test.
     """
-    k = p.k_of("ndcg_at_k")
-    lab = _labelled(p, k)
-    if lab is None:
-        return CellResult.undefined(NOTE_LABELS_UNKNOWN)
-    pos, _, used = _per_job(lab, k)
-    notes = _label_notes(p) + _job_notes(lab, used)
-    if not used.any():
-        return CellResult(value=math.nan, notes=[*notes, NOTE_NO_MATCH],
-                          diagnostics={"jobs_used": 0})
+    start = _merit_start(p, "ndcg_at_k")
+    if isinstance(start, CellResult):
+        return start
+    k, lab, pos, _, used, notes = start
     gain = tie_averaged_gain(lab.y, lab.rank_var, lab.tie_var, k)
     order = np.lexsort((lab.rank_var, lab.job))  # summed in rank order: no label decides the rounding
     dcg = np.bincount(lab.job[order], weights=gain[order], minlength=lab.n_jobs)

@@ -16,7 +16,7 @@ from compiler.designs.base import registry as declarations
 from compiler.registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from runtime.pipeline.context import RunContext
+    from runtime.run.context import RunContext
 
 
 class Design:

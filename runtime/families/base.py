@@ -1,6 +1,6 @@
 """The contract of an audit family: a plug-in unit of analysis (DESIGN.md, "Architecture").
 
-An audit family reads the scored candidates of a run (its :class:`~runtime.pipeline.context.RunContext`)
+An audit family reads the scored candidates of a run (its :class:`~runtime.run.context.RunContext`)
 and returns a :class:`FamilyResult`: named tables (each written as ``<name>.csv``), documents (other
 files of the run folder), status rows (read by the one ``--fail-on`` gate), an optional verdict (VALID /
 INCONCLUSIVE; any family's INCONCLUSIVE exits 5), report sections and console lines. The family is
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
-    from runtime.pipeline.context import RunContext
+    from runtime.run.context import RunContext
+    from runtime.report.meta import ReportMeta
     from runtime.report.sections import Section
 
 #: Columns of a family's status rows (the input of the ``--fail-on`` gate).
@@ -73,6 +74,22 @@ class FamilyResult:
     summary: list[str] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+
+
+def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job: bool = False, progress=None):
+    """The nine metrics of seed 000 on ``paired`` under the run's analysis settings
+    (:func:`runtime.analysis.analyse`); with ``per_job``, also every metric per job and the heterogeneity
+    across jobs. Shared by ``metric_suite`` and ``effects`` (its planted-bias self-test), which never
+    import each other."""
+    from runtime.analysis import analyse
+
+    st = ctx.settings
+    return analyse(paired, reference=st.reference, k=dict(st.k), alpha=st.alpha,
+                   n_bootstrap=st.bootstrap if n_bootstrap is None else n_bootstrap,
+                   seed=st.seed, thresholds=ctx.resolved["thresholds"], score_range=ctx.score_range(),
+                   score_resolution=ctx.score_resolution(), ranking=st.ranking,
+                   variant_levels=ctx.resolved["variants"]["table"], per_job=per_job, progress=progress,
+                   threshold=st.threshold)
 
 
 INCONCLUSIVE, VALID = "INCONCLUSIVE", "VALID"
@@ -135,7 +152,7 @@ class AuditFamily:
     def analyse(self, ctx: "RunContext") -> FamilyResult:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def sections(self, ctx: "RunContext", result: FamilyResult, meta: dict[str, Any]) -> list["Section"]:
+    def sections(self, ctx: "RunContext", result: FamilyResult, meta: "ReportMeta") -> list["Section"]:
         """The family's report sections, built after every family has run.
 
         ``meta`` is the run's report metadata (:func:`runtime.pipeline.metadata.report_meta`). The

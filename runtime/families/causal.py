@@ -124,5 +124,5 @@ class Causal(AuditFamily):
     def sections(self, ctx, result: FamilyResult, meta) -> list:
         from runtime.report import causal_sections
 
-        return causal_sections(causal=result.data["causal"], profiles=ctx.candidates, meta=meta,
+        return causal_sections(causal=result.data["causal"], profiles=ctx.candidates,
                                candidates=ctx.resolved["candidates"])

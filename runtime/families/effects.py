@@ -21,7 +21,7 @@ class Effects(AuditFamily):
 
     def analyse(self, ctx) -> FamilyResult:
         from runtime.analysis.effects import analyse_effects
-        from runtime.families.metric_suite import suite
+        from runtime.families.base import suite
 
         r = ctx.resolved
         metrics = ctx.results["metric_suite"].data["result"].metrics
@@ -42,7 +42,6 @@ class Effects(AuditFamily):
 
     def sections(self, ctx, result: FamilyResult, meta) -> list:
         from runtime.report import effects_sections
-        from runtime.report.sections.metric_suite import resolved_thresholds
 
         return effects_sections(result.data["effects"], metrics=ctx.results["metric_suite"].data["result"].metrics,
-                                thresholds=resolved_thresholds(meta), score_range=ctx.score_range())
+                                thresholds=ctx.settings.thresholds, score_range=ctx.settings.score_range)

@@ -13,22 +13,7 @@ import dataclasses
 import pandas as pd
 
 from runtime.families import TOOL_TEXT, AuditFamily, FamilyResult, family, status_frame
-
-
-def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job: bool = False, progress=None):
-    """The nine metrics of ``paired`` under the run's analysis settings (:func:`runtime.analysis.analyse`);
-    with ``per_job``, also every metric per job and the heterogeneity across jobs."""
-    from compiler.methods import RANKING
-    from runtime.analysis import analyse
-
-    r = ctx.resolved
-    return analyse(paired, reference=r["variants"]["reference"], k=r["analysis"]["k"],
-                   alpha=r["analysis"]["alpha"],
-                   n_bootstrap=r["analysis"]["bootstrap"] if n_bootstrap is None else n_bootstrap,
-                   seed=r["seed"], thresholds=r["thresholds"], score_range=ctx.score_range(),
-                   score_resolution=ctx.score_resolution(), ranking=r["analysis"].get("ranking") or RANKING,
-                   variant_levels=r["variants"]["table"], per_job=per_job, progress=progress,
-                   threshold=(r["analysis"].get("decision") or {}).get("threshold"))
+from runtime.families.base import suite
 
 
 def metric_status(metrics: pd.DataFrame, family_id: str = "metric_suite") -> pd.DataFrame:

@@ -291,8 +291,8 @@ def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str 
                              "model": c["endpoint"]["model"], "jobs": {j["id"]: {} for j in r["jobs"]},
                              "calls": []}
     store = store if store is not None else TaskStore(compiled.loaded.folder / DEFAULT_STORE)
-    cache = response_cache(compiled, store, refs=refs)
-    client = LlmClient(endpoint_for(compiled, c["endpoint"], "the LLM generator", concurrency_key="generator"),
+    cache = response_cache(compiled.loaded.spec.execution, compiled.loaded.folder, store, refs=refs)
+    client = LlmClient(endpoint_for(compiled.loaded.spec.execution, c["endpoint"], "the LLM generator", concurrency_key="generator"),
                        cache, counters)
     agents = _Agents(compiled, client, progress, trail)
     rows: list[dict[str, Any]] = []

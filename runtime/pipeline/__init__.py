@@ -1,7 +1,7 @@
-"""The run pipeline: one loop over a typed :class:`~runtime.pipeline.context.RunContext`.
+"""The run pipeline: one loop over a typed :class:`~runtime.run.context.RunContext`.
 
 ``generate -> score -> rank -> families -> report -> seal``; the run folder
-(:mod:`runtime.pipeline.folder`), the metadata builders (:mod:`runtime.pipeline.metadata`), the
+(:mod:`runtime.run.folder`), the metadata builders (:mod:`runtime.pipeline.metadata`), the
 ``--fail-on`` gate (:mod:`runtime.pipeline.gate`) and the run's ``summary.json``
 (:mod:`runtime.pipeline.summary`) live in one module each.
 """

@@ -1,4 +1,4 @@
-"""The run's metadata: the initial ``run.json`` record and the ``meta`` mapping the report reads."""
+"""The run's metadata: the initial ``run.json`` record and what the report reads (:class:`ReportMeta`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import Any
 from compiler.artifacts import RUN_SCHEMA_VERSION, RunRecord, tool_info
 from compiler.designs import design_id
 from compiler.lock import lock_methods_version, package_versions
-from compiler.methods import RANKING
 from compiler.paths import recorded
 from compiler.systems import hook_for
+from runtime.report.meta import ReportJob, ReportMeta, ReportSystem
+from runtime.run.settings import RunSettings
 
 
 #: ``run.json`` ``execution.out_root`` of an output root outside the spec's folder (issue 41).
@@ -56,39 +57,46 @@ def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, 
 def _fingerprint(s: dict[str, Any], run: dict[str, Any]) -> str:
     """A system's fingerprint; a blind score file's is its sha256 as read by the run (it is returned after the lock)."""
     if s.get("blind"):
-        return ((run.get("systems_info") or {}).get(s["id"], {}).get("blind") or {}).get("file_sha256", "")
+        return _blind(s, run).get("file_sha256", "")
     return (s.get("fingerprint") or {"digest": s["data"]["sha256"]})["digest"]
 
 
-def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
-    """The ``meta`` mapping the report reads (header, design, systems, amendments, timings)."""
+def _blind(s: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """A blind system's record in ``run.json`` (``systems_info[id].blind``; empty before the run read it)."""
+    return ((run.get("systems_info") or {}).get(s["id"], {}).get("blind")) or {}
+
+
+def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, Any],
+                settings: RunSettings | None = None) -> ReportMeta:
+    """What the report reads about the run (:class:`runtime.report.meta.ReportMeta`).
+
+    The analysis settings (reference, K, α, bootstrap, ranking, decision rule, thresholds) are
+    ``settings``' (:class:`runtime.run.settings.RunSettings`, built from ``resolved`` when not given):
+    their defaults were applied once, at compile time and in the settings, never here.
+    """
     r = resolved
-    return {
-        "audit": r["audit"], "title": r["title"], "seed": r["seed"],
-        "spec_path": run["spec_file"], "spec_digest": lock["spec_digest"],
-        "lock_created_at": lock["created_at"], "generated_at": run["generated_at"],
-        "run_id": run["run_id"], "tool_version": run["tool"]["version"],
-        "reference": r["variants"]["reference"], "k": r["analysis"]["k"],
-        "alpha": r["analysis"]["alpha"], "n_bootstrap": r["analysis"]["bootstrap"],
-        "ranking": r["analysis"].get("ranking") or RANKING,
-        "decision": r["analysis"].get("decision"),
-        "thresholds": r["thresholds"],
-        "systems": [{"id": s["id"], "kind": s["kind"], "model": hook_for(s["kind"]).source(s),
-                     "fingerprint": _fingerprint(s, run), "score_range": s["score_range"],
-                     **({"blind": (run.get("systems_info") or {}).get(s["id"], {}).get("blind") or {}}
-                        if s.get("blind") else {})} for s in r["systems"]],
-        "jobs": [{"id": j["id"], "title": j["title"]} for j in r["jobs"]],
-        "variants": r["variants"]["table"], "axes": list(r["axes"]),
+    settings = settings if settings is not None else RunSettings.from_resolved(r)
+    return ReportMeta(
+        audit=r["audit"], title=r["title"], seed=settings.seed,
+        spec_path=run["spec_file"], spec_digest=lock["spec_digest"],
+        lock_created_at=lock["created_at"], generated_at=run["generated_at"],
+        run_id=run["run_id"], tool_version=run["tool"]["version"],
+        reference=settings.reference, k=settings.k, alpha=settings.alpha, n_bootstrap=settings.bootstrap,
+        ranking=settings.ranking, decision=settings.decision, thresholds=settings.thresholds,
+        systems=tuple(ReportSystem(id=s["id"], kind=s["kind"], model=hook_for(s["kind"]).source(s),
+                                   fingerprint=_fingerprint(s, run), score_range=tuple(s["score_range"]),
+                                   blind=_blind(s, run) if s.get("blind") else None) for s in r["systems"]),
+        jobs=tuple(ReportJob(id=j["id"], title=j["title"]) for j in r["jobs"]),
+        variants=settings.variants, axes=tuple(r["axes"]),
         # how each level was signalled (cues the tool wrote, or a score-file audit's description and examples)
-        "signals": {name: {k: a[k] for k in ("slot", "levels", "cues", "description", "examples") if k in a}
-                    for name, a in r["axes"].items()},
-        "design": design_id(r), "source": r.get("source"),
-        "counts": run["counts"],
-        "amendments": [{"reason": a.get("reason") or "(none recorded)", "amended at (UTC)": a["amended_at"],
-                        "superseded lock": f"{a['previous']['created_at']}, sha256 {a['previous']['spec_digest']['digest']}",
-                        "changed keys": a["changes"]} for a in lock.get("amendments", [])],
-        "timings": run["timings"], "versions": run["versions"], "systems_info": run["systems_info"],
-        "resumed": list(run.get("resumed") or []), "reused_tasks": list(run.get("reused_tasks") or []),
-        "store": run.get("store"),
-        "lock_signature": run.get("lock_signature"), "lock_recreated": list(run.get("lock_recreated") or []),
-    }
+        signals={name: {k: a[k] for k in ("slot", "levels", "cues", "description", "examples") if k in a}
+                 for name, a in r["axes"].items()},
+        design=design_id(r), source=r.get("source"),
+        counts=dict(run["counts"]),
+        amendments=tuple({"reason": a.get("reason") or "(none recorded)", "amended at (UTC)": a["amended_at"],
+                          "superseded lock": f"{a['previous']['created_at']}, sha256 {a['previous']['spec_digest']['digest']}",
+                          "changed keys": a["changes"]} for a in lock.get("amendments", [])),
+        timings=dict(run["timings"]), versions=dict(run["versions"]), systems_info=dict(run["systems_info"]),
+        resumed=tuple(run.get("resumed") or ()), reused_tasks=tuple(run.get("reused_tasks") or ()),
+        lock_signature=run.get("lock_signature"), lock_recreated=tuple(run.get("lock_recreated") or ()),
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from runtime.families.base import combined_verdict
-from runtime.pipeline.context import RunContext
+from runtime.run.context import RunContext
 from runtime.pipeline.metadata import report_meta
 from runtime.testhooks import kill_point
 
@@ -16,10 +16,10 @@ def write_report(ctx: RunContext) -> None:
     from runtime.designs import design_for
     from runtime.families import registered
     from runtime.report import build_core, render_pdf, render_report
-    from runtime.sign import provenance_context
+    from runtime.provenance.sign import provenance_context
 
     folder, run = ctx.folder, ctx.run
-    meta = report_meta(ctx.resolved, ctx.lock, run)
+    meta = report_meta(ctx.resolved, ctx.lock, run, ctx.settings)
     core = build_core(meta, provenance=provenance_context(folder.path, run, folder.keys, tsa=folder.tsa),
                       kind=design_for(ctx.resolved).report_kind)
     families = registered()

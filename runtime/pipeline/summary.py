@@ -1,6 +1,6 @@
 """``summary.json``: the machine-readable outcome of a run (issue 26).
 
-Built after the last family and the report, before the seal (:func:`runtime.sign.seal_run`), so the
+Built after the last family and the report, before the seal (:func:`runtime.provenance.sign.seal_run`), so the
 manifest hashes it; validated as a :class:`compiler.artifacts.Summary`. ``audit execute --json``
 prints it and exits with its ``exit_code``.
 """

@@ -1,7 +1,8 @@
 """Audit report: a self-contained HTML dashboard and its A4 PDF (seed 000 §3.8).
 
 One base template renders the shared parts of every run; each audit family contributes ordered
-sections (:mod:`runtime.report.sections`).
+sections (:mod:`runtime.report.sections`). Both read the run's metadata as a :class:`ReportMeta`
+(:func:`runtime.pipeline.metadata.report_meta`).
 
 >>> core = build_core(meta, provenance=provenance)                                  # doctest: +SKIP
 >>> sections = metric_suite_sections(metrics=metrics, risk=risk, drift=drift, meta=meta)  # doctest: +SKIP
@@ -10,6 +11,7 @@ sections (:mod:`runtime.report.sections`).
 """
 
 from runtime.report.core import build_core
+from runtime.report.meta import ReportJob, ReportMeta, ReportSystem
 from runtime.report.render import render_pdf, render_report
 from runtime.report.sections import Section, ordered
 from runtime.report.sections.causal import causal_sections
@@ -17,5 +19,5 @@ from runtime.report.sections.effects import effects_sections
 from runtime.report.sections.llm import llm_sections
 from runtime.report.sections.metric_suite import metric_suite_sections
 
-__all__ = ["Section", "build_core", "causal_sections", "effects_sections", "llm_sections",
-           "metric_suite_sections", "ordered", "render_pdf", "render_report"]
+__all__ = ["ReportJob", "ReportMeta", "ReportSystem", "Section", "build_core", "causal_sections",
+           "effects_sections", "llm_sections", "metric_suite_sections", "ordered", "render_pdf", "render_report"]

@@ -1,6 +1,6 @@
 """The shared part of every report: header, systems, amendments, timings, versions, provenance.
 
-:func:`build_core` turns a run's metadata (:func:`runtime.pipeline.metadata.report_meta`) into the plain,
+:func:`build_core` turns a run's metadata (:class:`runtime.report.meta.ReportMeta`) into the plain,
 formatted data the base template (``report.html.j2``) and its macros (``_macros.html.j2``) read
 as ``core``; every audit family's section reads it too. No I/O; deterministic in its inputs.
 """
@@ -19,27 +19,28 @@ from runtime.report.formatting import (
     is_missing,
     to_float,
 )
+from runtime.report.meta import ReportMeta
 
 #: What the header calls a report when the caller names no kind.
 DEFAULT_KIND = "Correspondence audit report"
 
 
-def _header(meta: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    digest = meta.get("spec_digest") or {}
+def _header(meta: ReportMeta, kind: str) -> dict[str, Any]:
+    digest = meta.spec_digest or {}
     if isinstance(digest, str):
         digest = {"algorithm": "sha256", "digest": digest}
     return {
         "kind": kind,
-        "title": fmt_text(meta.get("title"), "Correspondence audit report"),
-        "audit": fmt_text(meta.get("audit")),
-        "run_id": fmt_text(meta.get("run_id")),
-        "seed": fmt_text(meta.get("seed")),
-        "tool_version": fmt_text(meta.get("tool_version")),
-        "spec_path": fmt_text(meta.get("spec_path")),
+        "title": fmt_text(meta.title, "Correspondence audit report"),
+        "audit": fmt_text(meta.audit),
+        "run_id": fmt_text(meta.run_id),
+        "seed": fmt_text(meta.seed),
+        "tool_version": fmt_text(meta.tool_version),
+        "spec_path": fmt_text(meta.spec_path),
         "digest_algorithm": fmt_text(digest.get("algorithm"), "sha256"),
         "digest": fmt_text(digest.get("digest")),
-        "lock_created_at": fmt_text(meta.get("lock_created_at")),
-        "generated_at": fmt_text(meta.get("generated_at")),
+        "lock_created_at": fmt_text(meta.lock_created_at),
+        "generated_at": fmt_text(meta.generated_at),
     }
 
 
@@ -52,27 +53,26 @@ def _diagnostic(info: Mapping[str, Any]) -> dict[str, Any] | None:
             "longest": f"{info.get('max_tokens') or 0:,}"}
 
 
-def _systems(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    info_by_system = meta.get("systems_info") or {}
+def _systems(meta: ReportMeta) -> list[dict[str, Any]]:
     out = []
-    for s in meta.get("systems") or []:
-        rng = s.get("score_range")
+    for s in meta.systems:
+        rng = s.score_range
         if isinstance(rng, (list, tuple)) and len(rng) == 2:
             rng_text = f"[{fmt_threshold(rng[0])}, {fmt_threshold(rng[1])}]"
         else:
             rng_text = fmt_text(rng)
-        out.append({"id": fmt_text(s.get("id")), "kind": fmt_text(s.get("kind")),
-                    "model": fmt_text(s.get("model")), "fingerprint": fmt_text(s.get("fingerprint")),
+        out.append({"id": fmt_text(s.id), "kind": fmt_text(s.kind),
+                    "model": fmt_text(s.model), "fingerprint": fmt_text(s.fingerprint),
                     "score_range": rng_text,
-                    "diagnostic": _diagnostic(info_by_system.get(s.get("id")) or {})})
+                    "diagnostic": _diagnostic(meta.systems_info.get(s.id) or {})})
     return out
 
 
-def _amendments(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _amendments(meta: ReportMeta) -> list[dict[str, Any]]:
     """Every amendment: its reason first (the README promises it; "(none recorded)" without one),
     then its other fields (time, superseded lock, changed keys)."""
     out = []
-    for i, a in enumerate(meta.get("amendments") or [], start=1):
+    for i, a in enumerate(meta.amendments, start=1):
         if isinstance(a, Mapping):
             reason = a.get("reason")
             rest = [{"key": str(k), "value": fmt_text(v if not isinstance(v, (dict, list)) else fmt_compact(v))}
@@ -83,18 +83,18 @@ def _amendments(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def build_core(meta: Mapping[str, Any], *, provenance: Mapping[str, Any] | None = None,
+def build_core(meta: ReportMeta, *, provenance: Mapping[str, Any] | None = None,
                kind: str = DEFAULT_KIND) -> dict[str, Any]:
     """The shared data of the report (``core`` in every template).
 
     Parameters
     ----------
-    meta : Mapping
+    meta : ReportMeta
         Run metadata (:func:`runtime.pipeline.metadata.report_meta`): audit, title, run id, seed, spec digest,
         lock and run times, tool version, systems (and ``systems_info``), amendments, timings,
-        versions. Missing keys are shown as an em dash.
+        versions. Missing values (None) are shown as an em dash.
     provenance : Mapping, optional
-        :func:`runtime.sign.provenance_context` of the run: adds the "Reproduction and signature"
+        :func:`runtime.provenance.sign.provenance_context` of the run: adds the "Reproduction and signature"
         part with the ``#signature-box`` element the PDF signature is placed over.
     kind : str
         What the report is, in the header and the PDF's running head.
@@ -108,10 +108,10 @@ def build_core(meta: Mapping[str, Any], *, provenance: Mapping[str, Any] | None 
         ``--resume`` of the run: time, previous status, stage) and ``reused_tasks`` (tasks taken from
         the task store).
     """
-    timings = [{"stage": str(k), "seconds": fmt_seconds(v)} for k, v in (meta.get("timings") or {}).items()]
-    total = sum(to_float(v) for v in (meta.get("timings") or {}).values() if not is_missing(v))
+    timings = [{"stage": str(k), "seconds": fmt_seconds(v)} for k, v in meta.timings.items()]
+    total = sum(to_float(v) for v in meta.timings.values() if not is_missing(v))
     versions = [{"package": str(k), "version": fmt_text(v)}
-                for k, v in sorted((meta.get("versions") or {}).items(), key=lambda kv: str(kv[0]).lower())]
+                for k, v in sorted(meta.versions.items(), key=lambda kv: str(kv[0]).lower())]
     return {
         "header": _header(meta, kind),
         "systems": _systems(meta),
@@ -121,9 +121,9 @@ def build_core(meta: Mapping[str, Any], *, provenance: Mapping[str, Any] | None 
         "versions": versions,
         "provenance": dict(provenance) if provenance is not None else None,
         "resumed": [{"at": fmt_text(r.get("at")), "previous_status": fmt_text(r.get("previous_status")),
-                     "stage": fmt_text(r.get("stage"))} for r in meta.get("resumed") or []],
-        "reused_tasks": [str(t) for t in meta.get("reused_tasks") or []],
-        "lock_signature": dict(meta.get("lock_signature") or {}) or None,
+                     "stage": fmt_text(r.get("stage"))} for r in meta.resumed],
+        "reused_tasks": [str(t) for t in meta.reused_tasks],
+        "lock_signature": dict(meta.lock_signature or {}) or None,
         "lock_recreated": [{"created_at": fmt_text(e.get("created_at")), "spec_digest": fmt_text(e.get("spec_digest")),
-                            "source": fmt_text(e.get("source"))} for e in meta.get("lock_recreated") or []],
+                            "source": fmt_text(e.get("source"))} for e in meta.lock_recreated],
     }

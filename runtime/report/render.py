@@ -61,7 +61,7 @@ def core_sections(core: Mapping[str, Any]) -> list[Section]:
 
     Amendments (with their reasons), timings and software versions, and, when ``core`` has a
     provenance, the reproduction command and the signature box (``#signature-box``, the rectangle
-    :mod:`runtime.sign` places the PDF signature over).
+    :mod:`runtime.provenance.sign` places the PDF signature over).
     """
     out = [
         Section(id="amendments", title="Amendments", template="_amendments.html.j2",

@@ -40,7 +40,7 @@ def _fmt(x: Any) -> str:
     return fmt_sig(x, 4, signed=True)
 
 
-def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame, meta: Mapping[str, Any],
+def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame,
                     candidates: Mapping[str, Any]) -> list[Section]:
     """The report sections of a population run (deterministic in its inputs).
 
@@ -50,8 +50,6 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame, meta: Mappi
         ``causal.csv`` (:data:`runtime.families.causal.CAUSAL_COLUMNS`).
     profiles : pandas.DataFrame
         ``profiles.csv`` rows (for the population summary).
-    meta : Mapping
-        :func:`runtime.pipeline.metadata.report_meta`.
     candidates : Mapping
         The resolved population ``candidates`` (roles, estimation, P1 source).
 

@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
-from markupsafe import escape
 
 from runtime.report.charts import forest_plot_svg
 from runtime.report.formatting import fmt_ci, fmt_int, fmt_p, fmt_sig, is_missing, to_float
 from runtime.report.sections import ORDER, Section
+from runtime.report.sections.metric_suite.common import truthy as _b
+from runtime.report.sections.metric_suite.thresholds import sesoi_and_thresholds
 
 CHECK_LABELS = {
     "positive_control": "Positive control",
@@ -37,12 +38,6 @@ MODEL_LABELS = {
     "mixedlm": "Mixed model, random intercept per base template",
     "wild_bootstrap": "Wild cluster bootstrap (template, Rademacher)",
 }
-
-def _b(x: Any) -> bool:
-    """A boolean cell (bool, numpy bool, or the strings True/False read back from CSV)."""
-    if x is None or (isinstance(x, float) and x != x):
-        return False
-    return str(x) in ("True", "true", "1", "1.0")
 
 
 def _t(x: Any) -> str:
@@ -152,83 +147,6 @@ def reconcile(contrasts: pd.DataFrame, models: pd.DataFrame, *, alpha: float, se
     return out
 
 
-#: Metrics of the counterfactual and group families that read the ranking (a cut-off or rank
-#: positions) rather than the mean score.
-RANK_METRICS = ("marc", "flip_rate", "retention_rate", "impact_ratio")
-
-
-def sesoi_and_thresholds(contrasts: pd.DataFrame | None, metrics: pd.DataFrame | None, *,
-                         thresholds: Mapping[str, Any], score_range: Mapping[str, tuple[float, float]],
-                         sesoi: float) -> list[str]:
-    """Sentences that relate the SESOI to the pre-registered thresholds, per system (issue 13).
-
-    The SESOI (seed 003 §3.7, |d| = ``sesoi``) is a standardised effect; its size on the score scale
-    is ``sesoi · s_p`` (the ``sesoi_score`` column). The research-tier ``score_delta`` threshold
-    (seed 000 Table 3) is on the normalised score scale, so the SESOI is divided by the width of the
-    system's ``score_range`` before the two are compared. A second sentence names the rank-based
-    results (MARC, flip rate, retention, impact ratio) that are INVESTIGATE or FAIL for a system whose
-    variant contrasts are equivalent: equivalence on the mean score says nothing about candidates
-    crossing the selection cut-off.
-
-    Parameters
-    ----------
-    contrasts : DataFrame or None
-        ``EffectsResult.contrasts`` (columns system, kind, sesoi_score, equivalent).
-    metrics : DataFrame or None
-        The metric suite's table (columns metric, system, variant, reference, status).
-    thresholds : mapping
-        ``{tier: {metric: {"pass": x, "investigate": y}}}`` as resolved for the report.
-    score_range : mapping
-        System id -> (low, high) of its scores.
-    sesoi : float
-        The SESOI on the d scale.
-
-    Returns
-    -------
-    list of str
-        Plain-language sentences; empty when there are no contrasts.
-    """
-    if contrasts is None or not len(contrasts) or "sesoi_score" not in contrasts:
-        return []
-    out = []
-    bounds = (thresholds.get("research") or {}).get("score_delta") or {}
-    t_pass, t_inv = to_float(bounds.get("pass")), to_float(bounds.get("investigate"))
-    for system, sub in contrasts.groupby("system", sort=True):
-        lo, hi = score_range.get(system, (0.0, 1.0))
-        scale = pd.to_numeric(sub["sesoi_score"], errors="coerce").dropna()
-        if scale.empty or not hi > lo:
-            continue
-        norm = float(scale.median()) / (hi - lo)
-        code = f"<code>{escape(system)}</code>"
-        who = f"For {code}" if contrasts["system"].nunique() > 1 else "Here"
-        if t_pass == t_pass and norm > t_pass:
-            out.append(f"{who} the SESOI of ±{sesoi:g} SD is ±{fmt_sig(norm, 3)} on the normalised score scale, "
-                       f"wider than the pre-registered score-gap threshold (|Δ| ≤ {t_pass:g} to PASS, "
-                       f"≤ {t_inv:g} to INVESTIGATE). A variant can be equivalent within the SESOI in this "
-                       f"section and still be INVESTIGATE or FAIL on the score gap. The pre-registered "
-                       f"thresholds decide the audit's result; the SESOI only decides whether this section "
-                       f"calls an effect meaningful or negligible.")
-        elif t_pass == t_pass:
-            out.append(f"{who} the SESOI of ±{sesoi:g} SD is ±{fmt_sig(norm, 3)} on the normalised score scale, "
-                       f"no wider than the pre-registered score-gap threshold (|Δ| ≤ {t_pass:g} to PASS): a "
-                       f"contrast can be meaningful in this section and still PASS the score gap. The "
-                       f"pre-registered thresholds decide the audit's result.")
-        if metrics is None or not len(metrics) or not (sub["kind"] == "variant").any():
-            continue
-        if not sub.loc[sub["kind"] == "variant", "equivalent"].map(_b).any():
-            continue
-        m = metrics[(metrics["system"] == system) & metrics["metric"].isin(RANK_METRICS)
-                    & metrics["status"].isin(["FAIL", "INVESTIGATE"])]
-        if len(m):
-            counts = ", ".join(f"{int((m['metric'] == k).sum())} {k.replace('_', ' ')}" for k in RANK_METRICS
-                               if (m["metric"] == k).any())
-            out.append(f"Equivalence in this section concerns the mean score. It does not cover rankings: a shift "
-                       f"too small to matter on average can still move candidates across the selection cut-off. "
-                       f"{len(m)} rank-based result{'s are' if len(m) > 1 else ' is'} INVESTIGATE or FAIL for "
-                       f"{code} in the counterfactual and group results ({counts}).")
-    return out
-
-
 def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
                      thresholds: Mapping[str, Any] | None = None,
                      score_range: Mapping[str, tuple[float, float]] | None = None) -> list[Section]:
@@ -240,8 +158,10 @@ def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
         The family's result (verdict, failed checks, validity, contrasts, models, pooling,
         self-test, MDE).
     metrics, thresholds, score_range : optional
-        The metric suite's table, the resolved thresholds and the systems' score ranges: with them the
-        section relates the SESOI to the pre-registered thresholds (:func:`sesoi_and_thresholds`).
+        The metric suite's table, the run's thresholds and the systems' score ranges
+        (:attr:`runtime.run.settings.RunSettings.thresholds` and ``score_range``): with them the section
+        relates the SESOI to the pre-registered thresholds
+        (:func:`runtime.report.sections.metric_suite.thresholds.sesoi_and_thresholds`).
 
     Returns
     -------

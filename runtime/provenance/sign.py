@@ -5,7 +5,7 @@ Order (so that every hash covers the final bytes): the report is rendered, the P
 place, the public key and certificate are copied in, ``run.json`` is written for the last time,
 then every file of the run folder is hashed into ``manifest.json`` and the in-toto Statement over
 them is signed into ``manifest.dsse.json``; with a TSA, ``manifest.timestamps.json`` holds an RFC 3161
-token over each envelope signature (runtime/trusted_time.py). These three are the only files the
+token over each envelope signature (runtime/provenance/trusted_time.py). These three are the only files the
 manifest does not list.
 
 DSSE (Dead Simple Signing Envelope, github.com/secure-systems-lab/dsse, protocol v1.0.2): the
@@ -34,7 +34,7 @@ from compiler.hashing import canonical_json, file_digest
 from compiler.lock import lock_methods_version, utc_now
 
 MANIFEST, ENVELOPE, TIMESTAMPS = "manifest.json", "manifest.dsse.json", "manifest.timestamps.json"
-#: Countersigners' public keys and certificates (``audit sign``, runtime/countersign.py).
+#: Countersigners' public keys and certificates (``audit sign``, runtime/provenance/countersign.py).
 COUNTERSIGNATURES = "countersignatures.json"
 #: Files of a run folder the manifest does not (cannot) list.
 SEAL_FILES = (MANIFEST, ENVELOPE, TIMESTAMPS, COUNTERSIGNATURES)
@@ -243,7 +243,7 @@ def write_seal(run_dir: Path, manifest: dict[str, Any], keys, tsa: str | None = 
         payload = canonical_json(statement(manifest))
         envelope = dsse_sign(payload, PAYLOAD_TYPE, keys.manifest_key, keys.keyid)
         if tsa:
-            from runtime.trusted_time import timestamp_envelope
+            from runtime.provenance.trusted_time import timestamp_envelope
 
             atomic_write(run_dir / TIMESTAMPS, render_json(timestamp_envelope(envelope, tsa)))
             written.append(TIMESTAMPS)
@@ -259,7 +259,7 @@ def signing_record(keys, tsa: str | None = None) -> dict[str, Any] | None:
     B-B). ``manifest.timestamps`` names the file a verifier must find when the envelope was timestamped."""
     if keys is None:
         return None
-    from runtime.keys import MANIFEST_PUB, SIGNER_CRT, cert_fingerprint
+    from runtime.provenance.keys import MANIFEST_PUB, SIGNER_CRT, cert_fingerprint
 
     return {"manifest": {"algorithm": "ed25519", "keyid": keys.keyid, "public_key_file": MANIFEST_PUB,
                          "envelope": ENVELOPE, "payload_type": PAYLOAD_TYPE,
@@ -345,7 +345,7 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
 
     Raises
     ------
-    runtime.trusted_time.TrustedTimeError
+    runtime.provenance.trusted_time.TrustedTimeError
         With ``tsa``: the TSA, or the validation data of the chain, cannot be obtained.
     """
     from asn1crypto import keys as a_keys, x509 as a_x509
@@ -385,7 +385,7 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
     lt: dict[str, Any] = {}
     timestamper = None
     if tsa:
-        from runtime.trusted_time import signer_validation_context, timestamper as make_timestamper
+        from runtime.provenance.trusted_time import signer_validation_context, timestamper as make_timestamper
 
         lt = {"embed_validation_info": True, "use_pades_lta": True,
               "validation_context": signer_validation_context(keys, fetch=True)}
@@ -410,7 +410,7 @@ def sign_pdf(path: Path, keys, *, reason: str, location: str | None = None,
     except Exception as err:  # noqa: BLE001 - with a TSA: network, revocation and TSA errors
         if not tsa:
             raise
-        from runtime.trusted_time import MSG_TSA_DOWN, TrustedTimeError
+        from runtime.provenance.trusted_time import MSG_TSA_DOWN, TrustedTimeError
 
         cause = err.__cause__ or err
         raise TrustedTimeError(MSG_TSA_DOWN.format(url=tsa, err=f"{type(err).__name__}: {err}"
@@ -426,7 +426,7 @@ def seal_run(folder, *, lock: dict[str, Any], resolved: dict[str, Any], keys, gi
              finish, timings: dict[str, float] | None = None, tsa: str | None = None) -> dict[str, Any]:
     """Sign the PDF, copy the public key material, let ``finish()`` write run.json the last time,
     then write the manifest and its envelope (timestamped with ``tsa``). Returns the manifest."""
-    from runtime.keys import copy_public
+    from runtime.provenance.keys import copy_public
     from runtime.progress import stage_timer
 
     run_dir, run = folder.path, folder.run
@@ -450,7 +450,7 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None
     """The report's ``provenance`` context: reproduction commands, expected hashes, signer (name, role,
     organisation; ``signer_self_signed`` when the certificate is its own issuer, so the name is asserted,
     not certified), the PAdES level and the time-stamping authority."""
-    from runtime.keys import cert_fingerprint
+    from runtime.provenance.keys import cert_fingerprint
 
     def sha(name: str) -> str | None:
         p = run_dir / name
@@ -461,9 +461,9 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None
            # the result tables a re-run reproduces byte for byte, whichever this design writes
            "results": [{"name": n, "sha256": sha(n)} for n in REPRODUCIBLE_RESULTS if sha(n)]}
     if keys is not None:
-        from runtime.keys import describe_person
+        from runtime.provenance.keys import describe_person
 
-        from runtime.trusted_time import is_self_signed, to_asn1
+        from runtime.provenance.trusted_time import is_self_signed, to_asn1
 
         person = keys.signer()
         ctx.update(signer=describe_person(person), signer_role=person.get("role"), keyid=keys.keyid,

@@ -24,7 +24,7 @@ from compiler.artifacts import ArtifactError, ArtifactVersionError, dump_run_rec
 from compiler.errors import AuditError
 from runtime.store import atomic_write
 
-#: The files that seal a run (runtime.sign): once either exists the run is sealed and never resumed,
+#: The files that seal a run (runtime.provenance.sign): once either exists the run is sealed and never resumed,
 #: even if one of them was later removed (that is tampering for verify to report, not an interruption).
 SEAL_FILES = ("manifest.json", "manifest.dsse.json")
 #: The lock file a running run holds (removed when the run ends; never sealed into the manifest).
@@ -76,7 +76,7 @@ class RunFolder:
         The run folder.
     run : dict
         The run record written as ``run.json``; ``run["artifacts"]`` lists the files written.
-    keys : runtime.keys.SigningKeys or None
+    keys : runtime.provenance.keys.SigningKeys or None
         Signing keys; None for an unsigned run.
     tsa : str or None
         The RFC 3161 time-stamping authority the seal will use (None: PAdES B-B).

@@ -114,7 +114,7 @@ def check_token(token: bytes, digest: bytes, *, anchors: list, others: list, now
         status = TimestampSignatureStatus(**kwargs)
     except Exception as err:  # noqa: BLE001 - a damaged token raises many kinds; each is a failure
         return TokenCheck(None, "?", [f"the timestamp token cannot be read ({type(err).__name__}: {err})"])
-    from runtime.keys import subject_person
+    from runtime.provenance.keys import subject_person
 
     tsa = subject_person(status.signing_cert)["name"]
     problems = []
@@ -165,7 +165,7 @@ def signer_validation_context(keys, *, fetch: bool):
     TSA certificates pinned in the key directory as anchors, revocation fetched online when ``fetch``."""
     from pyhanko_certvalidator import ValidationContext
 
-    from runtime.keys import SIGNER_CRT, TSA_CRT, load_certs
+    from runtime.provenance.keys import SIGNER_CRT, TSA_CRT, load_certs
 
     chain = [to_asn1(c) for c in [keys.pdf_cert, *keys.pdf_chain]]
     anchors = [c for c in chain if is_self_signed(c)]
@@ -205,7 +205,7 @@ def preflight(keys, url: str) -> dt.datetime:
     try:
         _run(validate())
     except Exception as err:  # noqa: BLE001 - RevokedError, PathValidationError, InsufficientRevinfoError...
-        from runtime.keys import subject_name
+        from runtime.provenance.keys import subject_name
 
         raise TrustedTimeError(MSG_SIGNER_STATUS.format(name=subject_name(keys.pdf_cert), reason=err)) from None
     return token_time(token)

@@ -7,7 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from runtime.pipeline.folder import RunFolder
+from runtime.run.folder import RunFolder
+from runtime.run.settings import RunSettings
 
 
 @dataclass
@@ -63,6 +64,7 @@ class RunContext:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     store: Any = None
     accept_vendor_file: str | None = None
+    _settings: RunSettings | None = field(default=None, repr=False)
 
     @property
     def resolved(self) -> dict[str, Any]:
@@ -75,21 +77,23 @@ class RunContext:
         return self.folder.run
 
     @property
+    def settings(self) -> RunSettings:
+        """The run's analysis settings, built once from the resolved spec (:class:`RunSettings`)."""
+        if self._settings is None:
+            self._settings = RunSettings.from_resolved(self.compiled.resolved)
+        return self._settings
+
+    @property
     def seed(self) -> int:
-        return int(self.compiled.resolved["seed"])
+        return self.settings.seed
 
     def score_range(self) -> dict[str, tuple[float, float]]:
-        """System id -> its resolved ``score_range`` (the one place it is read at run time)."""
-        return {s["id"]: tuple(s["score_range"]) for s in self.compiled.resolved["systems"]}
+        """System id -> its resolved ``score_range`` (:attr:`RunSettings.score_range`)."""
+        return dict(self.settings.score_range)
 
     def score_resolution(self) -> dict[str, float | None]:
-        """System id -> the grid of the scores the analyses see: the declared ``score_resolution``
-        divided by the replicates averaged per candidate (LLM screeners), or None (inferred)."""
-        out: dict[str, float | None] = {}
-        for s in self.compiled.resolved["systems"]:
-            res = s.get("score_resolution")
-            out[s["id"]] = None if res is None else float(res) / int(s.get("replicates") or 1)
-        return out
+        """System id -> the grid of the scores the analyses see (:attr:`RunSettings.score_resolution`)."""
+        return dict(self.settings.score_resolution)
 
     def write_table(self, name: str, frame: pd.DataFrame) -> None:
         """Keep ``frame`` as table ``name`` and write it as ``<name>.csv`` at once."""

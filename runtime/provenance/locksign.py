@@ -31,6 +31,42 @@ def sig_path(lock_path: Path) -> Path:
     return lock_path.with_name(lock_path.name.removesuffix(".json") + ".sig.json")
 
 
+#: Why a lock's signature file is refused; ``{file}`` is the file, ``{why}`` the reason.
+MSG_SIG_UNREADABLE = ("{file}: the lock's signature file cannot be read ({why}); run `audit compile` to sign the lock "
+                      "again")
+
+
+def read_signature(path: Path) -> dict[str, Any] | None:
+    """The signature record of a lock (``<spec>.lock.sig.json``), read under one policy for ``audit compile``
+    and ``audit execute``: a regular file (a FIFO or device is never opened), at most
+    :data:`compiler.files.MAX_JSON_BYTES`, holding a JSON object. None when there is no such file.
+
+    Raises
+    ------
+    compiler.errors.LockError
+        The file is not a regular file, too large, not UTF-8 JSON, or not a JSON object (exit 3); the
+        message names the file and says to run ``audit compile`` again.
+    """
+    from compiler.errors import LockError
+    from compiler.files import MAX_JSON_BYTES, FileProblem, read_regular_text
+
+    try:
+        record = json.loads(read_regular_text(path, cap=MAX_JSON_BYTES))
+    except FileProblem as err:
+        if err.kind == "missing":
+            return None
+        why = err.reason
+    except OSError as err:
+        why = err.strerror or str(err)
+    except ValueError as err:  # not UTF-8 (UnicodeDecodeError) or not JSON
+        why = str(err)
+    else:
+        if isinstance(record, dict):
+            return record
+        why = "not a JSON object"
+    raise LockError(MSG_SIG_UNREADABLE.format(file=path, why=why))
+
+
 def sign_lock(lock_path: Path, keys, tsa: str | None = None) -> dict[str, Any]:
     """Sign the lock file's bytes (DSSE, Ed25519 manifest key) and timestamp the signature with ``tsa``;
     write and return the signature record.
@@ -41,14 +77,14 @@ def sign_lock(lock_path: Path, keys, tsa: str | None = None) -> dict[str, Any]:
         ``lock_sha256``, ``keyid``, ``public_key`` (PEM), ``signer`` (name, role, organisation of the
         PDF certificate), ``envelope`` (DSSE), ``timestamp`` (``{tsa, token}`` or None).
     """
-    from runtime.sign import dsse_sign, render_json
+    from runtime.provenance.sign import dsse_sign, render_json
     from runtime.store import atomic_write
 
     data = Path(lock_path).read_bytes()
     envelope = dsse_sign(data, LOCK_PAYLOAD_TYPE, keys.manifest_key, keys.keyid)
     stamp = None
     if tsa:
-        from runtime.trusted_time import timestamp_envelope
+        from runtime.provenance.trusted_time import timestamp_envelope
 
         (entry,) = timestamp_envelope(envelope, tsa)["timestamps"]  # the manifest's token, over this signature
         stamp = {"tsa": tsa, "token": entry["token"]}
@@ -73,8 +109,8 @@ def check_lock_signature(lock_bytes: bytes, record: dict[str, Any], *, trusted_k
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
-    from runtime import keys as K
-    from runtime.sign import pae
+    from runtime.provenance import keys as K
+    from runtime.provenance.sign import pae
 
     problems: list[str] = []
     facts: dict[str, Any] = {"keyid": None, "pinned": False, "intact": False, "time": None, "tsa": None}
@@ -99,7 +135,7 @@ def check_lock_signature(lock_bytes: bytes, record: dict[str, Any], *, trusted_k
     facts["intact"] = not problems
     stamp = record.get("timestamp")
     if stamp:
-        from runtime.trusted_time import check_token
+        from runtime.provenance.trusted_time import check_token
 
         try:
             token = base64.b64decode(stamp["token"], validate=True)
@@ -111,6 +147,71 @@ def check_lock_signature(lock_bytes: bytes, record: dict[str, Any], *, trusted_k
         if not got.problems:
             facts["time"], facts["tsa"] = got.time, got.tsa
     return problems, facts
+
+
+def record_lock(run: dict[str, Any], run_dir: Path, spec_path: Path, lock: dict[str, Any], keys, store: Path) -> None:
+    """The signed pre-registration (issue 16) of a new run: copy the lock and its signature into the run
+    folder (the manifest hashes them), record the signature's facts in ``run`` (``lock_signature``), and
+    flag earlier locks of the same audit id that this lock does not descend from (``lock_recreated``: task
+    store ledger, git history, the ledger beside the lock), with a warning on stderr for each. The run is
+    added to the ledger once the store is open (:func:`record_use`).
+
+    Parameters
+    ----------
+    run : dict
+        The run record (``run.json``); ``artifacts`` gets ``lock.sig.json`` (when the lock is signed) and
+        ``lock.json``.
+    run_dir : Path
+        The new run folder.
+    spec_path : Path
+        The spec; its lock is :func:`compiler.lock.lock_path` of it, the signature :func:`sig_path` of that.
+    lock : dict
+        The lock the run uses.
+    keys : runtime.provenance.keys.SigningKeys or None
+        The run's keys: its manifest key is the pinned one, its certificates (and the key directory's
+        ``tsa.crt``) the trust anchors of the lock's timestamp.
+    store : Path
+        The task store's root (its ledger of the locks runs used).
+
+    Raises
+    ------
+    compiler.errors.LockError
+        The lock's signature file cannot be read (:func:`read_signature`), or does not sign this lock (it
+        changed after it was signed; exit 3).
+    """
+    import shutil
+    import sys
+
+    from compiler.errors import LockError
+    from compiler.lock import lock_path
+    from runtime.provenance.keys import TSA_CRT, describe_person, load_certs
+    from runtime.provenance.trusted_time import anchors_and_others, to_asn1
+
+    lpath = lock_path(spec_path)
+    sig = sig_path(lpath)
+    record = read_signature(sig)
+    if record is not None:
+        certs = [to_asn1(c) for c in ([keys.pdf_cert, *keys.pdf_chain] if keys is not None else [])]
+        if keys is not None and (keys.key_dir / TSA_CRT).is_file():
+            certs += [to_asn1(c) for c in load_certs(keys.key_dir / TSA_CRT)]
+        anchors, others = anchors_and_others(certs)
+        problems, facts = check_lock_signature(lpath.read_bytes(), record, trusted_key=keys.public_key if keys else None,
+                                               anchors=anchors, others=others)
+        if not facts["intact"]:
+            raise LockError(f"{lpath.name}: {'; '.join(problems)}; run `audit compile` to sign the lock again "
+                            f"(or restore the lock that {sig.name} signed)")
+        run["lock_signature"] = {"keyid": facts["keyid"], "signer": describe_person(record.get("signer") or {"name": "?"}),
+                                 "time": facts["time"].strftime("%Y-%m-%d %H:%M:%S UTC") if facts["time"] else None,
+                                 "tsa": facts["tsa"], "problems": problems}
+        shutil.copyfile(sig, run_dir / RUN_LOCK_SIG)
+        run["artifacts"] += [RUN_LOCK_SIG]
+    shutil.copyfile(lpath, run_dir / RUN_LOCK)
+    run["artifacts"] += [RUN_LOCK]
+    run["lock_recreated"] = earlier_locks(lock, store_root=store, lock_path=lpath)
+    for e in run["lock_recreated"]:
+        print(f"warning: the lock was re-created: an earlier lock of audit {lock.get('audit')!r} (created "
+              f"{e['created_at']}, known from {e['source']}) is not in its amendment chain; the report says so",
+              file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------ re-created locks
@@ -195,7 +296,7 @@ def git_lock_history(lock_path: Path, limit: int = 200) -> list[tuple[dict[str, 
     """
     import subprocess
 
-    from runtime.sign import _git
+    from runtime.provenance.sign import _git
 
     folder, name = Path(lock_path).resolve().parent, Path(lock_path).name
     try:

@@ -13,7 +13,7 @@ holds for the moment it was asked. ``audit keygen``, ``audit compile --key-dir``
   file holds no root to validate the chain against.
 
 With a time-stamping authority (``required=True``) a revocation status that cannot be obtained is a
-refusal too, as :func:`runtime.trusted_time.preflight` has done since issue 16: a B-LTA report embeds
+refusal too, as :func:`runtime.provenance.trusted_time.preflight` has done since issue 16: a B-LTA report embeds
 the revocation data, so it must exist when the report is signed.
 
 The check uses pyhanko-certvalidator (the library pyHanko validates signatures with), with fetching on
@@ -27,7 +27,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.keys import KeyMaterialError, _when, subject_name
+from runtime.provenance.keys import KeyMaterialError, _when, subject_name
 
 #: Seconds each OCSP, CRL or certificate request may take.
 NETWORK_TIMEOUT = 10
@@ -141,7 +141,7 @@ def check_chain(certs: list, *, what: str, required: bool = False, moment: dt.da
         A certificate of the chain is revoked (subject, serial, date, reason); or ``required`` and the
         status could not be obtained; or the chain does not validate (wrong issuer, bad signature).
     """
-    from runtime.trusted_time import is_self_signed, to_asn1
+    from runtime.provenance.trusted_time import is_self_signed, to_asn1
 
     now = dt.datetime.now(dt.timezone.utc)
     at = _when(now)
@@ -171,7 +171,7 @@ def _ask(chain: list, anchors: list, *, name: str, serial: str, what: str, requi
                                               RevokedError)
     from pyhanko_certvalidator.fetchers.aiohttp_fetchers import AIOHttpFetcherBackend
 
-    from runtime.trusted_time import is_self_signed
+    from runtime.provenance.trusted_time import is_self_signed
 
     async def ask():
         backend = AIOHttpFetcherBackend(per_request_timeout=NETWORK_TIMEOUT)

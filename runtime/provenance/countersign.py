@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.errors import AuditError
-from runtime.sign import COUNTERSIGNATURES, REASON_PREFIX, read_countersignatures
+from runtime.provenance.sign import COUNTERSIGNATURES, REASON_PREFIX, read_countersignatures
 
 
 class CountersignError(AuditError):
@@ -50,7 +50,7 @@ MSG_UNPINNED = ("{run}: its auditor is not pinned ({why}): a countersignature wo
 
 def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None = None, pubkey: Path | None = None,
                 cert: list[Path] | None = None, unpinned: bool = False) -> dict[str, Any]:
-    """Countersign the sealed run ``run_dir`` with ``keys`` (:class:`runtime.keys.SigningKeys`).
+    """Countersign the sealed run ``run_dir`` with ``keys`` (:class:`runtime.provenance.keys.SigningKeys`).
 
     Parameters
     ----------
@@ -61,7 +61,7 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
         RFC 3161 time-stamping authority URL (PAdES B-LTA increment, timestamped envelope signature).
     pubkey, cert : path, optional
         The auditor's public key and trusted certificates (as ``audit verify --pubkey/--cert``); files
-        inside the run folder are evidence, not pins (:func:`runtime.verify.resolve_trust`).
+        inside the run folder are evidence, not pins (:func:`runtime.provenance.verify.resolve_trust`).
     unpinned : bool
         Countersign although the auditor is not pinned; the entry records ``"auditor_pinned": false``.
 
@@ -77,14 +77,14 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
         certificate's, or these keys already signed it.
     UnpinnedAuditorError
         The auditor is not pinned and ``unpinned`` is False (exit 6).
-    runtime.keys.KeyMaterialError
+    runtime.provenance.keys.KeyMaterialError
         The certificate is expired or not yet valid.
     """
-    from runtime import keys as K
-    from runtime.sign import (COUNTERSIGN_BOX_ID, COUNTERSIGN_FIELD, ENVELOPE, PAYLOAD_TYPE, TIMESTAMPS, pae,
+    from runtime.provenance import keys as K
+    from runtime.provenance.sign import (COUNTERSIGN_BOX_ID, COUNTERSIGN_FIELD, ENVELOPE, PAYLOAD_TYPE, TIMESTAMPS, pae,
                               render_json, sign_pdf)
     from runtime.store import atomic_write
-    from runtime.verify import resolve_trust, verify_run
+    from runtime.provenance.verify import resolve_trust, verify_run
 
     run_dir = Path(run_dir)
     if not (run_dir / ENVELOPE).is_file():
@@ -95,7 +95,7 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
             f"--role {role!r}: the certificate of {keys.key_dir} names the role {person['role']!r}; the role is part of "
             f"the signer's certificate (create the keys with `audit keygen --role {json.dumps(role)}`)")
     keys.check_valid()
-    from runtime.revocation import check_keys  # a revoked countersigner is refused (issue 27 §2)
+    from runtime.provenance.revocation import check_keys  # a revoked countersigner is refused (issue 27 §2)
 
     revocation = check_keys(keys, what="audit sign", required=bool(tsa))
     # the countersigner's own key directory is no pin of the auditor: only --pubkey/--cert are
@@ -110,7 +110,7 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
     if keys.keyid in {s["keyid"] for s in envelope["signatures"]}:
         raise CountersignError(f"the manifest key {keys.keyid[:16]}... of {keys.key_dir} already signed {run_dir}")
     if tsa:
-        from runtime.trusted_time import preflight
+        from runtime.provenance.trusted_time import preflight
 
         preflight(keys, tsa)
     entries = read_countersignatures(run_dir)
@@ -124,7 +124,7 @@ def countersign(run_dir: Path, keys, *, role: str | None = None, tsa: str | None
     assert envelope["payloadType"] == PAYLOAD_TYPE
     envelope["signatures"].append({"keyid": keys.keyid, "sig": base64.b64encode(sig).decode("ascii")})
     if tsa:
-        from runtime.trusted_time import timestamp_envelope
+        from runtime.provenance.trusted_time import timestamp_envelope
 
         new = timestamp_envelope({"signatures": [envelope["signatures"][-1]]}, tsa)["timestamps"]
         path = run_dir / TIMESTAMPS

@@ -1,0 +1,162 @@
+"""The score stage: every system scores every candidate (from the task store when a scoring was
+finished before), in the plan's score batches."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from compiler.errors import InputDataError
+from runtime.run.context import RunContext
+from runtime.store import frame_bytes, frame_from, task_key
+from runtime.testhooks import kill_point
+
+
+CONDITION_DEFAULT = "default"
+
+
+#: The ``variant`` of every population profile handed to a system adapter (no variants there).
+POPULATION_VARIANT = "population"
+
+
+MSG_K_TOO_SMALL = (
+    "job {job!r} has {n} base candidates for system {system!r}, fewer than the largest analysis.k "
+    "({family}: {k}); every shortlist would hold the whole pool"
+)
+
+
+def plan_ids(ctx: RunContext, *, system: str | None = None) -> list[str]:
+    """Plan task ids a runtime task stands for: the design's tasks (generation), or one system's
+    score tasks."""
+    tasks = ctx.compiled.plan["tasks"]
+    if system is None:
+        return [t["id"] for t in tasks if t["kind"] not in ("score", "report", "seal")
+                and not t["kind"].startswith("analyse")]
+    return [t["id"] for t in tasks if t["kind"] == "score" and t["inputs"]["system"]["id"] == system]
+
+
+def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
+    """Score every candidate with every system.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Paired designs: ``system, condition, replicate, job_id, cv_id, variant, score, is_true_match``.
+        Unpaired designs: ``system, [condition,] job_id, cv_id, score`` (``condition`` when a system
+        scores under prompt conditions).
+    """
+    from runtime.systems import JobInfo, LlmSettings, ScoreRequest, adapter_for
+
+    r = ctx.resolved
+    ex = ctx.compiled.loaded.spec.execution
+    paired = "unpaired" not in ctx.provides
+    llm = None
+    if "llm_answers" in ctx.provides:
+        from runtime.llm import response_cache
+
+        llm = LlmSettings(cache=response_cache(ex, ctx.compiled.loaded.folder, ctx.store), concurrency=dict(ex.llm_concurrency),
+                          retries=ex.llm_retries, timeout_s=ex.llm_timeout_s)
+    if paired:
+        resumes, variants = ctx.candidates, list(r["variants"]["table"])
+    else:
+        resumes = ctx.candidates[["job_id", "cv_id", "text"]].assign(variant=POPULATION_VARIANT,
+                                                                       is_true_match=np.nan)
+        variants = [POPULATION_VARIANT]
+    job_info = {j["id"]: JobInfo(title=j["title"], family=j["family"]) for j in r["jobs"]}
+    frames, own_conditions = [], False
+    for sys_resolved in r["systems"]:
+        request = ScoreRequest(jobs=ctx.jobs, resumes=resumes, variants=variants,
+                               spec_folder=ctx.compiled.loaded.folder,
+                               progress=ctx.progress.task, info=ctx.run["systems_info"], paired=paired,
+                               seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts, store=ctx.store,
+                               batches=score_batches(ctx, sys_resolved["id"], resumes),
+                               accept_vendor_file=ctx.accept_vendor_file)
+        scored = _score_one(ctx, adapter_for(sys_resolved["kind"])(sys_resolved), request)
+        if "replicate" not in scored.columns:
+            scored.insert(0, "replicate", 0)
+        own_conditions |= "condition" in scored.columns  # LLM screeners score under prompt conditions
+        if "condition" not in scored.columns:
+            scored.insert(0, "condition", CONDITION_DEFAULT)
+        scored.insert(0, "system", sys_resolved["id"])
+        frames.append(scored)
+    scores = pd.concat(frames, ignore_index=True)
+    if paired:
+        return scores
+    cols = ["system", "condition", "job_id", "cv_id", "score"]
+    if not own_conditions:
+        cols.remove("condition")  # no system scores under prompt conditions: the column says nothing
+    return scores[cols]
+
+
+def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
+    """One system's scores: from the task store when this scoring was finished before, else scored
+    now and kept (with the adapter's diagnostics and extra files)."""
+    sid = adapter.id
+    request.plan_tasks = plan_ids(ctx, system=sid)
+    if not adapter.storable or ctx.store is None:
+        return adapter.score(request)
+    tid, key = task_key("score", system=sid, plan_tasks=request.plan_tasks, paired=request.paired)
+    stored = ctx.store.get(tid)
+    if stored is not None:
+        request.info[sid] = json.loads(stored["info"])
+        for name, data in stored.items():
+            if name.startswith("artifact:"):
+                request.artifacts[name.split(":", 1)[1]] = frame_from(data)
+        ctx.run["reused_tasks"].append(tid)
+        return frame_from(stored["scores"])
+    before = set(request.artifacts)
+    scored = adapter.score(request)
+    outputs = {"scores": frame_bytes(scored), "info": json.dumps(request.info.get(sid), sort_keys=True).encode()}
+    outputs.update({f"artifact:{n}": frame_bytes(request.artifacts[n]) for n in set(request.artifacts) - before})
+    ctx.store.put(tid, "score", outputs, key=key)
+    ctx.run["computed_tasks"].append(tid)
+    kill_point(f"score:{sid}")
+    return scored
+
+
+MSG_BATCHES = ("job {job!r} has {n} base candidates, but the plan's score batches of system {system!r} cover "
+               "{covered}; the generator and the plan disagree (a bug: please report it)")
+
+
+def score_batches(ctx: RunContext, system_id: str, resumes: pd.DataFrame | None) -> list[Any]:
+    """The plan's score batches of one system (:func:`compiler.plan.score_batches`), each with the base
+    candidates at its positions in the job's generation order; [] for a system without batches.
+
+    Raises
+    ------
+    RuntimeError
+        The batches do not cover every base candidate of a job exactly once (a bug).
+    """
+    from runtime.systems import ScoreBatch
+
+    tasks = [t for t in ctx.compiled.plan["tasks"] if t["kind"] == "score"
+             and t["inputs"]["system"]["id"] == system_id and "batch" in t["inputs"]]
+    if not tasks or resumes is None:
+        return []
+    order: dict[str, dict[str, None]] = {}
+    for job, cv in zip(resumes["job_id"], resumes["cv_id"]):
+        order.setdefault(job, {}).setdefault(cv, None)
+    out, covered = [], {}
+    for t in tasks:
+        job = t["inputs"]["job"]["id"]
+        lo, hi = t["inputs"]["batch"]["base_candidates"]
+        cvs = tuple(list(order.get(job, {}))[lo:hi])
+        covered[job] = covered.get(job, 0) + len(cvs)
+        if cvs:
+            out.append(ScoreBatch(t["id"], job, cvs))
+    for job, cvs in order.items():
+        if covered.get(job, 0) != len(cvs):
+            raise RuntimeError(MSG_BATCHES.format(job=job, n=len(cvs), system=system_id, covered=covered.get(job, 0)))
+    return out
+
+
+def check_base_counts(scores: pd.DataFrame, k: dict[str, int]) -> None:
+    """Raise :class:`InputDataError` when a job has fewer base candidates than the largest k."""
+    family, kk = max(k.items(), key=lambda kv: kv[1])
+    counts = scores.groupby(["system", "job_id"])["cv_id"].nunique()
+    for (system, job), n in counts.items():
+        if n < kk:
+            raise InputDataError(MSG_K_TOO_SMALL.format(job=job, n=n, system=system, family=family, k=kk))

@@ -1,0 +1,162 @@
+"""What the report reads about a run, typed: :class:`ReportMeta` (issue 28 §4).
+
+:func:`runtime.pipeline.metadata.report_meta` builds it once from the resolved spec, the lock, the
+``run.json`` record and the run's :class:`runtime.run.settings.RunSettings`; the shared core
+(:func:`runtime.report.core.build_core`) and every audit family's sections read its attributes. The
+analysis settings (reference variant, K, α, bootstrap, ranking, decision rule, thresholds) are the
+settings' own values, defaults already applied: no section re-applies one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+
+
+def _empty() -> Any:
+    """A field that defaults to an empty read-only mapping."""
+    return field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class ReportSystem:
+    """One system under test, as the report shows it.
+
+    Attributes
+    ----------
+    id, kind : str
+        The system's id and kind.
+    model : str
+        What it scores with, in words (:meth:`compiler.systems.base.SystemKind.source`).
+    fingerprint : str
+        Its model fingerprint (a blind score file: the sha256 of the file the run read).
+    score_range : tuple of float, optional
+        Its ``[low, high]`` score scale.
+    blind : Mapping, optional
+        A blind system's record (``run.json`` ``systems_info[id].blind``); None for any other system.
+    """
+
+    id: str
+    kind: str = ""
+    model: str = ""
+    fingerprint: str = ""
+    score_range: tuple[float, float] | None = None
+    blind: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ReportJob:
+    """One audited job: its id and title."""
+
+    id: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class ReportMeta:
+    """The run's metadata as the report reads it (header, design, systems, amendments, timings).
+
+    Attributes
+    ----------
+    audit, title : str
+        The audit id and its one-line title.
+    seed : int
+        The spec's seed.
+    spec_path : str
+        The spec file as the run recorded it.
+    spec_digest : Mapping or str
+        ``{algorithm, digest}`` of the resolved spec (a bare string is read as sha256).
+    lock_created_at, generated_at, run_id, tool_version : str
+        The lock's time, the run's start, the run id and the tool version.
+    reference : str or None
+        The reference variant (None for an unpaired design).
+    k : Mapping of str to int
+        K per metric family (:attr:`RunSettings.k`).
+    alpha : float
+        Significance level.
+    n_bootstrap : int
+        Bootstrap resamples.
+    ranking : str
+        How a variant is ranked (``swap_in`` or ``per_variant``; the methods version's default applied).
+    decision : Mapping or None
+        ``{"top_k": K}`` or ``{"threshold": t}`` when the spec states the selection rule.
+    thresholds : Mapping
+        ``{tier: {metric: {"pass": x, "investigate": y}}}``, every default made explicit at compile time.
+    systems : tuple of ReportSystem
+        The systems under test, in spec order.
+    jobs : tuple of ReportJob
+        The audited jobs, in spec order.
+    variants : Mapping
+        Variant id -> ``{axis: level}``.
+    axes : tuple of str
+        The protected axes, in spec order.
+    signals : Mapping
+        Axis -> how its levels were signalled (``slot``, ``levels``, ``cues``, ``description``, ``examples``).
+    design : str
+        The design id (``template``, ``score_file``, ``population``, ...).
+    source : Mapping or None
+        A score-file audit's ``source`` block.
+    counts : Mapping
+        The plan's counts (jobs, base candidates, résumés, ...).
+    amendments : tuple of Mapping
+        Each amendment of the lock: its reason first, then its other fields (shown as key: value).
+    timings : Mapping of str to float
+        Seconds per stage.
+    versions : Mapping of str to str
+        Package versions.
+    systems_info : Mapping
+        ``run.json`` ``systems_info`` (what each system could see).
+    resumed : tuple of Mapping
+        Each ``--resume`` of the run (time, previous status, stage).
+    reused_tasks : tuple of str
+        Tasks taken from the task store.
+    lock_signature : Mapping or None
+        The lock signature's record in ``run.json``.
+    lock_recreated : tuple of Mapping
+        Earlier locks of the same audit that this one replaced.
+    """
+
+    audit: str = ""
+    title: str | None = None
+    seed: int | None = None
+    spec_path: str | None = None
+    spec_digest: Mapping[str, Any] | str | None = None
+    lock_created_at: str | None = None
+    generated_at: str | None = None
+    run_id: str | None = None
+    tool_version: str | None = None
+    reference: str | None = None
+    k: Mapping[str, int] = _empty()
+    alpha: float | None = None
+    n_bootstrap: int | None = None
+    ranking: str | None = None
+    decision: Mapping[str, Any] | None = None
+    thresholds: Mapping[str, Any] = _empty()
+    systems: tuple[ReportSystem, ...] = ()
+    jobs: tuple[ReportJob, ...] = ()
+    variants: Mapping[str, Mapping[str, Any]] = _empty()
+    axes: tuple[str, ...] = ()
+    signals: Mapping[str, Mapping[str, Any]] = _empty()
+    design: str | None = None
+    source: Mapping[str, Any] | None = None
+    counts: Mapping[str, Any] = _empty()
+    amendments: tuple[Mapping[str, Any], ...] = ()
+    timings: Mapping[str, float] = _empty()
+    versions: Mapping[str, str] = _empty()
+    systems_info: Mapping[str, Any] = _empty()
+    resumed: tuple[Mapping[str, Any], ...] = ()
+    reused_tasks: tuple[str, ...] = ()
+    lock_signature: Mapping[str, Any] | None = None
+    lock_recreated: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def score_file(self) -> bool:
+        """Whether the run audits a vendor's score file (nothing generated, embedded or asked)."""
+        return self.design == "score_file"
+
+    @property
+    def threshold(self) -> Any:
+        """The decision threshold (a number, or system id -> number), or None under a top-K rule."""
+        return None if self.decision is None else self.decision.get("threshold")

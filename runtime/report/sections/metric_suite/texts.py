@@ -1,0 +1,99 @@
+"""The wording of the metric suite's report sections: metric names, test and interval descriptions,
+tier, band and count labels (seed 000 §3.4, Table 3, Table 4, §3.7).
+
+Method prose (metric definitions, tier notes, method notes) lives in the templates
+(``templates/sections/metric_suite_*.html.j2``); these are the short texts the sections' data carry.
+"""
+
+from __future__ import annotations
+
+#: A result's statuses, in the order the counts show them (seed 000 Table 3; N/A: not computed).
+STATUSES = ("PASS", "INVESTIGATE", "FAIL", "N/A")
+
+#: Short name per metric (chart axis, tables); the one-line definitions are in
+#: ``templates/sections/metric_suite_text.html.j2`` (seed 000 §3.4.1–3.4.3).
+METRIC_SHORT: dict[str, str] = {
+    "score_delta": "Score delta", "marc": "MARC / K", "flip_rate": "Flip rate",
+    "retention_rate": "Retention rate", "impact_ratio": "Impact ratio", "recall_at_k": "Recall@K",
+    "ndcg_at_k": "nDCG@K", "equal_opportunity_gap": "Equal opportunity gap",
+    "equalized_odds_gap": "Equalized odds gap",
+}
+
+#: Statistical basis of each threshold (seed 000 Table 3, last column).
+THRESHOLD_BASIS: dict[str, str] = {
+    "score_delta": "Pre-registered tolerance on the normalised score scale (policy choice)",
+    "marc": "Pre-registered rank-churn tolerance, scale-invariant to K (policy choice)",
+    "flip_rate": "Pre-registered boundary-crossing tolerance (policy choice)",
+    "retention_rate": "Four-fifths rule applied to shortlist retention (statutory analogue)",
+    "impact_ratio": "Direct transposition of the four-fifths rule (statutory)",
+    "recall_at_k": "Four-fifths bound extended by analogy to ranking quality",
+    "ndcg_at_k": "Four-fifths bound extended by analogy to ranking quality",
+    "equal_opportunity_gap": "Pre-registered gap tolerance, equal-opportunity criterion (policy choice)",
+    "equalized_odds_gap": "Pre-registered gap tolerance, equalized-odds criterion (policy choice)",
+}
+
+#: The words of a metrics row whose test cannot reject in this design (runtime.analysis).
+NOT_INFORMATIVE = "not informative in this design"
+
+#: How each test id of ``metrics.test`` is described (seed 000 §3.4, Table 4).
+TEST_TEXT: dict[str, str] = {
+    "wilcoxon": "Wilcoxon signed-rank test (paired, two-sided)",
+    "wilcoxon_exact_midranks": ("Wilcoxon signed-rank test with mid-ranks, exact over every sign flip "
+                                "(ties or zeros on the score grid)"),
+    "wilcoxon_normal_ties": "Wilcoxon signed-rank test, normal approximation with the tie correction",
+    "mcnemar": "McNemar's test (exact binomial below 25 discordant pairs, else continuity-corrected χ²)",
+    "mcnemar_exact": "McNemar's exact (binomial) test",
+    "mcnemar_chi2_cc": "McNemar's χ² test with continuity correction",
+    "fisher_exact": "Fisher's exact test on retained / not retained, variant vs. reference",
+    "": "none (descriptive statistic, no p-value)",
+}
+#: Added after the test names when the McNemar variant depends on the row (seed 000 §3.4.1).
+MCNEMAR_RULE = "exact when fewer than 25 candidates flip, χ² otherwise"
+
+CI_TEXT: dict[str, str] = {
+    "bootstrap percentile": "bootstrap percentile interval",
+    "wilson": "Wilson score interval",
+    "candidate bootstrap within jobs": ("bootstrap of the base candidates within each job (the audited "
+                                        "jobs are kept; each candidate brings its reference and variant)"),
+    "candidate bootstrap within jobs, re-ranked": ("bootstrap of the base candidates within each job, every "
+                                                   "resampled pool ranked again"),
+    "candidate bootstrap within jobs and labels, re-ranked": ("bootstrap of the base candidates within each "
+                                                              "job and match label, every resampled pool "
+                                                              "ranked again"),
+    "paired bootstrap over candidates": "paired bootstrap over candidates",
+    "candidate bootstrap within jobs and labels": ("bootstrap of the base candidates within each job and match "
+                                                   "label (each keeps its selection at the threshold)"),
+}
+
+#: Label of each threshold tier; what each tier means is in ``metric_suite_text.html.j2`` (seed 000 §3.7).
+TIER_LABELS: dict[str, str] = {"research": "Research tier", "operational": "Operational tier"}
+
+#: Label of each risk band (seed 000 §3.6).
+BAND_TEXT = {"low": "Low risk", "medium": "Medium risk", "high": "High risk"}
+
+#: Labels of ``ReportMeta.counts`` keys (others are shown with underscores as spaces).
+COUNT_LABELS = {
+    "jobs": "Jobs", "base_candidates": "Base candidates", "variants": "Variants", "resumes": "Résumés",
+    "scored": "Scored résumé × job pairs", "systems": "Systems", "texts_to_embed": "Texts embedded",
+    "model_calls": "Model calls", "estimated_tokens": "Estimated tokens",
+    "estimated_cost_usd": "Estimated cost (USD)", "tasks": "Plan tasks", "metric_rows": "Metric rows",
+    "paired_candidates_per_variant": "Paired candidates per variant",
+}
+
+#: Counts of what the tool generates and asks models, left out of a score-file audit's design section.
+GENERATION_COUNTS = ("texts_to_embed", "model_calls", "estimated_tokens", "estimated_cost_usd")
+
+#: Label of each metric family (seed 000 §3.4).
+FAMILY_TEXT = {"counterfactual": "Counterfactual", "group": "Group fairness", "merit": "Merit-aware"}
+
+#: Labels and interval descriptions that name a top-K, as they read under a threshold rule (issue 15).
+THRESHOLD_LABELS = {"flip_rate": "Flip rate (threshold crossings)",
+                    "retention_rate": "Retention rate (macro retention at the threshold)",
+                    "recall_at_k": "Recall at the threshold (Recall@K under a top-K rule)",
+                    "impact_ratio": "Impact ratio (retention ratio at the threshold; not LL144's ratio of selection rates)"}
+THRESHOLD_CI = {"recall_at_k": "candidate bootstrap within jobs and labels"}
+THRESHOLD_BASIS_AT_THRESHOLD = {"retention_rate": "Four-fifths rule applied to retention at the decision threshold "
+                                                  "(statutory analogue)",
+                                "impact_ratio": "Four-fifths rule applied to retention at the decision threshold "
+                                                "(seed 000 Eq. 3); the ratio of selection rates (LL144) is in the notes"}
+
