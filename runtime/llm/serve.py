@@ -50,9 +50,11 @@ def free_port() -> int:
 
 def server_command(port: int, *, n_ctx: int = 4096, threads: int | None = None) -> list[str]:
     """``python -m llama_cpp.server`` arguments: the GGUF, its chat template from the file
-    (chatml for SmolLM2), the model alias clients name, one context of ``n_ctx`` tokens."""
+    (chatml for SmolLM2), the model alias clients name, one context of ``n_ctx`` tokens. The server
+    runs through :mod:`runtime.llm.llama_main` (extra weight buffer types off: no AMX repacking, which
+    faults in a virtual machine that lists AMX without granting it)."""
     threads = threads or max(1, min(4, os.cpu_count() or 1))
-    return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
+    return [sys.executable, "-m", "runtime.llm.llama_main", "--model", str(gguf_path()),
             "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
             "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
             "--chat_format", "chatml", "--verbose", "False"]
