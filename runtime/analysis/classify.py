@@ -79,6 +79,57 @@ def classify(value: float, *, metric_id: str, bounds: Mapping[str, float]) -> st
     return "FAIL"
 
 
+#: Status of a row whose 95% interval neither lies inside its PASS band nor misses it (issue 29 §1).
+INCONCLUSIVE = "INCONCLUSIVE"
+
+
+def pass_band(metric_id: str, bounds: Mapping[str, float]) -> tuple[float, float]:
+    """The closed PASS band of a metric under one tier (issue 29 §1).
+
+    Lower-is-better metrics: ``[0, pass]`` (``score_delta``, judged on its signed mean:
+    ``[-pass, pass]``); higher-is-better: ``[pass, 1]``; ``selection_ratio``: ``[pass, 1/pass]``
+    (a ratio far above 1 disfavours the reference as much as one below ``pass`` the variant).
+    """
+    info = catalog.METRICS.get(metric_id)
+    bound = float(bounds["pass"])
+    if metric_id == "selection_ratio":
+        return bound, 1.0 / bound
+    if info is not None and info.classify_abs:
+        return -bound, bound
+    if info is not None and info.direction == "higher":
+        return bound, 1.0
+    return 0.0, bound
+
+
+def decide(low: float, high: float, band: tuple[float, float]) -> str:
+    """PASS / FAIL / INCONCLUSIVE of a 95% interval against a PASS band (issue 29 §1).
+
+    Parameters
+    ----------
+    low, high : float
+        The interval of the statistic the row decides on (``low <= high``).
+    band : tuple of float
+        The closed PASS band ``(a, b)`` (:func:`pass_band`).
+
+    Returns
+    -------
+    str
+        PASS when ``a <= low`` and ``high <= b`` (the whole interval inside), FAIL when ``high < a`` or
+        ``low > b`` (wholly outside), :data:`INCONCLUSIVE` otherwise; ``catalog.STATUS_NA`` when an
+        endpoint is nan. Endpoints and bounds are rounded to ``catalog.CLASSIFY_SIGNIFICANT_DIGITS``
+        significant digits first (seed 000 §3.4.4), so float noise cannot move a status.
+    """
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return catalog.STATUS_NA
+    lo, hi = round_significant(float(low)), round_significant(float(high))
+    a, b = (round_significant(float(x)) for x in band)
+    if a <= lo and hi <= b:
+        return "PASS"
+    if hi < a or lo > b:
+        return "FAIL"
+    return INCONCLUSIVE
+
+
 def tier_bounds(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]], tier: str,
                 metric_id: str) -> Mapping[str, float]:
     """``thresholds[tier][metric_id]``; raises ``ValueError`` (``ERR_THRESHOLD_MISSING``)."""
