@@ -45,6 +45,11 @@ CHANGES: dict[int, str] = {
 #: selection changes a direction their tests can detect; README, "Ranking modes").
 RANKING = "swap_in"
 
+#: The default of ``analysis.multiplicity`` (issue 29 §4): which p-values share an adjustment. ``run`` is
+#: seed 000 §3.5 (BH over every p-value of the run); the hierarchy per system is the issue's default and
+#: comes with the methods version that also reads statuses from intervals (issue 29 §1).
+MULTIPLICITY = "run"
+
 #: Resumes per score batch of the plan (:func:`compiler.plan.score_batches`): a batch holds
 #: ``max(1, SCORE_BATCH_RESUMES // resumes per base candidate)`` base candidates of one job with all
 #: their variants. Part of the methods: an embedding's bytes depend on the texts encoded with it.

@@ -288,6 +288,14 @@ class _AnalysisBase(Strict):
         "ranks each variant resume against the reference resumes of the other candidates of its job, so "
         "rank changes and flips have a direction and their tests can reject; per_variant ranks each "
         "variant in its own pool, as seed 000 §3.3 does (rank and selection tests cannot reject there).")
+    multiplicity: Literal["hierarchical", "graphical", "per_metric", "run"] | None = Field(
+        default=None, description="Which p-values of the metric suite share an adjustment (issue 29): run "
+        "(the default of this methods version; seed 000 §3.5) adjusts every p-value of the run together by "
+        "Benjamini-Hochberg; per_metric one metric's rows of one system; hierarchical, per system, the "
+        "categories' score tests by BH, then the MARC and McNemar tests of each rejected category at "
+        "alpha*R/m (Benjamini & Bogomolov 2014); graphical, per system, a graph that passes a rejected score "
+        "test's alpha to its category's two tests (Bretz et al. 2009, family-wise). A family never spans "
+        "systems.")
     effect_size: EffectSize | None = Field(
         default=None, description="Effect sizes, equivalence tests and models (seed 003 §3.7).")
     validity: Validity | None = Field(

@@ -133,3 +133,114 @@ def test_fwer_of_the_score_graph_under_the_complete_null():
     hits = sum(bool((graphical(rng.uniform(size=12), w, g) <= 0.05).any()) for _ in range(n))
     se = math.sqrt(0.05 * 0.95 / n)
     assert hits / n <= 0.05 + 2 * se, hits / n
+
+
+# ------------------------------------------------------------- wired into analyse (issue 29 §4)
+def _analysed(method: str | None, systems=("a", "b")):
+    import pandas as pd
+
+    from compiler.catalog import default_thresholds
+    from runtime.analysis import analyse
+    from runtime.analysis.counterfactual_sim import CorrespondenceSim
+
+    sim = CorrespondenceSim(n_jobs=2, effect_se=4, ties=False, variants=("BASE", "V01", "V02", "V03"))
+    frames = []
+    for i, s in enumerate(systems):
+        f = sim.frame(np.random.default_rng(10 + i), 2)  # two audits: conditions "0" and "1"
+        frames.append(f.assign(system=s, condition=f["condition"].astype(str)))
+    paired = pd.concat(frames, ignore_index=True)
+    kw = {} if method is None else {"multiplicity": method}
+    return analyse(paired, reference="BASE", k={"counterfactual": 10, "group": 10, "merit": 10}, alpha=0.05,
+                   n_bootstrap=100, seed=1, thresholds=default_thresholds(),
+                   score_range={s: (0, 100) for s in systems}, **kw).metrics
+
+
+@pytest.fixture(scope="module")
+def analysed():
+    return {m: _analysed(m) for m in (None, "run", "per_metric", "hierarchical", "graphical")}
+
+
+def test_run_is_the_default_and_is_seed_000_bh_over_every_tested_row(analysed):
+    run = analysed["run"]
+    assert run.drop(columns=[]).equals(analysed[None])
+    tested = run["adj_family"] == "run"
+    own = tested & run["p_adj"].notna()
+    expected = multipletests(run.loc[own, "p_value"].to_numpy(float), method="fdr_bh")[1]
+    assert np.array_equal(run.loc[own, "p_adj"].to_numpy(float), expected)  # byte for byte
+    assert set(run.loc[own, "adj_m"]) == {int(own.sum())}
+    # retention and the impact ratio share the flip table's test: its family, no p_adj of their own
+    shared = run["metric"].isin(["retention_rate", "impact_ratio"]) & tested
+    assert shared.any() and run.loc[shared, "p_adj"].isna().all()
+
+
+def test_no_family_spans_two_systems(analysed):
+    for method in ("per_metric", "hierarchical", "graphical"):
+        m = analysed[method]
+        named = m[m["adj_family"] != ""]
+        assert (named.groupby("adj_family")["system"].nunique() == 1).all(), method
+        assert all(f.split("/")[0] == s for f, s in zip(named["adj_family"], named["system"]))
+
+
+def test_hierarchical_levels_match_benjamini_bogomolov_by_hand(analysed):
+    m = analysed["hierarchical"]
+    for system in ("a", "b"):
+        sub = m[m["system"] == system]
+        lvl1 = sub[sub["adj_family"] == f"{system}/level1"]
+        assert set(lvl1["metric"]) == {"score_delta"} and len(lvl1) == 6  # 3 categories x 2 conditions
+        q1 = multipletests(lvl1["p_value"].to_numpy(float), method="fdr_bh")[1]
+        assert np.allclose(lvl1["p_adj"].to_numpy(float), q1)
+        r = int((q1 <= 0.05).sum())
+        for (cond, var), q in zip(zip(lvl1["condition"], lvl1["variant"]), q1):
+            fam = sub[sub["adj_family"] == f"{system}/{cond}/{var}/level2"]
+            assert set(fam["metric"]) <= {"marc", "flip_rate", "retention_rate", "impact_ratio"}
+            own = fam[fam["metric"].isin(["marc", "flip_rate"])]
+            if q <= 0.05:
+                expect = np.minimum(1, multipletests(own["p_value"].to_numpy(float), method="fdr_bh")[1] * 6 / r)
+                assert np.allclose(own["p_adj"].to_numpy(float), expect)
+            else:
+                assert own["p_adj"].isna().all()
+                assert own["notes"].str.contains("not tested: level 1 did not reject").all()
+        others = sub[sub["metric"].isin(["recall_at_k", "ndcg_at_k", "equal_opportunity_gap"])
+                     & sub["p_value"].notna() & (sub["variant"] != "BASE")]
+        assert others["p_adj"].isna().all() and (others["adj_family"] == "").all()
+
+
+def test_the_planted_category_is_found_under_every_procedure(analysed):
+    # V01 is demoted by 4 SE: its score test rejects in every condition and system, whatever the family
+    for method in ("run", "per_metric", "hierarchical", "graphical"):
+        m = analysed[method]
+        rows = m[(m["metric"] == "score_delta") & (m["variant"] == "V01")]
+        assert (rows["p_adj"] < 0.05).all(), (method, rows["p_adj"].tolist())
+
+
+def test_an_unknown_procedure_is_refused():
+    with pytest.raises(ValueError, match="multiplicity must be one of"):
+        _analysed("bonferroni", systems=("a",))
+
+
+def test_a_spec_chooses_the_hierarchy_and_the_report_says_so(tmp_path):
+    """Through the real CLI (the uniform-penalty vendor file: every variant demoted by 30 points): the
+    resolved spec carries analysis.multiplicity, metrics.csv names the families, the appendix the method."""
+    import json
+
+    import pandas as pd
+    from test_uniform_penalty import SPEC, _scores
+
+    from conftest import run_cli
+
+    (tmp_path / "spec.yaml").write_text(SPEC + "  multiplicity: hierarchical\n")
+    (tmp_path / "scores.csv").write_text(_scores())
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    lock = json.loads((tmp_path / "spec.lock.json").read_text())
+    assert lock["resolved_spec"]["analysis"]["multiplicity"] == "hierarchical"
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = next((tmp_path / "out" / "uniform-penalty").iterdir())
+    m = pd.read_csv(run_dir / "metrics.csv", keep_default_na=False, na_values=[""])
+    lvl1 = m[m["adj_family"].str.endswith("/level1")]
+    assert set(lvl1["metric"]) == {"score_delta"} and (lvl1["p_adj"] < 0.05).all()
+    assert set(lvl1["adj_m"]) == {len(lvl1)}
+    lvl2 = m[m["adj_family"].str.endswith("/level2") & m["metric"].isin(["marc", "flip_rate"])]
+    assert len(lvl2) == 2 * len(lvl1) and lvl2["p_adj"].notna().all()
+    html = (run_dir / "report.html").read_text()
+    assert "analysis.multiplicity: hierarchical; Benjamini &amp; Bogomolov 2014" in html

@@ -170,9 +170,11 @@ class MetricSuite(Family):
                 if given is not None:
                     bounds[mid] = {"pass": given["pass"], "investigate": given["investigate"]}
         # the other families write their own blocks (effects; plug-in families of compiler.blocks)
-        # ``ranking`` only when written: its default belongs to the methods version (compiler.methods.RANKING),
+        # ``ranking`` and ``multiplicity`` only when written: their defaults belong to the methods version
+        # (compiler.methods.RANKING, MULTIPLICITY),
         # so the digests of specs that do not set it do not change
-        dropped = {"effect_size", "validity", *PLUGIN_BLOCKS, *(("ranking",) if spec.analysis.ranking is None else ())}
+        dropped = {"effect_size", "validity", *PLUGIN_BLOCKS, *(("ranking",) if spec.analysis.ranking is None else ()),
+                   *(("multiplicity",) if spec.analysis.multiplicity is None else ())}
         # ``decision`` only when written (same reason); top_k sets K of every family
         if spec.analysis.decision is None:
             dropped.add("decision")

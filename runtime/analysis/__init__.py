@@ -20,6 +20,7 @@ import pandas as pd
 
 from compiler import catalog
 from runtime.analysis import counterfactual, group, merit  # noqa: F401  (register the metrics)
+from runtime.analysis import multiplicity as mult
 from runtime.analysis import stats
 from runtime.analysis.by_job import BY_JOB_COLUMNS, job_frame
 from runtime.analysis.direction import (NO_DIRECTION, REFERENCE_LOSES, level_label, row_leans,  # noqa: F401
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 METRIC_COLUMNS = ("family", "metric", "system", "condition", "variant", "reference", "n", "value",
-                  "ci_low", "ci_high", "p_value", "p_adj", "test", "direction", "status",
+                  "ci_low", "ci_high", "p_value", "p_adj", "adj_family", "adj_m", "test", "direction", "status",
                   "status_operational", "disadvantaged", "depends_on", "notes")
 DIAGNOSTIC_COLUMNS = ("k", "marc_raw", "flip_in_rate", "flip_out_rate", "n_in_out", "n_out_in",
                       "retained", "slots", "tp", "p", "fp", "negatives", "tpr", "fpr", "jobs_used",
@@ -46,7 +47,7 @@ DIAGNOSTIC_COLUMNS = ("k", "marc_raw", "flip_in_rate", "flip_out_rate", "n_in_ou
 #: Every column of the metrics frame, in order.
 COLUMNS = METRIC_COLUMNS + DIAGNOSTIC_COLUMNS
 #: Counts: written as integers, unless ties make one an expected (fractional) count.
-_COUNT_COLUMNS = ("n", "k", "n_in_out", "n_out_in", "retained", "slots", "tp", "p", "fp",
+_COUNT_COLUMNS = ("n", "adj_m", "k", "n_in_out", "n_out_in", "retained", "slots", "tp", "p", "fp",
                   "negatives", "jobs_used", "ties_at_cutoff")
 #: Metrics read at a top-K cutoff (``ties_at_cutoff`` is reported for them).
 TOP_K_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k",
@@ -177,7 +178,7 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
         "condition": pairing.condition, "variant": pairing.variant,
         "reference": pairing.reference, "n": pairing.n, "value": float(res.value),
         "ci_low": float(res.ci_low), "ci_high": float(res.ci_high),
-        "p_value": p_value, "p_adj": math.nan, "test": test,
+        "p_value": p_value, "p_adj": math.nan, "adj_family": "", "adj_m": math.nan, "test": test,
         "direction": info.direction, "status": "", "status_operational": "",
         "notes": "; ".join(notes), "k": math.nan if by_threshold else pairing.k_of(metric_id), "depends_on": DEPENDS_ON.get(metric_id, ""),
     }
@@ -186,6 +187,7 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
     if metric_id in TOP_K_METRICS:
         row["ties_at_cutoff"] = pairing.ties_at_cutoff(pairing.k_of(metric_id))
     row["_in_bh"] = not res.not_informative and not res.shared_test and not pairing.is_reference
+    row["_shared"] = bool(res.shared_test) and not res.not_informative and not pairing.is_reference
     row["_lean"] = res.diagnostics.get("lean", math.nan)
     return row
 
@@ -221,6 +223,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             ranking: str | None = None,
             variant_levels: Mapping[str, Mapping[str, str]] | None = None,
             per_job: bool = False, threshold: float | Mapping[str, float] | None = None,
+            multiplicity: str | None = None,
             progress: Callable[[int], None] | None = None) -> AnalysisResult:
     """Compute the metric suite of seed 000 §3.4-3.6 on a paired frame.
 
@@ -265,6 +268,11 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         Also compute every metric on the candidates of each job, with its interval, and the
         heterogeneity across jobs (``AnalysisResult.by_job``, :mod:`runtime.analysis.by_job`); each job
         cell draws from the pooled cell's generator with ``"job", job_id`` appended.
+    multiplicity : {"hierarchical", "graphical", "per_metric", "run"}, optional
+        Which p-values share an adjustment (:func:`runtime.analysis.multiplicity.adjust`, issue 29 §4);
+        default the methods version's (:data:`compiler.methods.MULTIPLICITY`, ``run``: BH over every
+        p-value of the run, seed 000 §3.5). Columns ``adj_family`` and ``adj_m`` name each row's family
+        and its number of tests.
     progress : callable, optional
         Called as ``progress(n)`` with the number of cells finished since the previous call
         (an increment, like ``rich.progress.Progress.advance``: ``1`` after each cell); the
@@ -295,6 +303,12 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         from compiler.methods import RANKING
 
         ranking = RANKING
+    if multiplicity is None:
+        from compiler.methods import MULTIPLICITY
+
+        multiplicity = MULTIPLICITY
+    if multiplicity not in mult.METHODS:
+        raise ValueError(mult.ERR_METHOD.format(methods=", ".join(mult.METHODS), got=multiplicity))
     rows: list[dict[str, object]] = []
     drift: list[dict[str, object]] = []
     job_rows: list[dict[str, object]] = []
@@ -329,10 +343,16 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
                         progress(1)
         for metric_rows in by_metric.values():
             rows.extend(metric_rows)
-    metrics = pd.DataFrame(rows, columns=[*COLUMNS, "_in_bh", "_lean"])
+    metrics = pd.DataFrame(rows, columns=[*COLUMNS, "_in_bh", "_shared", "_lean"])
     in_bh = metrics.pop("_in_bh").to_numpy(dtype=bool)
+    shared = metrics.pop("_shared").to_numpy(dtype=bool)
     leans = metrics.pop("_lean").to_numpy(dtype=float)
-    metrics["p_adj"] = bh_adjust(np.where(in_bh, metrics["p_value"].to_numpy(dtype=float), np.nan), alpha=alpha)
+    adjusted = mult.adjust(metrics, metrics["p_value"].to_numpy(dtype=float), in_bh, method=multiplicity,
+                           alpha=alpha, shared=shared)
+    metrics["p_adj"] = adjusted.p_adj
+    metrics["adj_family"] = adjusted.family
+    metrics["adj_m"] = adjusted.m
+    metrics["notes"] = ["; ".join(x for x in (note, extra) if x) for note, extra in zip(metrics["notes"], adjusted.notes)]
     for tier, column in (("research", "status"), ("operational", "status_operational")):
         metrics[column] = [
             classify(v, metric_id=m, bounds=tier_bounds(thresholds, tier, m))

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 ERR_ALPHA = "alpha must lie in (0, 1), got {got!r}"
@@ -195,3 +197,135 @@ def score_graph(n_categories: int, n_secondary: int = 2) -> tuple[np.ndarray, np
                 if t != s:
                     g[head + s, head + t] = 1.0 / (n_secondary - 1)
     return w, g
+
+
+# ------------------------------------------------------------------ families of a metrics frame (§4)
+#: ``analysis.multiplicity`` values (issue 29 §4).
+METHODS = ("hierarchical", "graphical", "per_metric", "run")
+#: The level-1 test of a category (its score test) and its two level-2 tests: the MARC rank test and
+#: McNemar's test of the flip table (shared by retention and the impact ratio, counted once).
+PRIMARY = "score_delta"
+SECONDARY = ("marc", "flip_rate")
+NOTE_NOT_TESTED = "not tested: level 1 did not reject (the category's score test, {family})"
+NOTE_INTERVAL_ONLY = "read by its interval only under analysis.multiplicity {method}: p_adj empty"
+ERR_METHOD = "multiplicity must be one of {methods}, got {got!r}"
+
+
+@dataclass(frozen=True)
+class Adjusted:
+    """The adjusted p-values of a metrics frame and the family each was adjusted in.
+
+    Attributes
+    ----------
+    p_adj : numpy.ndarray, shape (n_rows,)
+        Adjusted p-value on the α scale (rejected: ``p_adj < alpha``); nan for a row without a test, a
+        shared test (counted once, at the row that owns it), a secondary not tested, or a row read by
+        its interval only.
+    family : list of str
+        ``adj_family``: ``run``, ``<system>/<metric>``, ``<system>/level1``,
+        ``<system>/<condition>/<variant>/level2``, ``<system>/graph``; empty for a row without a test.
+    m : numpy.ndarray, shape (n_rows,)
+        ``adj_m``: the number of tests in that family (nan when none).
+    notes : list of str
+        A note to add to the row ("" none).
+    """
+
+    p_adj: np.ndarray
+    family: list[str]
+    m: np.ndarray
+    notes: list[str]
+
+
+def adjust(rows: pd.DataFrame, p_values: np.ndarray, tested: np.ndarray, *, method: str, alpha: float,
+           shared: np.ndarray | None = None) -> Adjusted:
+    """Adjust the p-values of a metrics frame under ``analysis.multiplicity`` (issue 29 §4).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Columns ``system, condition, variant, metric`` (one row per metrics row).
+    p_values : numpy.ndarray, shape (n_rows,)
+        Raw p-values (nan: no test).
+    tested : numpy.ndarray of bool, shape (n_rows,)
+        Rows whose test enters an adjustment (not the reference's, not a test that cannot reject in the
+        design, not a shared test).
+    method : {"hierarchical", "graphical", "per_metric", "run"}
+        ``run``: BH over every tested row of the run (seed 000 §3.5; methods 6's ``p_adj``). ``per_metric``:
+        BH over one metric's rows of one system. ``hierarchical``: per system, BH over the categories'
+        score tests (level 1), then in each rejected category its MARC and McNemar tests by BH at
+        α·R/m₁ (:func:`benjamini_bogomolov`); other tests are read by their interval only.
+        ``graphical``: per system, the graph of :func:`score_graph` (FWER).
+    alpha : float
+        The level (the hierarchy's selection depends on it).
+    shared : numpy.ndarray of bool, optional
+        Rows whose test is another row's (retention and the impact ratio share the flip table's
+        McNemar test): no p_adj, the family of the ``flip_rate`` row of their cell.
+
+    Raises
+    ------
+    ValueError
+        ``ERR_METHOD``; ``ERR_ALPHA``.
+    """
+    if method not in METHODS:
+        raise ValueError(ERR_METHOD.format(methods=", ".join(METHODS), got=method))
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(ERR_ALPHA.format(got=alpha))
+    n = len(rows)
+    p = np.where(np.asarray(tested, dtype=bool), np.asarray(p_values, dtype=float), np.nan)
+    out = np.full(n, np.nan)
+    family = [""] * n
+    m = np.full(n, np.nan)
+    notes = [""] * n
+    system = rows["system"].astype(str).to_numpy()
+    condition = rows["condition"].astype(str).to_numpy()
+    variant = rows["variant"].astype(str).to_numpy()
+    metric = rows["metric"].astype(str).to_numpy()
+    defined = ~np.isnan(p)
+
+    def put(index: np.ndarray, name: str, values: np.ndarray) -> None:
+        for i, v in zip(index, values):
+            out[i], family[i], m[i] = v, name, len(index)
+
+    if method == "run":
+        idx = np.flatnonzero(defined)
+        put(idx, "run", benjamini_hochberg(p[idx]))
+    elif method == "per_metric":
+        for key in sorted(set(zip(system[defined], metric[defined]))):
+            idx = np.flatnonzero(defined & (system == key[0]) & (metric == key[1]))
+            put(idx, f"{key[0]}/{key[1]}", benjamini_hochberg(p[idx]))
+    else:
+        for sys_id in sorted(set(system[defined])):
+            in_sys = defined & (system == sys_id)
+            cats = [(c, v) for c, v, mt in zip(condition[in_sys], variant[in_sys], metric[in_sys]) if mt == PRIMARY]
+            cell = {(c, v, mt): i for i, (c, v, mt) in enumerate(zip(condition, variant, metric)) if in_sys[i]}
+            heads = np.array([cell[(c, v, PRIMARY)] for c, v in cats], dtype=int)
+            seconds = [[cell.get((c, v, s), -1) for s in SECONDARY] for c, v in cats]
+            if method == "hierarchical":
+                q1, q2, _ = benjamini_bogomolov(p[heads], [[p[j] if j >= 0 else math.nan for j in sec]
+                                                           for sec in seconds], alpha=alpha)
+                put(heads, f"{sys_id}/level1", q1)
+                for (c, v), sec, vals in zip(cats, seconds, q2):
+                    name = f"{sys_id}/{c}/{v}/level2"
+                    idx = np.array([j for j in sec if j >= 0], dtype=int)
+                    put(idx, name, vals[[k for k, j in enumerate(sec) if j >= 0]])
+                    if np.isnan(vals).all():
+                        for j in idx:
+                            notes[j] = NOTE_NOT_TESTED.format(family=f"{sys_id}/level1")
+            else:
+                w, g = score_graph(len(cats), len(SECONDARY))
+                order = [j for head, sec in zip(heads, seconds) for j in (head, *sec)]
+                adj = graphical([p[j] if j >= 0 else math.nan for j in order], w, g)
+                idx = np.array([j for j in order if j >= 0], dtype=int)
+                put(idx, f"{sys_id}/graph", adj[[k for k, j in enumerate(order) if j >= 0]])
+            for i in np.flatnonzero(in_sys):
+                if not family[i]:
+                    notes[i] = (NOTE_NOT_TESTED.format(family=f"{sys_id}/level1") if metric[i] in SECONDARY
+                                else NOTE_INTERVAL_ONLY.format(method=method))
+    if shared is not None:
+        owner = {(s, c, v): i for i, (s, c, v, mt) in enumerate(zip(system, condition, variant, metric))
+                 if mt == "flip_rate"}
+        for i in np.flatnonzero(np.asarray(shared, dtype=bool)):
+            j = owner.get((system[i], condition[i], variant[i]))
+            if j is not None and family[j]:
+                family[i], m[i] = family[j], m[j]
+    return Adjusted(p_adj=out, family=family, m=m, notes=notes)

@@ -87,7 +87,7 @@ def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job:
     return analyse(paired, reference=st.reference, k=dict(st.k), alpha=st.alpha,
                    n_bootstrap=st.bootstrap if n_bootstrap is None else n_bootstrap,
                    seed=st.seed, thresholds=ctx.resolved["thresholds"], score_range=ctx.score_range(),
-                   score_resolution=ctx.score_resolution(), ranking=st.ranking,
+                   score_resolution=ctx.score_resolution(), ranking=st.ranking, multiplicity=st.multiplicity,
                    variant_levels=ctx.resolved["variants"]["table"], per_job=per_job, progress=progress,
                    threshold=st.threshold)
 

@@ -82,7 +82,7 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
         lock_created_at=lock["created_at"], generated_at=run["generated_at"],
         run_id=run["run_id"], tool_version=run["tool"]["version"],
         reference=settings.reference, k=settings.k, alpha=settings.alpha, n_bootstrap=settings.bootstrap,
-        ranking=settings.ranking, decision=settings.decision, thresholds=settings.thresholds,
+        ranking=settings.ranking, multiplicity=settings.multiplicity, decision=settings.decision, thresholds=settings.thresholds,
         systems=tuple(ReportSystem(id=s["id"], kind=s["kind"], model=hook_for(s["kind"]).source(s),
                                    fingerprint=_fingerprint(s, run), score_range=tuple(s["score_range"]),
                                    blind=_blind(s, run) if s.get("blind") else None) for s in r["systems"]),

@@ -80,6 +80,8 @@ class ReportMeta:
         Bootstrap resamples.
     ranking : str
         How a variant is ranked (``swap_in`` or ``per_variant``; the methods version's default applied).
+    multiplicity : str
+        Which p-values share an adjustment (``run``, ``per_metric``, ``hierarchical``, ``graphical``).
     decision : Mapping or None
         ``{"top_k": K}`` or ``{"threshold": t}`` when the spec states the selection rule.
     thresholds : Mapping
@@ -132,6 +134,7 @@ class ReportMeta:
     alpha: float | None = None
     n_bootstrap: int | None = None
     ranking: str | None = None
+    multiplicity: str | None = None
     decision: Mapping[str, Any] | None = None
     thresholds: Mapping[str, Any] = _empty()
     systems: tuple[ReportSystem, ...] = ()

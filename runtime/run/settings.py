@@ -46,6 +46,9 @@ class RunSettings:
     ranking : {"swap_in", "per_variant"}
         How a variant is ranked: the spec's ``analysis.ranking``, else the methods version's default
         (:data:`compiler.methods.RANKING`).
+    multiplicity : {"run", "per_metric", "hierarchical", "graphical"}
+        Which p-values share an adjustment: the spec's ``analysis.multiplicity``, else the methods
+        version's default (:data:`compiler.methods.MULTIPLICITY`; issue 29 §4).
     decision : Mapping or None
         ``{"top_k": K}`` or ``{"threshold": t}`` when the spec states the system's selection rule.
     thresholds : Thresholds
@@ -66,6 +69,7 @@ class RunSettings:
     alpha: float
     bootstrap: int
     ranking: str
+    multiplicity: str
     decision: Mapping[str, Any] | None
     thresholds: Thresholds
     score_range: Mapping[str, tuple[float, float]]
@@ -80,10 +84,10 @@ class RunSettings:
     @classmethod
     def from_resolved(cls, resolved: Mapping[str, Any]) -> "RunSettings":
         """The settings of a resolved spec (:func:`compiler.resolve.resolve`)."""
-        from compiler.methods import RANKING
+        from compiler.methods import MULTIPLICITY, RANKING
 
         a = resolved["analysis"]
-        own = {"k", "decision", "alpha", "bootstrap", "ranking"}
+        own = {"k", "decision", "alpha", "bootstrap", "ranking", "multiplicity"}
         systems = resolved["systems"]
         return cls(
             seed=int(resolved["seed"]),
@@ -93,6 +97,7 @@ class RunSettings:
             alpha=float(a["alpha"]),
             bootstrap=int(a["bootstrap"]),
             ranking=a.get("ranking") or RANKING,
+            multiplicity=a.get("multiplicity") or MULTIPLICITY,
             decision=_frozen(a["decision"]) if a.get("decision") else None,
             thresholds=_frozen(resolved["thresholds"]),
             score_range=MappingProxyType({s["id"]: tuple(s["score_range"]) for s in systems}),

@@ -106,6 +106,7 @@ def metric_suite_sections(
         Section(id="appendix", title="Thresholds and method", template="sections/metric_suite_appendix.html.j2",
                 context={"thresholds": threshold_table(meta.thresholds, metric_ids, threshold), "reference": reference,
                          "alpha": fmt_threshold(meta.alpha), "n_bootstrap": fmt_int(meta.n_bootstrap),
-                         "digits": CLASSIFY_SIGNIFICANT_DIGITS, "ranking": meta.ranking, "threshold": threshold},
+                         "digits": CLASSIFY_SIGNIFICANT_DIGITS, "ranking": meta.ranking, "threshold": threshold,
+                         "multiplicity": meta.multiplicity or "run"},
                 order=ORDER["appendix"]),
     ]
