@@ -36,6 +36,14 @@ resumes and gives the same table. ``--procs`` runs chunks in parallel.
     LITELLM_LOCAL_MODEL_COST_MAP=True nice -n 10 .venv/bin/python bench/power_swap_in.py \\
         [--audits 200] [--ties both] [--ranking swap_in|per_variant] [--procs 2]
         [--sweep] [--sweep-audits 100] [--sweep-effects 0 3 5 8 12] [--table-only]
+        [--variants 9] [--multiplicity run|per_metric|hierarchical|graphical]
+
+``--variants N`` (issue 29 §6) audits N non-reference categories: V01 demoted, V02..VN null (default 2,
+the layout above; seed 000's layout has 9). ``--multiplicity`` is the audit's
+``analysis.multiplicity`` (default ``run``: one BH family per audit). Either, when not the default, suffixes
+the result folder and the table (``_v9_hierarchical``). The table then also gives, per setting, the
+share of audits in which some null category is flagged (any of its metrics with ``p_adj < 0.05``): under
+the complete null that is the family-wise rate the procedure controls (FDR = FWER there).
 
 Output: ``bench/results/power_swap_in.md`` (tables) and ``.json`` (every row), suffixed
 ``_per_variant`` for ``--ranking per_variant``.
@@ -67,6 +75,19 @@ ALPHA = 0.05
 N_JOBS = 5
 TARGET_POWER = 0.80
 LEVELS = {"BASE": {"axis": "reference"}, "V01": {"axis": "demoted"}, "V02": {"axis": "null"}}
+
+
+def variants_of(n: int) -> tuple[str, ...]:
+    """BASE, V01 (the planted category) and the null categories V02..Vn."""
+    return ("BASE", *(f"V{i:02d}" for i in range(1, n + 1)))
+
+
+def levels_of(n: int) -> dict[str, dict[str, str]]:
+    """Each null category its own level (``null2``..), so that a rejection names which one."""
+    out = {"BASE": {"axis": "reference"}, "V01": {"axis": DEMOTED}}
+    out.update({v: {"axis": "null" if n == 2 else f"null{int(v[1:])}"} for v in variants_of(n)[2:]})
+    return out
+
 DEMOTED = "demoted"
 METRICS = ("score_delta", "marc", "flip_rate", "impact_ratio")
 KEEP = ("p_value", "p_adj", "disadvantaged", "value", "rank_shift", "n_in_out", "n_out_in")
@@ -77,9 +98,10 @@ def setting_name(kind: str, ties: bool, effect: float, het: float) -> str:
 
 
 def run_chunk(kind: str, ties: bool, effect: float, het: float, chunk: int, size: int,
-              resamples: int, ranking: str) -> dict:
+              resamples: int, ranking: str, n_variants: int = 2, multiplicity: str = "run") -> dict:
     """One chunk of audits, each analysed alone: per (metric, variant), the columns of KEEP."""
-    sim = CorrespondenceSim(n_jobs=N_JOBS, effect_se=effect, ties=ties, heterogeneity=het)
+    sim = CorrespondenceSim(n_jobs=N_JOBS, effect_se=effect, ties=ties, heterogeneity=het,
+                            variants=variants_of(n_variants))
     name = setting_name(kind, ties, effect, het)
     frame = sim.frame(seeding.rng(SEED, "power_swap_in", ranking, name, chunk), size, first=chunk * size)
     thresholds = catalog.default_thresholds()
@@ -88,7 +110,7 @@ def run_chunk(kind: str, ties: bool, effect: float, het: float, chunk: int, size
     for _, audit in frame.groupby("condition", sort=True):
         res = analyse(audit, reference="BASE", k=K, alpha=ALPHA, n_bootstrap=resamples, seed=SEED,
                       thresholds=thresholds, score_range={"sim": SCORE_RANGE}, ranking=ranking,
-                      variant_levels=LEVELS)
+                      variant_levels=levels_of(n_variants), multiplicity=multiplicity)
         m = res.metrics
         m_bh.append(int(m["p_adj"].notna().sum()))
         for row in m[m["metric"].isin(METRICS) & (m["variant"] != "BASE")].itertuples(index=False):
@@ -114,7 +136,32 @@ def _arr(vals: list) -> np.ndarray:
     return np.array([math.nan if v is None else v for v in vals], dtype=float)
 
 
-def summarise(root: Path, settings: list[tuple[str, bool, float, float]]) -> list[dict]:
+def flagged_rows(root: Path, settings: list[tuple[str, bool, float, float]], n_variants: int) -> list[dict]:
+    """Per setting: the share of audits in which some null category (V02..) is flagged on any metric
+    of METRICS (``p_adj < 0.05``), and in which V01 is found on its score test."""
+    out = []
+    for kind, ties, effect, het in settings:
+        name = setting_name(kind, ties, effect, het)
+        per: dict[str, list] = {}
+        for path in sorted((root / name).glob("chunk-*.json")):
+            rec = json.loads(path.read_text())
+            for key, cols in rec["rows"].items():
+                per.setdefault(key, []).extend(cols["p_adj"])
+        nulls = [v for v in variants_of(n_variants)[2:]] + ([] if effect > 0 else ["V01"])
+        flags = [_arr(per[f"{m} {v}"]) < ALPHA for m in METRICS for v in nulls if f"{m} {v}" in per]
+        if not flags:
+            continue
+        any_null = np.logical_or.reduce(flags)
+        n = len(any_null)
+        found = _arr(per.get("score_delta V01", [])) < ALPHA
+        out.append({"setting": name, "n": n, "null_flagged": float(any_null.mean()),
+                    "null_flagged_se": math.sqrt(any_null.mean() * (1 - any_null.mean()) / n),
+                    "limit": ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / n),
+                    "score_found": float(found.mean()) if effect > 0 and len(found) else None})
+    return out
+
+
+def summarise(root: Path, settings: list[tuple[str, bool, float, float]], n_variants: int = 2) -> list[dict]:
     rows = []
     for kind, ties, effect, het in settings:
         name = setting_name(kind, ties, effect, het)
@@ -128,13 +175,14 @@ def summarise(root: Path, settings: list[tuple[str, bool, float, float]]) -> lis
                 for c, vals in cols.items():
                     dst.setdefault(c, []).extend(vals)
         for metric in METRICS:
-            for variant in ("V01", "V02"):
+            for variant in variants_of(n_variants)[1:]:
                 cols = loaded.get(f"{metric} {variant}")
                 if not cols:
                     continue
                 n = len(cols["p_value"])
                 p, q = _arr(cols["p_value"]), _arr(cols["p_adj"])
                 named = np.array(cols["disadvantaged"], dtype=object)
+                own = levels_of(n_variants)[variant]["axis"]
                 in_bh = bool(np.isfinite(q).any())
                 rej = np.isfinite(q) & (q < ALPHA)
                 planted = variant == "V01" and effect > 0
@@ -145,9 +193,9 @@ def summarise(root: Path, settings: list[tuple[str, bool, float, float]]) -> lis
                        "raw_rate": float(np.mean(np.isfinite(p) & (p < ALPHA))),
                        "raw_defined": int(np.isfinite(p).sum()),
                        "reject_rate": float(rej.mean()),
-                       "named_variant_rate": float(np.mean(rej & (named == (DEMOTED if variant == "V01" else "null")))),
+                       "named_variant_rate": float(np.mean(rej & (named == own))),
                        "named_reference_rate": float(np.mean(rej & (named == "reference"))),
-                       "named_none_rate": float(np.mean(rej & ~np.isin(named, [DEMOTED, "null", "reference"])))}
+                       "named_none_rate": float(np.mean(rej & ~np.isin(named, [own, "reference"])))}
                 for diag in ("value", "rank_shift", "n_in_out", "n_out_in"):
                     vals = _arr(cols[diag])
                     row[f"mean_{diag}"] = float(np.nanmean(vals)) if np.isfinite(vals).any() else None
@@ -156,7 +204,7 @@ def summarise(root: Path, settings: list[tuple[str, bool, float, float]]) -> lis
                     row["power"] = rate
                     row["power_mc_se"] = math.sqrt(rate * (1 - rate) / n)
                     row["wrong_direction_rate"] = row["named_reference_rate"]
-                    row["verdict"] = ("not in BH" if not in_bh else
+                    row["verdict"] = ("no p_adj" if not in_bh else
                                       "ok" if rate >= TARGET_POWER else "below 80%")
                 else:
                     rate = row["reject_rate"]
@@ -167,7 +215,7 @@ def summarise(root: Path, settings: list[tuple[str, bool, float, float]]) -> lis
                     if in_bh:
                         row["verdict"] = "ok" if rate <= tol else "over"
                     else:  # raw p only (impact_ratio under swap-in, rank/selection under per-variant)
-                        row["verdict"] = ("raw ok" if row["raw_rate"] <= tol else "raw over") + " (not in BH)"
+                        row["verdict"] = ("raw ok" if row["raw_rate"] <= tol else "raw over") + " (no p_adj)"
                 rows.append(row)
     return rows
 
@@ -184,10 +232,10 @@ def table_lines(rows: list[dict]) -> list[str]:
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["role"] == "power":
-            main = ("n/a (not in BH)" if not r["in_bh"] else f"power {_pct(r['power'], r['power_mc_se'])}")
+            main = ("n/a (no p_adj)" if not r["in_bh"] else f"power {_pct(r['power'], r['power_mc_se'])}")
             wrong = _pct(r["wrong_direction_rate"]) if r["in_bh"] else ""
         else:
-            main = ("n/a (not in BH)" if not r["in_bh"] else f"size {_pct(r['size'], r['size_mc_se'])}")
+            main = ("n/a (no p_adj)" if not r["in_bh"] else f"size {_pct(r['size'], r['size_mc_se'])}")
             # for a null row: which side the rejections named (variant / reference)
             wrong = (f"{_pct(r['named_variant_rate'])} / {_pct(r['named_reference_rate'])}"
                      if r["in_bh"] else "")
@@ -224,8 +272,14 @@ def main() -> int:
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=RESULTS / "power_swap_in")
     ap.add_argument("--table-only", action="store_true", help="summarise the saved chunks, run nothing")
+    ap.add_argument("--variants", type=int, default=2, help="non-reference categories: V01 demoted, the rest null")
+    ap.add_argument("--multiplicity", choices=["run", "per_metric", "hierarchical", "graphical"], default="run")
     args = ap.parse_args()
-    root = args.out / args.ranking
+    if args.variants < 2:
+        ap.error("--variants must be at least 2 (V01 planted, V02 null)")
+    suffix = ("" if args.variants == 2 else f"_v{args.variants}") + (
+        "" if args.multiplicity == "run" else f"_{args.multiplicity}")
+    root = args.out / (args.ranking + suffix)
     ties = {"both": [False, True], "yes": [True], "no": [False]}[args.ties]
     main_settings = [(kind, t, e, h) for t in ties for kind, e, h in (("power", 3.0, 0.5), ("null", 0.0, 0.0))]
     sweep_settings = [("sweep", t, e, 0.5) for t in ties for e in args.sweep_effects] if args.sweep else []
@@ -234,7 +288,8 @@ def main() -> int:
         for kind, t, e, h in settings:
             for c in range(math.ceil(total / args.chunk)):
                 if not chunk_path(root, setting_name(kind, t, e, h), c).exists():
-                    todo.append((kind, t, e, h, c, args.chunk, args.resamples, args.ranking))
+                    todo.append((kind, t, e, h, c, args.chunk, args.resamples, args.ranking, args.variants,
+                                 args.multiplicity))
     print(f"{len(main_settings) + len(sweep_settings)} settings, {len(todo)} chunks of {args.chunk} "
           f"audits to run ({args.ranking})", flush=True)
     start = time.time()
@@ -251,9 +306,10 @@ def main() -> int:
                 tmp.replace(path)
                 if i % 10 == 0 or i == len(todo):
                     print(f"{i}/{len(todo)} chunks, {time.time() - start:.0f} s", flush=True)
-    rows = summarise(root, main_settings)
-    sweep_rows = summarise(root, sweep_settings)
-    stem = "power_swap_in" + ("" if args.ranking == "swap_in" else "_per_variant")
+    rows = summarise(root, main_settings, args.variants)
+    sweep_rows = summarise(root, sweep_settings, args.variants)
+    flagged = flagged_rows(root, main_settings, args.variants)
+    stem = "power_swap_in" + ("" if args.ranking == "swap_in" else "_per_variant") + suffix
     tol = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / max(args.audits, 1))
     lines = [f"# Power and size of the counterfactual tests, {args.ranking} ranking "
              f"({time.strftime('%Y-%m-%d')})", "",
@@ -265,8 +321,15 @@ def main() -> int:
              f"(variant / reference); `ok` when <= 5% + 2 MC SE of a 5% rate ({100 * tol:.1f}% at "
              f"n = {args.audits}). impact_ratio shares flip_rate's McNemar (p_adj empty): raw p only. "
              "Mean flips out / in: mean `n_in_out` / `n_out_in` (out = dropped from the top-K).", "",
+             f"{args.variants} non-reference categories (V01 planted, the others null); multiplicity "
+             f"{args.multiplicity}.", "",
              "## Planted demotion (effect_se 3, heterogeneity 0.5) and planted null (effect_se 0, "
-             "heterogeneity 0)", "", *table_lines(rows)]
+             "heterogeneity 0)", "", *table_lines(rows), "",
+             "## Audits in which some null category is flagged (any of " + ", ".join(METRICS) + ", p_adj < 0.05)",
+             "", "| setting | audits | null category flagged (MC SE) | limit (5% + 2 MC SE) | V01 found on its score test |",
+             "|---|---|---|---|---|",
+             *[f"| {f['setting']} | {f['n']} | {_pct(f['null_flagged'], f['null_flagged_se'])} | {_pct(f['limit'])} | "
+               f"{_pct(f['score_found']) if f['score_found'] is not None else ''} |" for f in flagged]]
     if sweep_rows:
         lines += ["", f"## Sweep of the planted demotion (heterogeneity 0.5, {args.sweep_audits} audits each)",
                   "", *table_lines(sweep_rows), "",
@@ -282,7 +345,9 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     (args.out.parent / f"{stem}.md").write_text(text)
     (args.out.parent / f"{stem}.json").write_text(json.dumps({"ranking": args.ranking, "audits": args.audits,
-                                                      "rows": rows, "sweep": sweep_rows}, indent=1))
+                                                      "variants": args.variants, "multiplicity": args.multiplicity,
+                                                      "rows": rows, "sweep": sweep_rows, "flagged": flagged},
+                                                     indent=1))
     print(text)
     print(f"{time.time() - start:.0f} s; table: {args.out.parent / (stem + '.md')}")
     return 0
