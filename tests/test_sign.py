@@ -796,3 +796,14 @@ def test_an_independent_dsse_implementation_verifies_the_manifest_envelope(signe
     tampered["payload"] = base64.b64encode(envelope.payload.replace(b"tiny-audit", b"tiny-audiT")).decode()
     with pytest.raises(VerificationError):
         Envelope.from_dict(tampered).verify([key], threshold=1)
+
+
+def test_a_signer_field_from_someone_elses_file_is_described_never_raised():
+    """A lock signature's ``signer`` is whatever its writer put there: shown, never a traceback."""
+    from runtime.provenance.keys import describe_person
+
+    assert describe_person({"name": "Alice", "role": "Lead auditor", "organisation": "Org"}) == "Alice (Lead auditor, Org)"
+    assert describe_person({"name": "Alice"}) == "Alice"
+    assert describe_person("Mallory") == "Mallory"
+    assert describe_person(None) == "?" and describe_person({}) == "?"
+    assert describe_person({"name": ["x"], "role": {"a": 1}, "organisation": "Org"}) == "? (Org)"

@@ -32,6 +32,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import UnsupportedAlgorithm
 
@@ -175,10 +176,19 @@ def subject_person(cert) -> dict:
             "organisation": first(NameOID.ORGANIZATION_NAME)}
 
 
-def describe_person(person: dict) -> str:
-    """``Name (role, organisation)``, leaving out what is unknown."""
-    extra = ", ".join(x for x in (person.get("role"), person.get("organisation")) if x)
-    return f"{person['name']} ({extra})" if extra else str(person["name"])
+def describe_person(person: Any) -> str:
+    """``Name (role, organisation)``, leaving out what is unknown.
+
+    ``person`` may come from a file someone else wrote (a lock signature's ``signer``): a value that is
+    not a mapping is shown as text, a missing or non-text name as ``?``, a non-text role or organisation
+    is left out; never an exception.
+    """
+    if not isinstance(person, dict):
+        return "?" if person in (None, "") else str(person)
+    name = person.get("name")
+    name = name if isinstance(name, str) and name else "?"
+    extra = ", ".join(x for x in (person.get("role"), person.get("organisation")) if isinstance(x, str) and x)
+    return f"{name} ({extra})" if extra else name
 
 
 def read_config(key_dir: Path) -> dict:
