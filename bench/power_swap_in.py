@@ -45,6 +45,12 @@ the result folder and the table (``_v9_hierarchical``). The table then also give
 share of audits in which some null category is flagged (any of its metrics with ``p_adj < 0.05``): under
 the complete null that is the family-wise rate the procedure controls (FDR = FWER there).
 
+``--layout 2x2`` (issue 29 §6) analyses each audit as 2 systems × 2 conditions in one ``analyse`` call
+(four independent simulated audits, relabelled ``sa``/``sb`` × ``c1``/``c2``; V01 planted in every cell):
+under a family per system a system's detection must not depend on the other system, and its two conditions
+share one family. The table gives, per cell, V01 found on its score test and some null category flagged;
+compare with the one-system table of the same ``--variants`` and ``--multiplicity``. Suffix ``_2x2``.
+
 Output: ``bench/results/power_swap_in.md`` (tables) and ``.json`` (every row), suffixed
 ``_per_variant`` for ``--ranking per_variant``.
 """
@@ -95,6 +101,60 @@ KEEP = ("p_value", "p_adj", "disadvantaged", "value", "rank_shift", "n_in_out", 
 
 def setting_name(kind: str, ties: bool, effect: float, het: float) -> str:
     return f"{kind}-jobs{N_JOBS:02d}-{'ties' if ties else 'noties'}-effect{effect:g}-het{het:g}"
+
+
+CELLS = (("sa", "c1"), ("sa", "c2"), ("sb", "c1"), ("sb", "c2"))
+
+
+def run_chunk_2x2(kind: str, ties: bool, effect: float, het: float, chunk: int, size: int,
+                  resamples: int, ranking: str, n_variants: int, multiplicity: str) -> dict:
+    """One chunk of 2 × 2 audits: per cell, per audit, V01's score-test rejection and whether some null
+    category is flagged on any metric of METRICS."""
+    sim = CorrespondenceSim(n_jobs=N_JOBS, effect_se=effect, ties=ties, heterogeneity=het,
+                            variants=variants_of(n_variants))
+    name = setting_name(kind, ties, effect, het)
+    frame = sim.frame(seeding.rng(SEED, "power_swap_in_2x2", ranking, name, chunk), 4 * size, first=4 * chunk * size)
+    codes = sorted(frame["condition"].unique())
+    thresholds = catalog.default_thresholds()
+    out: dict[str, dict[str, list]] = {f"{s}/{c}": {"found": [], "null_flagged": []} for s, c in CELLS}
+    nulls = list(variants_of(n_variants)[2:]) + ([] if effect > 0 else ["V01"])
+    for a in range(size):
+        cells = {code: CELLS[k] for k, code in enumerate(codes[4 * a:4 * a + 4])}
+        audit = frame[frame["condition"].isin(cells)].copy()
+        audit["system"] = audit["condition"].map(lambda c: cells[c][0])
+        audit["condition"] = audit["condition"].map(lambda c: cells[c][1])
+        m = analyse(audit, reference="BASE", k=K, alpha=ALPHA, n_bootstrap=resamples, seed=SEED,
+                    thresholds=thresholds, score_range={"sa": SCORE_RANGE, "sb": SCORE_RANGE}, ranking=ranking,
+                    variant_levels=levels_of(n_variants), multiplicity=multiplicity).metrics
+        rejected = m["p_adj"].to_numpy(dtype=float) < ALPHA
+        for s, c in CELLS:
+            cell = (m["system"] == s) & (m["condition"] == c)
+            found = cell & (m["metric"] == "score_delta") & (m["variant"] == "V01") & rejected
+            flagged = cell & m["metric"].isin(METRICS) & m["variant"].isin(nulls) & rejected
+            out[f"{s}/{c}"]["found"].append(bool(found.any()) if effect > 0 else None)
+            out[f"{s}/{c}"]["null_flagged"].append(bool(flagged.any()))
+    return {"chunk": chunk, "size": size, "cells": out}
+
+
+def cells_rows(root: Path, settings: list[tuple[str, bool, float, float]]) -> list[dict]:
+    """Per setting and cell of the 2 × 2 layout: rates with their MC SE."""
+    rows = []
+    for kind, ties, effect, het in settings:
+        name = setting_name(kind, ties, effect, het)
+        merged: dict[str, dict[str, list]] = {}
+        for path in sorted((root / name).glob("chunk-*.json")):
+            for cell, cols in json.loads(path.read_text())["cells"].items():
+                for c, vals in cols.items():
+                    merged.setdefault(cell, {}).setdefault(c, []).extend(vals)
+        for cell, cols in merged.items():
+            n = len(cols["null_flagged"])
+            flag = float(np.mean(cols["null_flagged"]))
+            found = [v for v in cols["found"] if v is not None]
+            rate = float(np.mean(found)) if found else None
+            rows.append({"setting": name, "cell": cell, "n": n, "null_flagged": flag,
+                         "null_flagged_se": math.sqrt(flag * (1 - flag) / n), "score_found": rate,
+                         "score_found_se": math.sqrt(rate * (1 - rate) / n) if rate is not None else None})
+    return rows
 
 
 def run_chunk(kind: str, ties: bool, effect: float, het: float, chunk: int, size: int,
@@ -274,12 +334,16 @@ def main() -> int:
     ap.add_argument("--table-only", action="store_true", help="summarise the saved chunks, run nothing")
     ap.add_argument("--variants", type=int, default=2, help="non-reference categories: V01 demoted, the rest null")
     ap.add_argument("--multiplicity", choices=["run", "per_metric", "hierarchical", "graphical"], default="run")
+    ap.add_argument("--layout", choices=["1", "2x2"], default="1",
+                    help="2x2: each audit is 2 systems x 2 conditions in one analyse call")
     args = ap.parse_args()
     if args.variants < 2:
         ap.error("--variants must be at least 2 (V01 planted, V02 null)")
     suffix = ("" if args.variants == 2 else f"_v{args.variants}") + (
-        "" if args.multiplicity == "run" else f"_{args.multiplicity}")
+        "" if args.multiplicity == "run" else f"_{args.multiplicity}") + ("_2x2" if args.layout == "2x2" else "")
     root = args.out / (args.ranking + suffix)
+    if args.layout == "2x2" and args.sweep:
+        ap.error("--layout 2x2 runs the main settings only (no --sweep)")
     ties = {"both": [False, True], "yes": [True], "no": [False]}[args.ties]
     main_settings = [(kind, t, e, h) for t in ties for kind, e, h in (("power", 3.0, 0.5), ("null", 0.0, 0.0))]
     sweep_settings = [("sweep", t, e, 0.5) for t in ties for e in args.sweep_effects] if args.sweep else []
@@ -293,9 +357,10 @@ def main() -> int:
     print(f"{len(main_settings) + len(sweep_settings)} settings, {len(todo)} chunks of {args.chunk} "
           f"audits to run ({args.ranking})", flush=True)
     start = time.time()
+    work = run_chunk_2x2 if args.layout == "2x2" else run_chunk
     if todo and not args.table_only:
         with ProcessPoolExecutor(max_workers=args.procs) as pool:
-            futures = {pool.submit(run_chunk, *task): task for task in todo}
+            futures = {pool.submit(work, *task): task for task in todo}
             for i, fut in enumerate(as_completed(futures), 1):
                 task = futures[fut]
                 rec = fut.result()
@@ -306,6 +371,8 @@ def main() -> int:
                 tmp.replace(path)
                 if i % 10 == 0 or i == len(todo):
                     print(f"{i}/{len(todo)} chunks, {time.time() - start:.0f} s", flush=True)
+    if args.layout == "2x2":
+        return write_2x2(args, root, main_settings, suffix, start)
     rows = summarise(root, main_settings, args.variants)
     sweep_rows = summarise(root, sweep_settings, args.variants)
     flagged = flagged_rows(root, main_settings, args.variants)
@@ -348,6 +415,32 @@ def main() -> int:
                                                       "variants": args.variants, "multiplicity": args.multiplicity,
                                                       "rows": rows, "sweep": sweep_rows, "flagged": flagged},
                                                      indent=1))
+    print(text)
+    print(f"{time.time() - start:.0f} s; table: {args.out.parent / (stem + '.md')}")
+    return 0
+
+
+def write_2x2(args, root: Path, settings: list, suffix: str, start: float) -> int:
+    """The 2 × 2 table (``power_swap_in<suffix>.md`` and ``.json``)."""
+    rows = cells_rows(root, settings)
+    stem = "power_swap_in" + ("" if args.ranking == "swap_in" else "_per_variant") + suffix
+    lines = [f"# 2 systems x 2 conditions per audit, {args.ranking} ranking ({time.strftime('%Y-%m-%d')})", "",
+             f"{N_JOBS} jobs x 40 candidates per cell, K = 10; {args.variants} non-reference categories (V01 "
+             f"planted in every cell, the others null); one `analyse` per audit over its four cells; multiplicity "
+             f"{args.multiplicity}. Found = V01's score test `p_adj < 0.05`; flagged = some null category with "
+             f"`p_adj < 0.05` on any of {', '.join(METRICS)}. MC SE in brackets.", "",
+             "| setting | cell | audits | V01 found on its score test | some null category flagged |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['setting']} | {r['cell']} | {r['n']} | "
+                     f"{_pct(r['score_found'], r['score_found_se']) if r['score_found'] is not None else ''} | "
+                     f"{_pct(r['null_flagged'], r['null_flagged_se'])} |")
+    text = "\n".join(lines) + "\n"
+    (args.out.parent / f"{stem}.md").write_text(text)
+    (args.out.parent / f"{stem}.json").write_text(json.dumps({"ranking": args.ranking, "audits": args.audits,
+                                                              "variants": args.variants, "layout": "2x2",
+                                                              "multiplicity": args.multiplicity, "cells": rows},
+                                                             indent=1))
     print(text)
     print(f"{time.time() - start:.0f} s; table: {args.out.parent / (stem + '.md')}")
     return 0

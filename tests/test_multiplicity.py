@@ -93,7 +93,7 @@ def test_the_score_graph_on_two_categories_by_hand():
     np.testing.assert_allclose(graphical(p, w, g), [0.02, 0.16, 0.4, 0.06, 0.06, 0.06])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(min_value=1e-6, max_value=1.0), min_size=2, max_size=8))
 def test_the_holm_graph_gives_statsmodels_holm(p):
     m = len(p)
@@ -102,7 +102,7 @@ def test_the_holm_graph_gives_statsmodels_holm(p):
     np.testing.assert_allclose(graphical(p, w, g), multipletests(p, method="holm")[1], rtol=1e-9, atol=1e-12)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(min_value=1e-6, max_value=1.0), min_size=1, max_size=8))
 def test_bonferroni_graph_and_untestable_hypotheses(p):
     m = len(p)
