@@ -11,9 +11,9 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 from compiler import catalog
+from runtime.analysis.multiplicity import benjamini_hochberg
 
 ERR_THRESHOLD_MISSING = "thresholds lack tier {tier!r}, metric {metric!r} (need 'pass' and 'investigate')"
 
@@ -144,15 +144,10 @@ def tier_bounds(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]], tie
 def bh_adjust(p_values: np.ndarray, *, alpha: float) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values over every defined p-value (seed 000 §3.5).
 
-    ``statsmodels.stats.multitest.multipletests(p, alpha=alpha, method="fdr_bh")`` over the
-    non-nan entries; nan stays nan.
+    :func:`runtime.analysis.multiplicity.benjamini_hochberg` (statsmodels' ``fdr_bh`` over the non-nan
+    entries; nan stays nan); ``alpha`` does not change an adjusted value and is kept for the callers.
     """
-    p = np.asarray(p_values, dtype=float)
-    out = np.full_like(p, np.nan)
-    defined = ~np.isnan(p)
-    if defined.any():
-        out[defined] = multipletests(p[defined], alpha=alpha, method="fdr_bh")[1]
-    return out
+    return benjamini_hochberg(p_values)
 
 
 def risk_band(score: float) -> str:
