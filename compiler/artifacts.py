@@ -39,7 +39,7 @@ LOCK_SCHEMA_VERSION = "1.1"
 PLAN_SCHEMA_VERSION = "1.1"
 RUN_SCHEMA_VERSION = "1.1"
 MANIFEST_SCHEMA_VERSION = "1.1"
-SUMMARY_SCHEMA_VERSION = "1.0"
+SUMMARY_SCHEMA_VERSION = "1.1"
 
 #: Run states of ``run.json``: ``interrupted`` is a run whose process died (written by --resume,
 #: ``verify`` and ``audit status`` when they find a stale process id or lock file).
@@ -321,7 +321,8 @@ class StatusCounts(_Part):
     """How many status rows have each status under one tier (``N/A``: a row without a status)."""
 
     PASS: int = Field(ge=0)
-    INVESTIGATE: int = Field(ge=0)
+    INCONCLUSIVE: int = Field(0, ge=0, description="interval straddles a PASS-band bound (issue 29 §1; since 1.1)")
+    INVESTIGATE: int = Field(ge=0, description="seed 001 §5.2's middle level (the causal family)")
     FAIL: int = Field(ge=0)
     NA: int = Field(ge=0, alias="N/A")
 
@@ -347,13 +348,15 @@ class GateRow(_Part):
     system: str
     condition: str
     item: str
-    status: Literal["FAIL", "INVESTIGATE"]
+    status: Literal["FAIL", "INCONCLUSIVE", "INVESTIGATE"]
 
 
 class SummaryGate(_Part):
     """The ``--fail-on`` gate of the run: the gate, the tier it read, whether it tripped and on which rows."""
 
-    fail_on: Literal["FAIL", "INVESTIGATE"] | None = Field(description="the gate; null when none was set")
+    fail_on: Literal["FAIL", "INCONCLUSIVE", "INVESTIGATE"] | None = Field(
+        description="the gate (INCONCLUSIVE trips on every row not PASS; INVESTIGATE: its name in summaries "
+                    "1.0, methods version 6 and before); null when none was set")
     tier: Literal["research", "operational"]
     tripped: bool
     rows: list[GateRow] = Field(description="the status rows that trip it")

@@ -59,7 +59,8 @@ SpecArg = Annotated[Path, typer.Argument(help="The audit spec (YAML).", show_def
 
 class Gate(str, Enum):
     FAIL = "FAIL"
-    INVESTIGATE = "INVESTIGATE"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    INVESTIGATE = "INVESTIGATE"  # the old name of INCONCLUSIVE (methods version 6 and before)
 
 
 class TierName(str, Enum):
@@ -414,7 +415,7 @@ def execute(
     out: Annotated[Optional[Path], typer.Option("--out", help="Output root (default: reports/).")] = None,
     store: Annotated[Optional[Path], typer.Option("--store", help=STORE_HELP, show_default=False, metavar="DIR")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
-    fail_on: Annotated[Optional[Gate], typer.Option("--fail-on", help="Exit 4 when any metric has this status (INVESTIGATE includes FAIL).")] = None,
+    fail_on: Annotated[Optional[Gate], typer.Option("--fail-on", help="Exit 4 when any status row is FAIL, or, with INCONCLUSIVE, anything but PASS (INVESTIGATE: its old name).")] = None,
     tier: Annotated[TierName, typer.Option("--tier", help="Threshold tier the gate reads.")] = TierName.research,
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Signing keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys. A named directory without keys is an error; an empty default means an unsigned run.", show_default=False)] = None,
     resume: Annotated[Optional[Path], typer.Option("--resume", help="Complete this killed or failed run folder in place (finished tasks are reused from the task store).", show_default=False, metavar="RUN_DIR")] = None,
@@ -445,6 +446,11 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
 
     if accept_vendor_file is not None and not accept_vendor_file.strip():
         raise AuditError("--accept-vendor-file needs a reason (it is printed in the report)")
+    if fail_on is Gate.INVESTIGATE:  # the old name (issue 29 §1): statuses come from intervals since methods 7
+        fail_on = Gate.INCONCLUSIVE
+        _console(stderr=True).print("note: --fail-on INVESTIGATE is read as --fail-on INCONCLUSIVE (trips on every "
+                                    "status row that is not PASS); statuses come from 95% intervals since methods "
+                                    "version 7", markup=False)
     from compiler.load import load_spec
     from compiler.validate import check_extras
 

@@ -30,9 +30,11 @@ def nss_db(where: Path, *certs: Path, trust: str = "C,C,C") -> str:
     return f"sql:{db}"
 
 
-def pdfsig(pdf: Path, db: str) -> list[dict[str, str]]:
-    """pdfsig's report, one dict per signature (its ``- Key: value`` lines)."""
-    out = subprocess.run(["pdfsig", "-nssdir", db, str(pdf)], capture_output=True, text=True, timeout=120).stdout
+def pdfsig(pdf: Path, db: str, *options: str) -> list[dict[str, str]]:
+    """pdfsig's report, one dict per signature (its ``- Key: value`` lines); ``options`` go before the file
+    (``-no-ocsp``: no online revocation check)."""
+    out = subprocess.run(["pdfsig", "-nssdir", db, *options, str(pdf)], capture_output=True, text=True,
+                         timeout=120).stdout
     sigs: list[dict[str, str]] = []
     for line in out.splitlines():
         if line.startswith("Signature #"):

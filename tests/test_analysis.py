@@ -84,6 +84,12 @@ def test_tiny_ranks_are_as_documented():
     assert df.loc[("J2", "a", "V1")] == 2 and df.loc[("J2", "b", "V1")] == 1
 
 
+def by_interval(row, a: float, b: float) -> str:
+    """The interval status written out (issue 29 §1): inside [a, b] PASS, disjoint FAIL, else INCONCLUSIVE."""
+    lo, hi = row["ci_low"], row["ci_high"]
+    return "PASS" if a <= lo and hi <= b else "FAIL" if hi < a or lo > b else "INCONCLUSIVE"
+
+
 def test_hand_score_delta(tiny):
     # Δ (normalised /100): J1 a -0.10, b -0.30, c +0.06, d -0.12; J2 a -0.31, b +0.04, c -0.05,
     # d -0.07. Sum -0.85, mean -0.85 / 8 = -0.10625.
@@ -95,8 +101,11 @@ def test_hand_score_delta(tiny):
     assert r["p_value"] == pytest.approx(0.0546875, abs=1e-12)
     assert r["test"] == "wilcoxon" and r["n"] == 8
     assert r["ci_low"] <= r["value"] <= r["ci_high"] < 0
-    # |−0.10625| > 0.05 -> FAIL in both tiers.
-    assert (r["status"], r["status_operational"]) == ("FAIL", "FAIL")
+    # |−0.10625| > 0.05 -> FAIL in both tiers on the point estimate (seed 000 Table 3).
+    assert (r["status_seed000"], r["status_seed000_operational"]) == ("FAIL", "FAIL")
+    # the interval decides (issue 29 §1): PASS band [-0.02, 0.02] (research), [-0.04, 0.04] (operational)
+    assert (r["pass_low"], r["pass_high"], r["decision_on"]) == (-0.02, 0.02, "value")
+    assert (r["status"], r["status_operational"]) == (by_interval(r, -0.02, 0.02), by_interval(r, -0.04, 0.04))
 
 
 def test_hand_marc(tiny):
@@ -110,7 +119,7 @@ def test_hand_marc(tiny):
     assert r["value"] == pytest.approx(0.25)
     assert r["p_value"] == pytest.approx(1.0)
     assert r["k"] == 2
-    assert r["status"] == "PASS"
+    assert r["status_seed000"] == "PASS" and r["status"] == by_interval(r, 0.0, 0.5)
 
 
 def test_hand_flip_rate(tiny):
@@ -128,7 +137,10 @@ def test_hand_flip_rate(tiny):
     assert r["ci_low"] == pytest.approx(0.071479, abs=1e-6)
     assert r["ci_high"] == pytest.approx(0.590725, abs=1e-6)
     assert r["p_value"] == pytest.approx(1.0) and r["test"] == "mcnemar_exact"
-    assert r["status"] == "FAIL"
+    # Wilson interval wholly above the PASS band [0, 0.05]: FAIL on the interval too
+    assert r["status_seed000"] == "FAIL" and r["status"] == "FAIL"
+    # McNemar p = 1 establishes no side (issue 29 §3)
+    assert r["disadvantaged"] in ("direction not established", "")
 
 
 def test_hand_retention_and_impact_ratio(tiny):
@@ -142,12 +154,13 @@ def test_hand_retention_and_impact_ratio(tiny):
     assert r["value"] == pytest.approx(0.75)
     assert (r["retained"], r["slots"], r["jobs_used"]) == (3, 4, 2)
     assert (r["ci_low"], r["ci_high"]) == pytest.approx((0.5, 1.0))
-    assert r["status"] == "INVESTIGATE" and math.isnan(r["p_value"]) and r["test"] == ""
+    assert r["status_seed000"] == "INVESTIGATE" and math.isnan(r["p_value"]) and r["test"] == ""
+    assert r["status"] == "INCONCLUSIVE"  # [0.5, 1] straddles the PASS band's 0.8
     ir = cell(tiny, "impact_ratio", "V1")
     assert ir["value"] == pytest.approx(0.75)
     assert ir["p_value"] == pytest.approx(1.0) and ir["test"] == "fisher_exact"
     assert (ir["ci_low"], ir["ci_high"]) == pytest.approx((0.5, 1.0))
-    assert ir["status"] == "INVESTIGATE"
+    assert ir["status_seed000"] == "INVESTIGATE" and ir["status"] == "INCONCLUSIVE"
 
 
 def test_hand_recall_and_ndcg(tiny):
@@ -157,18 +170,22 @@ def test_hand_recall_and_ndcg(tiny):
     # -> 0.613147; mean 0.806574 (PASS). BASE: J1 rel (1, 0) -> 0.613147; J2 rel (0, 1) ->
     # 0.630930 / 1.630930 = 0.386853; mean 0.5 (FAIL).
     r = cell(tiny, "recall_at_k", "V1")
-    assert r["value"] == pytest.approx(0.75) and r["status"] == "INVESTIGATE"
+    assert r["value"] == pytest.approx(0.75) and r["status_seed000"] == "INVESTIGATE"
+    assert r["status"] == by_interval(r, 0.8, 1.0)
     assert (r["tp"], r["p"], r["jobs_used"]) == (3, 4, 2)
     assert "max attainable" not in r["notes"]
     rb = cell(tiny, "recall_at_k", "BASE")
-    assert rb["value"] == pytest.approx(0.5) and rb["status"] == "FAIL"
+    assert rb["value"] == pytest.approx(0.5) and rb["status_seed000"] == "FAIL"
+    assert rb["status"] == by_interval(rb, 0.8, 1.0)
     n = cell(tiny, "ndcg_at_k", "V1")
     assert n["value"] == pytest.approx((1 + 1 / (1 + 1 / math.log2(3))) / 2)
-    assert n["value"] == pytest.approx(0.8065736, abs=1e-7) and n["status"] == "PASS"
+    assert n["value"] == pytest.approx(0.8065736, abs=1e-7) and n["status_seed000"] == "PASS"
+    assert n["status"] == by_interval(n, 0.8, 1.0)
     for row in (r, rb, n):
         assert 0 <= row["ci_low"] <= row["value"] <= row["ci_high"] <= 1
     nb = cell(tiny, "ndcg_at_k", "BASE")
-    assert nb["value"] == pytest.approx(0.5) and nb["status"] == "FAIL"
+    assert nb["value"] == pytest.approx(0.5) and nb["status_seed000"] == "FAIL"
+    assert nb["status"] == by_interval(nb, 0.8, 1.0)
 
 
 def test_hand_equal_opportunity_and_odds(tiny):
@@ -177,11 +194,13 @@ def test_hand_equal_opportunity_and_odds(tiny):
     # FP_V1 = 0 + 1 (J2 a) = 1 -> FPR 0.25; FP_BASE = 1 (J1 b) + 1 (J2 a) -> 0.5; |ΔFPR| = 0.25.
     # Equalized odds = max(0.25, 0.25) = 0.25 FAIL.
     eo = cell(tiny, "equal_opportunity_gap", "V1")
-    assert eo["value"] == pytest.approx(0.25) and eo["status"] == "FAIL"
+    assert eo["value"] == pytest.approx(0.25) and eo["status_seed000"] == "FAIL"
+    assert eo["status"] == by_interval(eo, 0.0, 0.1)
     assert (eo["tp"], eo["p"], eo["tpr"]) == (3, 4, pytest.approx(0.75))
     assert 0 <= eo["ci_low"] <= eo["value"] <= eo["ci_high"] <= 1
     od = cell(tiny, "equalized_odds_gap", "V1")
-    assert od["value"] == pytest.approx(0.25) and od["status"] == "FAIL"
+    assert od["value"] == pytest.approx(0.25) and od["status_seed000"] == "FAIL"
+    assert od["status"] == by_interval(od, 0.0, 0.1)
     assert (od["fp"], od["negatives"]) == (1, 4)
     assert od["tpr"] == pytest.approx(0.75) and od["fpr"] == pytest.approx(0.25)
     assert 0 <= od["ci_low"] <= od["value"] <= od["ci_high"] <= 1
@@ -332,7 +351,7 @@ def test_same_seed_gives_identical_csv():
 def test_other_seed_changes_cis_not_values():
     df = tiny_frame()
     a, b = run(df, seed=5).metrics, run(df, seed=6).metrics
-    cols = ["value", "p_value", "p_adj", "status", "status_operational"]
+    cols = ["value", "p_value", "p_adj", "status_seed000", "status_seed000_operational"]  # interval statuses move with the CIs
     pd.testing.assert_frame_equal(a[cols], b[cols])
     assert not a["ci_low"].equals(b["ci_low"]) or not a["ci_high"].equals(b["ci_high"])
 

@@ -58,11 +58,23 @@ def test_invariants(frame_k, seed, ranking):
     assert (finite["ci_low"] <= finite["value"]).all()
     assert (finite["value"] <= finite["ci_high"]).all()
     # a value that is defined has a status; an undefined one is N/A
-    assert ((m["value"].isna()) == (m["status"] == catalog.STATUS_NA)).all()
+    assert ((m["value"].isna()) == (m["status_seed000"] == catalog.STATUS_NA)).all()
+    # the interval status (issue 29 §1): PASS => [decision_low, decision_high] inside [pass_low, pass_high],
+    # FAIL => disjoint, INCONCLUSIVE => neither; N/A exactly when an endpoint is missing
+    lo, hi = m["decision_low"].to_numpy(float), m["decision_high"].to_numpy(float)
+    a, b = m["pass_low"].to_numpy(float), m["pass_high"].to_numpy(float)
+    r = lambda x: np.array([float(f"{v:.5e}") if np.isfinite(v) and v != 0 else v for v in x])  # noqa: E731
+    lo, hi, a, b = r(lo), r(hi), r(a), r(b)
+    inside, disjoint = (a <= lo) & (hi <= b), (hi < a) | (lo > b)
+    expect = np.where(np.isnan(lo) | np.isnan(hi), catalog.STATUS_NA,
+                      np.where(inside, "PASS", np.where(disjoint, "FAIL", "INCONCLUSIVE")))
+    assert (m["status"].to_numpy() == expect).all()
+    assert (m["decision_on"] == "value").all() and (m["decision_low"].equals(m["ci_low"]))
     # p_adj is empty where p_value is, or where the test cannot reject in this design (then the notes
     # say so); never below p_value
     notes = m["notes"].fillna("").astype(str)
-    out_of_bh = (notes.str.contains("not informative in this design") | notes.str.contains("counted once in BH")).to_numpy(bool)
+    out_of_bh = (notes.str.contains("not informative in this design") | notes.str.contains("counted once in BH")
+                 | notes.str.contains("not tested: level 1 did not reject")).to_numpy(bool)
     assert (m["p_adj"].isna().to_numpy() == (m["p_value"].isna().to_numpy() | out_of_bh)).all()
     adj = m[m["p_adj"].notna()]
     assert (adj["p_adj"] >= adj["p_value"] - 1e-15).all()

@@ -252,7 +252,7 @@ def status(value: float, metric_id: str, bounds: dict[str, float]) -> str:
 def both(request):
     df = random_frame()
     thresholds = catalog.default_thresholds()
-    res = analyse(df, reference="BASE", k=K, alpha=0.05, n_bootstrap=200, seed=99,
+    res = analyse(df, reference="BASE", k=K, alpha=0.05, n_bootstrap=200, seed=99, multiplicity="run",
                   thresholds=thresholds, score_range={"emb": (LO, HI)}, ranking=request.param)
     return res, reference_metrics(df, request.param), thresholds
 
@@ -272,6 +272,7 @@ def test_values_and_p_values_agree(both):
 
 
 def test_p_adj_agrees(both):
+    """Seed 000 §3.5's one BH family (``multiplicity: run``; the hierarchy is tests/test_multiplicity.py's)."""
     res, ref, _ = both
     m = res.metrics
     expected = bh([ref[(r.metric, r.variant)]["p_value"] if ref[(r.metric, r.variant)]["in_bh"] else math.nan
@@ -285,14 +286,27 @@ def test_p_adj_agrees(both):
     assert m["p_adj"].notna().sum() == (2 if m["notes"].str.contains("per-variant", na=False).any() else 7)
 
 
+def interval_status(r, bound: float) -> str:
+    """PASS when [ci_low, ci_high] lies in the PASS band, FAIL when disjoint, else INCONCLUSIVE."""
+    if math.isnan(r.ci_low) or math.isnan(r.ci_high):
+        return "N/A"
+    a, b = ((-bound, bound) if r.metric == "score_delta" else (0.0, bound) if r.direction == "lower"
+            else (bound, 1.0))
+    lo, hi = float(f"{r.ci_low:.5e}"), float(f"{r.ci_high:.5e}")
+    return "PASS" if a <= lo and hi <= b else "FAIL" if hi < a or lo > b else "INCONCLUSIVE"
+
+
 def test_statuses_and_risk_agree(both):
     res, ref, thresholds = both
     m = res.metrics
     counts = {}
-    for tier, column in (("research", "status"), ("operational", "status_operational")):
+    for tier, column, seed000 in (("research", "status", "status_seed000"),
+                                  ("operational", "status_operational", "status_seed000_operational")):
         expected = [status(ref[(r.metric, r.variant)]["value"], r.metric, thresholds[tier][r.metric])
                     for r in m.itertuples()]
-        assert list(m[column]) == expected
+        assert list(m[seed000]) == expected
+        # the interval status (issue 29 §1), written out: the PASS band of Table 3's pass bound
+        assert list(m[column]) == [interval_status(r, thresholds[tier][r.metric]["pass"]) for r in m.itertuples()]
         f, i, p = (expected.count(s) for s in ("FAIL", "INVESTIGATE", "PASS"))
         counts[tier] = (3 * f + i) / (3 * (f + i + p))
     risk = res.risk.set_index(["system", "tier"])["risk_score"]

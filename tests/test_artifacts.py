@@ -340,3 +340,26 @@ def test_the_shipped_schemas_name_their_artifacts():
         assert {"schema_version", "kind", "tool", "generated_at"} <= set(schema["properties"])
     assert "run_id" in _schema("run")["required"] and "run_id" in _schema("manifest")["required"]
     assert Path(SCHEMA_DIR / "audit-spec.schema.json").exists()
+
+
+def test_a_methods_6_lock_is_refused_by_methods_7_naming_both_and_the_interval_statuses(write_spec, tmp_path,
+                                                                                       monkeypatch, capsys):
+    """Issue 29: statuses from intervals, evidence before naming and the per-system hierarchy change results
+    under the same spec digest, so a lock made under methods 6 exits 3 until re-locked with --amend --reason."""
+    write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AUDIT_KEY_DIR", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-keys"))
+    monkeypatch.setenv("COLUMNS", "200")
+    assert methods.METHODS_VERSION == 7
+    monkeypatch.setattr(methods, "METHODS_VERSION", 6)
+    code, _, err = _cli(capsys, "compile", "spec.yaml")
+    assert code == 0, err
+    monkeypatch.setattr(methods, "METHODS_VERSION", 7)
+    code, _, err = _cli(capsys, "execute", "spec.yaml", "--quiet")
+    assert code == 3 and "made under methods version 6" in err and "implements methods version 7" in err
+    assert "  - version 7: decisions from evidence (issue 29)" in err and "Traceback" not in err
+    assert not (tmp_path / "reports").exists()
+    code, _, err = _cli(capsys, "compile", "spec.yaml", "--amend", "--reason", "interval statuses accepted")
+    assert code == 0, err
+    assert json.loads((tmp_path / "spec.lock.json").read_text())["methods_version"] == 7

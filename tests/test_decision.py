@@ -86,8 +86,12 @@ def test_a_threshold_rule_gives_hand_computed_selection_rates_and_flips(tmp_path
     assert float(flip["value"]) == pytest.approx(3 / 8)
     assert (flip["n_in_out"], flip["n_out_in"]) == ("2", "1")
     assert float(flip["flip_out_rate"]) == pytest.approx(2 / 4) and float(flip["flip_in_rate"]) == pytest.approx(1 / 4)
-    # McNemar is informative under a threshold, even though nothing fixes the number selected: in BH
-    assert flip["p_adj"] != "" and "not informative" not in flip["notes"]
+    # McNemar is informative under a threshold, even though nothing fixes the number selected: it is a level-2
+    # test of the category's family (methods 7, hierarchical), not tested here because the score test at level 1
+    # does not reject
+    assert "not informative" not in flip["notes"] and flip["adj_family"].endswith("/level2")
+    assert float(m["score_delta"]["p_adj"]) >= 0.05
+    assert flip["p_adj"] == "" and "not tested: level 1 did not reject" in flip["notes"]
     assert float(flip["p_value"]) == pytest.approx(1.0)  # exact binomial, 2 vs 1 discordant pairs
     # retention: A keeps c1 of {c1, c2}, B keeps c2 of {c1, c2}: 1/2 in each job
     assert float(m["retention_rate"]["value"]) == pytest.approx(0.5)

@@ -43,6 +43,7 @@ systems:
 analysis:
   k: {counterfactual: 5, group: 6, merit: 8}
   bootstrap: 300
+  multiplicity: run          # seed 000 §3.5: one BH family, as the independent computation adjusts
 thresholds:
   research:
     score_delta: {pass: 0.01, investigate: 0.03}
@@ -109,12 +110,15 @@ def test_precomputed_audit_matches_independent_computation(tmp_path, monkeypatch
         assert row.value == pytest.approx(exp["value"], abs=1e-9, rel=0), where
         for got, want in ((row.p_value, exp["p_value"]), (row.p_adj, exp_adj)):
             assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, abs=1e-9, rel=0), where
-        assert row.status == ref.status(exp["value"], row.metric, thresholds["research"][row.metric]), where
-        assert row.status_operational == ref.status(exp["value"], row.metric, thresholds["operational"][row.metric]), where
+        assert row.status_seed000 == ref.status(exp["value"], row.metric, thresholds["research"][row.metric]), where
+        assert row.status_seed000_operational == ref.status(exp["value"], row.metric,
+                                                            thresholds["operational"][row.metric]), where
+        assert row.status == ref.interval_status(row, thresholds["research"][row.metric]["pass"]), where
+        assert row.status_operational == ref.interval_status(row, thresholds["operational"][row.metric]["pass"]), where
         if not math.isnan(row.ci_low):
             assert row.ci_low <= row.value + 1e-12 and row.value <= row.ci_high + 1e-12, where
     assert metrics["ci_low"].notna().sum() >= 30
-    for tier, col in (("research", "status"), ("operational", "status_operational")):
+    for tier, col in (("research", "status_seed000"), ("operational", "status_seed000_operational")):
         s = list(metrics[col])
         f, i, p = s.count("FAIL"), s.count("INVESTIGATE"), s.count("PASS")
         total = risk[(risk.system == "ALL") & (risk.tier == tier)].iloc[0]
@@ -143,8 +147,8 @@ def test_fail_on_gate_exits_4(tmp_path):
     make_csv(11).to_csv(tmp_path / "data" / "vendor.csv", index=False)
     (tmp_path / "spec.yaml").write_text(SPEC)
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--fail-on", "INVESTIGATE", "--out", "o", cwd=tmp_path)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--fail-on", "INCONCLUSIVE", "--out", "o", cwd=tmp_path)
     assert proc.returncode == 4, proc.stderr
-    assert "--fail-on INVESTIGATE (research tier) tripped by" in proc.stderr
+    assert "--fail-on INCONCLUSIVE (research tier) tripped by" in proc.stderr
     proc = run_cli("execute", "spec.yaml", "--quiet", "--fail-on", "MAYBE", "--out", "o", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -160,9 +160,9 @@ def analysed():
     return {m: _analysed(m) for m in (None, "run", "per_metric", "hierarchical", "graphical")}
 
 
-def test_run_is_the_default_and_is_seed_000_bh_over_every_tested_row(analysed):
+def test_hierarchical_is_the_default_and_run_is_seed_000_bh_over_every_tested_row(analysed):
+    assert analysed["hierarchical"].equals(analysed[None])  # methods version 7's default
     run = analysed["run"]
-    assert run.drop(columns=[]).equals(analysed[None])
     tested = run["adj_family"] == "run"
     own = tested & run["p_adj"].notna()
     expected = multipletests(run.loc[own, "p_value"].to_numpy(float), method="fdr_bh")[1]

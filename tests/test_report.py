@@ -54,8 +54,6 @@ FAIL_VARIANT = "V04"
 NA_CELL = ("recall_at_k", "V09")
 
 SECTION_HEADINGS = [
-    "Risk summary",
-    "Key figures (research tier)",
     "Variants triggering FAIL",
     "Audit design",
     "Variants (treatments) and their levels",
@@ -64,6 +62,8 @@ SECTION_HEADINGS = [
     "Results: system",
     "Qualification drift",
     "Amendments",
+    "Seed 000 Eq. 6 on point estimates, not a verdict",
+    "Key figures (research tier)",
     "Thresholds and method",
     "Thresholds (both tiers, as locked)",
     "Method notes",
@@ -290,15 +290,16 @@ def test_every_section_heading_is_present_in_order(html):
         assert hits, f"missing heading {wanted!r}"
         positions.append(hits[0])
     main = [positions[SECTION_HEADINGS.index(h)] for h in (
-        "Risk summary", "Variants triggering FAIL", "Audit design", "Results: system",
-        "Qualification drift", "Amendments", "Thresholds and method", "Timings")]
+        "Variants triggering FAIL", "Audit design", "Results: system", "Qualification drift", "Amendments",
+        "Seed 000 Eq. 6 on point estimates, not a verdict", "Key figures (research tier)", "Thresholds and method",
+        "Timings")]
     assert main == sorted(main)
 
 
 def test_contents_list_every_section_in_order_and_front_matter_comes_first(html, context):
     toc = html.split('<nav class="toc">', 1)[1].split("</nav>", 1)[0]
     anchors = re.findall(r'href="#([^"]+)"', toc)
-    assert anchors == ["risk", "fail-variants", "design", "u-minilm-neutral", "drift", "amendments", "appendix",
+    assert anchors == ["fail-variants", "design", "u-minilm-neutral", "drift", "amendments", "risk", "appendix",
                        "run-record"]
     body = html.split("</nav>", 1)[1]
     assert [a for a in re.findall(r'<section[^>]* id="([^"]+)"', body) if a in anchors] == anchors
@@ -370,7 +371,7 @@ def test_kpis_count_research_statuses(context, inputs):
     k = context["kpis"]
     assert k["total"] == "90"
     assert k["fail"] == str((metrics["status"] == "FAIL").sum())
-    assert k["investigate"] == str((metrics["status"] == "INVESTIGATE").sum())
+    assert k["inconclusive"] == str((metrics["status"] == "INCONCLUSIVE").sum())
     assert k["pass"] == str((metrics["status"] == "PASS").sum())
 
 
@@ -637,10 +638,18 @@ def test_a_real_runs_report_counts_its_metrics_and_resolves_every_reference(redu
     metrics = pd.read_csv(run_dir / "metrics.csv", keep_default_na=False)
     assert len(metrics) == 9 * 10  # 9 metrics x (BASE + V01-V09)
     text = _text(html)
-    for col in ("status", "status_operational"):
+    for col in ("status_seed000", "status_seed000_operational"):  # Eq. 6 counts seed 000's point statuses
         n = metrics[col].value_counts()
-        assert (f"FAIL {n.get('FAIL', 0)} · INVESTIGATE {n.get('INVESTIGATE', 0)} · PASS {n.get('PASS', 0)} · "
-                f"N/A {n.get('N/A', 0)} · n_total {len(metrics) - n.get('N/A', 0)}") in text, col
+        assert (f"On point estimates: FAIL {n.get('FAIL', 0)} · INVESTIGATE {n.get('INVESTIGATE', 0)} · "
+                f"PASS {n.get('PASS', 0)} · N/A {n.get('N/A', 0)} · n_total {len(metrics) - n.get('N/A', 0)}") in text, col
+    # the first section: findings by protected category, one row per category of headline.csv
+    head = pd.read_csv(run_dir / "headline.csv", keep_default_na=False)
+    first = html.split('<nav class="toc">', 1)[0]
+    assert first.index('id="headline"') < first.index('id="at-a-glance"')
+    cats = head[~head["category"].isin(["ALL", "ranking quality"])]
+    assert len(cats) == 9 and all(f"<strong>{c}</strong>" in first for c in cats["category"])
+    verdict = head.loc[head["category"] == "ALL", "status"].iloc[0]
+    assert f"System <code>minilm</code>: <span class=\"badge" in first and f">{verdict}</span>" in first
     top = _text(html[: html.index('<nav class="toc">')].split("</style>", 1)[-1])
     assert "Shortlist size K counterfactual 10 · group 10 · merit 10" in top
     jobs = _text(html.split('id="design"', 1)[1].split("</section>", 1)[0])

@@ -73,7 +73,7 @@ def test_verify_passes_on_a_fresh_run(signed_run, key_dir):
 
 def test_manifest_lists_every_file_and_the_provenance(signed_run, key_dir):
     files = sorted(p.name for p in signed_run.iterdir())
-    assert files == sorted(["lock.json", "manifest.dsse.json", "manifest.json", "manifest.pub", "metrics.csv",
+    assert files == sorted(["headline.csv", "lock.json", "manifest.dsse.json", "manifest.json", "manifest.pub", "metrics.csv",
                             "metrics_by_job.csv", "paired.csv", "report.html", "report.pdf", "risk.csv", "run.json", "signer.crt",
                             "summary.json"])
     env = json.loads((signed_run / ENVELOPE).read_text())

@@ -25,7 +25,7 @@ from compiler.hashing import file_digest
 from compiler.schema import SCHEMA_DIR
 from conftest import TINY_SCORES, TINY_SPEC, run_cli
 
-STATUSES = ("PASS", "INVESTIGATE", "FAIL", "N/A")
+STATUSES = ("PASS", "INCONCLUSIVE", "INVESTIGATE", "FAIL", "N/A")
 
 
 def _schema() -> dict:
@@ -39,7 +39,7 @@ def _gate_rows_of(metrics_csv: Path) -> pd.DataFrame:
 
 
 def _by_hand(rows: pd.DataFrame, column: str) -> dict[str, int]:
-    counted = rows[column].fillna("N/A").where(rows[column].isin(["PASS", "INVESTIGATE", "FAIL"]), "N/A")
+    counted = rows[column].fillna("N/A").where(rows[column].isin(["PASS", "INCONCLUSIVE", "INVESTIGATE", "FAIL"]), "N/A")
     counts = counted.value_counts()
     return {s: int(counts.get(s, 0)) for s in STATUSES}
 
@@ -79,7 +79,7 @@ def test_summary_validates_against_its_schema_and_is_what_json_prints(signed):
             validator.validate(bad)
     run = json.loads((run_dir / "run.json").read_text())
     lock = json.loads((work / "spec.lock.json").read_text())
-    assert summary["schema_version"] == SUMMARY_SCHEMA_VERSION == "1.0" and summary["kind"] == "audit-summary"
+    assert summary["schema_version"] == SUMMARY_SCHEMA_VERSION == "1.1" and summary["kind"] == "audit-summary"
     assert (summary["audit"], summary["run_id"]) == ("tiny-audit", run["run_id"]) and run["run_id"] == run_dir.name
     assert summary["spec_digest"] == lock["spec_digest"] == run["spec_digest"]
     assert summary["methods_version"] == run["methods_version"] == lock["methods_version"]
@@ -119,15 +119,18 @@ def test_status_counts_and_risk_equal_the_csv_files_counted_by_hand(signed):
     rows = _gate_rows_of(run_dir / "metrics.csv")
     research, operational = _by_hand(rows, "status"), _by_hand(rows, "status_operational")
     assert summary["status_counts"] == {"research": research, "operational": operational}
-    # the tiny spec's known outcome: 18 classified rows, one INVESTIGATE (score_delta of V01)
-    assert research == {"PASS": 17, "INVESTIGATE": 1, "FAIL": 0, "N/A": 0}
+    # the tiny spec's known outcome: 18 classified rows; on point estimates (seed 000) one INVESTIGATE
+    # (score_delta of V01); on intervals (methods 7) no row is FAIL
+    seed000 = _by_hand(rows, "status_seed000")
+    assert seed000 == {"PASS": 17, "INCONCLUSIVE": 0, "INVESTIGATE": 1, "FAIL": 0, "N/A": 0}
+    assert research["FAIL"] == 0 and research["INVESTIGATE"] == 0 and sum(research.values()) == 18
     risk = pd.read_csv(run_dir / "risk.csv")
     got = pd.DataFrame(summary["risk"])
     assert list(got.columns) == list(risk.columns) and len(got) == len(risk) == 4
     pd.testing.assert_frame_equal(got, risk, check_dtype=False, rtol=1e-15)
     total = risk[(risk["system"] == "ALL") & (risk["tier"] == "research")].iloc[0]
-    assert (total["n_pass"], total["n_investigate"], total["n_fail"]) == (
-        research["PASS"], research["INVESTIGATE"], research["FAIL"])
+    assert (total["n_pass"], total["n_investigate"], total["n_fail"]) == (  # Eq. 6 reads seed 000's statuses
+        seed000["PASS"], seed000["INVESTIGATE"], seed000["FAIL"])
 
 
 # ------------------------------------------------------------------ a failed run, resumed with a gate
@@ -198,7 +201,7 @@ def test_a_failed_run_has_no_summary_and_its_resume_with_fail_on_fail_json_exits
 
 def test_an_inconclusive_run_records_exit_code_5_before_the_gate(write_spec, tmp_path, monkeypatch):
     """A content-blind system (every score 50): the validity protocol says INCONCLUSIVE, and its flat
-    ranks trip ``--fail-on INVESTIGATE`` too; 5 takes precedence. Run in process with the PDF renderer
+    ranks trip ``--fail-on INCONCLUSIVE`` too; 5 takes precedence. Run in process with the PDF renderer
     stubbed (the summary does not depend on it; the CLI path is the test above)."""
     import runtime.report
     from runtime.pipeline import execute
@@ -207,7 +210,7 @@ def test_an_inconclusive_run_records_exit_code_5_before_the_gate(write_spec, tmp
     spec = write_spec(SPEC, **{"scores.csv": scores_csv("constant", seed=1, k=20)})
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
     monkeypatch.setattr(runtime.report, "render_pdf", lambda *a, **k: None)
-    result = execute(spec, out=tmp_path / "out", quiet=True, fail_on="INVESTIGATE")
+    result = execute(spec, out=tmp_path / "out", quiet=True, fail_on="INCONCLUSIVE")
     summary = json.loads((result.run_dir / "summary.json").read_text())
     jsonschema.Draft202012Validator(_schema()).validate(summary)
     assert summary == result.outcome and result.exit_code == 5
@@ -221,10 +224,30 @@ def test_an_inconclusive_run_records_exit_code_5_before_the_gate(write_spec, tmp
     rows = _gate_rows_of(result.run_dir / "metrics.csv")
     hand = _by_hand(rows, "status")
     assert summary["status_counts"]["research"] == hand
-    assert len(summary["gate"]["rows"]) == hand["INVESTIGATE"] + hand["FAIL"]
+    assert len(summary["gate"]["rows"]) == hand["INCONCLUSIVE"] + hand["INVESTIGATE"] + hand["FAIL"]
 
 
 # ------------------------------------------------------------------------------ bad input
+
+def test_fail_on_pass_is_a_usage_error_and_investigate_reads_as_inconclusive(write_spec, tmp_path, monkeypatch):
+    """``--fail-on PASS`` names no gate: a usage error (exit 2) before anything runs; ``INVESTIGATE`` is the
+    old name of ``INCONCLUSIVE`` (issue 29 §1), said in a note, and trips on the same rows."""
+    monkeypatch.delenv("AUDIT_KEY_DIR", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "-q", "--fail-on", "PASS", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "Invalid value for '--fail-on'" in proc.stderr and "'FAIL', 'INCONCLUSIVE'" in proc.stderr, proc.stderr
+    assert not (tmp_path / "reports").exists()
+    proc = run_cli("execute", "spec.yaml", "-q", "--json", "--fail-on", "INVESTIGATE", cwd=tmp_path)
+    assert "note: --fail-on INVESTIGATE is read as --fail-on INCONCLUSIVE" in proc.stderr, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["gate"]["fail_on"] == "INCONCLUSIVE"
+    research = summary["status_counts"]["research"]
+    assert summary["gate"]["tripped"] == (research["INCONCLUSIVE"] + research["FAIL"] > 0)
+    assert proc.returncode == (4 if summary["gate"]["tripped"] else 0)
+
 
 def test_json_with_an_error_before_the_run_folder_prints_nothing_on_stdout(write_spec, tmp_path, monkeypatch):
     monkeypatch.delenv("AUDIT_KEY_DIR", raising=False)
@@ -255,15 +278,21 @@ def test_status_counts_gate_and_exit_code_rules():
 
     assert (gate.EXIT_OK, gate.EXIT_GATE, gate.EXIT_INCONCLUSIVE) == (cli.EXIT_OK, cli.EXIT_GATE,
                                                                       cli.EXIT_INCONCLUSIVE) == (0, 4, 5)
-    status = pd.DataFrame({"family": ["metric_suite"] * 4 + ["causal"], "system": ["a"] * 5,
-                           "condition": ["default"] * 5, "item": ["m1", "m2", "m3", "m4", "j1"],
-                           "status": ["PASS", "INVESTIGATE", "FAIL", "N/A", ""],
-                           "status_operational": ["PASS", "PASS", "INVESTIGATE", "", "FAIL"]})
-    assert gate.status_counts(status) == {"research": {"PASS": 1, "INVESTIGATE": 1, "FAIL": 1, "N/A": 2},
-                                          "operational": {"PASS": 2, "INVESTIGATE": 1, "FAIL": 1, "N/A": 1}}
+    status = pd.DataFrame({"family": ["metric_suite"] * 4 + ["causal"] * 2, "system": ["a"] * 6,
+                           "condition": ["default"] * 6, "item": ["m1", "m2", "m3", "m4", "j1", "j2"],
+                           "status": ["PASS", "INCONCLUSIVE", "FAIL", "N/A", "", "INVESTIGATE"],
+                           "status_operational": ["PASS", "PASS", "INCONCLUSIVE", "", "FAIL", "INVESTIGATE"]})
+    assert gate.status_counts(status) == {
+        "research": {"PASS": 1, "INCONCLUSIVE": 1, "INVESTIGATE": 1, "FAIL": 1, "N/A": 2},
+        "operational": {"PASS": 2, "INCONCLUSIVE": 1, "INVESTIGATE": 1, "FAIL": 1, "N/A": 1}}
     assert gate.gate_tripped(status, "FAIL") == ["a/default m3: FAIL"]
-    assert gate.gate_tripped(status, "INVESTIGATE", "operational") == ["a/default m3: INVESTIGATE",
-                                                                         "a/default j1: FAIL"]
+    # INCONCLUSIVE trips on every row that is not PASS (the causal family's INVESTIGATE too); its old name
+    # INVESTIGATE means the same
+    for name in ("INCONCLUSIVE", "INVESTIGATE"):
+        assert gate.gate_tripped(status, name, "operational") == ["a/default m3: INCONCLUSIVE", "a/default j1: FAIL",
+                                                                  "a/default j2: INVESTIGATE"]
+    assert gate.gate_tripped(status, "INCONCLUSIVE") == ["a/default m2: INCONCLUSIVE", "a/default m3: FAIL",
+                                                         "a/default j2: INVESTIGATE"]
     assert gate.gate_rows(status, "FAIL", "operational").to_dict("records") == [
         {"family": "causal", "system": "a", "condition": "default", "item": "j1", "status": "FAIL"}]
     assert gate.gate_tripped(status, None) == [] and len(gate.gate_rows(status, None)) == 0

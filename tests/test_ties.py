@@ -100,7 +100,8 @@ def _relabel(df: pd.DataFrame, perm_seed: int) -> pd.DataFrame:
     return _frame([(r.job_id, r.cv_id, r.variant, r.score, r.is_true_match) for r in out.itertuples()])
 
 
-SCALAR = ("value", "p_value", "p_adj", "status", "status_operational", "test", "ties_at_cutoff")
+#: (the interval statuses of methods 7 move with the intervals, within their bootstrap error: not compared)
+SCALAR = ("value", "p_value", "p_adj", "status_seed000", "status_seed000_operational", "test", "ties_at_cutoff")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -72,17 +72,24 @@ def test_the_default_ranking_sees_a_uniform_penalty(tmp_path):
             row = m[(m.metric == metric) & (m.variant == v)].iloc[0]
             assert row.p_adj < 0.05, (metric, v, row.p_adj)
     overall = risk[(risk.system == "ALL") & (risk.tier == "research")].iloc[0]
-    assert overall.band_independent != "low" and overall.band != "low"
+    assert overall.band != "low"
+    # the headline: every category FAIL, naming its level; the system's verdict FAIL naming all three
+    head = pd.read_csv(run_dir / "headline.csv", keep_default_na=False).set_index("category")
+    for v, level in LEVELS.items():
+        assert head.loc[level, "status"] == "FAIL" and head.loc[level, "disadvantaged"] == level
+    assert head.loc["ALL", "status"] == "FAIL" and set(head.loc["ALL", "deciding_metrics"].split("; ")) == set(LEVELS.values())
     html = (run_dir / "report.html").read_text()
-    assert "Dependence-aware score" in html and '<td class="dis">NA</td>' in html
+    assert "Findings by protected category" in html and '<td class="dis">NA</td>' in html
 
 
 @pytest.mark.slow
 def test_per_variant_ranking_cannot_see_it(tmp_path):
     """seed 000 fidelity: the same file under per-variant ranking gives the figures of the issue."""
     m, risk, _ = _run(tmp_path, "per_variant")
-    assert (m.status == "FAIL").sum() == 3 and (m.status == "PASS").sum() == 33
-    assert set(m.loc[m.status == "FAIL", "metric"]) == {"score_delta"}
+    assert (m.status_seed000 == "FAIL").sum() == 3 and (m.status_seed000 == "PASS").sum() == 33
+    assert set(m.loc[m.status_seed000 == "FAIL", "metric"]) == {"score_delta"}
+    # on intervals (methods 7) the score shifts FAIL too, and nothing else does
+    assert set(m.loc[m.status == "FAIL", "metric"]) == {"score_delta"} and (m.status == "FAIL").sum() == 3
     assert list(m.loc[m.status == "FAIL", "disadvantaged"]) == ["NA", "SSA", "EA"]
     overall = risk[(risk.system == "ALL") & (risk.tier == "research")].iloc[0]
     assert overall.risk_score == pytest.approx(9 / 108) and overall.band == "low"

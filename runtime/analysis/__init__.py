@@ -2,7 +2,9 @@
 
 :func:`analyse` computes, for every system x condition x metric x variant (the reference
 included), the metric of seed 000 §3.4 with its 95% CI, its test, the BH-adjusted p-value (§3.5)
-and its status under both threshold tiers (Table 3, §3.7); then the composite risk score (§3.6)
+and its status under both threshold tiers from its 95% interval (PASS / INCONCLUSIVE / FAIL against the
+PASS band of Table 3 and §3.7, issue 29 §1; seed 000's point-estimate status is kept as ``status_seed000``),
+the side a row's evidence establishes (issue 29 §3); then the composite risk score (§3.6)
 and the qualification-drift summary (§3.1.2).
 
 The metric implementations live in :mod:`.counterfactual`, :mod:`.group` and :mod:`.merit` and
@@ -25,22 +27,26 @@ from runtime.analysis import stats
 from runtime.analysis.by_job import BY_JOB_COLUMNS, job_frame
 from runtime.analysis.direction import (NO_DIRECTION, REFERENCE_LOSES, level_label, row_leans,  # noqa: F401
                                         side_label)
+from runtime.analysis.classify import INCONCLUSIVE
 from runtime.analysis.cell import CellResult, Pairing
-from runtime.analysis.classify import (DEPENDS_ON, RISK_COLUMNS, bh_adjust, classify, risk_table,
-                                       round_significant, tier_bounds)
+from runtime.analysis.classify import (DEPENDS_ON, RISK_COLUMNS, bh_adjust, classify, interval_status,
+                                       pass_band, risk_table, round_significant, tier_bounds)
 from runtime.analysis.drift import DRIFT_COLUMNS, drift_frame, drift_rows, qualification_drift
 from runtime.analysis.frame import Cohort, check_columns, cohorts, groups, variants_of
+from runtime.analysis.headline import HEADLINE_COLUMNS, headline_frame
 from runtime.analysis.registry import get_metric, metric, metric_ids
 
 __all__ = [
     "AnalysisResult", "analyse", "n_bootstrap_cells", "qualification_drift", "risk_table",
     "classify", "round_significant", "bh_adjust", "metric", "metric_ids", "get_metric",
     "METRIC_COLUMNS", "DIAGNOSTIC_COLUMNS", "COLUMNS", "RISK_COLUMNS", "DRIFT_COLUMNS", "BY_JOB_COLUMNS",
+    "HEADLINE_COLUMNS",
 ]
 
 METRIC_COLUMNS = ("family", "metric", "system", "condition", "variant", "reference", "n", "value",
-                  "ci_low", "ci_high", "p_value", "p_adj", "adj_family", "adj_m", "test", "direction", "status",
-                  "status_operational", "disadvantaged", "depends_on", "notes")
+                  "ci_low", "ci_high", "p_value", "p_adj", "adj_family", "adj_m", "test", "direction", "decision_on",
+                  "decision_low", "decision_high", "pass_low", "pass_high", "status", "status_operational",
+                  "status_seed000", "status_seed000_operational", "disadvantaged", "depends_on", "notes")
 DIAGNOSTIC_COLUMNS = ("k", "marc_raw", "flip_in_rate", "flip_out_rate", "n_in_out", "n_out_in",
                       "retained", "slots", "tp", "p", "fp", "negatives", "tpr", "fpr", "jobs_used",
                       "ties_at_cutoff", "rank_shift", "bootstrap_se")
@@ -84,12 +90,16 @@ class AnalysisResult:
     by_job : pandas.DataFrame or None
         Per-job values and heterogeneity (:func:`runtime.analysis.by_job.job_frame`,
         ``metrics_by_job.csv``) when :func:`analyse` was asked for them, else None.
+    headline : pandas.DataFrame or None
+        One status per system x protected category, the system's verdict and its ranking-quality row
+        (:func:`runtime.analysis.headline.headline_frame`, ``headline.csv``; issue 29 §5).
     """
 
     metrics: pd.DataFrame
     risk: pd.DataFrame
     drift: pd.DataFrame
     by_job: pd.DataFrame | None = None
+    headline: pd.DataFrame | None = None
 
 
 def n_bootstrap_cells(paired: pd.DataFrame, reference: str, *, per_job: bool = False) -> int:
@@ -179,7 +189,9 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
         "reference": pairing.reference, "n": pairing.n, "value": float(res.value),
         "ci_low": float(res.ci_low), "ci_high": float(res.ci_high),
         "p_value": p_value, "p_adj": math.nan, "adj_family": "", "adj_m": math.nan, "test": test,
-        "direction": info.direction, "status": "", "status_operational": "",
+        "direction": info.direction, "decision_on": "value", "decision_low": float(res.ci_low),
+        "decision_high": float(res.ci_high), "pass_low": math.nan, "pass_high": math.nan,
+        "status": "", "status_operational": "", "status_seed000": "", "status_seed000_operational": "",
         "notes": "; ".join(notes), "k": math.nan if by_threshold else pairing.k_of(metric_id), "depends_on": DEPENDS_ON.get(metric_id, ""),
     }
     for column in DIAGNOSTIC_COLUMNS[1:]:
@@ -192,21 +204,90 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
     return row
 
 
-def _disadvantaged(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
-                   levels: Mapping[str, Mapping[str, str]] | None, alpha: float = 0.05) -> list[str]:
-    """Who loses on each FAIL/INVESTIGATE row, and on each row whose test rejects after BH
-    (``p_adj < alpha``, whatever its status): the variant's level, ``reference``, or no direction
-    (:func:`row_leans`).
+#: Metrics that read the selection in/out table: they take the selection test's evidence and direction
+#: (issue 29 §3), never their own sign (retention falls under symmetric churn).
+SELECTION_TABLE_METRICS = ("flip_rate", "retention_rate", "impact_ratio")
+#: Rows that rate the ranking (merit family, ranking quality): intervals only, they name no side.
+INTERVAL_ONLY_METRICS = frozenset({"recall_at_k", "ndcg_at_k"})
+
+
+def _evidence(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
+              alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each row's side is established, and the lean that names it (issue 29 §3).
+
+    A row with a test is established when its test rejects after adjustment (``p_adj < alpha``); the
+    selection metrics (:data:`SELECTION_TABLE_METRICS`) read the selection test instead (McNemar on the
+    in/out table, reported on the ``flip_rate`` row; the impact ratio's own test when it is a different
+    table, ``k.group`` ≠ ``k.counterfactual``), with that table's direction (flips out minus in). A row
+    without a test (the TPR/FPR gaps) is established when its interval of the signed difference excludes
+    0 (``ci_low > 0``: the gaps' intervals are the absolute values of signed intervals). Recall@K and
+    nDCG@K rate the ranking: never established. Returns ``(established, lean)``.
     """
     final = row_leans(metrics, leans, reference=reference)
-    significant = metrics["p_adj"].to_numpy(dtype=float) < alpha
+    p_adj = metrics["p_adj"].to_numpy(dtype=float)
+    key = list(zip(metrics["system"], metrics["condition"], metrics["variant"]))
+    at = {(k, m): i for i, (k, m) in enumerate(zip(key, metrics["metric"]))}
+    established = np.zeros(len(metrics), dtype=bool)
+    lean = final.copy()
+    for i, (k, m) in enumerate(zip(key, metrics["metric"])):
+        if m in INTERVAL_ONLY_METRICS:
+            continue
+        if m in SELECTION_TABLE_METRICS:
+            j = at.get((k, "impact_ratio")) if m != "flip_rate" else None
+            if j is None or not math.isfinite(p_adj[j]):
+                j = at.get((k, "flip_rate"), i)
+            established[i] = bool(p_adj[j] < alpha)
+            lean[i] = final[j]
+        elif math.isfinite(p_adj[i]):
+            established[i] = bool(p_adj[i] < alpha)
+        elif math.isnan(float(metrics["p_value"].iat[i])) and metrics["direction"].iat[i] == "lower":
+            established[i] = bool(float(metrics["ci_low"].iat[i]) > 0)
+    return established, lean
+
+
+def _disadvantaged(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
+                   levels: Mapping[str, Mapping[str, str]] | None, alpha: float = 0.05) -> list[str]:
+    """Who loses on each row (issue 29 §3): the variant's level or ``reference`` when the evidence
+    establishes a side (:func:`_evidence`), whatever the status; :data:`NO_DIRECTION` ("direction not
+    established") on a FAIL or INCONCLUSIVE row without it; empty on the reference's rows and on PASS or
+    N/A rows without it.
+    """
+    established, lean = _evidence(metrics, leans, reference=reference, alpha=alpha)
     out = []
     for i, (variant, status, op) in enumerate(zip(metrics["variant"], metrics["status"], metrics["status_operational"])):
-        if variant == reference or not ({status, op} & {"FAIL", "INVESTIGATE"} or significant[i]):
+        if variant == reference:
             out.append("")
-            continue
-        out.append(side_label(final[i], variant, reference, levels))
+        elif established[i] and lean[i] != 0:
+            out.append(side_label(lean[i], variant, reference, levels))
+        elif {status, op} & {"FAIL", INCONCLUSIVE}:
+            out.append(NO_DIRECTION)
+        else:
+            out.append("")
     return out
+
+
+def set_statuses(metrics: pd.DataFrame, thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
+    """Fill the decision columns of a metrics frame in place (issue 29 §1).
+
+    ``status`` / ``status_operational``: :func:`runtime.analysis.classify.interval_status` of
+    ``[decision_low, decision_high]`` (PASS, INCONCLUSIVE, FAIL, N/A) under the research / operational
+    tier; ``pass_low`` / ``pass_high``: the research tier's PASS band; ``status_seed000`` /
+    ``status_seed000_operational``: seed 000 Table 3 on the point estimate (:func:`classify`; PASS,
+    INVESTIGATE, FAIL, N/A), which Eq. 6 reads.
+    """
+    metric = list(metrics["metric"])
+    value = metrics["value"].to_numpy(dtype=float)
+    low = metrics["decision_low"].to_numpy(dtype=float)
+    high = metrics["decision_high"].to_numpy(dtype=float)
+    band = [pass_band(m, tier_bounds(thresholds, "research", m)) for m in metric]
+    metrics["pass_low"] = [b[0] for b in band]
+    metrics["pass_high"] = [b[1] for b in band]
+    for tier, column, seed000 in (("research", "status", "status_seed000"),
+                                  ("operational", "status_operational", "status_seed000_operational")):
+        bounds = [tier_bounds(thresholds, tier, m) for m in metric]
+        metrics[column] = [interval_status(lo, hi, metric_id=m, bounds=b)
+                           for lo, hi, m, b in zip(low, high, metric, bounds)]
+        metrics[seed000] = [classify(v, metric_id=m, bounds=b) for v, m, b in zip(value, metric, bounds)]
 
 
 def _integral(column: pd.Series) -> bool:
@@ -262,8 +343,8 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         ``per_variant`` the MARC rank test, McNemar on flips and the impact ratio's Fisher test cannot
         reject: they are reported, left out of BH.
     variant_levels : Mapping, optional
-        Variant id -> {axis: level}; names the disadvantaged level of each FAIL/INVESTIGATE row
-        (column ``disadvantaged``: the level, ``reference``, or ``none (no direction)``).
+        Variant id -> {axis: level}; names the disadvantaged level of each row whose evidence establishes a side (issue 29 §3)
+        (column ``disadvantaged``: the level, ``reference``, or ``direction not established``).
     per_job : bool
         Also compute every metric on the candidates of each job, with its interval, and the
         heterogeneity across jobs (``AnalysisResult.by_job``, :mod:`runtime.analysis.by_job`); each job
@@ -353,11 +434,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     metrics["adj_family"] = adjusted.family
     metrics["adj_m"] = adjusted.m
     metrics["notes"] = ["; ".join(x for x in (note, extra) if x) for note, extra in zip(metrics["notes"], adjusted.notes)]
-    for tier, column in (("research", "status"), ("operational", "status_operational")):
-        metrics[column] = [
-            classify(v, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
-            for v, m in zip(metrics["value"].to_numpy(dtype=float), metrics["metric"])
-        ]
+    set_statuses(metrics, thresholds)
     metrics["disadvantaged"] = _disadvantaged(metrics, leans, reference=reference, levels=variant_levels,
                                               alpha=alpha)
     metrics = metrics.astype({c: "Int64" for c in _COUNT_COLUMNS if _integral(metrics[c])})
@@ -365,7 +442,8 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     if per_job:
         by_job = job_frame(job_rows, np.asarray(job_leans, dtype=float), metrics, leans, reference=reference,
                            thresholds=thresholds, levels=variant_levels)
-    return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift), by_job=by_job)
+    return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift), by_job=by_job,
+                          headline=headline_frame(metrics, reference=reference, levels=variant_levels))
 
 
 def _compute(metric_id: str, pairing: Pairing) -> tuple[CellResult, float]:

@@ -6,8 +6,10 @@ cells that :func:`runtime.analysis.analyse` computes (each metric on the candida
 :meth:`runtime.analysis.cell.Pairing.restrict`, with its own 95% interval) into ``metrics_by_job.csv``:
 
 * one row per system x condition x metric x variant x job: the job's value, interval, bootstrap SE,
-  status under both tiers, the side it disadvantages, and a ``flag`` when its research-tier status
-  differs from the pooled one (``crosses threshold``) or it leans the other way (``opposite sign``);
+  status under both tiers from its interval (issue 29 §1), the side it disadvantages when its own
+  interval establishes one (``_job_established``), and a ``flag`` when its research-tier status is
+  decisive (PASS or FAIL) and differs from the pooled one (``crosses threshold``) or its established side
+  is the other one (``opposite sign``);
 * one ``job_id = ALL`` row per system x condition x metric x variant: the pooled value and status,
   Cochran's Q across jobs with its degrees of freedom and p-value, and I² = max(0, (Q − df) / Q)
   (``statsmodels.stats.meta_analysis.combine_effects``, inverse-variance weights from each job's
@@ -26,7 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from runtime.analysis.classify import classify, tier_bounds
+from runtime.analysis.classify import interval_status, tier_bounds
 from runtime.analysis.direction import row_leans, side_label
 
 BY_JOB_COLUMNS = ("system", "condition", "metric", "variant", "job_id", "n", "value", "ci_low", "ci_high",
@@ -36,7 +38,14 @@ BY_JOB_COLUMNS = ("system", "condition", "metric", "variant", "job_id", "n", "va
 ALL_JOBS = "ALL"
 FLAG_CROSSES = "crosses threshold: {status} in this job, {pooled} pooled"
 FLAG_OPPOSITE = "opposite sign: the {side} loses in this job, the {pooled_side} pooled"
-_STATUSES = ("PASS", "INVESTIGATE", "FAIL")
+#: Decisive statuses: a job crosses when its interval puts it on the other side of the PASS band than
+#: the pooled status (an INCONCLUSIVE job is a lack of evidence, not a crossing).
+_DECISIVE = ("PASS", "FAIL")
+_STATUSES = ("PASS", "INCONCLUSIVE", "FAIL")
+#: Metrics whose per-job interval is of a signed statistic with no effect at 0 (score_delta) or of the
+#: absolute value of one (the TPR/FPR gaps): a job's side is established when it excludes 0.
+_SIGNED = frozenset({"score_delta"})
+_ABS_GAPS = frozenset({"equal_opportunity_gap", "equalized_odds_gap"})
 #: z of a 95% interval: the SE of a cell without a bootstrap distribution (a Wilson interval) is its
 #: interval's half-width / 1.96.
 _Z95 = 1.959963984540054
@@ -79,38 +88,54 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
     if frame.empty:
         return pd.DataFrame(columns=list(BY_JOB_COLUMNS))
     for tier, column in (("research", "status"), ("operational", "status_operational")):
-        frame[column] = [classify(v, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
-                         for v, m in zip(frame["value"].to_numpy(dtype=float), frame["metric"])]
+        frame[column] = [interval_status(lo, hi, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
+                         for lo, hi, m in zip(frame["ci_low"].to_numpy(dtype=float),
+                                              frame["ci_high"].to_numpy(dtype=float), frame["metric"])]
     cell = ("system", "condition", "job_id", "variant")
     job_lean = row_leans(frame, leans, reference=reference, by=cell)
     pooled_lean = row_leans(metrics, pooled_leans, reference=reference)
     pooled = {(r.system, r.condition, r.metric, r.variant): (r.value, r.ci_low, r.ci_high, r.status,
-                                                              r.status_operational, lean)
+                                                              r.status_operational, lean, r.disadvantaged)
               for r, lean in zip(metrics.itertuples(), pooled_lean)}
     out: list[dict[str, object]] = []
     frame["_lean"] = job_lean
     for (system, condition, metric_id, variant), sub in frame.groupby(
             ["system", "condition", "metric", "variant"], sort=False):
-        p_value, p_low, p_high, p_status, p_status_op, p_lean = pooled[(system, condition, metric_id, variant)]
+        p_value, p_low, p_high, p_status, p_status_op, p_lean, p_side = pooled[(system, condition, metric_id, variant)]
         is_ref = variant == reference
         for r in sub.to_dict("records"):
             flags = []
-            if r["status"] in _STATUSES and p_status in _STATUSES and r["status"] != p_status:
+            if r["status"] in _DECISIVE and p_status in _STATUSES and r["status"] != p_status:
                 flags.append(FLAG_CROSSES.format(status=r["status"], pooled=p_status))
-            if not is_ref and r["_lean"] * p_lean < 0:
+            named = not is_ref and r["_lean"] != 0 and _job_established(r)
+            if named and r["_lean"] * p_lean < 0:
                 flags.append(FLAG_OPPOSITE.format(side="variant" if r["_lean"] > 0 else "reference",
                                                   pooled_side="variant" if p_lean > 0 else "reference"))
             r.update(pooled_value=p_value, pooled_status=p_status, flag="; ".join(flags),
-                     disadvantaged="" if is_ref or r["_lean"] == 0 else side_label(r["_lean"], variant, reference, levels))
+                     disadvantaged=side_label(r["_lean"], variant, reference, levels) if named else "")
             out.append(r)
         out.append({"system": system, "condition": condition, "metric": metric_id, "variant": variant,
                     "job_id": ALL_JOBS, "n": int(sub["n"].sum()), "value": p_value, "ci_low": p_low,
                     "ci_high": p_high, "status": p_status, "status_operational": p_status_op,
                     "pooled_value": p_value, "pooled_status": p_status,
-                    "disadvantaged": "" if is_ref or p_lean == 0 else side_label(p_lean, variant, reference, levels),
+                    "disadvantaged": p_side,
                     "flag": "", "notes": "", **heterogeneity(sub)})
     result = pd.DataFrame(out).reindex(columns=list(BY_JOB_COLUMNS))
     return result.astype({"n": "Int64", "q_df": "Int64", "jobs_in_q": "Int64"})
+
+
+def _job_established(r: Mapping[str, object]) -> bool:
+    """Whether a job row's own evidence establishes a side (issue 29 §3, per-job rows have no test): its
+    interval lies wholly outside the PASS band (FAIL, research tier), or, for ``score_delta`` and the
+    TPR/FPR gaps, its interval excludes 0."""
+    lo, hi = float(r["ci_low"]), float(r["ci_high"])
+    if r["status"] == "FAIL":
+        return True
+    if r["metric"] in _SIGNED:
+        return (lo > 0 or hi < 0) if math.isfinite(lo) and math.isfinite(hi) else False
+    if r["metric"] in _ABS_GAPS:
+        return math.isfinite(lo) and lo > 0
+    return False
 
 
 def job_se(ci_low: float, ci_high: float, bootstrap_se: float) -> float:

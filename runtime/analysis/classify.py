@@ -18,21 +18,11 @@ from runtime.analysis.multiplicity import benjamini_hochberg
 ERR_THRESHOLD_MISSING = "thresholds lack tier {tier!r}, metric {metric!r} (need 'pass' and 'investigate')"
 
 RISK_COLUMNS = ("system", "condition", "tier", "n_total", "n_fail", "n_investigate", "n_pass",
-                "n_na", "risk_score", "band", "n_quantities", "risk_score_independent", "band_independent")
+                "n_na", "risk_score", "band")
 
-#: The independent quantity each metric reads (the dependence-aware risk score counts each once per
-#: variant, at its worst status). Functions of one another share a quantity: the impact ratio is the
-#: retention divided by the reference's retention (1 by construction); under per-variant ranking the
-#: flip rate is 2·(1 − retention)·K/n per job, and under swap-in the flips and the retention read the
-#: same in/out table; the equalized-odds gap is the max of the equal-opportunity gap and the FPR gap.
-QUANTITY = {"score_delta": "score shift", "marc": "rank change", "flip_rate": "top-K selection",
-            "retention_rate": "top-K selection", "impact_ratio": "top-K selection",
-            "recall_at_k": "recall", "ndcg_at_k": "ranking quality",
-            "equal_opportunity_gap": "TPR/FPR gap", "equalized_odds_gap": "TPR/FPR gap"}
 #: ``metrics.csv`` column ``depends_on``: the row a metric is a function of (empty: none).
 DEPENDS_ON = {"impact_ratio": "retention_rate", "flip_rate": "retention_rate",
               "equalized_odds_gap": "equal_opportunity_gap"}
-_SEVERITY = {"FAIL": 3, "INVESTIGATE": 2, "PASS": 1}
 #: system/condition of the run-wide risk rows.
 ALL = "ALL"
 
@@ -130,6 +120,18 @@ def decide(low: float, high: float, band: tuple[float, float]) -> str:
     return INCONCLUSIVE
 
 
+def interval_status(low: float, high: float, *, metric_id: str, bounds: Mapping[str, float]) -> str:
+    """Status of one row under one tier from its 95% interval (issue 29 §1): :func:`decide` of
+    ``[low, high]`` against :func:`pass_band` of ``metric_id`` under ``bounds``.
+
+    PASS only when the whole interval lies in the PASS band, FAIL only when it lies wholly outside,
+    :data:`INCONCLUSIVE` when it straddles a bound; ``catalog.STATUS_NA`` when an endpoint is nan (no
+    interval, no decision). Seed 000 Table 3 compares the point estimate instead (:func:`classify`,
+    kept as ``status_seed000``).
+    """
+    return decide(low, high, pass_band(metric_id, bounds))
+
+
 def tier_bounds(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]], tier: str,
                 metric_id: str) -> Mapping[str, float]:
     """``thresholds[tier][metric_id]``; raises ``ValueError`` (``ERR_THRESHOLD_MISSING``)."""
@@ -172,43 +174,29 @@ def _risk_row(statuses: pd.Series) -> dict[str, float | int | str]:
             "n_na": int(len(statuses) - n_total), "risk_score": score, "band": risk_band(score)}
 
 
-def _worst(statuses: pd.Series) -> str:
-    known = [s for s in statuses if s in _SEVERITY]
-    return max(known, key=_SEVERITY.__getitem__) if known else catalog.STATUS_NA
-
-
-def _independent_row(sub: pd.DataFrame, column: str) -> dict[str, float | int | str]:
-    """Equation 6 over independent quantities: each (system, condition, variant, quantity) counted
-    once, at the worst status of the metrics that read it (:data:`QUANTITY`)."""
-    q = sub.assign(_q=sub["metric"].map(QUANTITY).fillna(sub["metric"]))
-    worst = q.groupby(["system", "condition", "variant", "_q"], sort=False)[column].agg(_worst)
-    row = _risk_row(worst)
-    return {"n_quantities": row["n_total"], "risk_score_independent": row["risk_score"],
-            "band_independent": row["band"]}
-
-
 def risk_table(metrics: pd.DataFrame) -> pd.DataFrame:
     """Composite risk score per system x condition x tier, plus run-wide rows (seed 000 §3.6, Eq. 6).
 
     ``RiskScore = (3·n_FAIL + n_INVESTIGATE) / (3·n_total)`` in [0, 1], lower is better, where
     ``n_total`` counts the (metric, variant) rows with a PASS/INVESTIGATE/FAIL status (N/A rows
     are counted in ``n_na`` only); band ``high`` at ≥ 0.30, ``medium`` at ≥ 0.15, else ``low``.
-    The ``research`` tier reads column ``status``, ``operational`` reads ``status_operational``.
+    Eq. 6 counts seed 000's statuses on point estimates: the ``research`` tier reads column
+    ``status_seed000``, ``operational`` reads ``status_seed000_operational`` (the interval statuses of
+    issue 29 §1, ``status``, have no INVESTIGATE and are not what Eq. 6 was defined on).
     The run-wide rows have system and condition ``ALL``.
 
-    ``risk_score_independent`` (band ``band_independent``) is the same formula over
-    ``n_quantities`` independent quantities instead of rows: one metric that is a function of another
-    (:data:`QUANTITY`, :data:`DEPENDS_ON`) would otherwise count one finding up to three times. It is
-    not part of seed 000; Eq. 6 is kept as it is, and both are reported.
+    Eq. 6 averages statuses over rows, so it dilutes (one category failing every metric among ten variants
+    scores 0.10, "low"): it is reported for fidelity to seed 000, in the report's appendix, and is not a
+    verdict; :mod:`runtime.analysis.headline` gives the verdict by protected category (issue 29 §5).
     """
-    column = {"research": "status", "operational": "status_operational"}
+    column = {"research": "status_seed000", "operational": "status_seed000_operational"}
     rows: list[dict[str, object]] = []
     for (system, condition), sub in metrics.groupby(["system", "condition"], sort=True):
         for tier in catalog.TIERS:
             rows.append({"system": system, "condition": condition, "tier": tier,
-                         **_risk_row(sub[column[tier]]), **_independent_row(sub, column[tier])})
+                         **_risk_row(sub[column[tier]])})
     for tier in catalog.TIERS:
         rows.append({"system": ALL, "condition": ALL, "tier": tier,
-                     **_risk_row(metrics[column[tier]]), **_independent_row(metrics, column[tier])})
+                     **_risk_row(metrics[column[tier]])})
     out = pd.DataFrame(rows, columns=list(RISK_COLUMNS))
     return out.astype({c: "int64" for c in RISK_COLUMNS if c.startswith("n_")})

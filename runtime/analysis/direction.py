@@ -12,8 +12,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-#: ``disadvantaged`` of a FAIL/INVESTIGATE row whose direction cannot be told.
-NO_DIRECTION = "none (no direction)"
+#: ``disadvantaged`` of a FAIL/INCONCLUSIVE row whose evidence establishes no side (issue 29 §3).
+NO_DIRECTION = "direction not established"
 REFERENCE_LOSES = "reference"
 
 

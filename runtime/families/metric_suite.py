@@ -2,7 +2,8 @@
 
 Tables: ``metrics`` (one row per system x condition x metric x variant, the reference included),
 ``metrics_by_job`` (the same per job, with Cochran's Q and I² across jobs; :mod:`runtime.analysis.by_job`),
-``risk`` (seed 000 Eq. 6 per system x condition x tier and run-wide) and ``drift`` (qualification
+``headline`` (one status per system x protected category, the system's verdict; issue 29 §5),
+``risk`` (seed 000 Eq. 6 on point estimates per system x condition x tier and run-wide) and ``drift`` (qualification
 drift, §3.1.2). Status rows: every metric row under both threshold tiers (Table 3, §3.7).
 """
 
@@ -37,12 +38,23 @@ class MetricSuite(AuditFamily):
                                                                    per_job=True))
         result = suite(ctx, ctx.paired, per_job=True, progress=advance)
         summary = []
+        head = result.headline if result.headline is not None else pd.DataFrame(columns=["category"])
+        for h in head[head["category"] == "ALL"].itertuples():
+            cats = head[(head["system"] == h.system) & ~head["category"].isin(["ALL", "ranking quality"])]
+            counts = cats["status"].value_counts()
+            line = (f"{h.system:<12} {h.status} by protected category: " + ", ".join(
+                f"{int(counts.get(s, 0))} {s}" for s in ("FAIL", "INCONCLUSIVE", "PASS") if counts.get(s, 0))
+                + (f"; {h.status}: {h.deciding_metrics}" if h.deciding_metrics else "")
+                + (f" (who loses: {h.disadvantaged})" if h.disadvantaged else "") + " (headline.csv)")
+            summary.append(line)
         risk = result.risk[result.risk["system"] == "ALL"].set_index("tier")
         for t in ("research", "operational"):
             if t in risk.index:
                 row = risk.loc[t]
-                summary.append(f"{t:<12} risk {row['risk_score']:.3f} ({row['band']}): {int(row['n_fail'])} FAIL, "
-                               f"{int(row['n_investigate'])} INVESTIGATE, {int(row['n_pass'])} PASS")
+                st = result.metrics["status" if t == "research" else "status_operational"].value_counts()
+                summary.append(f"{t:<12} {int(st.get('FAIL', 0))} FAIL, {int(st.get('INCONCLUSIVE', 0))} INCONCLUSIVE, "
+                               f"{int(st.get('PASS', 0))} PASS on 95% intervals; seed 000 Eq. 6 on point estimates "
+                               f"{row['risk_score']:.3f} ({row['band']})")
         by_job = result.by_job
         if by_job is not None and len(by_job):
             ref = ctx.resolved["variants"]["reference"]
@@ -52,8 +64,8 @@ class MetricSuite(AuditFamily):
             summary.append(f"per job       {int((jobs['flag'].fillna('') != '').sum())} job values flagged "
                            f"(threshold crossed or opposite sign), {int((q_p < 0.05).sum())} of "
                            f"{int(q_p.notna().sum())} cells heterogeneous across jobs (metrics_by_job.csv)")
-        tables = {"metrics": result.metrics, "metrics_by_job": result.by_job, "risk": result.risk,
-                  "drift": result.drift}
+        tables = {"metrics": result.metrics, "metrics_by_job": result.by_job, "headline": result.headline,
+                  "risk": result.risk, "drift": result.drift}
         if TOOL_TEXT not in ctx.provides:
             # the tool wrote no text (a score file): the score change between a variant and its reference
             # is the effect itself, not a confound of it (issue 15); the report says so instead
@@ -68,4 +80,4 @@ class MetricSuite(AuditFamily):
 
         suite = result.data["result"]
         return metric_suite_sections(metrics=suite.metrics, risk=suite.risk, drift=suite.drift, meta=meta,
-                                     by_job=suite.by_job)
+                                     by_job=suite.by_job, headline=suite.headline)

@@ -3,7 +3,9 @@ of ``summary.json`` and the exit code of a run.
 
 Status rows come from each audit family (:data:`runtime.families.STATUS_COLUMNS`): the metric
 suite's rows (seed 000 Table 3, both tiers), the causal family's verdict per system x job (seed 001
-§5.2), and any later family's. ``INVESTIGATE`` includes ``FAIL``.
+§5.2), and any later family's. ``--fail-on FAIL`` trips on FAIL rows; ``--fail-on INCONCLUSIVE`` on every row
+that is not PASS (FAIL, INCONCLUSIVE, and the INVESTIGATE of families that keep seed 000's or seed 001's
+three levels; issue 29 §1). ``INVESTIGATE`` is the old name of ``INCONCLUSIVE`` (:data:`GATE_ALIASES`).
 """
 
 from __future__ import annotations
@@ -12,13 +14,17 @@ from typing import Literal
 
 import pandas as pd
 
-Gate = Literal["FAIL", "INVESTIGATE"]
+Gate = Literal["FAIL", "INCONCLUSIVE"]
+#: Old gate names and the gate they mean now (methods version 7 reads statuses from intervals).
+GATE_ALIASES = {"INVESTIGATE": "INCONCLUSIVE"}
 Tier = Literal["research", "operational"]
 
 #: Exit codes of a finished run, as ``runtime.cli`` names them (EXIT_OK, EXIT_GATE, EXIT_INCONCLUSIVE).
 EXIT_OK, EXIT_GATE, EXIT_INCONCLUSIVE = 0, 4, 5
 #: The statuses ``summary.json`` counts; any other value (empty, ``N/A``) counts as ``N/A``.
-STATUSES = ("PASS", "INVESTIGATE", "FAIL", "N/A")
+STATUSES = ("PASS", "INCONCLUSIVE", "INVESTIGATE", "FAIL", "N/A")
+#: The statuses ``--fail-on INCONCLUSIVE`` trips on: anything decided and not PASS.
+_NOT_PASS = frozenset({"FAIL", "INCONCLUSIVE", "INVESTIGATE"})
 
 
 def tier_column(tier: Tier) -> str:
@@ -33,8 +39,8 @@ def gate_rows(status: pd.DataFrame, fail_on: Gate | None, tier: Tier = "research
     ----------
     status : pandas.DataFrame
         Columns ``family, system, condition, item, status, status_operational``.
-    fail_on : {"FAIL", "INVESTIGATE"} or None
-        The gate; None trips nothing.
+    fail_on : {"FAIL", "INCONCLUSIVE"} or None
+        The gate (``INVESTIGATE`` is read as ``INCONCLUSIVE``); None trips nothing.
     tier : {"research", "operational"}
         Which status column the gate reads.
 
@@ -47,7 +53,8 @@ def gate_rows(status: pd.DataFrame, fail_on: Gate | None, tier: Tier = "research
     if not fail_on or status is None or len(status) == 0:
         return pd.DataFrame(columns=cols)
     col = tier_column(tier)
-    bad = {"FAIL"} if fail_on == "FAIL" else {"FAIL", "INVESTIGATE"}
+    fail_on = GATE_ALIASES.get(fail_on, fail_on)
+    bad = {"FAIL"} if fail_on == "FAIL" else _NOT_PASS
     hits = status[status[col].isin(bad)]
     return pd.DataFrame({"family": hits["family"], "system": hits["system"], "condition": hits["condition"],
                          "item": hits["item"], "status": hits[col]}, columns=cols).reset_index(drop=True)
@@ -60,8 +67,8 @@ def gate_tripped(status: pd.DataFrame, fail_on: Gate | None, tier: Tier = "resea
     ----------
     status : pandas.DataFrame
         Columns ``family, system, condition, item, status, status_operational``.
-    fail_on : {"FAIL", "INVESTIGATE"} or None
-        The gate; None trips nothing.
+    fail_on : {"FAIL", "INCONCLUSIVE"} or None
+        The gate (``INVESTIGATE`` is read as ``INCONCLUSIVE``); None trips nothing.
     tier : {"research", "operational"}
         Which status column the gate reads.
     """
@@ -80,15 +87,16 @@ def status_counts(status: pd.DataFrame) -> dict[str, dict[str, int]]:
     Returns
     -------
     dict
-        ``{"research": {"PASS": n, "INVESTIGATE": n, "FAIL": n, "N/A": n}, "operational": {...}}``;
-        a row whose status is none of ``PASS``, ``INVESTIGATE``, ``FAIL`` counts as ``N/A``.
+        ``{"research": {"PASS": n, "INCONCLUSIVE": n, "INVESTIGATE": n, "FAIL": n, "N/A": n},
+        "operational": {...}}``; a row whose status is none of ``PASS``, ``INCONCLUSIVE``, ``INVESTIGATE``
+        (families with seed 001's three levels), ``FAIL`` counts as ``N/A``.
     """
     out: dict[str, dict[str, int]] = {}
     for tier in ("research", "operational"):
         values = [] if status is None or len(status) == 0 else list(status[tier_column(tier)])
         counts = dict.fromkeys(STATUSES, 0)
         for v in values:
-            counts[v if v in ("PASS", "INVESTIGATE", "FAIL") else "N/A"] += 1
+            counts[v if v in STATUSES else "N/A"] += 1
         out[tier] = counts
     return out
 

@@ -1,7 +1,7 @@
 """Inline-SVG bar charts of one metric by variant (seed 000 §3.8; seed 002 Figures 2–10).
 
 One bar per variant, coloured by its research-tier status, with the 95% interval as an error bar,
-dashed lines at the PASS and INVESTIGATE thresholds, and the reference variant outlined and
+dashed lines at the PASS bound and seed 000's INVESTIGATE bound, and the reference variant outlined and
 labelled. matplotlib is imported lazily and drawn on an Agg canvas owned by the figure (pyplot and
 the global backend are never touched). The SVG keeps text as text (``svg.fonttype: none``), carries
 no date and uses a fixed id salt per chart, so the same inputs give the same bytes; the XML
@@ -21,12 +21,13 @@ from runtime.report.formatting import fmt_threshold
 #: Status colours (fill, and a darker tone for lines and text). Shared with the CSS.
 STATUS_COLOURS: dict[str, str] = {
     "PASS": "#2e8540",
+    "INCONCLUSIVE": "#e0a526",
     "INVESTIGATE": "#e0a526",
     "FAIL": "#c62828",
     "N/A": "#9aa1a9",
 }
 #: Hatching so that statuses stay distinguishable in greyscale print and for colour-blind readers.
-STATUS_HATCH: dict[str, str] = {"PASS": "", "INVESTIGATE": "///", "FAIL": "xxx", "N/A": ""}
+STATUS_HATCH: dict[str, str] = {"PASS": "", "INCONCLUSIVE": "///", "INVESTIGATE": "///", "FAIL": "xxx", "N/A": ""}
 PASS_LINE = "#1b5e20"
 INVESTIGATE_LINE = "#9a6700"
 
@@ -182,7 +183,7 @@ def metric_chart_svg(
             lines.append((pass_threshold, PASS_LINE, f"PASS {sym}{cmp} {fmt_threshold(pass_threshold)}"))
         if investigate_threshold is not None and math.isfinite(investigate_threshold):
             lines.append((investigate_threshold, INVESTIGATE_LINE,
-                          f"INVESTIGATE {sym}{cmp} {fmt_threshold(investigate_threshold)}"))
+                          f"seed 000 INVESTIGATE {sym}{cmp} {fmt_threshold(investigate_threshold)}"))
         for y, colour, _ in lines:
             ax.axhline(y, color=colour, linestyle=(0, (5, 3)), linewidth=1.2, zorder=4)
             if symmetric:
@@ -217,7 +218,7 @@ def metric_chart_svg(
         ax.set_axisbelow(True)
 
         handles = [Patch(facecolor=STATUS_COLOURS[s], edgecolor=STATUS_COLOURS[s], hatch=STATUS_HATCH[s],
-                         label=s) for s in STATUS_COLOURS]
+                         label=s) for s in ("PASS", "INCONCLUSIVE", "FAIL", "N/A")]
         handles.append(Line2D([0], [0], color="#222222", linewidth=1.0, marker="_", markersize=6,
                               label="95% CI"))
         handles.append(Patch(facecolor="white", edgecolor="#111111", linewidth=2.0, label="reference"))

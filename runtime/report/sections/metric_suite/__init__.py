@@ -27,6 +27,7 @@ from runtime.report.sections import ORDER, Section
 from runtime.report.sections.metric_suite.by_job import by_job_context
 from runtime.report.sections.metric_suite.common import unique
 from runtime.report.sections.metric_suite.design import design, facts, source_context
+from runtime.report.sections.metric_suite.headline import headline_context
 from runtime.report.sections.metric_suite.risk import kpis, risk_context
 from runtime.report.sections.metric_suite.thresholds import bounds, threshold_table, threshold_text
 from runtime.report.sections.metric_suite.units import drift_rows, fail_table, units
@@ -41,6 +42,7 @@ def metric_suite_sections(
     drift: pd.DataFrame,
     meta: ReportMeta,
     by_job: pd.DataFrame | None = None,
+    headline: pd.DataFrame | None = None,
 ) -> list[Section]:
     """The report sections of the nine-metric suite (seed 000 §3.8).
 
@@ -62,6 +64,8 @@ def metric_suite_sections(
         variants, axes, jobs, systems, counts): :func:`runtime.pipeline.metadata.report_meta`.
     by_job : pandas.DataFrame, optional
         ``metrics_by_job.csv`` (:mod:`runtime.analysis.by_job`); adds the ``by-job`` section.
+    headline : pandas.DataFrame, optional
+        ``headline.csv`` (:mod:`runtime.analysis.headline`); adds the ``headline`` section, first on page 1.
 
     Returns
     -------
@@ -79,13 +83,17 @@ def metric_suite_sections(
     metric_ids = unique([m["id"] for u in unit_list for m in u["metrics"]] + list(METRICS), METRICS)
     threshold = threshold_text(meta.threshold)
     return [
+        *([Section(id="headline", title="Findings by protected category",
+                   template="sections/metric_suite_headline.html.j2", context=headline_context(headline),
+                   order=ORDER["headline"], toc=False)] if headline is not None else []),
         *([Section(id="score-source", title="Where the scores come from", template="sections/metric_suite_source.html.j2",
                    context=source_context(meta, metrics), order=ORDER["source"], toc=False)] if meta.score_file else []),
         Section(id="at-a-glance", title="Design at a glance", template="_glance.html.j2",
                 context={"anchor": "at-a-glance", "facts": facts(meta, reference)}, order=ORDER["facts"], toc=False),
-        Section(id="risk", title="Risk summary", template="sections/metric_suite_risk.html.j2",
+        Section(id="risk", title="Seed 000 Eq. 6 on point estimates, not a verdict",
+                template="sections/metric_suite_risk.html.j2",
                 context={**risk_context(risk), "kpis": kpis(metrics), "threshold": threshold},
-                order=ORDER["summary"]),
+                order=ORDER["appendix"] - 10),
         Section(id="fail-variants", title="Variants triggering FAIL",
                 template="sections/metric_suite_fail_variants.html.j2",
                 context={"rows": fail_table(unit_list, meta, variant_order), "reference": reference},

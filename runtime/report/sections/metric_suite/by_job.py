@@ -15,7 +15,7 @@ from runtime.report.sections.metric_suite.common import records, status
 
 #: Rows shown in each per-job table of the report (the rest are in ``metrics_by_job.csv``).
 JOB_ROWS_SHOWN = 40
-_SEVERITY = {"FAIL": 0, "INVESTIGATE": 1, "PASS": 2}
+_SEVERITY = {"FAIL": 0, "INCONCLUSIVE": 1, "INVESTIGATE": 1, "PASS": 2}
 
 
 def by_job_context(by_job: pd.DataFrame | None, reference: str, variant_order: list[str]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from runtime.report.sections.metric_suite.texts import METRIC_SHORT, STATUSES
 
 def status(x: Any) -> str:
     """Normalise a status cell; a missing cell (pandas reads ``N/A`` as NaN) is ``N/A``."""
-    if isinstance(x, str) and x.strip().upper() in ("PASS", "INVESTIGATE", "FAIL"):
+    if isinstance(x, str) and x.strip().upper() in ("PASS", "INCONCLUSIVE", "INVESTIGATE", "FAIL"):
         return x.strip().upper()
     return "N/A"
 

@@ -47,9 +47,6 @@ def risk_context(risk: pd.DataFrame | None) -> dict[str, Any]:
             "n_pass": fmt_int(r.get("n_pass")),
             "n_na": fmt_int(r.get("n_na")),
             "formula_filled": filled,
-            "independent_score": fmt_sig(to_float(r.get("risk_score_independent"))),
-            "independent_band": BAND_TEXT.get(fmt_text(r.get("band_independent"), "").lower(), "not computed"),
-            "n_quantities": fmt_int(r.get("n_quantities")),
         }
 
     tier_order = {"research": 0, "operational": 1}
@@ -64,9 +61,7 @@ def risk_context(risk: pd.DataFrame | None) -> dict[str, Any]:
                             "band_label": "Not computed", "score": MISSING, "score_pct": MISSING,
                             "system": "ALL", "condition": MISSING, "n_total": MISSING,
                             "n_fail": MISSING, "n_investigate": MISSING, "n_pass": MISSING,
-                            "n_na": MISSING, "formula_filled": "no risk row for this tier",
-                            "independent_score": MISSING, "independent_band": "not computed",
-                            "n_quantities": MISSING})
+                            "n_na": MISSING, "formula_filled": "no risk row for this tier"})
     overall.sort(key=lambda r: tier_order.get(r["tier"], 9))
     return {
         "overall": overall,
@@ -86,7 +81,7 @@ def kpis(metrics: pd.DataFrame) -> dict[str, Any]:
     return {
         "total": fmt_int(len(statuses)),
         "fail": fmt_int(c["FAIL"]),
-        "investigate": fmt_int(c["INVESTIGATE"]),
+        "inconclusive": fmt_int(c["INCONCLUSIVE"]),
         "pass": fmt_int(c["PASS"]),
         "na": fmt_int(c["N/A"]),
         "has_na": c["N/A"] > 0,

@@ -7,8 +7,10 @@ Method prose (metric definitions, tier notes, method notes) lives in the templat
 
 from __future__ import annotations
 
-#: A result's statuses, in the order the counts show them (seed 000 Table 3; N/A: not computed).
-STATUSES = ("PASS", "INVESTIGATE", "FAIL", "N/A")
+#: A result's statuses, in the order the counts show them: from its 95% interval against the PASS band
+#: (issue 29 §1), plus seed 000 Table 3's INVESTIGATE of the point estimate (``status_seed000``, Eq. 6);
+#: N/A: not computed.
+STATUSES = ("PASS", "INCONCLUSIVE", "INVESTIGATE", "FAIL", "N/A")
 
 #: Short name per metric (chart axis, tables); the one-line definitions are in
 #: ``templates/sections/metric_suite_text.html.j2`` (seed 000 §3.4.1–3.4.3).

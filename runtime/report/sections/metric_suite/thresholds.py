@@ -33,13 +33,17 @@ def bounds(thresholds: Mapping[str, Any], tier: str, metric: str) -> Mapping[str
 
 
 def criteria(direction: str, tier_bounds: Mapping[str, float] | None, classify_abs: bool) -> str:
-    """A tier's rule in words: "PASS if |value| ≤ 0.02; INVESTIGATE if |value| ≤ 0.05; otherwise FAIL"."""
+    """A tier's rule in words (issue 29 §1): "PASS if the 95% interval lies in [-0.02, 0.02]; FAIL if it lies
+    wholly outside; otherwise INCONCLUSIVE (seed 000 Table 3 on the value: INVESTIGATE if |value| ≤ 0.05)"."""
     if not tier_bounds:
         return MISSING
     cmp = "≤" if direction == "lower" else "≥"
     x = "|value|" if classify_abs else "value"
-    return (f"PASS if {x} {cmp} {fmt_threshold(tier_bounds.get('pass'))}; "
-            f"INVESTIGATE if {x} {cmp} {fmt_threshold(tier_bounds.get('investigate'))}; otherwise FAIL")
+    p = fmt_threshold(tier_bounds.get("pass"))
+    band = f"[−{p}, {p}]" if classify_abs else f"[0, {p}]" if direction == "lower" else f"[{p}, 1]"
+    return (f"PASS if the 95% interval lies in {band}; FAIL if it lies wholly outside; otherwise INCONCLUSIVE "
+            f"(seed 000 Table 3 on the value: PASS if {x} {cmp} {p}, "
+            f"INVESTIGATE if {x} {cmp} {fmt_threshold(tier_bounds.get('investigate'))})")
 
 
 def threshold_of(decision_threshold: Any, system: str | None = None) -> float | None:
@@ -95,7 +99,7 @@ def sesoi_and_thresholds(contrasts: pd.DataFrame | None, metrics: pd.DataFrame |
     is ``sesoi · s_p`` (the ``sesoi_score`` column). The research-tier ``score_delta`` threshold
     (seed 000 Table 3) is on the normalised score scale, so the SESOI is divided by the width of the
     system's ``score_range`` before the two are compared. A second sentence names the rank-based
-    results (MARC, flip rate, retention, impact ratio) that are INVESTIGATE or FAIL for a system whose
+    results (MARC, flip rate, retention, impact ratio) that are INCONCLUSIVE or FAIL for a system whose
     variant contrasts are equivalent: equivalence on the mean score says nothing about candidates
     crossing the selection cut-off.
 
@@ -133,8 +137,8 @@ def sesoi_and_thresholds(contrasts: pd.DataFrame | None, metrics: pd.DataFrame |
         if t_pass == t_pass and norm > t_pass:
             out.append(f"{who} the SESOI of ±{sesoi:g} SD is ±{fmt_sig(norm, 3)} on the normalised score scale, "
                        f"wider than the pre-registered score-gap threshold (|Δ| ≤ {t_pass:g} to PASS, "
-                       f"≤ {t_inv:g} to INVESTIGATE). A variant can be equivalent within the SESOI in this "
-                       f"section and still be INVESTIGATE or FAIL on the score gap. The pre-registered "
+                       f"its 95% interval inside). A variant can be equivalent within the SESOI in this "
+                       f"section and still be INCONCLUSIVE or FAIL on the score gap. The pre-registered "
                        f"thresholds decide the audit's result; the SESOI only decides whether this section "
                        f"calls an effect meaningful or negligible.")
         elif t_pass == t_pass:
@@ -147,12 +151,12 @@ def sesoi_and_thresholds(contrasts: pd.DataFrame | None, metrics: pd.DataFrame |
         if not sub.loc[sub["kind"] == "variant", "equivalent"].map(truthy).any():
             continue
         m = metrics[(metrics["system"] == system) & metrics["metric"].isin(RANK_METRICS)
-                    & metrics["status"].isin(["FAIL", "INVESTIGATE"])]
+                    & metrics["status"].isin(["FAIL", "INCONCLUSIVE"])]
         if len(m):
             counts = ", ".join(f"{int((m['metric'] == k).sum())} {k.replace('_', ' ')}" for k in RANK_METRICS
                                if (m["metric"] == k).any())
             out.append(f"Equivalence in this section concerns the mean score. It does not cover rankings: a shift "
                        f"too small to matter on average can still move candidates across the selection cut-off. "
-                       f"{len(m)} rank-based result{'s are' if len(m) > 1 else ' is'} INVESTIGATE or FAIL for "
+                       f"{len(m)} rank-based result{'s are' if len(m) > 1 else ' is'} INCONCLUSIVE or FAIL for "
                        f"{code} in the counterfactual and group results ({counts}).")
     return out

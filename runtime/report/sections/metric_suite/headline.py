@@ -1,0 +1,65 @@
+"""The report's first section: one status per system x protected category (issue 29 §5).
+
+Reads ``headline.csv`` (:func:`runtime.analysis.headline.headline_frame`) and formats it for
+``templates/sections/metric_suite_headline.html.j2``: per system its verdict, then each category's status
+from the 95% intervals, the deciding metric with its value and interval, and who loses; Recall@K and
+nDCG@K rate the ranking on their own line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from runtime.analysis.headline import ALL, RANKING
+from runtime.report.formatting import MISSING, fmt_ci, fmt_sig, fmt_text
+from runtime.report.sections.metric_suite.common import status
+from runtime.report.sections.metric_suite.texts import METRIC_SHORT
+
+
+def _metrics_text(deciding: Any, status_: str = "") -> str:
+    """The deciding metrics in words: short names, at most three then "and N more"; a PASS category's
+    rows are all inside their bands, and the first (shown with its value) is named as such."""
+    text = fmt_text(deciding, "")
+    for metric_id, short in METRIC_SHORT.items():
+        text = text.replace(metric_id, short)
+    parts = [p for p in text.split("; ") if p]
+    if status_ == "PASS" and parts:
+        return f"all inside their PASS bands ({parts[0]} shown)"
+    if len(parts) > 3:
+        return "; ".join(parts[:3]) + f"; and {len(parts) - 3} more"
+    return "; ".join(parts)
+
+
+def headline_context(headline: pd.DataFrame | None) -> dict[str, Any]:
+    """Plain data of the headline section: ``systems``, one dict per system with ``system``, ``verdict``
+    (status), ``failing`` (the categories at the verdict's status), ``disadvantaged``, ``categories`` (one
+    dict per category: ``category, variants, status, metrics, value, ci, disadvantaged``) and ``ranking``
+    (the ranking-quality row, or None)."""
+    systems: list[dict[str, Any]] = []
+    if headline is None or len(headline) == 0:
+        return {"systems": systems}
+    for system, sub in headline.groupby("system", sort=False):
+        rows = sub.to_dict("records")
+        verdict = next((r for r in rows if r["category"] == ALL), None)
+        ranking = next((r for r in rows if r["category"] == RANKING), None)
+        cats = [{
+            "category": fmt_text(r["category"]), "variants": fmt_text(r["variants"], ""),
+            "status": status(r["status"]), "metrics": _metrics_text(r["deciding_metrics"], status(r["status"])) or MISSING,
+            "value": fmt_sig(r["value"], signed=str(r["deciding_metrics"]).startswith("score_delta")),
+            "ci": fmt_ci(r["ci_low"], r["ci_high"], signed=str(r["deciding_metrics"]).startswith("score_delta")),
+            "disadvantaged": fmt_text(r["disadvantaged"], "—"),
+        } for r in rows if r["category"] not in (ALL, RANKING)]
+        systems.append({
+            "system": str(system),
+            "verdict": status(verdict["status"]) if verdict else "N/A",
+            "failing": fmt_text(verdict["deciding_metrics"], "") if verdict else "",
+            "disadvantaged": fmt_text(verdict["disadvantaged"], "") if verdict else "",
+            "categories": cats,
+            "ranking": None if ranking is None else {
+                "status": status(ranking["status"]),
+                "metrics": _metrics_text(ranking["deciding_metrics"], status(ranking["status"])) or MISSING,
+                "value": fmt_sig(ranking["value"]), "ci": fmt_ci(ranking["ci_low"], ranking["ci_high"])},
+        })
+    return {"systems": systems}
