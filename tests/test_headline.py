@@ -113,5 +113,5 @@ def test_page_one_of_the_pdf_says_fail_and_names_the_category(tmp_path):
     assert "Findings by protected category" in page1
     line = next(ln for ln in page1.splitlines() if ln.strip().startswith(f"L{LOSER}") and "FAIL" in ln)
     assert "Score delta" in line, line
-    assert "System minilm: FAIL (FAIL: LV03; who loses: LV03)" in " ".join(page1.split()), page1
+    assert "System minilm: FAIL : 1 of 9 categories FAIL; who loses: LV03" in " ".join(page1.split()), page1
     assert "Eq. 6" not in page1 and "Risk score" not in page1

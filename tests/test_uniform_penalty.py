@@ -77,7 +77,7 @@ def test_the_default_ranking_sees_a_uniform_penalty(tmp_path):
     head = pd.read_csv(run_dir / "headline.csv", keep_default_na=False).set_index("category")
     for v, level in LEVELS.items():
         assert head.loc[level, "status"] == "FAIL" and head.loc[level, "disadvantaged"] == level
-    assert head.loc["ALL", "status"] == "FAIL" and set(head.loc["ALL", "deciding_metrics"].split("; ")) == set(LEVELS.values())
+    assert head.loc["ALL", "status"] == "FAIL" and set(head.loc["ALL", "deciding_metrics"].split(" | ")) == set(LEVELS.values())
     html = (run_dir / "report.html").read_text()
     assert "Findings by protected category" in html and '<td class="dis">NA</td>' in html
 

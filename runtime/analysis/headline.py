@@ -7,11 +7,13 @@ rows that judge the category against the reference, in every condition: the scor
 rate, retention, the impact ratio, the selection ratio when computed, and the TPR/FPR gaps. The metrics at
 that status decide it (``deciding_metrics``); ``value``, ``ci_low`` and ``ci_high`` are the first deciding
 row's, in catalogue order. ``disadvantaged`` joins the sides the deciding rows name (a side is named only on
-evidence, issue 29 §3), else ``direction not established`` when the status is not PASS.
+evidence, issue 29 §3; several joined by `` | ``), else ``direction not established`` when the status is not
+PASS.
 
 One more row per system, ``category = ALL``: the system's verdict, the worst over its categories, naming
-the categories at that status (the FAIL ones, else the INCONCLUSIVE ones) in ``deciding_metrics`` and
-the sides their rows establish in ``disadvantaged``. Recall@K and nDCG@K rate the
+the categories at that status (the FAIL ones, else the INCONCLUSIVE ones; joined by `` | ``, as a
+category's label may hold "; ") in ``deciding_metrics`` and the sides their rows establish in
+``disadvantaged``. Recall@K and nDCG@K rate the
 ranking, not a category against the reference: their own row, ``category = ranking quality``, the worst
 over every variant's rows (the reference's included).
 
@@ -40,6 +42,9 @@ RANKING_METRICS = ("recall_at_k", "ndcg_at_k")
 #: ``category`` of a system's verdict row and of its ranking-quality row.
 ALL = "ALL"
 RANKING = "ranking quality"
+#: Joins categories (and the sides they name) in one cell: a category label itself may hold "; " between
+#: the axes a variant changes (``sex_gender=Female-FR; age_signal=Older``).
+SEP = " | "
 #: Severity of the interval statuses, worst highest.
 SEVERITY = {"FAIL": 3, "INCONCLUSIVE": 2, "PASS": 1}
 
@@ -65,7 +70,7 @@ def _row(system: str, category: str, variants: list[str], status: str, deciding:
     first = deciding.iloc[0] if len(deciding) else None
     sides = [s for s in dict.fromkeys(deciding.get("disadvantaged", pd.Series(dtype=str)).fillna("").astype(str))
              if s and s != NO_DIRECTION]
-    named = "; ".join(sides) if sides else (NO_DIRECTION if status in ("FAIL", "INCONCLUSIVE") else "")
+    named = SEP.join(sides) if sides else (NO_DIRECTION if status in ("FAIL", "INCONCLUSIVE") else "")
     conditions = deciding["condition"].nunique() if len(deciding) else 0
     metrics = [f"{m} ({c})" if conditions > 1 else str(m) for m, c in zip(deciding["metric"], deciding["condition"])]
     return {"system": system, "category": category, "variants": "; ".join(variants), "status": status,
@@ -115,12 +120,12 @@ def headline_frame(metrics: pd.DataFrame, *, reference: str,
         known = [s for _, s, _ in verdicts if s in SEVERITY]
         verdict = max(known, key=SEVERITY.__getitem__) if known else catalog.STATUS_NA
         at = [(c, d) for c, s, d in verdicts if s == verdict] if verdict in ("FAIL", "INCONCLUSIVE") else []
-        sides = [x for _, d in at for x in d.split("; ") if x and x != NO_DIRECTION]
+        sides = [x for _, d in at for x in d.split(SEP) if x and x != NO_DIRECTION]
         out.append({"system": str(system), "category": ALL,
                     "variants": "; ".join(v for vs in categories.values() for v in vs),
-                    "status": verdict, "deciding_metrics": "; ".join(c for c, _ in at), "value": math.nan,
+                    "status": verdict, "deciding_metrics": SEP.join(c for c, _ in at), "value": math.nan,
                     "ci_low": math.nan, "ci_high": math.nan,
-                    "disadvantaged": "; ".join(dict.fromkeys(sides)) or (NO_DIRECTION if at else "")})
+                    "disadvantaged": SEP.join(dict.fromkeys(sides)) or (NO_DIRECTION if at else "")})
         rows = sub[sub["metric"].isin(RANKING_METRICS)]
         status, deciding = _worst(rows)
         deciding = deciding.assign(disadvantaged="")  # the ranking is rated, not a category

@@ -42,10 +42,11 @@ class MetricSuite(AuditFamily):
         for h in head[head["category"] == "ALL"].itertuples():
             cats = head[(head["system"] == h.system) & ~head["category"].isin(["ALL", "ranking quality"])]
             counts = cats["status"].value_counts()
-            line = (f"{h.system:<12} {h.status} by protected category: " + ", ".join(
+            at = cats.loc[cats["status"] == h.status, "variants"] if h.deciding_metrics else []
+            line = (f"{h.system:<12} {h.status} by protected category (headline.csv): " + ", ".join(
                 f"{int(counts.get(s, 0))} {s}" for s in ("FAIL", "INCONCLUSIVE", "PASS") if counts.get(s, 0))
-                + (f"; {h.status}: {h.deciding_metrics}" if h.deciding_metrics else "")
-                + (f" (who loses: {h.disadvantaged})" if h.disadvantaged else "") + " (headline.csv)")
+                + (f"; {h.status}: {', '.join(at)}" if len(at) else "")
+                + (f"; who loses: {h.disadvantaged}" if h.disadvantaged else ""))
             summary.append(line)
         risk = result.risk[result.risk["system"] == "ALL"].set_index("tier")
         for t in ("research", "operational"):

@@ -54,7 +54,9 @@ def headline_context(headline: pd.DataFrame | None) -> dict[str, Any]:
         systems.append({
             "system": str(system),
             "verdict": status(verdict["status"]) if verdict else "N/A",
-            "failing": fmt_text(verdict["deciding_metrics"], "") if verdict else "",
+            "failing": (f"{len([c for c in rows if c['category'] not in (ALL, RANKING) and c['status'] == verdict['status']])}"
+                        f" of {len(cats)} categories {verdict['status']}")
+                       if verdict and fmt_text(verdict["deciding_metrics"], "") else "",
             "disadvantaged": fmt_text(verdict["disadvantaged"], "") if verdict else "",
             "categories": cats,
             "ranking": None if ranking is None else {
