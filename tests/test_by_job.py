@@ -50,8 +50,8 @@ def test_per_job_values_by_hand_and_the_pooled_row():
     # Both jobs shift the V1 scores down: the variant loses in each job, as pooled.
     for job in ("J1", "J2"):
         c = _cell(b, "score_delta", "V1", job)
-        # a job row names a side only when its own interval excludes 0 (issue 29 §3: no test per job)
-        assert c["disadvantaged"] == ("V1" if c["ci_high"] < 0 else "")
+        # a job row names a side only when its own interval lies wholly beyond the PASS band (issue 29 §3)
+        assert c["disadvantaged"] == ("V1" if c["status"] == "FAIL" else "")
     # Every job row has an interval around its value; no p-value column exists.
     jobs = b[b["job_id"] != ALL_JOBS]
     ok = jobs["ci_low"].notna()
@@ -60,14 +60,15 @@ def test_per_job_values_by_hand_and_the_pooled_row():
 
 
 def test_crossing_and_opposite_sign_are_flagged():
-    # Job J1: the variant scores 8 points lower (score delta -0.08: FAIL under the research tier's PASS band
-    # [-0.02, 0.02]); job J2: 2 points higher (+0.02, inside the band). A constant shift within a job gives a
-    # one-point interval, so J1 is FAIL and J2 PASS on their intervals (issue 29 §1). Pooled over 10 + 10
-    # candidates: -0.03, its bootstrap interval straddles -0.02 (resamples draw J1 and J2 candidates in other
-    # proportions... no: within jobs, so the pooled value is fixed at -0.03): FAIL. J2 crosses (PASS in the
-    # job, FAIL pooled) and its interval, excluding 0, establishes that the reference loses there.
+    # A constant shift within each job (10 candidates each): every bootstrap resample of a job repeats its
+    # value, so each job's interval is that one point; the pooled interval (a bootstrap of all 30 paired
+    # differences) straddles the band's -0.02.
+    # J1: -10 points (score delta -0.10, FAIL under the research PASS band [-0.02, 0.02]: the variant loses);
+    # J2: +4 (+0.04, FAIL: the reference loses, the opposite of the pooled sign); J3: -1 (-0.01, PASS).
+    # Pooled: (-0.10 + 0.04 - 0.01) / 3 = -0.0233, INCONCLUSIVE. J1 and J3 cross (decisive in the job, not
+    # pooled); J2's side, established by its FAIL interval, is the other one (issue 29 §1, §3).
     rows = []
-    for job, shift in (("J1", -8.0), ("J2", 2.0)):
+    for job, shift in (("J1", -10.0), ("J2", 4.0), ("J3", -1.0)):
         for i in range(10):
             base = 40.0 + 5 * i
             for variant, score in (("BASE", base), ("V1", base + shift)):
@@ -75,21 +76,23 @@ def test_crossing_and_opposite_sign_are_flagged():
                              "variant": variant, "score": score, "rank": 0, "is_true_match": int(i >= 5)})
     res = _run(pd.DataFrame(rows), variant_levels={"BASE": {"a": "x"}, "V1": {"a": "y"}})
     b = res.by_job
-    j1, j2, pooled = (_cell(b, "score_delta", "V1", j) for j in ("J1", "J2", ALL_JOBS))
-    assert (j1["value"], j2["value"], pooled["value"]) == (pytest.approx(-0.08), pytest.approx(0.02), pytest.approx(-0.03))
-    assert (j1["ci_low"], j1["ci_high"], j2["ci_low"], j2["ci_high"]) == pytest.approx((-0.08, -0.08, 0.02, 0.02))
-    assert (j1["status"], j2["status"]) == ("FAIL", "PASS")
-    assert pooled["status"] == ("FAIL" if pooled["ci_high"] < -0.02 else "INCONCLUSIVE")
-    assert j1["flag"] == ("" if pooled["status"] == "FAIL" else "crosses threshold: FAIL in this job, INCONCLUSIVE pooled")
-    assert j2["flag"] == (f"crosses threshold: PASS in this job, {pooled['status']} pooled; "
+    j1, j2, j3, pooled = (_cell(b, "score_delta", "V1", j) for j in ("J1", "J2", "J3", ALL_JOBS))
+    assert (j1["value"], j2["value"], j3["value"], pooled["value"]) == (
+        pytest.approx(-0.10), pytest.approx(0.04), pytest.approx(-0.01), pytest.approx(-0.07 / 3))
+    assert (j1["ci_low"], j1["ci_high"], j2["ci_low"], j2["ci_high"]) == pytest.approx((-0.10, -0.10, 0.04, 0.04))
+    assert pooled["ci_low"] < -0.02 < pooled["ci_high"]
+    assert (j1["status"], j2["status"], j3["status"], pooled["status"]) == ("FAIL", "FAIL", "PASS", "INCONCLUSIVE")
+    assert j1["flag"] == "crosses threshold: FAIL in this job, INCONCLUSIVE pooled"
+    assert j2["flag"] == ("crosses threshold: FAIL in this job, INCONCLUSIVE pooled; "
                           "opposite sign: the reference loses in this job, the variant pooled")
-    # the pooled row names what metrics.csv names: Wilcoxon on 10 x -0.08 and 10 x +0.02 (ties: ranks 5.5 and
-    # 15.5, W+ = 55, W- = 155, normal approximation z = -1.87) does not reject, so no side is established
+    assert j3["flag"] == "crosses threshold: PASS in this job, INCONCLUSIVE pooled"
+    assert (j1["disadvantaged"], j2["disadvantaged"], j3["disadvantaged"]) == ("y", "reference", "")
+    # the pooled row names what metrics.csv names: the Wilcoxon test of 10 x -0.10, 10 x +0.04 and 10 x -0.01
+    # (ranks 1-10 for |-0.01|, 11-20 for |0.04|, 21-30 for |-0.10|: W+ = 155 of 465) decides
     row = res.metrics.query("metric == 'score_delta' and variant == 'V1'").iloc[0]
-    assert row["p_adj"] >= 0.05 and row["disadvantaged"] == "direction not established" == pooled["disadvantaged"]
-    assert (j1["disadvantaged"], j2["disadvantaged"]) == ("y", "reference")
-    # A constant shift within each job: every bootstrap resample repeats the job's value (SE 0), so the
-    # jobs cannot be weighed and Q is left empty, with jobs_in_q = 0.
+    assert pooled["disadvantaged"] == row["disadvantaged"]
+    assert row["disadvantaged"] == ("y" if row["p_adj"] < 0.05 else "direction not established")
+    # the jobs' SEs are 0: they cannot be weighed, Q is left empty, with jobs_in_q = 0
     assert pooled["jobs_in_q"] == 0 and math.isnan(pooled["q"])
 
 

@@ -42,10 +42,7 @@ FLAG_OPPOSITE = "opposite sign: the {side} loses in this job, the {pooled_side} 
 #: the pooled status (an INCONCLUSIVE job is a lack of evidence, not a crossing).
 _DECISIVE = ("PASS", "FAIL")
 _STATUSES = ("PASS", "INCONCLUSIVE", "FAIL")
-#: Metrics whose per-job interval is of a signed statistic with no effect at 0 (score_delta) or of the
-#: absolute value of one (the TPR/FPR gaps): a job's side is established when it excludes 0.
-_SIGNED = frozenset({"score_delta"})
-_ABS_GAPS = frozenset({"equal_opportunity_gap", "equalized_odds_gap"})
+
 #: z of a 95% interval: the SE of a cell without a bootstrap distribution (a Wilson interval) is its
 #: interval's half-width / 1.96.
 _Z95 = 1.959963984540054
@@ -125,17 +122,11 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
 
 
 def _job_established(r: Mapping[str, object]) -> bool:
-    """Whether a job row's own evidence establishes a side (issue 29 §3, per-job rows have no test): its
-    interval lies wholly outside the PASS band (FAIL, research tier), or, for ``score_delta`` and the
-    TPR/FPR gaps, its interval excludes 0."""
-    lo, hi = float(r["ci_low"]), float(r["ci_high"])
-    if r["status"] == "FAIL":
-        return True
-    if r["metric"] in _SIGNED:
-        return (lo > 0 or hi < 0) if math.isfinite(lo) and math.isfinite(hi) else False
-    if r["metric"] in _ABS_GAPS:
-        return math.isfinite(lo) and lo > 0
-    return False
+    """Whether a job row's own evidence establishes a side (issue 29 §3; per-job rows have no test): its
+    interval lies wholly outside the PASS band (research-tier FAIL). An interval merely excluding no
+    effect is not enough: a system's per-job rows are many unadjusted intervals (45 score shifts for 9
+    categories x 5 jobs), and one in twenty excludes 0 under a null."""
+    return r["status"] == "FAIL"
 
 
 def job_se(ci_low: float, ci_high: float, bootstrap_se: float) -> float:
