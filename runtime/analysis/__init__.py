@@ -27,10 +27,9 @@ from runtime.analysis import stats
 from runtime.analysis.by_job import BY_JOB_COLUMNS, job_frame
 from runtime.analysis.direction import (NO_DIRECTION, REFERENCE_LOSES, level_label, row_leans,  # noqa: F401
                                         side_label)
-from runtime.analysis.classify import INCONCLUSIVE
 from runtime.analysis.cell import CellResult, Pairing
-from runtime.analysis.classify import (DEPENDS_ON, RISK_COLUMNS, bh_adjust, classify, interval_status,
-                                       pass_band, risk_table, round_significant, tier_bounds)
+from runtime.analysis.classify import (DEPENDS_ON, INCONCLUSIVE, RISK_COLUMNS, bh_adjust, classify,
+                                       interval_status, pass_band, risk_table, round_significant, tier_bounds)
 from runtime.analysis.drift import DRIFT_COLUMNS, drift_frame, drift_rows, qualification_drift
 from runtime.analysis.frame import Cohort, check_columns, cohorts, groups, variants_of
 from runtime.analysis.headline import HEADLINE_COLUMNS, headline_frame
