@@ -132,9 +132,9 @@ def headline_frame(metrics: pd.DataFrame, *, reference: str,
         row = _row(str(system), RANKING, list(dict.fromkeys(rows["variant"].astype(str))), status, deciding,
                    RANKING_METRICS)
         if len(deciding):
+            ranked = _ordered(deciding, RANKING_METRICS)
             row["deciding_metrics"] = "; ".join(dict.fromkeys(
-                f"{m} {v}" for m, v in zip(_ordered(deciding, RANKING_METRICS)["metric"],
-                                           _ordered(deciding, RANKING_METRICS)["variant"])))
+                f"{m} {v}" for m, v in zip(ranked["metric"], ranked["variant"])))
         row["disadvantaged"] = ""
         out.append(row)
     return pd.DataFrame(out, columns=list(HEADLINE_COLUMNS))
