@@ -51,6 +51,13 @@ def pool_positions(scores: dict[str, float]) -> dict[str, tuple[int, int]]:
             for cv, s in scores.items()}
 
 
+def half_even(x: float) -> int:
+    """Round an expected count as the analysis does (``np.rint``, half to even) after snapping off the
+    quadrature's rounding error: shared tie orders give exact halves (2.5 flips) that a float sum here
+    can land on either side of."""
+    return round(round(x, 9))
+
+
 def p_in(h: int, t: int, k: int) -> float:
     """Probability of being among the first k when t tied candidates fill positions h+1 .. h+t."""
     return max(0, min(t, k - h)) / t
@@ -91,10 +98,36 @@ def swap_positions(base: dict[str, float], var: dict[str, float]) -> dict[str, t
                  1 + sum(1 for o, s in base.items() if o != cv and s == var[cv])) for cv in var}
 
 
+def shared_order_joint(ref_mates: set[str], var_mates: set[str], slots_ref: int, slots_var: int) -> float:
+    """Probability that a candidate is in both top-Ks when one priority per candidate breaks the ties of
+    both rankings (issue 29 §7): written as the integral over the candidate's own uniform priority x,
+    with each competitor ahead of it independently with probability x; given x, a DP over the
+    competitors counts how many of each tie group are ahead. The integrand is a polynomial of degree
+    at most the number of competitors, so Gauss-Legendre with 64 nodes integrates it exactly (to
+    rounding). ``slots_*`` = K minus the candidates strictly above in that ranking."""
+    if slots_ref <= 0 or slots_var <= 0:
+        return 0.0
+    nodes, weights = np.polynomial.legendre.leggauss(64)
+    total = 0.0
+    for node, weight in zip(nodes, weights):
+        x = (node + 1) / 2
+        dist = {(0, 0): 1.0}  # (ahead in the reference tie group, ahead in the variant's) -> probability
+        for o in ref_mates | var_mates:
+            step: dict[tuple[int, int], float] = {}
+            for (a, b), q in dist.items():
+                ahead = (a + (o in ref_mates), b + (o in var_mates))
+                step[ahead] = step.get(ahead, 0.0) + q * x
+                step[(a, b)] = step.get((a, b), 0.0) + q * (1 - x)
+            dist = step
+        total += weight / 2 * sum(q for (a, b), q in dist.items() if a < slots_ref and b < slots_var)
+    return total
+
+
 def reference_metrics(df: pd.DataFrame, ranking: str = "per_variant") -> dict[tuple[str, str], dict[str, float | str]]:
     """{(metric, variant): {"value", "p_value", "test", "in_bh"}} from seed 000 §3.4, tie-aware
     (methods version 3): mid-ranks, top-K membership as the probability over the orders of tied
-    candidates, tie-averaged nDCG (McSherry & Najork 2008), tests on the integer score grid. The
+    candidates (one order per candidate, shared by its two resumes: issue 29 §7), tie-averaged nDCG
+    (McSherry & Najork 2008), tests on the integer score grid. The
     frame's own rank column (a cv_id tie-break) is ignored."""
     data: dict[str, dict[tuple[str, str], tuple[float, int]]] = {}
     pos_of: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
@@ -117,6 +150,22 @@ def reference_metrics(df: pd.DataFrame, ranking: str = "per_variant") -> dict[tu
                 pos_of[name][(job, cv)] = ht
     keys = sorted(data["BASE"])
     jobs = sorted({j for j, _ in keys})
+
+    def joint_in(v: str, k: int) -> list[float]:
+        """P(in the reference's and in v's top-K) per candidate, one tie order shared (issue 29 §7)."""
+        out_ = []
+        for job, cv in keys:
+            mine = [o for j, o in keys if j == job and o != cv]
+            b_of = {o: data["BASE"][(job, o)][0] for o in mine}
+            v_of = {o: data[v][(job, o)][0] for o in mine}
+            sb, sv = data["BASE"][(job, cv)][0], data[v][(job, cv)][0]
+            ref_mates = {o for o in mine if b_of[o] == sb}
+            swap = ranking == "swap_in" and v != "BASE"
+            var_mates = {o for o in mine if (b_of[o] if swap else v_of[o]) == sv}
+            above_ref = sum(1 for o in mine if b_of[o] > sb)
+            above_var = sum(1 for o in mine if (b_of[o] if swap else v_of[o]) > sv)
+            out_.append(shared_order_joint(ref_mates, var_mates, k - above_ref, k - above_var))
+        return out_
     out: dict[tuple[str, str], dict[str, float | str]] = {}
     for v in VARIANTS:
         raw_v = [data[v][key][0] for key in keys]
@@ -142,11 +191,12 @@ def reference_metrics(df: pd.DataFrame, ranking: str = "per_variant") -> dict[tu
         # flip rate: expected counts; McNemar on the rounded table (not informative either)
         pin_v = [p_in(h, t, kc) for h, t in h_v]
         pin_b = [p_in(h, t, kc) for h, t in h_b]
-        # the reference against itself is one order (joint = p); two pools' tie orders are independent
-        joint = [pin_b[i] if v == "BASE" else pin_b[i] * pin_v[i] for i in range(n)]
+        # one tie order per candidate, shared by its reference and variant resumes (issue 29 §7); the
+        # reference against itself is that one order (joint = p)
+        joint = pin_b if v == "BASE" else joint_in(v, kc)
         n_io = sum(pin_b[i] - joint[i] for i in range(n))
         n_oi = sum(pin_v[i] - joint[i] for i in range(n))
-        b, c = round(n_io), round(n_oi)
+        b, c = half_even(n_io), half_even(n_oi)
         disc = b + c
         if disc == 0:
             p = 1.0
@@ -161,10 +211,11 @@ def reference_metrics(df: pd.DataFrame, ranking: str = "per_variant") -> dict[tu
         kg = K["group"]
         gv = [p_in(h, t, kg) for h, t in h_v]
         gb = [p_in(h, t, kg) for h, t in h_b]
+        jg = gb if v == "BASE" else joint_in(v, kg)
         rr, retained, slots, ret_ref = [], 0.0, 0.0, 0.0
         for job in jobs:
             idx = [i for i, (j, _) in enumerate(keys) if j == job]
-            r_j = sum(gb[i] if v == "BASE" else gb[i] * gv[i] for i in idx)
+            r_j = sum(jg[i] for i in idx)
             s_j = sum(gb[i] for i in idx)
             rr.append(r_j / s_j)
             retained += r_j
@@ -172,18 +223,20 @@ def reference_metrics(df: pd.DataFrame, ranking: str = "per_variant") -> dict[tu
             ret_ref += sum(gb[i] for i in idx)
         out[("retention_rate", v)] = {"value": sum(rr) / len(rr), "p_value": math.nan, "in_bh": False}
         ref_mean = 1.0  # the reference's retention against itself
-        if ranking == "swap_in":  # the same paired in/out table as the flips (at K group)
-            io = sum(gb[i] - gb[i] * gv[i] for i in range(n))
-            oi = sum(gv[i] - gb[i] * gv[i] for i in range(n))
-            b_, c_ = round(io), round(oi)
+        ir_in_bh = False
+        if ranking == "swap_in":  # the paired in/out table at K group: the flips' table when K group = K counterfactual
+            io = sum(gb[i] - jg[i] for i in range(n))
+            oi = sum(gv[i] - jg[i] for i in range(n))
+            ir_in_bh = kg != kc  # another cutoff, another test: in the family (issue 29 §7)
+            b_, c_ = half_even(io), half_even(oi)
             p = 1.0 if b_ + c_ == 0 else (min(1.0, 2 * stats.binom.cdf(min(b_, c_), b_ + c_, 0.5)) if b_ + c_ < 25
                                            else stats.chi2.sf((abs(b_ - c_) - 1) ** 2 / (b_ + c_), 1))
             if v == "BASE":
                 p = math.nan
         else:
-            p = stats.fisher_exact([[round(retained), round(slots - retained)],
-                                    [round(ret_ref), round(slots - ret_ref)]]).pvalue
-        out[("impact_ratio", v)] = {"value": (sum(rr) / len(rr)) / ref_mean, "p_value": p, "in_bh": False}
+            p = stats.fisher_exact([[half_even(retained), half_even(slots - retained)],
+                                    [half_even(ret_ref), half_even(slots - ret_ref)]]).pvalue
+        out[("impact_ratio", v)] = {"value": (sum(rr) / len(rr)) / ref_mean, "p_value": p, "in_bh": ir_in_bh}
 
         # recall@K, nDCG@K (tie-averaged), on the variant's own pool in both ranking modes
         km = K["merit"]
@@ -281,9 +334,9 @@ def test_p_adj_agrees(both):
         assert (math.isnan(got) and math.isnan(exp)) or got == pytest.approx(exp, abs=1e-9, rel=0)
     # per-variant: the score tests of V1 and V2 (V3 equals the reference; the rank and selection
     # tests cannot reject and stay out of BH); swap-in: also MARC's tests of V1 and V2 (V3's rank
-    # changes are all 0) and the flips' of V1-V3 (the impact ratio's McNemar is the flips' table,
-    # counted once)
-    assert m["p_adj"].notna().sum() == (2 if m["notes"].str.contains("per-variant", na=False).any() else 7)
+    # changes are all 0), the flips' of V1-V3 and, K group (6) differing from K counterfactual (5),
+    # the impact ratio's McNemar of V1-V3, a table of its own (issue 29 §7)
+    assert m["p_adj"].notna().sum() == (2 if m["notes"].str.contains("per-variant", na=False).any() else 10)
 
 
 def interval_status(r, bound: float) -> str:

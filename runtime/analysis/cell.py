@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 import numpy as np
 
@@ -142,10 +144,68 @@ class Pairing:
         return top_share(self.rank_ref, self.tie_ref, k), top_share(rank, tie, k)
 
     def joint_in(self, k: int) -> np.ndarray:
-        """Probability that each candidate is in both top-Ks: ``p_ref · p_var`` (the two pools' tie
-        orders are independent), or ``p_ref`` for the reference compared with itself (one order)."""
+        """Probability that each candidate is in both the reference's and the variant's top-K (issue 29
+        §7; seed 000 §3.4.1-§3.4.2: the ``n_in,in`` cell of the flip table and ``|B_j ∩ V_j|``).
+
+        The order that breaks a tie belongs to the candidate, not to the pool: each candidate i draws
+        one uniform priority ``u_i``, and both of its resumes (reference and variant) use it against
+        every tied competitor, in either ranking mode (per-variant: the competitors' variant resumes;
+        swap-in: their reference resumes). A variant whose scores equal the reference's therefore has
+        the same tie order in both rankings: nothing flips and everything is retained, as for the
+        reference compared with itself.
+
+        Where either membership is decided (``p_ref`` or ``p_var`` is 0 or 1) the joint probability
+        is ``p_ref · p_var``, as before. Where both are split by a tie it is
+        :func:`joint_top_share` of the candidate's two tie groups (who ties with it in each ranking)
+        and the slots each group has left: ``min(p_ref, p_var)`` when the groups are the same set of
+        candidates (comonotone), an exact fraction in general. Under a threshold rule nothing is
+        split and this is ``sel_ref · sel_var``.
+
+        Parameters
+        ----------
+        k : int
+            Shortlist size.
+
+        Returns
+        -------
+        numpy.ndarray of float
+            One probability per candidate, in ``[max(0, p_ref + p_var - 1), min(p_ref, p_var)]``.
+        """
         p_ref, p_var = self.in_top(k)
-        return p_ref if self.is_reference else p_ref * p_var
+        if self.is_reference:
+            return p_ref
+        both = p_ref * p_var
+        if self.thresholded:
+            return both
+        split = np.flatnonzero((p_ref > 0) & (p_ref < 1) & (p_var > 0) & (p_var < 1))
+        if split.size == 0:
+            return both
+        both = both.copy()
+        for j in np.unique(self.job[split]):
+            members = np.flatnonzero(self.job == j)
+            for i in split[self.job[split] == j]:
+                got = self._coupled_joint(i, members, k)
+                if got is not None:
+                    both[i] = got
+        return both
+
+    def _coupled_joint(self, i: int, members: np.ndarray, k: int) -> float | None:
+        """:meth:`joint_in` of candidate ``i`` whose two memberships are both split by a tie; None
+        (keep ``p_ref · p_var``) if the tie groups read from the scores disagree with ``tie_ref`` /
+        ``tie_var`` (two raw scores merged by the normalisation to [0, 1], a float artefact)."""
+        others = members[members != i]
+        ref_mates = others[self.rank_ref[others] == self.rank_ref[i]]   # mid-ranks tie exactly as scores
+        if self.per_variant:
+            var_mates = others[self.rank_var[others] == self.rank_var[i]]
+        else:  # swap-in: i's variant resume against the other candidates' reference resumes
+            var_mates = others[self.score_ref[others] == self.score_var[i]]
+        if ref_mates.size != self.tie_ref[i] - 1 or var_mates.size != self.tie_var[i] - 1:
+            return None
+        common = int(np.intersect1d(ref_mates, var_mates).size)
+        slots_ref = int(round(k - (self.rank_ref[i] - (self.tie_ref[i] - 1) / 2) + 1))
+        slots_var = int(round(k - (self.rank_var[i] - (self.tie_var[i] - 1) / 2) + 1))
+        return float(joint_top_share(common, ref_mates.size - common, var_mates.size - common,
+                                     slots_ref, slots_var))
 
     def ties_at_cutoff(self, k: int) -> int:
         """Candidates whose top-K membership is decided by a tie (fractional) in either pool."""
@@ -275,6 +335,68 @@ def top_share(rank: np.ndarray, tie: np.ndarray | None, k: int) -> np.ndarray:
         return (rank <= k).astype(float)
     first = rank - (tie - 1) / 2
     return np.clip((k - first + 1) / tie, 0.0, 1.0)
+
+
+@functools.lru_cache(maxsize=4096)
+def joint_top_share(common: int, only_ref: int, only_var: int, slots_ref: int, slots_var: int) -> Fraction:
+    """Exact probability that a candidate is in both top-Ks when one shared random order breaks the
+    ties of both rankings (issue 29 §7; :meth:`Pairing.joint_in`).
+
+    Model: every candidate draws one uniform priority, used by its reference and its variant resume
+    alike. Candidate i ties in the reference ranking with a set T of ``common + only_ref`` others, of
+    which ``slots_ref`` fit in the top-K (``slots_ref = K - a + 1`` for a group at positions
+    ``a .. a + |T|``), and in the variant ranking with a set S of ``common + only_var`` others
+    (``|T ∩ S| = common``), ``slots_var`` slots. i is in the reference top-K when fewer than
+    ``slots_ref`` members of T precede it, in the variant's when fewer than ``slots_var`` members of
+    S do. The relative order of i and the ``N = |T ∪ S|`` others is uniformly random: i has
+    ``s = 0 .. N`` of them before it with probability ``1 / (N + 1)`` each, and those s are a
+    uniformly random s-subset. Counting the subsets with ``x`` members in T ∩ S, ``y`` in T − S,
+    ``z`` in S − T,
+
+    ``P = Σ_s (1 / ((N + 1) · C(N, s))) Σ_{x + y + z = s, x + y < slots_ref, x + z < slots_var}
+    C(common, x) C(only_ref, y) C(only_var, z)``
+
+    ``= Σ ... · s! (N − s)! / (N + 1)!``, an integer over ``(N + 1)!``: returned as an exact
+    fraction. Its marginals are ``slots_ref / (|T| + 1)`` and ``slots_var / (|S| + 1)``
+    (:func:`top_share`); for ``T = S`` it is ``min(slots_ref, slots_var) / (|T| + 1)`` (the two
+    events are comonotone); in general it is at least the product of the marginals (both events
+    favour a small priority of i and, given it, few earlier competitors: positively associated), so
+    coupling never adds expected flips. Slots are clipped to ``0 .. |T| + 1`` (``0 ..
+    |S| + 1``).
+
+    Parameters
+    ----------
+    common, only_ref, only_var : int
+        ``|T ∩ S|``, ``|T − S|``, ``|S − T|``.
+    slots_ref, slots_var : int
+        Top-K slots left to the reference's and the variant's tie group.
+
+    Returns
+    -------
+    fractions.Fraction
+    """
+    n = common + only_ref + only_var
+    a = max(0, min(slots_ref, common + only_ref + 1))
+    b = max(0, min(slots_var, common + only_var + 1))
+    # prefix[w][y] = Σ_{y' < y} C(only_ref, y') C(only_var, w - y'): the (y, z) pairs with y + z = w
+    prefix = []
+    for w in range(only_ref + only_var + 1):
+        row = [0]
+        for y in range(only_ref + 1):
+            z = w - y
+            row.append(row[-1] + (math.comb(only_ref, y) * math.comb(only_var, z) if 0 <= z <= only_var else 0))
+        prefix.append(row)
+    num = 0
+    for s in range(n + 1):
+        count = 0
+        for x in range(max(0, s - only_ref - only_var), min(common, s) + 1):
+            w = s - x                                   # y + z
+            lo = max(0, w - only_var, s - b + 1)       # z <= only_var; x + z = s - y < b
+            hi = min(only_ref, w, a - 1 - x)           # x + y < a
+            if lo <= hi:
+                count += math.comb(common, x) * (prefix[w][hi + 1] - prefix[w][lo])
+        num += count * math.factorial(s) * math.factorial(n - s)
+    return Fraction(num, math.factorial(n + 1))
 
 
 @dataclass

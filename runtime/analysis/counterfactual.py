@@ -115,8 +115,12 @@ def flip_rate(p: Pairing) -> CellResult:
     ``flip_in_rate = n_out,in / #(ref out)`` (empty when the denominator is 0).
 
     With tied scores at the cutoff, membership is the probability of being inside over the orders
-    of the tied candidates (:meth:`Pairing.in_top`), reference and variant pools independent, and
-    the counts are expectations (possibly fractional).
+    of the tied candidates (:meth:`Pairing.in_top`) and the counts are expectations (possibly
+    fractional). The order that breaks a tie is the candidate's own, shared by its reference and
+    variant resumes (issue 29 §7, :meth:`Pairing.joint_in`): ``n_in,in`` is the expected number in
+    both top-Ks under that one order, so a variant scored exactly as the reference flips nothing,
+    in either ranking mode, and ``n_in,out − n_out,in`` is the difference of the expected top-K
+    counts.
 
     CI: Wilson score interval on the flipped proportion. Test: McNemar on the same table (counts
     rounded to integers), exact binomial when ``n_in,out + n_out,in < 25``, continuity-corrected

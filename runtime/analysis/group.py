@@ -12,7 +12,8 @@ from runtime.analysis.registry import metric
 
 #: Why the impact ratio's Fisher test cannot be read as evidence under per-variant ranking.
 REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 by construction, so any loss looks significant"
-#: Under swap-in ranking the impact ratio's paired test is the flip rate's McNemar test.
+#: Under swap-in ranking the impact ratio's paired test is the flip rate's McNemar test when both read
+#: the same cutoff (``k.group == k.counterfactual``, or one decision threshold).
 SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH"
 #: Under a threshold rule the impact ratio's notes give LL144's ratio of selection rates too (issue 15).
 NOTE_SELECTION_RATES = ("selection rates at the threshold: reference {r:g}/{n}, variant {v:g}/{n}; their ratio "
@@ -25,7 +26,8 @@ def job_retention(in_b: np.ndarray, both: np.ndarray, job: np.ndarray, n_jobs: i
     """Per-job retained and slot counts of the top-K (seed 000 §3.4.2).
 
     ``in_b``: each candidate's probability of being in the reference's top-K, ``both``: of being in
-    both top-Ks (0 or 1 without ties at the cutoff; :meth:`Pairing.in_top`, :meth:`Pairing.joint_in`).
+    both top-Ks (0 or 1 without ties at the cutoff; :meth:`Pairing.in_top`, :meth:`Pairing.joint_in`:
+    one tie order per candidate, shared by its two resumes, issue 29 §7).
     Returns ``(E|B_j ∩ V_j|, E|B_j|)`` as two arrays of length ``n_jobs``.
     """
     retained = job_sums(job, both, n_jobs)
@@ -66,6 +68,10 @@ def retention_rate(p: Pairing) -> CellResult:
     ``cv_id`` sets of job j; value ``R̄_v = (1/|J|) Σ_j R_j`` in [0, 1], higher is better (1 for the
     reference by construction). Diagnostics ``retained``/``slots``: pooled counts.
 
+    With ties at the cutoff both are expectations over the order that breaks them, one order per
+    candidate shared by its reference and variant resumes (issue 29 §7, :meth:`Pairing.joint_in`):
+    a variant scored exactly as the reference retains 1, in either ranking mode.
+
     CI: candidate-level percentile bootstrap within jobs (:func:`runtime.analysis.stats.stratified_bootstrap`:
     each resample redraws the base candidates of every job, each with its reference and variant
     membership, and recomputes the macro mean), defined from one job on. No test.
@@ -101,9 +107,15 @@ def impact_ratio(p: Pairing) -> CellResult:
     table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]`` (counts
     rounded). **Not informative under per-variant ranking**: the reference's retention against
     itself is 1 by construction, so the table's second row has no losses and any loss looks
-    significant; the test is reported, left out of BH. Under swap-in ranking the test is McNemar on
-    the paired in/out table of the same candidates (exact below 25 discordant pairs), the same
-    table as the flip rate's: it is reported and counted once in BH, with the flip rate.
+    significant; the test is reported, left out of BH. Under swap-in ranking (and under a decision
+    threshold) the test is McNemar on the paired in/out table of the same candidates (exact below 25
+    discordant pairs). When it reads the flip rate's cutoff (``k.group == k.counterfactual``, or the
+    one decision threshold) that is the flip rate's table: it is reported and counted once in BH,
+    with the flip rate. When ``k.group != k.counterfactual`` it is another table, at another cutoff,
+    and a test of its own in the multiplicity family (issue 29 §7).
+
+    Ties at the cutoff: expectations over one tie order per candidate, shared by its two resumes
+    (issue 29 §7, :meth:`Pairing.joint_in`); a variant scored exactly as the reference has ratio 1.
     """
     k = p.k_of("impact_ratio")
     in_ref, _ = p.in_top(k)
@@ -127,7 +139,8 @@ def impact_ratio(p: Pairing) -> CellResult:
         both = p.joint_in(k)
         cells = [[exact_sum(both), exact_sum(in_ref - both)], [exact_sum(in_v - both), exact_sum(1 - in_ref - in_v + both)]]
         pv, test = stats.mcnemar_p(np.rint(np.array(cells)).astype(np.int64))
-        why, shared = "", SHARED_WITH_FLIPS
+        same_cut = p.thresholded or k == p.k_of("flip_rate")
+        why, shared = "", SHARED_WITH_FLIPS if same_cut else ""
     if not math.isfinite(value):
         return CellResult(value=math.nan, p_value=pv, test=test,
                           notes=["reference retention is 0: ratio undefined"], diagnostics=diag,

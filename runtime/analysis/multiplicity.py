@@ -203,7 +203,8 @@ def score_graph(n_categories: int, n_secondary: int = 2) -> tuple[np.ndarray, np
 #: ``analysis.multiplicity`` values (issue 29 §4).
 METHODS = ("hierarchical", "graphical", "per_metric", "run")
 #: The level-1 test of a category (its score test) and its two level-2 tests: the MARC rank test and
-#: McNemar's test of the flip table (shared by retention and the impact ratio, counted once).
+#: McNemar's test of the flip table (shared by the impact ratio under swap-in when both read one cutoff,
+#: counted once; issue 29 §7).
 PRIMARY = "score_delta"
 SECONDARY = ("marc", "flip_rate")
 NOTE_NOT_TESTED = "not tested: level 1 did not reject (the category's score test, {family})"
@@ -258,7 +259,7 @@ def adjust(rows: pd.DataFrame, p_values: np.ndarray, tested: np.ndarray, *, meth
     alpha : float
         The level (the hierarchy's selection depends on it).
     shared : numpy.ndarray of bool, optional
-        Rows whose test is another row's (retention and the impact ratio share the flip table's
+        Rows whose test is another row's (the impact ratio shares the flip table's
         McNemar test): no p_adj, the family of the ``flip_rate`` row of their cell.
 
     Raises
