@@ -207,6 +207,10 @@ METHODS = ("hierarchical", "graphical", "per_metric", "run")
 #: counted once; issue 29 §7).
 PRIMARY = "score_delta"
 SECONDARY = ("marc", "flip_rate")
+#: A selection test that is a level-2 test of its own when it reads another cutoff than the flip table
+#: (the impact ratio's McNemar at ``k.group`` ≠ ``k.counterfactual``; issue 29 §7). It joins the
+#: secondaries of a system only where it is tested and not shared.
+SEPARATE = ("impact_ratio",)
 NOTE_NOT_TESTED = "not tested: level 1 did not reject (the category's score test, {family})"
 NOTE_INTERVAL_ONLY = "read by its interval only under analysis.multiplicity {method}: p_adj empty"
 ERR_METHOD = "multiplicity must be one of {methods}, got {got!r}"
@@ -253,8 +257,9 @@ def adjust(rows: pd.DataFrame, p_values: np.ndarray, tested: np.ndarray, *, meth
     method : {"hierarchical", "graphical", "per_metric", "run"}
         ``run``: BH over every tested row of the run (seed 000 §3.5; methods 6's ``p_adj``). ``per_metric``:
         BH over one metric's rows of one system. ``hierarchical``: per system, BH over the categories'
-        score tests (level 1), then in each rejected category its MARC and McNemar tests by BH at
-        α·R/m₁ (:func:`benjamini_bogomolov`); other tests are read by their interval only.
+        score tests (level 1), then in each rejected category its MARC and McNemar tests (and the impact
+        ratio's McNemar when it reads another cutoff, :data:`SEPARATE`) by BH at α·R/m₁
+        (:func:`benjamini_bogomolov`); other tests are read by their interval only.
         ``graphical``: per system, the graph of :func:`score_graph` (FWER).
     alpha : float
         The level (the hierarchy's selection depends on it).
@@ -300,7 +305,8 @@ def adjust(rows: pd.DataFrame, p_values: np.ndarray, tested: np.ndarray, *, meth
             cats = [(c, v) for c, v, mt in zip(condition[in_sys], variant[in_sys], metric[in_sys]) if mt == PRIMARY]
             cell = {(c, v, mt): i for i, (c, v, mt) in enumerate(zip(condition, variant, metric)) if in_sys[i]}
             heads = np.array([cell[(c, v, PRIMARY)] for c, v in cats], dtype=int)
-            seconds = [[cell.get((c, v, s), -1) for s in SECONDARY] for c, v in cats]
+            names = SECONDARY + tuple(s for s in SEPARATE if np.any(in_sys & (metric == s)))
+            seconds = [[cell.get((c, v, s), -1) for s in names] for c, v in cats]
             if method == "hierarchical":
                 q1, q2, _ = benjamini_bogomolov(p[heads], [[p[j] if j >= 0 else math.nan for j in sec]
                                                            for sec in seconds], alpha=alpha)
@@ -313,14 +319,14 @@ def adjust(rows: pd.DataFrame, p_values: np.ndarray, tested: np.ndarray, *, meth
                         for j in idx:
                             notes[j] = NOTE_NOT_TESTED.format(family=f"{sys_id}/level1")
             else:
-                w, g = score_graph(len(cats), len(SECONDARY))
+                w, g = score_graph(len(cats), len(names))
                 order = [j for head, sec in zip(heads, seconds) for j in (head, *sec)]
                 adj = graphical([p[j] if j >= 0 else math.nan for j in order], w, g)
                 idx = np.array([j for j in order if j >= 0], dtype=int)
                 put(idx, f"{sys_id}/graph", adj[[k for k, j in enumerate(order) if j >= 0]])
             for i in np.flatnonzero(in_sys):
                 if not family[i]:
-                    notes[i] = (NOTE_NOT_TESTED.format(family=f"{sys_id}/level1") if metric[i] in SECONDARY
+                    notes[i] = (NOTE_NOT_TESTED.format(family=f"{sys_id}/level1") if metric[i] in names
                                 else NOTE_INTERVAL_ONLY.format(method=method))
     if shared is not None:
         owner = {(s, c, v): i for i, (s, c, v, mt) in enumerate(zip(system, condition, variant, metric))
