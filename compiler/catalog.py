@@ -13,6 +13,7 @@ because the paper gives no other relaxed value; an auditor who relaxes more must
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,6 +52,13 @@ class MetricInfo:
         How the 95% interval is computed.
     classify_abs : bool
         Classify on ``|value|`` (score_delta is a signed mean).
+    seed000 : bool
+        One of seed 000's nine metrics (Table 3); Eq. 6 (``risk.csv``) counts only these. False for the
+        metrics this tool adds (``selection_ratio``, issue 29 §2).
+    resolved : bool
+        Its default thresholds are written into every resolved spec. False for a metric added after
+        specs were locked: its thresholds enter the resolved spec only when the spec writes them (the
+        defaults belong to the methods version, :func:`resolved_thresholds`), so shipped digests hold.
     """
 
     id: str
@@ -62,6 +70,8 @@ class MetricInfo:
     test: str
     ci: str
     classify_abs: bool = False
+    seed000: bool = True
+    resolved: bool = True
 
 
 METRICS: dict[str, MetricInfo] = {
@@ -77,6 +87,9 @@ METRICS: dict[str, MetricInfo] = {
                    (0.80, 0.70), (0.80, 0.70), "", "candidate bootstrap within jobs"),
         MetricInfo("impact_ratio", "Impact ratio (four-fifths rule)", "group", "higher",
                    (0.80, 0.70), (0.80, 0.70), "fisher_exact", "candidate bootstrap within jobs"),
+        MetricInfo("selection_ratio", "Selection ratio (variant selected / reference selected)", "group",
+                   "higher", (0.80, 0.70), (0.80, 0.70), "mcnemar", "candidate bootstrap within jobs",
+                   seed000=False, resolved=False),
         MetricInfo("recall_at_k", "Recall@K", "merit", "higher",
                    (0.80, 0.70), (0.80, 0.70), "", "candidate bootstrap within jobs and labels, re-ranked"),
         MetricInfo("ndcg_at_k", "nDCG@K", "merit", "higher",
@@ -101,7 +114,8 @@ CLASSIFY_SIGNIFICANT_DIGITS = 6
 
 
 def default_thresholds() -> dict[str, dict[str, dict[str, float]]]:
-    """Return ``{tier: {metric: {"pass": x, "investigate": y}}}`` from seed 000 Table 3 and §3.7."""
+    """Return ``{tier: {metric: {"pass": x, "investigate": y}}}`` for every metric: seed 000 Table 3 and
+    §3.7; ``selection_ratio`` issue 29 §2 (PASS band ``[pass, 1/pass]``)."""
     return {
         tier: {
             m.id: {"pass": getattr(m, tier)[0], "investigate": getattr(m, tier)[1]}
@@ -109,3 +123,19 @@ def default_thresholds() -> dict[str, dict[str, dict[str, float]]]:
         }
         for tier in TIERS
     }
+
+
+def resolved_thresholds() -> dict[str, dict[str, dict[str, float]]]:
+    """:func:`default_thresholds` of the metrics whose defaults every resolved spec writes
+    (``MetricInfo.resolved``); the others enter only when the spec writes them."""
+    return {tier: {m: b for m, b in bounds.items() if METRICS[m].resolved}
+            for tier, bounds in default_thresholds().items()}
+
+
+def with_defaults(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, dict[str, float]]]:
+    """``thresholds`` (a resolved spec's) completed with the defaults of the metrics it leaves out (a
+    metric added by a later methods version, :func:`resolved_thresholds`); the given bounds win."""
+    out = default_thresholds()
+    for tier, bounds in (thresholds or {}).items():
+        out.setdefault(tier, {}).update({m: dict(b) for m, b in bounds.items()})
+    return out

@@ -69,7 +69,24 @@ def test_invariants(frame_k, seed, ranking):
     expect = np.where(np.isnan(lo) | np.isnan(hi), catalog.STATUS_NA,
                       np.where(inside, "PASS", np.where(disjoint, "FAIL", "INCONCLUSIVE")))
     assert (m["status"].to_numpy() == expect).all()
-    assert (m["decision_on"] == "value").all() and (m["decision_low"].equals(m["ci_low"]))
+    # a row decides on its value, except the flip rate, retention and impact ratio under swap-in: on the
+    # selection ratio at their cutoff (issue 30 §2); at K group that is the selection_ratio row's interval
+    own = m["decision_on"] == "value"
+    assert m.loc[own, "decision_low"].equals(m.loc[own, "ci_low"])
+    assert m.loc[own, "decision_high"].equals(m.loc[own, "ci_high"])
+    sel_metrics = m["metric"].isin(["flip_rate", "retention_rate", "impact_ratio"])
+    sel = m[m["metric"] == "selection_ratio"].set_index("variant")
+    if ranking == "per_variant":
+        assert own.all() and sel["value"].isna().all()
+        assert sel["notes"].str.contains("1 by construction").all()
+    else:
+        assert set(m.loc[~own, "metric"]) <= {"flip_rate", "retention_rate", "impact_ratio"}
+        assert (m.loc[~own, "decision_on"] == "selection_ratio").all()
+        assert (~own[sel_metrics]).all() == sel["value"].notna().all()
+        assert sel.loc["BASE", "value"] == 1.0
+        for r in m[m["metric"].isin(["retention_rate", "impact_ratio"]) & ~own].itertuples():
+            assert (r.decision_low, r.decision_high) == (sel.loc[r.variant, "ci_low"], sel.loc[r.variant, "ci_high"])
+        assert (sel["value"].dropna() >= 0).all()
     # p_adj is empty where p_value is, or where the test cannot reject in this design (then the notes
     # say so); never below p_value
     notes = m["notes"].fillna("").astype(str)

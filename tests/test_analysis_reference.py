@@ -223,11 +223,11 @@ def reference_metrics(df: pd.DataFrame, ranking: str = "per_variant") -> dict[tu
             ret_ref += sum(gb[i] for i in idx)
         out[("retention_rate", v)] = {"value": sum(rr) / len(rr), "p_value": math.nan, "in_bh": False}
         ref_mean = 1.0  # the reference's retention against itself
-        ir_in_bh = False
+        sel_in_bh = False
         if ranking == "swap_in":  # the paired in/out table at K group: the flips' table when K group = K counterfactual
             io = sum(gb[i] - jg[i] for i in range(n))
             oi = sum(gv[i] - jg[i] for i in range(n))
-            ir_in_bh = kg != kc  # another cutoff, another test: in the family (issue 29 §7)
+            sel_in_bh = kg != kc  # another cutoff, another test: in the family (issue 29 §7), on selection_ratio
             b_, c_ = half_even(io), half_even(oi)
             p = 1.0 if b_ + c_ == 0 else (min(1.0, 2 * stats.binom.cdf(min(b_, c_), b_ + c_, 0.5)) if b_ + c_ < 25
                                            else stats.chi2.sf((abs(b_ - c_) - 1) ** 2 / (b_ + c_), 1))
@@ -236,7 +236,14 @@ def reference_metrics(df: pd.DataFrame, ranking: str = "per_variant") -> dict[tu
         else:
             p = stats.fisher_exact([[half_even(retained), half_even(slots - retained)],
                                     [half_even(ret_ref), half_even(slots - ret_ref)]]).pvalue
-        out[("impact_ratio", v)] = {"value": (sum(rr) / len(rr)) / ref_mean, "p_value": p, "in_bh": ir_in_bh}
+        # the impact ratio shares the selection ratio's test (issue 30 §2)
+        out[("impact_ratio", v)] = {"value": (sum(rr) / len(rr)) / ref_mean, "p_value": p, "in_bh": False}
+        # selection ratio (issue 29 §2): expected variant resumes selected / reference resumes selected at
+        # K group; 1 by construction under per-variant ranking: undefined
+        if ranking == "swap_in":
+            out[("selection_ratio", v)] = {"value": sum(gv) / sum(gb), "p_value": p, "in_bh": sel_in_bh}
+        else:
+            out[("selection_ratio", v)] = {"value": math.nan, "p_value": math.nan, "in_bh": False}
 
         # recall@K, nDCG@K (tie-averaged), on the variant's own pool in both ranking modes
         km = K["merit"]
@@ -295,6 +302,10 @@ def status(value: float, metric_id: str, bounds: dict[str, float]) -> str:
     info = catalog.METRICS[metric_id]
     v = abs(value) if metric_id == "score_delta" else value
     v = float(np.format_float_scientific(v, precision=5, unique=False))
+    if metric_id == "selection_ratio":  # two-sided around 1
+        def inside(b: float) -> bool:
+            return b <= v <= float(np.format_float_scientific(1 / b, precision=5, unique=False))
+        return "PASS" if inside(bounds["pass"]) else "INVESTIGATE" if inside(bounds["investigate"]) else "FAIL"
     if info.direction == "lower":
         return "PASS" if v <= bounds["pass"] else "INVESTIGATE" if v <= bounds["investigate"] \
             else "FAIL"
@@ -313,10 +324,13 @@ def both(request):
 def test_values_and_p_values_agree(both):
     res, ref, _ = both
     m = res.metrics
-    assert len(m) == len(ref) == 36
+    assert len(m) == len(ref) == 40
     for row in m.itertuples():
         exp = ref[(row.metric, row.variant)]
-        assert row.value == pytest.approx(exp["value"], abs=1e-9, rel=0), (row.metric, row.variant)
+        if math.isnan(exp["value"]):
+            assert math.isnan(row.value), (row.metric, row.variant)
+        else:
+            assert row.value == pytest.approx(exp["value"], abs=1e-9, rel=0), (row.metric, row.variant)
         if math.isnan(exp["p_value"]):
             assert math.isnan(row.p_value), (row.metric, row.variant)
         else:
@@ -335,17 +349,26 @@ def test_p_adj_agrees(both):
     # per-variant: the score tests of V1 and V2 (V3 equals the reference; the rank and selection
     # tests cannot reject and stay out of BH); swap-in: also MARC's tests of V1 and V2 (V3's rank
     # changes are all 0), the flips' of V1-V3 and, K group (6) differing from K counterfactual (5),
-    # the impact ratio's McNemar of V1-V3, a table of its own (issue 29 §7)
+    # the selection ratio's McNemar of V1-V3, a table of its own (issue 29 §7), which the impact ratio shares
     assert m["p_adj"].notna().sum() == (2 if m["notes"].str.contains("per-variant", na=False).any() else 10)
 
 
-def interval_status(r, bound: float) -> str:
-    """PASS when [ci_low, ci_high] lies in the PASS band, FAIL when disjoint, else INCONCLUSIVE."""
-    if math.isnan(r.ci_low) or math.isnan(r.ci_high):
+def interval_status(r, bounds: dict[str, dict[str, float]]) -> str:
+    """PASS when the interval the row decides on lies in the PASS band, FAIL when disjoint, else
+    INCONCLUSIVE. The flip rate, retention and impact ratio decide on the selection ratio at their cutoff
+    (issue 30 §2) when it is defined: its interval, band [pass, 1/pass] of the selection_ratio bounds."""
+    on = r.decision_on if r.decision_on != "value" else r.metric
+    low, high = (r.ci_low, r.ci_high) if r.decision_on == "value" else (r.decision_low, r.decision_high)
+    if r.metric in ("flip_rate", "retention_rate", "impact_ratio"):
+        sel = r.ranking_swap  # defined under swap-in only
+        assert (r.decision_on == "selection_ratio") == sel, (r.metric, r.variant, r.decision_on)
+    if math.isnan(low) or math.isnan(high):
         return "N/A"
-    a, b = ((-bound, bound) if r.metric == "score_delta" else (0.0, bound) if r.direction == "lower"
-            else (bound, 1.0))
-    lo, hi = float(f"{r.ci_low:.5e}"), float(f"{r.ci_high:.5e}")
+    bound = bounds[on]["pass"]
+    a, b = ((-bound, bound) if on == "score_delta" else (bound, 1 / bound) if on == "selection_ratio"
+            else (0.0, bound) if catalog.METRICS[on].direction == "lower" else (bound, 1.0))
+    a, b = float(f"{a:.5e}"), float(f"{b:.5e}")
+    lo, hi = float(f"{low:.5e}"), float(f"{high:.5e}")
     return "PASS" if a <= lo and hi <= b else "FAIL" if hi < a or lo > b else "INCONCLUSIVE"
 
 
@@ -359,7 +382,11 @@ def test_statuses_and_risk_agree(both):
                     for r in m.itertuples()]
         assert list(m[seed000]) == expected
         # the interval status (issue 29 §1), written out: the PASS band of Table 3's pass bound
-        assert list(m[column]) == [interval_status(r, thresholds[tier][r.metric]["pass"]) for r in m.itertuples()]
+        swap = not m["notes"].str.contains("per-variant", na=False).any()
+        assert list(m[column]) == [interval_status(r, thresholds[tier])
+                                   for r in m.assign(ranking_swap=swap).itertuples()]
+        # Eq. 6 counts seed 000's nine metrics (not the selection ratio)
+        expected = [e for e, r in zip(expected, m.itertuples()) if r.metric != "selection_ratio"]
         f, i, p = (expected.count(s) for s in ("FAIL", "INVESTIGATE", "PASS"))
         counts[tier] = (3 * f + i) / (3 * (f + i + p))
     risk = res.risk.set_index(["system", "tier"])["risk_score"]

@@ -119,7 +119,7 @@ def test_progress_counts_the_job_cells():
     df = tiny_frame()
     seen: list[int] = []
     _run(df, progress=seen.append)
-    assert sum(seen) == n_bootstrap_cells(df, "BASE", per_job=True) == 2 * 9 * 3
+    assert sum(seen) == n_bootstrap_cells(df, "BASE", per_job=True) == 2 * 10 * 3  # 2 variants x 10 metrics x (pooled + 2 jobs)
 
 
 def test_the_report_shows_every_job_worse_than_pooled():

@@ -43,7 +43,12 @@ def test_multiplicity_run_gives_methods_6_p_adj_byte_for_byte(paired):
     key = ["metric", "variant"]
     merged = old[[*key, "p_value", "p_adj"]].merge(new[[*key, "p_value", "p_adj", "adj_family"]], on=key,
                                                     suffixes=("_6", "_7"))
-    assert len(merged) == len(old) == len(new) == 90
+    assert len(merged) == len(old) == 90 and len(new) == 100  # methods 8 adds selection_ratio (10 rows)
+    # its McNemar is the flip table's (K group = K counterfactual): it shares the flip row's, adds no test
+    sel = new[new["metric"] == "selection_ratio"]
+    assert sel["p_adj"].isna().all()
+    flips = new[new["metric"] == "flip_rate"].set_index("variant")["p_value"]
+    assert (sel.set_index("variant")["p_value"].drop("BASE") == flips.drop("BASE")).all()
     for col in ("p_value", "p_adj"):
         a, b = merged[f"{col}_6"].to_numpy(float), merged[f"{col}_7"].to_numpy(float)
         assert (np.isnan(a) == np.isnan(b)).all()
@@ -68,7 +73,7 @@ def test_churn_and_retention_name_no_group_without_evidence(paired):
     # TPR/FPR gaps, an interval wholly beyond the PASS bound (FAIL)
     named = m[~m["disadvantaged"].isin(["", "direction not established"])].reset_index()
     for r in named.itertuples():
-        evidence = r.p_adj if r.metric not in ("retention_rate", "impact_ratio") else \
+        evidence = r.p_adj if r.metric not in ("retention_rate", "impact_ratio", "selection_ratio") else \
             m.loc[("flip_rate", r.variant), "p_adj"]
         assert (evidence < 0.05) or (r.metric.endswith("_gap") and r.status == "FAIL" and r.ci_low > 0.1), r
     # the default family is the per-system hierarchy (methods 7): level-1 score tests, level-2 secondaries

@@ -231,19 +231,25 @@ def _shifted() -> pd.DataFrame:
     return _frame({"BASE": base, "V01": var})
 
 
-@pytest.mark.parametrize("multiplicity", ["run", "per_metric"])
+@pytest.mark.parametrize("multiplicity", ["run", "per_metric", "hierarchical"])
 def test_impact_ratio_enters_the_family_when_k_differs(multiplicity):
-    """swap_in, k.group != k.counterfactual: the impact ratio's McNemar table is read at another cutoff
-    than the flip rate's, so it is a test of its own: in the family, with a p_adj and no "counted
-    once" note (issue 29 §7)."""
+    """swap_in, k.group != k.counterfactual: the selection table at K = 4 is read at another cutoff than
+    the flip rate's, so it is a test of its own, in the family, carried by the selection_ratio row (with
+    a p_adj when tested, no "counted once" note; issue 29 §7), and the impact ratio shares it."""
     m = _analyse(_shifted(), {"counterfactual": 2, "group": 4, "merit": 2}, "swap_in", multiplicity=multiplicity)
-    ir, flip = _cell(m, "impact_ratio", "V01"), _cell(m, "flip_rate", "V01")
-    assert math.isfinite(ir["p_value"]) and math.isfinite(ir["p_adj"])
-    assert "counted once" not in ir["notes"]
-    assert ir["adj_family"] != "" and ir["adj_m"] >= 1
-    assert ir["p_value"] != flip["p_value"] or ir["k"] != flip["k"]
+    ir, flip, sel = (_cell(m, metric, "V01") for metric in ("impact_ratio", "flip_rate", "selection_ratio"))
+    assert math.isfinite(sel["p_value"]) and "counted once" not in sel["notes"]
+    assert sel["adj_family"] != "" and sel["adj_m"] >= 1
+    assert sel["k"] == 4 and flip["k"] == 2
+    assert ir["p_value"] == sel["p_value"] and math.isnan(ir["p_adj"])
+    assert "the same McNemar table as selection_ratio" in ir["notes"] and ir["adj_family"] == sel["adj_family"]
     if multiplicity == "run":
-        assert ir["adj_family"] == flip["adj_family"] == "run"
+        assert sel["adj_family"] == flip["adj_family"] == "run" and sel["adj_m"] == flip["adj_m"]
+    if multiplicity != "hierarchical":  # the hierarchy tests it only when V01's score test rejects
+        assert math.isfinite(sel["p_adj"])
+    else:
+        assert sel["adj_family"] == "s/c/V01/level2"
+        assert math.isfinite(sel["p_adj"]) == math.isfinite(flip["p_adj"])
 
 
 def test_impact_ratio_shared_when_k_equal():

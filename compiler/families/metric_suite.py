@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.catalog import METRIC_IDS, METRICS, TIERS, default_thresholds
+from compiler.catalog import METRIC_IDS, METRICS, TIERS, resolved_thresholds
 from compiler.errors import Issue
 from compiler.families.base import PAIRED, Family, family
 from compiler.load import LoadedSpec
@@ -36,6 +36,10 @@ MSG_THRESHOLD_RANGE = ("analysis.decision.threshold {t:g} lies outside the score
                        "(score_range [{lo:g}, {hi:g}]): a threshold must satisfy low < t <= high, or it "
                        "selects every candidate or none")
 
+MSG_RATIO_ABOVE_ONE = (
+    "{metric} pass ({pas}) must lie in (0, 1]: its PASS band is [pass, 1/pass] around the null expectation "
+    "1 (a ratio above 1/pass disfavours the reference as much as one below pass the variant)"
+)
 MSG_INVERTED = (
     "{metric} is {direction}-is-better, so investigate ({inv}) must be {op} pass ({pas}); "
     "the investigate bound must be looser than the pass bound"
@@ -153,6 +157,10 @@ class MetricSuite(Family):
                 b = getattr(tier_model, mid)
                 if b is None:
                     continue
+                if mid == "selection_ratio" and not 0 < b.pass_ <= 1:
+                    out.append(ls.issue(("thresholds", tier, mid, "pass"), MSG_RATIO_ABOVE_ONE.format(
+                        metric=mid, pas=b.pass_)))
+                    continue
                 ok = b.investigate >= b.pass_ if info.direction == "lower" else b.investigate <= b.pass_
                 if not ok:
                     op = ">=" if info.direction == "lower" else "<="
@@ -164,7 +172,7 @@ class MetricSuite(Family):
         """``analysis`` (k per metric family, alpha, bootstrap) and ``thresholds`` (every default of
         seed 000 Table 3 and §3.7 made explicit, the spec's bounds over them)."""
         spec = ls.spec
-        thresholds = default_thresholds()
+        thresholds = resolved_thresholds()
         for tier, bounds in thresholds.items():
             for mid, given in getattr(spec.thresholds, tier).model_dump(by_alias=True).items():
                 if given is not None:

@@ -29,7 +29,7 @@ from runtime.analysis.direction import (NO_DIRECTION, REFERENCE_LOSES, level_lab
                                         side_label)
 from runtime.analysis.cell import CellResult, Pairing
 from runtime.analysis.classify import (DEPENDS_ON, INCONCLUSIVE, RISK_COLUMNS, bh_adjust, classify,
-                                       interval_status, pass_band, risk_table, round_significant, tier_bounds)
+                                       decision_bounds, interval_status, pass_band, risk_table, round_significant, tier_bounds)
 from runtime.analysis.drift import DRIFT_COLUMNS, drift_frame, drift_rows, qualification_drift
 from runtime.analysis.frame import Cohort, check_columns, cohorts, groups, variants_of
 from runtime.analysis.headline import HEADLINE_COLUMNS, headline_frame
@@ -55,11 +55,11 @@ COLUMNS = METRIC_COLUMNS + DIAGNOSTIC_COLUMNS
 _COUNT_COLUMNS = ("n", "adj_m", "k", "n_in_out", "n_out_in", "retained", "slots", "tp", "p", "fp",
                   "negatives", "jobs_used", "ties_at_cutoff")
 #: Metrics read at a top-K cutoff (``ties_at_cutoff`` is reported for them).
-TOP_K_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k",
-                           "equal_opportunity_gap", "equalized_odds_gap"})
+TOP_K_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "selection_ratio", "recall_at_k",
+                           "ndcg_at_k", "equal_opportunity_gap", "equalized_odds_gap"})
 #: Metrics read at the decision rule's cut-off: under a threshold rule they read "score at or above the
 #: threshold" and their ``k`` is empty; MARC and nDCG@K judge the ranking and keep K (issue 15).
-SELECTION_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "recall_at_k",
+SELECTION_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "selection_ratio", "recall_at_k",
                                "equal_opportunity_gap", "equalized_odds_gap"})
 NOTE_THRESHOLD = "selected = score >= {t:g} (analysis.decision.threshold)"
 NOTE_NONE_SELECTED = ("no reference or variant résumé scores at or above the decision threshold: the selection "
@@ -71,6 +71,7 @@ ERR_K = "k must map each family ({families}) to a positive integer, got {got!r}"
 ERR_ALPHA = "alpha must lie in (0, 1), got {got!r}"
 ERR_THRESHOLD = "threshold must be a finite number, a mapping of system id to one, or None, got {got!r}"
 ERR_N_BOOTSTRAP = "n_bootstrap must be a positive integer, got {got!r}"
+ERR_MARGIN = "selection_margin must lie in (0, 1), got {got!r}"
 NOTE_REFERENCE = "reference variant compared with itself (no test)"
 
 
@@ -188,8 +189,10 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
         "reference": pairing.reference, "n": pairing.n, "value": float(res.value),
         "ci_low": float(res.ci_low), "ci_high": float(res.ci_high),
         "p_value": p_value, "p_adj": math.nan, "adj_family": "", "adj_m": math.nan, "test": test,
-        "direction": info.direction, "decision_on": "value", "decision_low": float(res.ci_low),
-        "decision_high": float(res.ci_high), "pass_low": math.nan, "pass_high": math.nan,
+        "direction": info.direction, "decision_on": res.decision_on,
+        "decision_low": float(res.ci_low if res.decision_on == "value" else res.decision_low),
+        "decision_high": float(res.ci_high if res.decision_on == "value" else res.decision_high),
+        "pass_low": math.nan, "pass_high": math.nan,
         "status": "", "status_operational": "", "status_seed000": "", "status_seed000_operational": "",
         "notes": "; ".join(notes), "k": math.nan if by_threshold else pairing.k_of(metric_id), "depends_on": DEPENDS_ON.get(metric_id, ""),
     }
@@ -198,26 +201,27 @@ def _row(pairing: Pairing, metric_id: str, res: CellResult) -> dict[str, object]
     if metric_id in TOP_K_METRICS:
         row["ties_at_cutoff"] = pairing.ties_at_cutoff(pairing.k_of(metric_id))
     row["_in_bh"] = not res.not_informative and not res.shared_test and not pairing.is_reference
-    row["_shared"] = bool(res.shared_test) and not res.not_informative and not pairing.is_reference
+    shared = bool(res.shared_test) and not res.not_informative and not pairing.is_reference
+    row["_shared"] = (res.shared_with or "flip_rate") if shared else ""
     row["_lean"] = res.diagnostics.get("lean", math.nan)
     return row
 
 
-#: Metrics that read the selection in/out table: they take the selection test's evidence and direction
+#: Metrics that read the selection in/out table: they take the selection ratio's evidence and direction
 #: (issue 29 §3), never their own sign (retention falls under symmetric churn).
-SELECTION_TABLE_METRICS = ("flip_rate", "retention_rate", "impact_ratio")
+SELECTION_TABLE_METRICS = ("flip_rate", "retention_rate", "impact_ratio", "selection_ratio")
 #: Rows that rate the ranking (merit family, ranking quality): intervals only, they name no side.
 INTERVAL_ONLY_METRICS = frozenset({"recall_at_k", "ndcg_at_k"})
 
 
-def _evidence(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
-              alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def _evidence(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str, alpha: float,
+              owners: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Whether each row's side is established, and the lean that names it (issue 29 §3).
 
     A row with a test is established when its test rejects after adjustment (``p_adj < alpha``); the
-    selection metrics (:data:`SELECTION_TABLE_METRICS`) read the selection test instead (McNemar on the
-    in/out table, reported on the ``flip_rate`` row; the impact ratio's own test when it is a different
-    table, ``k.group`` ≠ ``k.counterfactual``), with that table's direction (flips out minus in). A row
+    selection metrics (:data:`SELECTION_TABLE_METRICS`) read the selection ratio's test instead (McNemar on
+    the in/out table at ``k.group``, carried by the ``flip_rate`` row when both read one cutoff, else by
+    the ``selection_ratio`` row), with that table's direction (selected out minus in). A row
     without a test (the TPR/FPR gaps) is established when its interval lies wholly outside its PASS band
     (research-tier FAIL: the gap is beyond the tolerance, so its signed interval excludes 0 as well). Its
     excluding 0 alone is not enough: 18 unadjusted 95% intervals per system named a side in 13-23% of
@@ -226,6 +230,7 @@ def _evidence(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
     """
     final = row_leans(metrics, leans, reference=reference)
     p_adj = metrics["p_adj"].to_numpy(dtype=float)
+    owner = np.asarray(owners if owners is not None else [""] * len(metrics), dtype=object)
     key = list(zip(metrics["system"], metrics["condition"], metrics["variant"]))
     at = {(k, m): i for i, (k, m) in enumerate(zip(key, metrics["metric"]))}
     established = np.zeros(len(metrics), dtype=bool)
@@ -234,8 +239,10 @@ def _evidence(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
         if m in INTERVAL_ONLY_METRICS:
             continue
         if m in SELECTION_TABLE_METRICS:
-            j = at.get((k, "impact_ratio")) if m != "flip_rate" else None
-            if j is None or not math.isfinite(p_adj[j]):
+            j = at.get((k, "selection_ratio"))
+            if j is not None and owner[j]:
+                j = at.get((k, owner[j]), j)
+            if j is None:  # no selection_ratio row (a frame of methods 7): the flip table's test
                 j = at.get((k, "flip_rate"), i)
             established[i] = bool(p_adj[j] < alpha)
             lean[i] = final[j]
@@ -247,13 +254,14 @@ def _evidence(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
 
 
 def _disadvantaged(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
-                   levels: Mapping[str, Mapping[str, str]] | None, alpha: float = 0.05) -> list[str]:
+                   levels: Mapping[str, Mapping[str, str]] | None, alpha: float = 0.05,
+                   owners: np.ndarray | None = None) -> list[str]:
     """Who loses on each row (issue 29 §3): the variant's level or ``reference`` when the evidence
     establishes a side (:func:`_evidence`), whatever the status; :data:`NO_DIRECTION` ("direction not
     established") on a FAIL or INCONCLUSIVE row without it; empty on the reference's rows and on PASS or
     N/A rows without it.
     """
-    established, lean = _evidence(metrics, leans, reference=reference, alpha=alpha)
+    established, lean = _evidence(metrics, leans, reference=reference, alpha=alpha, owners=owners)
     out = []
     for i, (variant, status, op) in enumerate(zip(metrics["variant"], metrics["status"], metrics["status_operational"])):
         if variant == reference:
@@ -267,28 +275,34 @@ def _disadvantaged(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
     return out
 
 
-def set_statuses(metrics: pd.DataFrame, thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
+def set_statuses(metrics: pd.DataFrame, thresholds: Mapping[str, Mapping[str, Mapping[str, float]]],
+                 margin: float | None = None) -> None:
     """Fill the decision columns of a metrics frame in place (issue 29 §1).
 
     ``status`` / ``status_operational``: :func:`runtime.analysis.classify.interval_status` of
     ``[decision_low, decision_high]`` (PASS, INCONCLUSIVE, FAIL, N/A) under the research / operational
-    tier; ``pass_low`` / ``pass_high``: the research tier's PASS band; ``status_seed000`` /
+    tier, against the band of the statistic in ``decision_on`` (the row's metric, or ``selection_ratio``:
+    ``[m, 1/m]`` with m the SESOI ``margin`` when given, else the tier's pass bound); ``pass_low`` /
+    ``pass_high``: the research tier's PASS band; ``status_seed000`` /
     ``status_seed000_operational``: seed 000 Table 3 on the point estimate (:func:`classify`; PASS,
     INVESTIGATE, FAIL, N/A), which Eq. 6 reads.
     """
     metric = list(metrics["metric"])
+    # a row deciding on another statistic (issue 30 §2: the selection ratio) takes that statistic's band
+    decides = [m if on == "value" else on for m, on in zip(metric, metrics["decision_on"])]
     value = metrics["value"].to_numpy(dtype=float)
     low = metrics["decision_low"].to_numpy(dtype=float)
     high = metrics["decision_high"].to_numpy(dtype=float)
-    band = [pass_band(m, tier_bounds(thresholds, "research", m)) for m in metric]
+    band = [pass_band(d, decision_bounds(thresholds, "research", d, margin)) for d in decides]
     metrics["pass_low"] = [b[0] for b in band]
     metrics["pass_high"] = [b[1] for b in band]
     for tier, column, seed000 in (("research", "status", "status_seed000"),
                                   ("operational", "status_operational", "status_seed000_operational")):
-        bounds = [tier_bounds(thresholds, tier, m) for m in metric]
-        metrics[column] = [interval_status(lo, hi, metric_id=m, bounds=b)
-                           for lo, hi, m, b in zip(low, high, metric, bounds)]
-        metrics[seed000] = [classify(v, metric_id=m, bounds=b) for v, m, b in zip(value, metric, bounds)]
+        metrics[column] = [interval_status(lo, hi, metric_id=d, bounds=decision_bounds(thresholds, tier, d, margin))
+                           for lo, hi, d in zip(low, high, decides)]
+        metrics[seed000] = [classify(v, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
+                            for v, m in zip(value, metric)]
+
 
 
 def _integral(column: pd.Series) -> bool:
@@ -305,7 +319,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             ranking: str | None = None,
             variant_levels: Mapping[str, Mapping[str, str]] | None = None,
             per_job: bool = False, threshold: float | Mapping[str, float] | None = None,
-            multiplicity: str | None = None,
+            multiplicity: str | None = None, selection_margin: float | None = None,
             progress: Callable[[int], None] | None = None) -> AnalysisResult:
     """Compute the metric suite of seed 000 §3.4-3.6 on a paired frame.
 
@@ -350,6 +364,10 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         Also compute every metric on the candidates of each job, with its interval, and the
         heterogeneity across jobs (``AnalysisResult.by_job``, :mod:`runtime.analysis.by_job`); each job
         cell draws from the pooled cell's generator with ``"job", job_id`` appended.
+    selection_margin : float, optional
+        The SESOI as a selection ratio m (``analysis.effect_size.sesoi: {selection_ratio: m}``, issue 30):
+        the PASS band of every row deciding on the selection ratio is ``[m, 1/m]``; default the
+        ``selection_ratio`` thresholds' pass bound of each tier.
     multiplicity : {"hierarchical", "graphical", "per_metric", "run"}, optional
         Which p-values share an adjustment (:func:`runtime.analysis.multiplicity.adjust`, issue 29 §4);
         default the methods version's (:data:`compiler.methods.MULTIPLICITY`, ``run``: BH over every
@@ -377,7 +395,10 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         ``ERR_K``, ``ERR_ALPHA``, ``ERR_N_BOOTSTRAP``, ``ERR_THRESHOLD``, ``classify.ERR_THRESHOLD_MISSING`` and the
         frame errors of :func:`runtime.analysis.frame.cohorts`.
     """
+    thresholds = catalog.with_defaults(thresholds)
     kk = _check_args(k=k, alpha=alpha, n_bootstrap=n_bootstrap, thresholds=thresholds)
+    if selection_margin is not None and not 0 < selection_margin < 1:
+        raise ValueError(ERR_MARGIN.format(got=selection_margin))
     for t in (threshold.values() if isinstance(threshold, Mapping) else [threshold]):
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t)):
             raise ValueError(ERR_THRESHOLD.format(got=threshold))
@@ -419,6 +440,8 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
                                      "variant": variant, "job_id": job_id, "n": sub.n,
                                      "value": float(res.value), "ci_low": float(res.ci_low),
                                      "ci_high": float(res.ci_high), "bootstrap_se": se,
+                                     "decision_on": res.decision_on, "decision_low": float(res.decision_low),
+                                     "decision_high": float(res.decision_high),
                                      "notes": "; ".join(res.notes)})
                     job_leans.append(res.diagnostics.get("lean", math.nan))
                     if progress is not None:
@@ -427,7 +450,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             rows.extend(metric_rows)
     metrics = pd.DataFrame(rows, columns=[*COLUMNS, "_in_bh", "_shared", "_lean"])
     in_bh = metrics.pop("_in_bh").to_numpy(dtype=bool)
-    shared = metrics.pop("_shared").to_numpy(dtype=bool)
+    shared = metrics.pop("_shared").fillna("").astype(str).to_numpy(dtype=object)
     leans = metrics.pop("_lean").to_numpy(dtype=float)
     adjusted = mult.adjust(metrics, metrics["p_value"].to_numpy(dtype=float), in_bh, method=multiplicity,
                            alpha=alpha, shared=shared)
@@ -435,14 +458,14 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     metrics["adj_family"] = adjusted.family
     metrics["adj_m"] = adjusted.m
     metrics["notes"] = ["; ".join(x for x in (note, extra) if x) for note, extra in zip(metrics["notes"], adjusted.notes)]
-    set_statuses(metrics, thresholds)
+    set_statuses(metrics, thresholds, selection_margin)
     metrics["disadvantaged"] = _disadvantaged(metrics, leans, reference=reference, levels=variant_levels,
-                                              alpha=alpha)
+                                              alpha=alpha, owners=shared)
     metrics = metrics.astype({c: "Int64" for c in _COUNT_COLUMNS if _integral(metrics[c])})
     by_job = None
     if per_job:
         by_job = job_frame(job_rows, np.asarray(job_leans, dtype=float), metrics, leans, reference=reference,
-                           thresholds=thresholds, levels=variant_levels)
+                           thresholds=thresholds, levels=variant_levels, margin=selection_margin)
     return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift), by_job=by_job,
                           headline=headline_frame(metrics, reference=reference, levels=variant_levels))
 

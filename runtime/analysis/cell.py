@@ -408,7 +408,12 @@ class CellResult:
     ``not_informative`` says why the cell's test cannot reject in this design (its p-value is then
     kept in ``p_value`` but left out of the BH family and never shown as evidence); empty when the
     test is informative. ``shared_test`` says which other row carries the same test in BH (the
-    row keeps its p-value and stays out of BH: one test is counted once).
+    row keeps its p-value and stays out of BH: one test is counted once); ``shared_with`` is the
+    metric id of that row (``flip_rate`` when empty).
+
+    ``decision_on`` names the statistic the row's status decides on when it is not ``value`` (issue 30
+    §2: the flip rate, retention and the impact ratio decide on the selection ratio at their cutoff),
+    with its 95% interval ``decision_low`` / ``decision_high``.
     """
 
     value: float
@@ -420,6 +425,10 @@ class CellResult:
     diagnostics: dict[str, float] = field(default_factory=dict)
     not_informative: str = ""
     shared_test: str = ""
+    shared_with: str = ""
+    decision_on: str = "value"
+    decision_low: float = math.nan
+    decision_high: float = math.nan
 
     @classmethod
     def undefined(cls, note: str, **diagnostics: float) -> CellResult:

@@ -56,12 +56,19 @@ def classify(value: float, *, metric_id: str, bounds: Mapping[str, float]) -> st
     -------
     str
         Lower-is-better: PASS if ``v ≤ pass``, INVESTIGATE if ``v ≤ investigate``, else FAIL;
-        higher-is-better: the same with ``≥``. ``catalog.STATUS_NA`` for a nan value.
+        higher-is-better: the same with ``≥``; ``selection_ratio`` (not in Table 3): PASS inside
+        ``[pass, 1/pass]``, INVESTIGATE inside ``[investigate, 1/investigate]``, else FAIL.
+        ``catalog.STATUS_NA`` for a nan value.
     """
     info = catalog.METRICS[metric_id]
     if value is None or not math.isfinite(value):
         return catalog.STATUS_NA
     v = round_significant(abs(value) if info.classify_abs else value)
+    if metric_id == "selection_ratio":  # two-sided around 1 (issue 29 §2): [b, 1/b] for each bound b
+        for status, bound in (("PASS", bounds["pass"]), ("INVESTIGATE", bounds["investigate"])):
+            if bound > 0 and bound <= v <= round_significant(1.0 / bound):
+                return status
+        return "FAIL"
     lower = info.direction == "lower"
     for status, bound in (("PASS", bounds["pass"]), ("INVESTIGATE", bounds["investigate"])):
         if (v <= bound) if lower else (v >= bound):
@@ -143,6 +150,16 @@ def tier_bounds(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]], tie
     return bounds
 
 
+def decision_bounds(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]], tier: str, metric_id: str,
+                    margin: float | None = None) -> Mapping[str, float]:
+    """:func:`tier_bounds` of the statistic a row decides on; the selection ratio's pass bound is the
+    SESOI's margin when the spec states one as a selection ratio (issue 30 §2: band ``[m, 1/m]``)."""
+    bounds = tier_bounds(thresholds, tier, metric_id)
+    if metric_id == "selection_ratio" and margin is not None:
+        return {**bounds, "pass": float(margin)}
+    return bounds
+
+
 def bh_adjust(p_values: np.ndarray, *, alpha: float) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values over every defined p-value (seed 000 §3.5).
 
@@ -178,8 +195,8 @@ def risk_table(metrics: pd.DataFrame) -> pd.DataFrame:
     """Composite risk score per system x condition x tier, plus run-wide rows (seed 000 §3.6, Eq. 6).
 
     ``RiskScore = (3·n_FAIL + n_INVESTIGATE) / (3·n_total)`` in [0, 1], lower is better, where
-    ``n_total`` counts the (metric, variant) rows with a PASS/INVESTIGATE/FAIL status (N/A rows
-    are counted in ``n_na`` only); band ``high`` at ≥ 0.30, ``medium`` at ≥ 0.15, else ``low``.
+    ``n_total`` counts the (metric, variant) rows of seed 000's nine metrics (``MetricInfo.seed000``; not the
+    selection ratio) with a PASS/INVESTIGATE/FAIL status (N/A rows are counted in ``n_na`` only); band ``high`` at ≥ 0.30, ``medium`` at ≥ 0.15, else ``low``.
     Eq. 6 counts seed 000's statuses on point estimates: the ``research`` tier reads column
     ``status_seed000``, ``operational`` reads ``status_seed000_operational`` (the interval statuses of
     issue 29 §1, ``status``, have no INVESTIGATE and are not what Eq. 6 was defined on).
@@ -190,6 +207,8 @@ def risk_table(metrics: pd.DataFrame) -> pd.DataFrame:
     verdict; :mod:`runtime.analysis.headline` gives the verdict by protected category (issue 29 §5).
     """
     column = {"research": "status_seed000", "operational": "status_seed000_operational"}
+    seed000 = [m for m, info in catalog.METRICS.items() if info.seed000]
+    metrics = metrics[metrics["metric"].isin(seed000)]  # Eq. 6 is seed 000's nine metrics
     rows: list[dict[str, object]] = []
     for (system, condition), sub in metrics.groupby(["system", "condition"], sort=True):
         for tier in catalog.TIERS:

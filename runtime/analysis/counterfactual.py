@@ -10,6 +10,7 @@ import numpy as np
 
 from runtime.analysis import stats
 from runtime.analysis.cell import CellResult, Pairing, copies_in_row, dense_codes, exact_sum, rank_counts
+from runtime.analysis.group import decided_on_selection
 from runtime.analysis.registry import metric
 
 #: Why a rank or selection test cannot reject under seed 000's per-variant ranking (§3.3): every
@@ -122,6 +123,12 @@ def flip_rate(p: Pairing) -> CellResult:
     in either ranking mode, and ``n_in,out − n_out,in`` is the difference of the expected top-K
     counts.
 
+    **Decision** (issue 30 §2): the flip rate counts churn, which a fair system has too (0.11 under a
+    planted null), so its status decides on the selection ratio at K_counterfactual
+    (``decision_on = selection_ratio``; ``1 − ratio`` is the net share of the reference's selected places
+    lost; :mod:`runtime.analysis.selection`). The value stays seed 000's, and so does ``status_seed000``.
+    Under per-variant top-K ranking the ratio is 1 by construction and the row decides on its value.
+
     CI: Wilson score interval on the flipped proportion. Test: McNemar on the same table (counts
     rounded to integers), exact binomial when ``n_in,out + n_out,in < 25``, continuity-corrected
     chi-square otherwise. **Not informative under per-variant ranking**: each variant fills its
@@ -154,4 +161,5 @@ def flip_rate(p: Pairing) -> CellResult:
                                    "flip_out_rate": n_io / ref_in if ref_in else np.nan,
                                    "flip_in_rate": n_oi / ref_out if ref_out else np.nan,
                                    "lean": float(np.sign(round(n_io - n_oi, 9)))},
-                      not_informative=PER_VARIANT_RANKS if p.fixed_shortlist else "")
+                      not_informative=PER_VARIANT_RANKS if p.fixed_shortlist else "",
+                      **decided_on_selection(p, k))

@@ -1,4 +1,5 @@
-"""Group-fairness family: top-K retention and the impact ratio (seed 000 §3.4.2)."""
+"""Group-fairness family: top-K retention and the impact ratio (seed 000 §3.4.2), and the selection ratio
+they decide on (issues 29 §2, 30 §2; :mod:`runtime.analysis.selection`)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ import numpy as np
 from runtime.analysis import stats
 from runtime.analysis.cell import CellResult, Pairing, exact_sum, job_sums
 from runtime.analysis.registry import metric
+from runtime.analysis.selection import DECISION, selection, same_cut
 
 #: Why the impact ratio's Fisher test cannot be read as evidence under per-variant ranking.
 REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 by construction, so any loss looks significant"
 #: Under swap-in ranking the impact ratio's paired test is the flip rate's McNemar test when both read
 #: the same cutoff (``k.group == k.counterfactual``, or one decision threshold).
 SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH"
+#: Under swap-in ranking at another cutoff than the flip rate's, the impact ratio's test is the selection ratio's.
+SHARED_WITH_SELECTION = "the same McNemar table as selection_ratio, which carries it in BH"
 #: Under a threshold rule the impact ratio's notes give LL144's ratio of selection rates too (issue 15).
 NOTE_SELECTION_RATES = ("selection rates at the threshold: reference {r:g}/{n}, variant {v:g}/{n}; their ratio "
                         "{ratio:.4g} is LL144's impact ratio, not the value above (seed 000 Eq. 3, retention)")
@@ -72,6 +76,10 @@ def retention_rate(p: Pairing) -> CellResult:
     candidate shared by its reference and variant resumes (issue 29 §7, :meth:`Pairing.joint_in`):
     a variant scored exactly as the reference retains 1, in either ranking mode.
 
+    Decision (issue 30 §2): retention falls under symmetric churn, so its status decides on the
+    selection ratio at the same cutoff (retention divided by the reverse retention;
+    :func:`decided_on_selection`); value and ``status_seed000`` stay seed 000's.
+
     CI: candidate-level percentile bootstrap within jobs (:func:`runtime.analysis.stats.stratified_bootstrap`:
     each resample redraws the base candidates of every job, each with its reference and variant
     membership, and recomputes the macro mean), defined from one job on. No test.
@@ -92,7 +100,17 @@ def retention_rate(p: Pairing) -> CellResult:
     ci = stats.stratified_bootstrap((in_ref, both), lambda i, b: _macro_b(b, i, onehot), strata=p.job,
                                     value=value, n_resamples=p.n_bootstrap, rng=p.rng("retention_rate"))
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=list(ci.notes),
-                      diagnostics=diag)
+                      diagnostics=diag, **decided_on_selection(p, k))
+
+
+def decided_on_selection(p: Pairing, k: int) -> dict[str, object]:
+    """The decision fields of a row that decides on the selection ratio at cutoff ``k`` (issue 30 §2):
+    ``decision_on = selection_ratio`` and its interval; empty (the row decides on its value) where the
+    ratio is undefined (per-variant top-K ranking)."""
+    sel = selection(p, k)
+    if not sel.defined:
+        return {}
+    return {"decision_on": DECISION, "decision_low": sel.low, "decision_high": sel.high}
 
 
 @metric("impact_ratio")
@@ -116,6 +134,9 @@ def impact_ratio(p: Pairing) -> CellResult:
 
     Ties at the cutoff: expectations over one tie order per candidate, shared by its two resumes
     (issue 29 §7, :meth:`Pairing.joint_in`); a variant scored exactly as the reference has ratio 1.
+
+    Decision (issue 30 §2): on the selection ratio at the same cutoff (:func:`decided_on_selection`);
+    value and ``status_seed000`` stay seed 000's Eq. 3.
     """
     k = p.k_of("impact_ratio")
     in_ref, _ = p.in_top(k)
@@ -139,12 +160,12 @@ def impact_ratio(p: Pairing) -> CellResult:
         both = p.joint_in(k)
         cells = [[exact_sum(both), exact_sum(in_ref - both)], [exact_sum(in_v - both), exact_sum(1 - in_ref - in_v + both)]]
         pv, test = stats.mcnemar_p(np.rint(np.array(cells)).astype(np.int64))
-        same_cut = p.thresholded or k == p.k_of("flip_rate")
-        why, shared = "", SHARED_WITH_FLIPS if same_cut else ""
+        why, shared = "", SHARED_WITH_FLIPS if same_cut(p, k) else SHARED_WITH_SELECTION
+    owner = ("flip_rate" if same_cut(p, k) else DECISION) if shared else ""
     if not math.isfinite(value):
         return CellResult(value=math.nan, p_value=pv, test=test,
                           notes=["reference retention is 0: ratio undefined"], diagnostics=diag,
-                          not_informative=why, shared_test=shared)
+                          not_informative=why, shared_test=shared, shared_with=owner)
     onehot = _onehot(p.job, p.n_jobs)[:, used]
     both = p.joint_in(k)
     ci = stats.stratified_bootstrap(
@@ -156,4 +177,30 @@ def impact_ratio(p: Pairing) -> CellResult:
         rate = (s_var / s_ref) if s_ref > 0 else math.nan
         notes.append(NOTE_SELECTION_RATES.format(r=s_ref, v=s_var, n=p.n, ratio=rate))
     return CellResult(value=value, ci_low=low, ci_high=high, p_value=pv, test=test,
-                      notes=notes, diagnostics=diag, not_informative=why, shared_test=shared)
+                      notes=notes, diagnostics=diag, not_informative=why, shared_test=shared, shared_with=owner,
+                      **decided_on_selection(p, k))
+
+
+@metric("selection_ratio")
+def selection_ratio(p: Pairing) -> CellResult:
+    """Selection ratio at the decision rule: variant resumes selected / reference resumes selected (issue
+    29 §2; :func:`runtime.analysis.selection.selection` at ``k.group``, or at the decision threshold).
+
+    Pooled over jobs; 1 for the reference; null expectation 1; PASS band ``[pass, 1/pass]`` (default pass
+    0.8: a variant selected at under four fifths of the reference's rate fails, and so does the reference
+    at under four fifths of the variant's). CI: candidate bootstrap within jobs. Test: McNemar on the
+    paired in/out table; when it is the flip rate's table (one cutoff) the ``flip_rate`` row carries it in
+    the multiplicity family and this row shares it, else it is a test of its own (a level-2 test under
+    the hierarchy). Undefined under per-variant top-K ranking (1 by construction), saying why.
+    Diagnostics: ``n_in_out`` (reference in, variant out), ``n_out_in`` and ``slots`` (reference resumes
+    selected), expectations with ties at the cutoff.
+    """
+    k = p.k_of("selection_ratio")
+    sel = selection(p, k)
+    diag = {"n_in_out": sel.lost, "n_out_in": sel.gained, "slots": sel.selected, "lean": sel.lean}
+    if not sel.defined:
+        return CellResult(value=math.nan, notes=list(sel.notes), diagnostics=diag)
+    shared = SHARED_WITH_FLIPS if same_cut(p, k) else ""
+    return CellResult(value=sel.value, ci_low=sel.low, ci_high=sel.high, p_value=sel.p_value, test=sel.test,
+                      notes=list(sel.notes), diagnostics=diag, shared_test=shared,
+                      shared_with="flip_rate" if shared else "")

@@ -4,7 +4,9 @@ A category is a non-reference variant, named by the level(s) it changes from the
 (:func:`runtime.analysis.direction.level_label`: ``Female-NA``, or ``sex_gender=Female-FR; age_signal=Older``).
 Its status is the worst interval status (issue 29 §1; FAIL > INCONCLUSIVE > PASS, N/A ignored) over the
 rows that judge the category against the reference, in every condition: the score shift, MARC, the flip
-rate, retention, the impact ratio, the selection ratio when computed, and the TPR/FPR gaps. The metrics at
+rate, retention, the impact ratio, the selection ratio when computed, and the TPR/FPR gaps. A row that
+decides on another row's statistic (the flip rate, retention and impact ratio on the selection ratio at
+their cutoff, issue 30 §2) counts once, as that row. The metrics at
 that status decide it (``deciding_metrics``); ``value``, ``ci_low`` and ``ci_high`` are the first deciding
 row's, in catalogue order. ``disadvantaged`` joins the sides the deciding rows name (a side is named only on
 evidence, issue 29 §3; several joined by `` | ``), else ``direction not established`` when the status is not
@@ -47,6 +49,20 @@ RANKING = "ranking quality"
 SEP = " | "
 #: Severity of the interval statuses, worst highest.
 SEVERITY = {"FAIL": 3, "INCONCLUSIVE": 2, "PASS": 1}
+
+
+def _once(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows that decide on another row's statistic with that row's interval (issue 30 §2: the flip rate,
+    retention and impact ratio deciding on the selection ratio at its cutoff) are that row's decision:
+    counted once, under the statistic's own row."""
+    if "decision_on" not in rows.columns or rows.empty:
+        return rows
+    own = {(v, c, m): (lo, hi) for v, c, m, on, lo, hi in zip(
+        rows["variant"], rows["condition"], rows["metric"], rows["decision_on"], rows["decision_low"],
+        rows["decision_high"]) if on == "value"}
+    keep = [not (on != "value" and own.get((v, c, on)) == (lo, hi)) for v, c, on, lo, hi in zip(
+        rows["variant"], rows["condition"], rows["decision_on"], rows["decision_low"], rows["decision_high"])]
+    return rows[keep]
 
 
 def _worst(rows: pd.DataFrame) -> tuple[str, pd.DataFrame]:
@@ -113,7 +129,7 @@ def headline_frame(metrics: pd.DataFrame, *, reference: str,
                 categories.setdefault(level_label(variant, reference, levels), []).append(variant)
         verdicts: list[tuple[str, str]] = []
         for category, variants in categories.items():
-            rows = sub[sub["variant"].isin(variants) & sub["metric"].isin(CATEGORY_METRICS)]
+            rows = _once(sub[sub["variant"].isin(variants) & sub["metric"].isin(CATEGORY_METRICS)])
             status, deciding = _worst(rows)
             out.append(_row(str(system), category, variants, status, deciding, CATEGORY_METRICS))
             verdicts.append((category, status, str(out[-1]["disadvantaged"])))

@@ -208,9 +208,9 @@ METHODS = ("hierarchical", "graphical", "per_metric", "run")
 PRIMARY = "score_delta"
 SECONDARY = ("marc", "flip_rate")
 #: A selection test that is a level-2 test of its own when it reads another cutoff than the flip table
-#: (the impact ratio's McNemar at ``k.group`` ≠ ``k.counterfactual``; issue 29 §7). It joins the
-#: secondaries of a system only where it is tested and not shared.
-SEPARATE = ("impact_ratio",)
+#: (the selection ratio's McNemar at ``k.group`` ≠ ``k.counterfactual``, which the impact ratio shares;
+#: issue 29 §7). It joins the secondaries of a system only where it is tested and not shared.
+SEPARATE = ("selection_ratio",)
 NOTE_NOT_TESTED = "not tested: level 1 did not reject (the category's score test, {family})"
 NOTE_INTERVAL_ONLY = "read by its interval only under analysis.multiplicity {method}: p_adj empty"
 ERR_METHOD = "multiplicity must be one of {methods}, got {got!r}"
@@ -263,9 +263,10 @@ def adjust(rows: pd.DataFrame, p_values: np.ndarray, tested: np.ndarray, *, meth
         ``graphical``: per system, the graph of :func:`score_graph` (FWER).
     alpha : float
         The level (the hierarchy's selection depends on it).
-    shared : numpy.ndarray of bool, optional
-        Rows whose test is another row's (the impact ratio shares the flip table's
-        McNemar test): no p_adj, the family of the ``flip_rate`` row of their cell.
+    shared : numpy.ndarray, optional
+        Per row, the metric id of the row of the same cell that carries its test ("" when the row's test
+        is its own; ``True`` reads as ``flip_rate``): the impact and selection ratios share the flip
+        table's McNemar test at one cutoff. No p_adj; the family of that row.
 
     Raises
     ------
@@ -329,10 +330,11 @@ def adjust(rows: pd.DataFrame, p_values: np.ndarray, tested: np.ndarray, *, meth
                     notes[i] = (NOTE_NOT_TESTED.format(family=f"{sys_id}/level1") if metric[i] in names
                                 else NOTE_INTERVAL_ONLY.format(method=method))
     if shared is not None:
-        owner = {(s, c, v): i for i, (s, c, v, mt) in enumerate(zip(system, condition, variant, metric))
-                 if mt == "flip_rate"}
-        for i in np.flatnonzero(np.asarray(shared, dtype=bool)):
-            j = owner.get((system[i], condition[i], variant[i]))
+        at = {(s, c, v, mt): i for i, (s, c, v, mt) in enumerate(zip(system, condition, variant, metric))}
+        for i, who in enumerate(shared):
+            if not who:
+                continue
+            j = at.get((system[i], condition[i], variant[i], "flip_rate" if who is True else str(who)))
             if j is not None and family[j]:
                 family[i], m[i] = family[j], m[j]
     return Adjusted(p_adj=out, family=family, m=m, notes=notes)

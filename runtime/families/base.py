@@ -77,7 +77,7 @@ class FamilyResult:
 
 
 def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job: bool = False, progress=None):
-    """The nine metrics of seed 000 on ``paired`` under the run's analysis settings
+    """The metric suite (seed 000's nine metrics and the selection ratio) on ``paired`` under the run's analysis settings
     (:func:`runtime.analysis.analyse`); with ``per_job``, also every metric per job and the heterogeneity
     across jobs. Shared by ``metric_suite`` and ``effects`` (its planted-bias self-test), which never
     import each other."""
@@ -86,7 +86,7 @@ def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job:
     st = ctx.settings
     return analyse(paired, reference=st.reference, k=dict(st.k), alpha=st.alpha,
                    n_bootstrap=st.bootstrap if n_bootstrap is None else n_bootstrap,
-                   seed=st.seed, thresholds=ctx.resolved["thresholds"], score_range=ctx.score_range(),
+                   seed=st.seed, thresholds=st.thresholds, score_range=ctx.score_range(),
                    score_resolution=ctx.score_resolution(), ranking=st.ranking, multiplicity=st.multiplicity,
                    variant_levels=ctx.resolved["variants"]["table"], per_job=per_job, progress=progress,
                    threshold=st.threshold)

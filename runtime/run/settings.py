@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from compiler.catalog import with_defaults
+
 #: ``{tier: {metric: {"pass": x, "investigate": y}}}`` (seed 000 Table 3, §3.7; the spec's bounds over them).
 Thresholds = Mapping[str, Mapping[str, Mapping[str, float]]]
 
@@ -99,7 +101,7 @@ class RunSettings:
             ranking=a.get("ranking") or RANKING,
             multiplicity=a.get("multiplicity") or MULTIPLICITY,
             decision=_frozen(a["decision"]) if a.get("decision") else None,
-            thresholds=_frozen(resolved["thresholds"]),
+            thresholds=_frozen(with_defaults(resolved["thresholds"])),
             score_range=MappingProxyType({s["id"]: tuple(s["score_range"]) for s in systems}),
             score_resolution=MappingProxyType({
                 s["id"]: None if s.get("score_resolution") is None

@@ -1,0 +1,125 @@
+"""The selection ratio at a decision rule, the statistic the selection metrics decide on (issues 29 §2, 30 §2).
+
+``selection ratio = Σ P(variant resume selected) / Σ P(reference resume selected)``, pooled over jobs,
+at the decision rule in force: the top-K of each job (swap-in: each variant resume against the other
+candidates' reference resumes; ties at the cutoff tie-averaged, :meth:`Pairing.in_top`) or
+``score >= t``. Its null expectation is 1 whatever the churn: a system that moves as many candidates
+out of the shortlist as into it has ratio 1, however many it moves. That is why the flip rate (churn,
+0.11 under a planted null in ``bench/results/coverage_counterfactual.json``), retention (falls under
+symmetric churn) and the impact ratio decide on it: the net share of the reference's selected places
+lost, ``(n_out − n_in) / selected``, is ``1 − selection ratio``, and retention divided by the reverse
+retention is the selection ratio. Thresholds scaled by K/n were not used: churn is flat in a uniform
+shift (``bench/results/power_swap_in.md``: 21.5 flips of 200 under the null and at a 3-SE demotion),
+so no bound on it separates a fair system from an unfair one.
+
+Interval: candidate percentile bootstrap within jobs of the two membership arrays (as retention;
+:func:`runtime.analysis.stats.stratified_bootstrap`), drawn from the ``selection_ratio`` stream of the
+cell, so every row that decides on the ratio at one cutoff reads the same interval. The resamples keep
+each candidate's memberships as computed on the full pool (not re-ranked): re-ranking and the
+interval's calibration are the calibration issue's. Test: McNemar on the paired in/out table (exact
+below 25 discordant pairs), the flip rate's table when both read one cutoff. Under per-variant top-K
+ranking each variant's own top-K has K resumes per job, so the ratio is 1 by construction: undefined.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runtime.analysis import stats
+from runtime.analysis.cell import Pairing, exact_sum
+
+#: ``decision_on`` of the rows that decide on the selection ratio.
+DECISION = "selection_ratio"
+#: Why the selection ratio is undefined under per-variant top-K ranking.
+NOTE_PER_VARIANT = ("per-variant ranking with a top-K rule: every variant's own top-K holds K resumes per job, "
+                    "so the selection ratio is 1 by construction (N/A); the rows decide on their own values")
+#: The rule selects no reference resume.
+NOTE_NONE = "the rule selects no reference resume: the selection ratio is undefined"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The selection ratio of one cell at one cutoff.
+
+    Attributes
+    ----------
+    value, low, high : float
+        The ratio (≥ 0; 1 = selected as often as the reference; below 1 the variant loses) and its 95%
+        interval; nan when undefined.
+    p_value : float
+        McNemar on the paired in/out table (nan for the reference row).
+    test : str
+        The test's name.
+    lean : float
+        +1 when the variant resumes are selected less often than the reference's, -1 more, 0 as often.
+    lost, gained, selected : float
+        Expected ``n_in,out`` (reference in, variant out), ``n_out,in`` and reference resumes selected.
+    notes : list of str
+    """
+
+    value: float
+    low: float = math.nan
+    high: float = math.nan
+    p_value: float = math.nan
+    test: str = ""
+    lean: float = math.nan
+    lost: float = math.nan
+    gained: float = math.nan
+    selected: float = math.nan
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def defined(self) -> bool:
+        return math.isfinite(self.value)
+
+
+def _ratio(in_ref: np.ndarray, in_var: np.ndarray) -> np.ndarray:
+    den = in_ref.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, in_var.sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def selection(p: Pairing, k: int) -> Selection:
+    """The selection ratio of ``p`` at cutoff ``k`` (or at the decision threshold), with its interval,
+    McNemar test and direction (module docstring).
+
+    Parameters
+    ----------
+    p : Pairing
+        One system x condition x variant.
+    k : int
+        The top-K of the row deciding on it (ignored under a threshold rule).
+
+    Returns
+    -------
+    Selection
+        Undefined (nan, with a note) under per-variant top-K ranking or when no reference resume is
+        selected.
+    """
+    if p.fixed_shortlist:
+        return Selection(value=math.nan, notes=[NOTE_PER_VARIANT])
+    in_ref, in_var = p.in_top(k)
+    selected = exact_sum(in_ref)
+    if selected <= 0:
+        return Selection(value=math.nan, notes=[NOTE_NONE])
+    both = p.joint_in(k)
+    lost, gained = exact_sum(in_ref - both), exact_sum(in_var - both)
+    value = exact_sum(in_var) / selected
+    lean = float(np.sign(round(selected - exact_sum(in_var), 9)))
+    if p.is_reference:
+        return Selection(value=value, low=value, high=value, lean=0.0, lost=lost, gained=gained, selected=selected)
+    ci = stats.stratified_bootstrap((in_ref, in_var), _ratio, strata=p.job, value=value,
+                                    n_resamples=p.n_bootstrap, rng=p.rng(DECISION))
+    cells = [[exact_sum(both), lost], [gained, exact_sum(1 - in_ref - in_var + both)]]
+    pv, test = stats.mcnemar_p(np.rint(np.array(cells)).astype(np.int64))
+    return Selection(value=value, low=float(ci.low), high=float(ci.high), p_value=pv, test=test, lean=lean,
+                     lost=lost, gained=gained, selected=selected, notes=list(ci.notes))
+
+
+def same_cut(p: Pairing, k: int) -> bool:
+    """Whether a selection table at cutoff ``k`` is the flip rate's (one threshold, or ``k`` equal to
+    ``k.counterfactual``): then its McNemar test is counted once, on the ``flip_rate`` row."""
+    return p.thresholded or k == p.k_of("flip_rate")
