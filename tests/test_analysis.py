@@ -329,7 +329,7 @@ def test_progress_reports_increments_adding_up_to_the_total():
     df = tiny_frame()
     run(df, n_bootstrap=20, progress=seen.append)
     total = n_bootstrap_cells(df, "BASE")
-    assert total == 18
+    assert total == 20  # 2 variants x 10 metrics
     assert seen == [1] * total
 
 

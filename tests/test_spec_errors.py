@@ -20,6 +20,11 @@ CASES = {
     "wrong_type": (TINY_SPEC.replace("seed: 7", "seed: seven"), {}),
     "undefined_level": (TINY_SPEC.replace("V01: {sex_gender: F}", "V01: {sex_gender: X}"), {}),
     "inverted_thresholds": (TINY_SPEC.replace("{pass: 0.03, investigate: 0.05}", "{pass: 0.05, investigate: 0.03}"), {}),
+    # issue 29 §2: the selection ratio's PASS band is [pass, 1/pass]: pass in (0, 1], investigate below it
+    "selection_ratio_pass_above_one": (TINY_SPEC.replace("    score_delta: {pass: 0.03, investigate: 0.05}",
+                                                         "    selection_ratio: {pass: 1.2, investigate: 0.7}"), {}),
+    "selection_ratio_investigate_above_pass": (TINY_SPEC.replace(
+        "    score_delta: {pass: 0.03, investigate: 0.05}", "    selection_ratio: {pass: 0.7, investigate: 0.8}"), {}),
     "missing_file": (TINY_SPEC.replace("path: scores.csv", "path: vendor/scores.csv"), {}),
     "path_escapes": (TINY_SPEC.replace("path: scores.csv", "path: ../outside.csv"), {}),
     "duplicate_key": (TINY_SPEC.replace("seed: 7", "seed: 7\nseed: 8"), {}),

@@ -40,6 +40,10 @@ MSG_RATIO_ABOVE_ONE = (
     "{metric} pass ({pas}) must lie in (0, 1]: its PASS band is [pass, 1/pass] around the null expectation "
     "1 (a ratio above 1/pass disfavours the reference as much as one below pass the variant)"
 )
+MSG_RATIO_INVERTED = (
+    "{metric} is PASS inside [pass, 1/pass] and INVESTIGATE inside [investigate, 1/investigate], so investigate "
+    "({inv}) must be <= pass ({pas}); the investigate band must be the wider one"
+)
 MSG_INVERTED = (
     "{metric} is {direction}-is-better, so investigate ({inv}) must be {op} pass ({pas}); "
     "the investigate bound must be looser than the pass bound"
@@ -162,6 +166,10 @@ class MetricSuite(Family):
                         metric=mid, pas=b.pass_)))
                     continue
                 ok = b.investigate >= b.pass_ if info.direction == "lower" else b.investigate <= b.pass_
+                if not ok and mid == "selection_ratio":
+                    out.append(ls.issue(("thresholds", tier, mid, "investigate"), MSG_RATIO_INVERTED.format(
+                        metric=mid, inv=b.investigate, pas=b.pass_)))
+                    continue
                 if not ok:
                     op = ">=" if info.direction == "lower" else "<="
                     out.append(ls.issue(("thresholds", tier, mid, "investigate"), MSG_INVERTED.format(

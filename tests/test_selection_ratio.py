@@ -1,0 +1,158 @@
+"""The selection ratio, and the selection metrics decided on it (issue 29 §2, issue 30 §2).
+
+By hand on two jobs of six candidates (swap-in top-2 with a tie at the cutoff, and a threshold), and on the
+example run's ``paired.csv`` (committed fixture, ``tests/test_decisions_example.py``): a uniform demotion of
+0.2 pooled SD planted in one variant FAILs the selection ratio and every row deciding on it, naming the
+variant's levels; that variant's noise alone (its mean difference removed) does not FAIL.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from compiler import catalog
+from runtime.analysis import analyse
+
+DATA = Path(__file__).parent / "data"
+AXES = ("sex_gender", "age_signal", "place_of_residence", "language_signal", "disability_signal")
+THRESHOLDS = catalog.default_thresholds()
+SELECTION_ROWS = ("flip_rate", "retention_rate", "impact_ratio", "selection_ratio")
+
+
+def _frame(scores: dict[str, list[list[float]]]) -> pd.DataFrame:
+    rows = []
+    for variant, jobs in scores.items():
+        for j, col in enumerate(jobs):
+            for i, s in enumerate(col):
+                rows.append({"system": "s", "condition": "c", "replicate": 0, "job_id": f"j{j}", "cv_id": f"cv{i}",
+                             "variant": variant, "score": float(s), "rank": i + 1, "is_true_match": int(i < 2)})
+    return pd.DataFrame(rows)
+
+
+#: job 0: cv1 demoted 8 -> 6; job 1: cv0 alone above a tie of cv1 and cv2 at 7 for the second place, cv1
+#: demoted 7 -> 6.
+HAND = {"BASE": [[9, 8, 7, 6, 5, 4], [8, 7, 7, 5, 3, 2]],
+        "V01": [[9, 6, 7, 6, 5, 4], [8, 6, 7, 5, 3, 2]]}
+
+
+def _m(df: pd.DataFrame, ranking: str = "swap_in", **kw) -> pd.DataFrame:
+    res = analyse(df, reference="BASE", k={"counterfactual": 2, "group": 2, "merit": 2}, alpha=0.05,
+                  n_bootstrap=200, seed=5, thresholds=THRESHOLDS, score_range={"s": (0.0, 10.0)}, ranking=ranking, **kw)
+    return res.metrics.set_index(["metric", "variant"])
+
+
+def test_selection_ratio_by_hand_top_k_with_a_tie_at_the_cut():
+    """Swap-in top-2. Reference selected: job 0 cv0, cv1 (2); job 1 cv0 and cv1/cv2 tied for one place, 1/2
+    each (2). Variant: job 0 cv1's 6 ranks below 9 and 7 (out), cv0 in (1); job 1 cv1's 6 is out, cv2's 7 ties
+    with cv1's reference 7 behind cv0's 8: in with 1/2, and cv0 in (1.5). Ratio (1 + 1.5) / (2 + 2) = 0.625.
+    Lost: job 0 cv1 (1) and job 1 cv1 (1/2); cv2's place is kept in the tie order it shares with its reference
+    resume (issue 29 §7): n_in,out = 1.5, n_out,in = 0; McNemar on the rounded table (2 vs 0, exact) p = 0.5."""
+    m = _m(_frame(HAND))
+    sel = m.loc[("selection_ratio", "V01")]
+    assert sel["value"] == pytest.approx(0.625, abs=1e-12)
+    assert (sel["n_in_out"], sel["n_out_in"], sel["slots"]) == (1.5, 0.0, 4.0)
+    assert sel["p_value"] == pytest.approx(0.5, abs=1e-12) and sel["test"].startswith("mcnemar")
+    assert sel["k"] == 2 and sel["decision_on"] == "value"
+    assert (sel["pass_low"], sel["pass_high"]) == (0.8, 1.25)
+    assert m.loc[("selection_ratio", "BASE"), "value"] == 1.0
+    # the flip rate, retention and impact ratio decide on it (one cutoff): its interval, its band
+    for metric in ("flip_rate", "retention_rate", "impact_ratio"):
+        row = m.loc[(metric, "V01")]
+        assert row["decision_on"] == "selection_ratio", metric
+        assert (row["decision_low"], row["decision_high"]) == (sel["ci_low"], sel["ci_high"]), metric
+        assert (row["pass_low"], row["pass_high"]) == (0.8, 1.25) and row["status"] == sel["status"], metric
+    # its McNemar is the flip table's: counted once, on the flip row
+    assert m.loc[("flip_rate", "V01"), "p_value"] == sel["p_value"] and "counted once" in sel["notes"]
+
+
+def test_selection_ratio_by_hand_under_a_threshold():
+    """score >= 6.5: reference selected 9, 8, 7 and 8, 7, 7 (6); variant 9, 7 and 8, 7 (4): ratio 2/3,
+    whatever K says; each tier's band [0.8, 1.25]."""
+    m = _m(_frame(HAND), threshold=6.5)
+    sel = m.loc[("selection_ratio", "V01")]
+    assert sel["value"] == pytest.approx(2 / 3, abs=1e-12) and pd.isna(sel["k"])
+    assert (sel["n_in_out"], sel["n_out_in"], sel["slots"]) == (2.0, 0.0, 6.0)
+    assert "selected = score >= 6.5" in sel["notes"]
+
+
+def test_per_variant_top_k_is_not_applicable_and_the_rows_decide_on_their_values():
+    m = _m(_frame(HAND), ranking="per_variant")
+    sel = m.loc[("selection_ratio", "V01")]
+    assert math.isnan(sel["value"]) and sel["status"] == catalog.STATUS_NA and "1 by construction" in sel["notes"]
+    for metric in ("flip_rate", "retention_rate", "impact_ratio"):
+        assert m.loc[(metric, "V01"), "decision_on"] == "value"
+
+
+def test_the_selection_ratio_is_not_in_eq6():
+    m = _m(_frame(HAND)).reset_index()
+    from runtime.analysis.classify import risk_table
+
+    risk = risk_table(m)
+    row = risk[(risk["system"] == "s") & (risk["tier"] == "research")].iloc[0]
+    assert row["n_total"] + row["n_na"] == 2 * 9  # two variants x seed 000's nine metrics
+
+
+# ----------------------------------------------------------------------------- the example's data
+
+@pytest.fixture(scope="module")
+def paired() -> pd.DataFrame:
+    return pd.read_csv(DATA / "example-paired.csv")
+
+
+def _with_variant(paired: pd.DataFrame, variant: str, diff: np.ndarray) -> pd.DataFrame:
+    """``paired`` with ``variant``'s scores replaced by the reference's plus ``diff`` (candidate order)."""
+    out = paired.copy()
+    ref = out[out["variant"] == "BASE"].set_index(["job_id", "cv_id"])["score"]
+    at = out["variant"] == variant
+    keys = list(zip(out.loc[at, "job_id"], out.loc[at, "cv_id"]))
+    out.loc[at, "score"] = ref.loc[keys].to_numpy() + diff
+    return out
+
+
+def _example(paired: pd.DataFrame) -> pd.DataFrame:
+    levels = {v: {a: str(g[a].iloc[0]) for a in AXES} for v, g in paired.groupby("variant")}
+    res = analyse(paired, reference="BASE", k={"counterfactual": 10, "group": 10, "merit": 20}, alpha=0.05,
+                  n_bootstrap=300, seed=20261129, thresholds=THRESHOLDS, score_range={"minilm": (0.0, 1.0)},
+                  variant_levels=levels)
+    return res.metrics.set_index(["metric", "variant"])
+
+
+def _v04_diff(paired: pd.DataFrame) -> np.ndarray:
+    ref = paired[paired["variant"] == "BASE"].set_index(["job_id", "cv_id"])["score"]
+    v = paired[paired["variant"] == "V04"]
+    return v["score"].to_numpy() - ref.loc[list(zip(v["job_id"], v["cv_id"]))].to_numpy()
+
+
+def test_a_planted_demotion_of_a_fifth_of_the_pooled_sd_fails_on_the_selection_ratio(paired):
+    """V04's noise (its paired differences, mean removed) plus a uniform demotion of 0.2 s_p (s_p: the pooled
+    SD of the reference's and V04's scores, 0.166): the selection ratio falls to 0.40 (issue 30: 0.52 without the noise), its
+    interval wholly below 0.8, so it and the three rows deciding on it FAIL, naming V04's levels (its McNemar
+    rejects after the hierarchy)."""
+    diff = _v04_diff(paired)
+    ref = paired.loc[paired["variant"] == "BASE", "score"].to_numpy()
+    v04 = paired.loc[paired["variant"] == "V04", "score"].to_numpy()
+    s_p = math.sqrt((ref.var(ddof=1) + v04.var(ddof=1)) / 2)
+    assert 0.16 < s_p < 0.17
+    m = _example(_with_variant(paired, "V04", diff - diff.mean() - 0.2 * s_p))
+    sel = m.loc[("selection_ratio", "V04")]
+    assert 0.3 < sel["value"] < 0.65 and sel["ci_high"] < 0.8, sel[["value", "ci_low", "ci_high"]]
+    for metric in SELECTION_ROWS:
+        row = m.loc[(metric, "V04")]
+        assert row["status"] == "FAIL", metric
+        assert row["disadvantaged"].startswith("sex_gender=Female-NA"), (metric, row["disadvantaged"])
+
+
+def test_the_same_noise_without_the_demotion_does_not_fail(paired):
+    """V04's paired differences with their mean removed: churn without direction. The flip rate stays as high
+    as seed 000 counts it (seed 000's status FAIL at 0.10), but no row deciding on the selection ratio FAILs."""
+    diff = _v04_diff(paired)
+    m = _example(_with_variant(paired, "V04", diff - diff.mean()))
+    assert m.loc[("flip_rate", "V04"), "value"] > 0.1 and m.loc[("flip_rate", "V04"), "status_seed000"] == "FAIL"
+    for metric in SELECTION_ROWS:
+        assert m.loc[(metric, "V04"), "status"] in ("PASS", "INCONCLUSIVE"), metric
+    assert 0.8 <= m.loc[("selection_ratio", "V04"), "value"] <= 1.25
