@@ -156,3 +156,26 @@ def test_the_same_noise_without_the_demotion_does_not_fail(paired):
     for metric in SELECTION_ROWS:
         assert m.loc[(metric, "V04"), "status"] in ("PASS", "INCONCLUSIVE"), metric
     assert 0.8 <= m.loc[("selection_ratio", "V04"), "value"] <= 1.25
+
+
+def test_the_report_says_what_each_selection_row_is_decided_on():
+    """The results section of a swap-in run: the selection ratio's table and rule (band [0.8, 1.25]), and every
+    flip-rate, retention and impact-ratio row showing the selection ratio's interval it is decided on."""
+    from test_report import make_inputs
+
+    from runtime.report import build_core, metric_suite_sections, render_report
+    from runtime.report.formatting import fmt_ci
+
+    res = analyse(_frame(HAND), reference="BASE", k={"counterfactual": 2, "group": 2, "merit": 2}, alpha=0.05,
+                  n_bootstrap=200, seed=5, thresholds=THRESHOLDS, score_range={"s": (0.0, 10.0)})
+    _, _, drift, meta = make_inputs()
+    meta = meta.__class__(**{**meta.__dict__, "variants": {"BASE": {"sex_gender": "M"}, "V01": {"sex_gender": "F"}},
+                             "axes": ("sex_gender",), "reference": "BASE", "thresholds": THRESHOLDS})
+    m = res.metrics
+    sections = metric_suite_sections(metrics=m, risk=res.risk, drift=drift.iloc[0:0], meta=meta, headline=res.headline)
+    text = " ".join(render_report(build_core(meta), sections).split())
+    sel = m[(m["metric"] == "selection_ratio") & (m["variant"] == "V01")].iloc[0]
+    assert "Selection ratio" in text
+    assert "PASS if the 95% interval of the selection ratio lies in [0.8, 1.25]" in text
+    assert "within [0.8, 1.25]" in text  # the thresholds table
+    assert text.count(f"selection ratio {fmt_ci(sel['ci_low'], sel['ci_high'])}") >= 3  # flip, retention, impact

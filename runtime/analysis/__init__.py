@@ -29,7 +29,8 @@ from runtime.analysis.direction import (NO_DIRECTION, REFERENCE_LOSES, level_lab
                                         side_label)
 from runtime.analysis.cell import CellResult, Pairing
 from runtime.analysis.classify import (DEPENDS_ON, INCONCLUSIVE, RISK_COLUMNS, bh_adjust, classify,
-                                       decision_bounds, interval_status, pass_band, risk_table, round_significant, tier_bounds)
+                                       decision_bounds, interval_status, pass_band, risk_table, round_significant,
+                                       tier_bounds)
 from runtime.analysis.drift import DRIFT_COLUMNS, drift_frame, drift_rows, qualification_drift
 from runtime.analysis.frame import Cohort, check_columns, cohorts, groups, variants_of
 from runtime.analysis.headline import HEADLINE_COLUMNS, headline_frame

@@ -91,8 +91,10 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
     on = frame["decision_on"].fillna("value") if "decision_on" in frame else pd.Series("value", index=frame.index)
     mine = (on == "value").to_numpy()
     decides = np.where(mine, frame["metric"], on)
-    low = np.where(mine, frame["ci_low"].to_numpy(dtype=float), frame.get("decision_low", frame["ci_low"]).to_numpy(dtype=float))
-    high = np.where(mine, frame["ci_high"].to_numpy(dtype=float), frame.get("decision_high", frame["ci_high"]).to_numpy(dtype=float))
+    low = np.where(mine, frame["ci_low"].to_numpy(dtype=float),
+                   frame.get("decision_low", frame["ci_low"]).to_numpy(dtype=float))
+    high = np.where(mine, frame["ci_high"].to_numpy(dtype=float),
+                    frame.get("decision_high", frame["ci_high"]).to_numpy(dtype=float))
     for tier, column in (("research", "status"), ("operational", "status_operational")):
         frame[column] = [interval_status(lo, hi, metric_id=m, bounds=decision_bounds(thresholds, tier, m, margin))
                          for lo, hi, m in zip(low, high, decides)]

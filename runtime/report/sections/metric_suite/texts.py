@@ -16,7 +16,8 @@ STATUSES = ("PASS", "INCONCLUSIVE", "INVESTIGATE", "FAIL", "N/A")
 #: ``templates/sections/metric_suite_text.html.j2`` (seed 000 §3.4.1–3.4.3).
 METRIC_SHORT: dict[str, str] = {
     "score_delta": "Score delta", "marc": "MARC / K", "flip_rate": "Flip rate",
-    "retention_rate": "Retention rate", "impact_ratio": "Impact ratio", "recall_at_k": "Recall@K",
+    "retention_rate": "Retention rate", "impact_ratio": "Impact ratio", "selection_ratio": "Selection ratio",
+    "recall_at_k": "Recall@K",
     "ndcg_at_k": "nDCG@K", "equal_opportunity_gap": "Equal opportunity gap",
     "equalized_odds_gap": "Equalized odds gap",
 }
@@ -28,6 +29,8 @@ THRESHOLD_BASIS: dict[str, str] = {
     "flip_rate": "Pre-registered boundary-crossing tolerance (policy choice)",
     "retention_rate": "Four-fifths rule applied to shortlist retention (statutory analogue)",
     "impact_ratio": "Direct transposition of the four-fifths rule (statutory)",
+    "selection_ratio": ("Four-fifths rule on the selection rates, two-sided around the null expectation 1: "
+                        "[pass, 1/pass] (issue 29 §2); the flip rate, retention and impact ratio decide on it"),
     "recall_at_k": "Four-fifths bound extended by analogy to ranking quality",
     "ndcg_at_k": "Four-fifths bound extended by analogy to ranking quality",
     "equal_opportunity_gap": "Pre-registered gap tolerance, equal-opportunity criterion (policy choice)",

@@ -32,18 +32,29 @@ def bounds(thresholds: Mapping[str, Any], tier: str, metric: str) -> Mapping[str
     return (thresholds.get(tier) or {}).get(metric) or {}
 
 
-def criteria(direction: str, tier_bounds: Mapping[str, float] | None, classify_abs: bool) -> str:
+def criteria(direction: str, tier_bounds: Mapping[str, float] | None, classify_abs: bool, *,
+             ratio_bounds: Mapping[str, float] | None = None) -> str:
     """A tier's rule in words (issue 29 §1): "PASS if the 95% interval lies in [-0.02, 0.02]; FAIL if it lies
-    wholly outside; otherwise INCONCLUSIVE (seed 000 Table 3 on the value: INVESTIGATE if |value| ≤ 0.05)"."""
+    wholly outside; otherwise INCONCLUSIVE (seed 000 Table 3 on the value: INVESTIGATE if |value| ≤ 0.05)".
+
+    ``ratio_bounds``: the row decides on the selection ratio (issue 30 §2; the selection ratio itself, or the
+    flip rate, retention and impact ratio under swap-in or a threshold): its band ``[pass, 1/pass]`` decides,
+    and seed 000's bound on the value is quoted for what it was."""
     if not tier_bounds:
         return MISSING
     cmp = "≤" if direction == "lower" else "≥"
     x = "|value|" if classify_abs else "value"
     p = fmt_threshold(tier_bounds.get("pass"))
+    seed000 = (f"seed 000 Table 3 on the value: PASS if {x} {cmp} {p}, "
+               f"INVESTIGATE if {x} {cmp} {fmt_threshold(tier_bounds.get('investigate'))}")
+    if ratio_bounds:
+        m = to_float(ratio_bounds.get("pass"))
+        band = f"[{fmt_threshold(m)}, {fmt_sig(1 / m, 3)}]" if m and m > 0 else MISSING
+        return (f"PASS if the 95% interval of the selection ratio lies in {band}; FAIL if it lies wholly outside; "
+                f"otherwise INCONCLUSIVE ({seed000})")
     band = f"[−{p}, {p}]" if classify_abs else f"[0, {p}]" if direction == "lower" else f"[{p}, 1]"
     return (f"PASS if the 95% interval lies in {band}; FAIL if it lies wholly outside; otherwise INCONCLUSIVE "
-            f"(seed 000 Table 3 on the value: PASS if {x} {cmp} {p}, "
-            f"INVESTIGATE if {x} {cmp} {fmt_threshold(tier_bounds.get('investigate'))})")
+            f"({seed000})")
 
 
 def threshold_of(decision_threshold: Any, system: str | None = None) -> float | None:
@@ -75,13 +86,20 @@ def threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str],
         ops = bounds(thresholds, "operational", metric)
         cmp = "≤" if info["direction"] == "lower" else "≥"
         x = "|Δ| " if info["classify_abs"] else ""
+        def show(b: Mapping[str, Any], key: str) -> str:
+            if metric == "selection_ratio":  # two-sided around 1 (issue 29 §2)
+                v = to_float(b.get(key))
+                return f"within [{fmt_threshold(v)}, {fmt_sig(1 / v, 3)}]" if v > 0 else MISSING
+            return f"{x}{cmp} {fmt_threshold(b.get(key))}"
+
         rows.append({
             "label": info["label"],
-            "direction": "lower is better" if info["direction"] == "lower" else "higher is better",
-            "research_pass": f"{x}{cmp} {fmt_threshold(res.get('pass'))}",
-            "research_investigate": f"{x}{cmp} {fmt_threshold(res.get('investigate'))}",
-            "operational_pass": f"{x}{cmp} {fmt_threshold(ops.get('pass'))}",
-            "operational_investigate": f"{x}{cmp} {fmt_threshold(ops.get('investigate'))}",
+            "direction": ("1 is best (two-sided)" if metric == "selection_ratio"
+                          else "lower is better" if info["direction"] == "lower" else "higher is better"),
+            "research_pass": show(res, "pass"),
+            "research_investigate": show(res, "investigate"),
+            "operational_pass": show(ops, "pass"),
+            "operational_investigate": show(ops, "investigate"),
             "differs_pass": res.get("pass") != ops.get("pass"),
             "differs_investigate": res.get("investigate") != ops.get("investigate"),
             "basis": (THRESHOLD_BASIS_AT_THRESHOLD.get(metric) if decision_threshold is not None else None)

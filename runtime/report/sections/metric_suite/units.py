@@ -31,6 +31,7 @@ from runtime.report.sections.metric_suite.texts import (
     CI_TEXT,
     FAMILY_TEXT,
     MCNEMAR_RULE,
+    METRIC_SHORT,
     NOT_INFORMATIVE,
     TEST_TEXT,
     THRESHOLD_CI,
@@ -69,15 +70,30 @@ def _plain(col: str) -> Callable[[Mapping[str, Any]], str]:
     return lambda r: fmt_num(r.get(col))
 
 
+def _decided_on(r: Mapping[str, Any]) -> str:
+    """The interval a row's status decides on when it is not the row's own (issue 30 §2)."""
+    on = r.get("decision_on")
+    if not isinstance(on, str) or on in ("", "value"):
+        return "its value"
+    return f"{METRIC_SHORT.get(str(on), str(on)).lower()} {fmt_ci(r.get('decision_low'), r.get('decision_high'))}"
+
+
+#: Shown on every row deciding on the selection ratio (issue 30 §2).
+_DECIDED = ("Status decided on", _decided_on, ("decision_low",))
+
 #: Diagnostic columns per metric: (header, formatter, columns that must be present for it to show).
 DIAGNOSTICS: dict[str, list[tuple[str, Callable[[Mapping[str, Any]], str], tuple[str, ...]]]] = {
     "marc": [("MARC (rank units)", _plain("marc_raw"), ("marc_raw",))],
     "flip_rate": [
         ("Flip-in rate (out→in)", _rate_count("flip_in_rate", "n_out_in"), ("flip_in_rate", "n_out_in")),
         ("Flip-out rate (in→out)", _rate_count("flip_out_rate", "n_in_out"), ("flip_out_rate", "n_in_out")),
+        _DECIDED,
     ],
-    "retention_rate": [("Retained / slots", _ratio("retained", "slots"), ("retained", "slots"))],
-    "impact_ratio": [("Retained / slots", _ratio("retained", "slots"), ("retained", "slots"))],
+    "retention_rate": [("Retained / slots", _ratio("retained", "slots"), ("retained", "slots")), _DECIDED],
+    "impact_ratio": [("Retained / slots", _ratio("retained", "slots"), ("retained", "slots")), _DECIDED],
+    "selection_ratio": [("Lost / gained / reference selected",
+                         lambda r: " / ".join(fmt_num(r.get(c)) for c in ("n_in_out", "n_out_in", "slots")),
+                         ("slots",))],
     "recall_at_k": [("Jobs used", _plain("jobs_used"), ("jobs_used",))],
     "ndcg_at_k": [("Jobs used", _plain("jobs_used"), ("jobs_used",))],
     "equal_opportunity_gap": [("TPR (TP / P)", _ratio("tp", "p", "tpr"), ("tpr", "tp", "p"))],
@@ -144,6 +160,8 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         test_text += f" ({MCNEMAR_RULE})"
     research = bounds(meta.thresholds, "research", metric)
     operational = bounds(meta.thresholds, "operational", metric)
+    # the selection ratio, and the rows that decide on it (issue 30 §2)
+    on_ratio = metric == "selection_ratio" or any(r.get("decision_on") == "selection_ratio" for r in mrecs)
     anchor = slug("m", system, condition, metric)
     short = info["short"].replace("@K", f"@{k}") if k != MISSING else info["short"]
     if thr is not None and metric == "recall_at_k":
@@ -181,8 +199,11 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         "ci_coverage": ci_coverage,
         "ci_approximate": ci_coverage.startswith("approximate"),
         "direction_text": "lower is better" if info["direction"] == "lower" else "higher is better",
-        "research_text": criteria(info["direction"], research, info["classify_abs"]),
-        "operational_text": criteria(info["direction"], operational, info["classify_abs"]),
+        "research_text": criteria(info["direction"], research, info["classify_abs"],
+                                  ratio_bounds=bounds(meta.thresholds, "research", "selection_ratio") if on_ratio else None),
+        "operational_text": criteria(info["direction"], operational, info["classify_abs"],
+                                     ratio_bounds=bounds(meta.thresholds, "operational", "selection_ratio")
+                                     if on_ratio else None),
         "tiers_differ": dict(research) != dict(operational),
         "chart_svg": chart,
         "rows": rows,
