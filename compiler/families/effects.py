@@ -34,6 +34,9 @@ MSG_PC_AXIS_NEEDED = "positive_control with contrast: axis needs axis and level 
 MSG_PC_MATCH_EXTRA = "positive_control with contrast: match takes no axis or level"
 MSG_PC_NO_LABELS = ("positive_control contrast match needs matching and non-matching base candidates: "
                     "0 < matching_per_job (M={m}) < base_per_job (K={k})")
+MSG_SESOI_PER_VARIANT = ("sesoi {{selection_ratio: {m:g}}} cannot be read under analysis.ranking: per_variant with a "
+                         "top-K rule: each variant is ranked in its own pool, so its selection ratio is 1 by "
+                         "construction; use swap_in ranking, a decision threshold, or {{score: x}} / {{d: x}}")
 MSG_MANIP_SAME = "manipulation check compares condition {cond!r} with itself; set against to another condition"
 
 
@@ -62,6 +65,12 @@ def effect_size_issues(ls: LoadedSpec) -> list[Issue]:
     base = ("analysis", "effect_size")
     if es.power <= ls.spec.analysis.alpha:
         out.append(ls.issue(base + ("power",), MSG_POWER_ALPHA.format(power=es.power, alpha=ls.spec.analysis.alpha)))
+    ratio = getattr(es.sesoi, "selection_ratio", None)
+    if ratio is not None:
+        a = ls.spec.analysis
+        # a population design has no selection rule: the effects family is refused there (unpaired)
+        if getattr(a, "ranking", None) == "per_variant" and not a.selects_by_threshold():
+            out.append(ls.issue(base + ("sesoi",), MSG_SESOI_PER_VARIANT.format(m=ratio)))
     seen: dict[tuple, str] = {}
     variants: list[str] | None = None
     for i, c in enumerate(es.contrasts or []):
