@@ -1,7 +1,7 @@
 """Effect sizes, equivalence tests, clustered models and the validity protocol (seed 003 §3.7).
 
 Table ``effects`` (every table of :class:`runtime.analysis.effects.EffectsResult`, stacked with a
-``section`` column). Verdict: VALID or INCONCLUSIVE (exit 5) when ``analysis.validity`` is declared.
+``section`` column); with ``analysis.effect_size``, ``sesoi`` (the SESOI in three units, issue 30 §1). Verdict: VALID or INCONCLUSIVE (exit 5) when ``analysis.validity`` is declared.
 """
 
 from __future__ import annotations
@@ -34,7 +34,10 @@ class Effects(AuditFamily):
                                   analyse_metrics=lambda f: suite(ctx, f, n_bootstrap=SELF_TEST_BOOTSTRAP).metrics,
                                   score_range=ctx.score_range(), mde=mde,
                                   score_resolution=ctx.score_resolution())
-        out = FamilyResult(tables={"effects": effects.long_frame()}, data={"effects": effects})
+        tables = {"effects": effects.long_frame()}
+        if r["analysis"].get("effect_size"):  # issue 30 §1, §3: sealed with the run (REPRODUCIBLE_RESULTS)
+            tables["sesoi"] = effects.sesoi_table
+        out = FamilyResult(tables=tables, data={"effects": effects})
         if r["analysis"].get("validity"):
             out.verdict, out.failed = effects.verdict, list(effects.failed)
             out.summary = [f"validity protocol: {effects.verdict}"]
