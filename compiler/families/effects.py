@@ -5,7 +5,7 @@ Spec block: ``analysis.effect_size`` and ``analysis.validity`` (enabled when eit
 Needs paired candidates: every contrast compares resumes of the same base candidates across
 variants or levels. Its analysis runs inside the ``analyse`` task of ``metric_suite`` (the resolved
 ``analysis`` block is that task's input), so it adds no plan task of its own; its compile summary is
-the minimum detectable effect per contrast (``plan.sensitivity``, :mod:`compiler.power`).
+no plan summary: power and MDEs need scores (issue 30 §3: ``audit compile --pilot``, ``power.csv``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 from compiler.errors import Issue
 from compiler.families.base import PAIRED, Family, family
 from compiler.load import LoadedSpec
-from compiler.power import minimum_detectable_effects
 from compiler.registry import Needs
 from compiler.spec import AuditSpec
 from compiler.variants import axis_reference_levels, variant_table
@@ -205,9 +204,6 @@ class Effects(Family):
             out["validity"] = v
 
     def summary(self, resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
-        """``{"sensitivity": [...]}``: minimum detectable effects (seed 003 §3.7), when K is known: from
-        the generator, or, in a score-file audit, counted from the score files (``size["base_candidates"]``,
-        issue 15)."""
-        counted = (size or {}).get("base_candidates") if resolved.get("candidates") is None else None
-        mde = minimum_detectable_effects(resolved, k_total=counted)
-        return {"sensitivity": mde} if mde else {}
+        """Nothing: methods 7's d_z MDEs (``plan.sensitivity``) are gone (issue 30 §3); the power at the
+        SESOI needs scores: ``audit compile --pilot RUN_DIR``, or ``power.csv`` of ``audit execute``."""
+        return {}

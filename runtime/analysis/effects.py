@@ -19,7 +19,7 @@ import pandas as pd
 NOT_ASSESSED = "NOT ASSESSED"
 #: ``section`` value -> attribute of :class:`EffectsResult`, in ``effects.csv`` order.
 SECTIONS = {"contrast": "contrasts", "contrast_job": "contrasts_by_job", "model": "models", "pooling": "pooling", "validity": "validity",
-            "self_test": "self_test", "mde": "mde"}
+            "self_test": "self_test"}
 
 
 #: Integer columns of ``effects.csv`` (stacking the tables would otherwise print them as floats).
@@ -36,7 +36,6 @@ class EffectsResult:
     pooling: pd.DataFrame = field(default_factory=pd.DataFrame)
     validity: pd.DataFrame = field(default_factory=pd.DataFrame)
     self_test: pd.DataFrame = field(default_factory=pd.DataFrame)
-    mde: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: ``sesoi.csv`` (issue 30 §1; :func:`runtime.analysis.sesoi.sesoi_table`), not a section of effects.csv.
     sesoi_table: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: ``power.csv`` (issue 30 §3; :func:`compiler.power.power_table`), not a section of effects.csv.
@@ -76,7 +75,6 @@ def _typical_d(table: pd.DataFrame) -> float:
 def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metrics: pd.DataFrame,
                     analyse_metrics: Callable[[pd.DataFrame], pd.DataFrame],
                     score_range: Mapping[str, tuple[float, float]],
-                    mde: list[dict] | None = None,
                     score_resolution: Mapping[str, float | None] | None = None) -> EffectsResult:
     """Run what ``resolved["analysis"]`` declares (``effect_size`` and/or ``validity``).
 
@@ -92,8 +90,6 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
         Recomputes the seed 000 metrics on a planted copy.
     score_range : Mapping
         System id -> its resolved ``score_range`` (the distribution check normalises by it).
-    mde : list of dict, optional
-        Compile-time minimum detectable effects (``plan["sensitivity"]``).
     score_resolution : Mapping, optional
         Declared score grid per system (else inferred): paired tests run on it.
     """
@@ -134,7 +130,9 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
                                           alpha=alpha, sesoi=out.sesoi, axes=axes,
                                           observed_metrics=metrics, observed_effects=out.contrasts,
                                           analyse_metrics=analyse_metrics)
-        out.mde = pd.DataFrame(mde or [])
+        from runtime.analysis.power import power_table
+
+        out.power = power_table(paired, resolved, sesoi=out.sesoi_table)
     if an.get("validity"):
         from runtime.analysis.effect_size import score_grids
 
