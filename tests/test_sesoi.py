@@ -155,3 +155,38 @@ def test_example_tost_at_the_implied_shift(example):
     assert bool(out["noise"]["equivalent"]) and out["noise"]["margin_score"] < out["noise"]["sesoi_score"]
     assert not bool(out["demoted"]["equivalent"]) and bool(out["demoted"]["meaningful"])
     assert out["demoted"]["mean_diff"] == pytest.approx(-0.2 * sp)
+
+
+def test_example_per_job_tost_and_the_within_job_match_standardiser(example):
+    """Per-job rows are tested at their own job's δ*; a d SESOI against the SD within job x match reads d
+    on that SD (by hand: the two groups' scores, stratum = variant x job x match)."""
+    from runtime.analysis.effect_size import effect_sizes, effect_sizes_by_job
+    from runtime.analysis.sesoi import shifts_of, strata_of
+
+    contrast = [{"kind": "variant", "variant": "V04", "reference": "BASE", "family": "variants"}]
+    table = sesoi_table(example, EXAMPLE)
+    bounds = shifts_of(table)
+    pooled = effect_sizes(example, contrasts=contrast, axes=[], sesoi=math.nan, alpha=0.05, bounds=bounds)
+    by_job = effect_sizes_by_job(example, contrasts=contrast, axes=[], sesoi=math.nan, alpha=0.05, pooled=pooled,
+                                 bounds=bounds).set_index("job_id")
+    per_job = table.set_index("job_id")["shift"]
+    for job in ("accountant", "marketing-specialist"):
+        assert by_job.loc[job, "sesoi_score"] == per_job[job]
+        assert by_job.loc[job, "margin_score"] == pytest.approx(by_job.loc[job, "margin"] * by_job.loc[job, "standardiser"])
+    # {d: 0.2, standardiser: within_job_match}
+    wjm = effect_sizes(example, contrasts=contrast, axes=[], sesoi=0.2, alpha=0.05,
+                       standardiser="within_job_match").iloc[0]
+    pair = example[example["variant"].isin(["V04", "BASE"])]
+    resid = pair["score"] - pair.groupby(["variant", "job_id", "is_true_match"])["score"].transform("mean")
+    sd = math.sqrt(float((resid ** 2).sum()) / (len(pair) - 2 * 5 * 2))
+    assert wjm["standardiser_kind"] == "within_job_match" and wjm["standardiser"] == pytest.approx(sd)
+    assert wjm["d"] == pytest.approx(wjm["mean_diff"] / sd) and wjm["sesoi_score"] == pytest.approx(0.2 * sd)
+    assert 0.03 < sd < 0.07    # issue 30: 0.036-0.060 within job x match, against s_p 0.166
+
+
+def test_report_states_the_sesoi_in_three_units(example):
+    from runtime.report.sections.effects import sesoi_lines
+
+    (line,) = sesoi_lines(sesoi_table(example, EXAMPLE)[lambda t: t["job_id"] == ALL_JOBS])
+    assert line == ("minilm · default (top-10 swap-in): a selection ratio below 0.8: a shift of 0.00612 on the score "
+                    "scale (0.00612 normalised), d = 0.0362 (pooled SD 0.169; SESOI {selection_ratio: 0.8})")

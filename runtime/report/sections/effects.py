@@ -105,7 +105,7 @@ def sesoi_lines(table: pd.DataFrame | None) -> list[str]:
         if is_missing(r.shift):
             out.append(head + f"SESOI {r.form}: no score shift ({r.reason})")
             continue
-        ratio = "" if is_missing(r.margin) else f"a selection ratio below {fmt_sig(r.margin, 3)}: "
+        ratio = "" if is_missing(r.margin) else f"a selection ratio below {float(r.margin):.3g}: "
         out.append(head + f"{ratio}a shift of {fmt_sig(r.shift, 3)} on the score scale "
                    f"({fmt_sig(r.shift_normalised, 3)} normalised), d = {fmt_sig(r.d_equivalent, 3)} "
                    f"({r.standardiser_kind.replace('_', ' ')} SD {fmt_sig(r.standardiser, 3)}; SESOI {r.form})")
