@@ -123,15 +123,31 @@ def test_content_sensitive_system_is_valid_and_reports_everything(write_spec, tm
 
 
 def test_planted_shift_detected_by_score_delta_at_a_larger_shift(write_spec, tmp_path):
-    spec = write_spec(SPEC.replace("planted_shift_se: 2.0", "planted_shift_se: 5.0"),
-                      **{"scores.csv": scores_csv("good", seed=7)})
-    assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
+    # also issue 30 end to end: a SESOI at the decision rule, printed by compile (score file) and sealed
+    spec = write_spec(SPEC.replace("planted_shift_se: 2.0", "planted_shift_se: 5.0").replace(
+        "sesoi: 0.2", "sesoi: {selection_ratio: 0.8}"), **{"scores.csv": scores_csv("good", seed=7)})
+    comp = run_cli("compile", spec.name, cwd=tmp_path)
+    assert comp.returncode == 0, comp.stderr
+    assert "sesoi {selection_ratio: 0.8} at the decision rule, from the score files" in comp.stdout
     proc = run_cli("execute", spec.name, "-q", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
-    st = pd.read_csv(run_dir / "effects.csv").query("section == 'self_test'")
+    effects = pd.read_csv(run_dir / "effects.csv")
+    st = effects.query("section == 'self_test'")
     for metric in ("effect_size_paired", "score_delta"):
         assert st[st["metric"] == metric]["detected"].astype(bool).all(), metric
+    sesoi = pd.read_csv(run_dir / "sesoi.csv")
+    shift = sesoi.loc[sesoi["job_id"] == "ALL", "shift"].iloc[0]
+    contrasts = effects.query("section == 'contrast'")
+    assert np.allclose(contrasts["sesoi_score"], shift) and (contrasts["standardiser_kind"] == "pooled").all()
+    # compile printed the δ* (3 significant digits) that execute sealed; the report lists both tables' hashes
+    assert f"all jobs (top-5 swap-in): ratio 0.8, shift {shift:.3g} (" in comp.stdout
+    from compiler.hashing import file_digest
+
+    html = (run_dir / "report.html").read_text()
+    for name in ("sesoi.csv", "power.csv"):
+        assert file_digest(run_dir / name)["digest"] in html, name
+    assert "a selection ratio below 0.8: a shift of" in html
 
 
 def test_compile_says_execute_computes_sesoi_and_power(write_spec, tmp_path):
