@@ -161,7 +161,7 @@ def test_example_per_job_tost_and_the_within_job_match_standardiser(example):
     """Per-job rows are tested at their own job's δ*; a d SESOI against the SD within job x match reads d
     on that SD (by hand: the two groups' scores, stratum = variant x job x match)."""
     from runtime.analysis.effect_size import effect_sizes, effect_sizes_by_job
-    from runtime.analysis.sesoi import shifts_of, strata_of
+    from runtime.analysis.sesoi import shifts_of
 
     contrast = [{"kind": "variant", "variant": "V04", "reference": "BASE", "family": "variants"}]
     table = sesoi_table(example, EXAMPLE)
