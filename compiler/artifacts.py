@@ -192,6 +192,15 @@ class Artifact(_Part):
         return self.model_dump(mode="json", exclude_unset=True)
 
 
+class Pilot(BaseModel):
+    """The pilot of ``audit compile --pilot RUN_DIR`` (issue 30 §3)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    paired_csv: str = Field(description="the pilot's paired.csv, as given")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of its bytes")
+
+
 class Lock(Artifact):
     """``<spec>.lock.json``: the pre-registration of a spec (DESIGN.md, "Compile, plan, lock")."""
 
@@ -216,6 +225,8 @@ class Lock(Artifact):
     generated_at: str | None = Field(None, description="UTC time the file was written (since 1.1)")
     methods_version: int = Field(1, ge=1, description="the methods version (compiler.methods) the lock "
                                                       "was made under; 1 when absent (schema 1.0)")
+    pilot: Pilot | None = Field(None, description="audit compile --pilot: the earlier run whose paired.csv sized "
+                                                  "the audit (issue 30 §3); absent without one")
 
 
 class Plan(Artifact):

@@ -16,7 +16,7 @@ import datetime
 from typing import Annotated, Literal, Union
 
 from pydantic import (BaseModel, field_validator, BeforeValidator, Discriminator, Field, StrictFloat, StrictInt, Tag,
-                      create_model)
+                      WrapValidator, create_model)
 
 from compiler.blocks import blocks as plugin_blocks, candidate_models, system_models
 # moved to compiler.blocks.population; imported from here by compiler.designs.population and compiler.families.causal
@@ -193,10 +193,74 @@ class Contrast(Strict):
                     "name / 'variants' (bh_families: per_axis).")
 
 
+#: Standardisers of a SESOI in d (issue 30 §1): the SD of the contrast's two groups of scores
+#: (``pooled``, seed 003's s_p), the SD within job, pooled over jobs, or within job x match stratum.
+STANDARDISERS: tuple[str, ...] = ("pooled", "within_job", "within_job_match")
+MSG_SESOI_FORMS = ("a number (|d| against the pooled SD, 0 < d <= 5), {selection_ratio: m} with 0 < m < 1, "
+                   "{score: x} with x > 0 on the system's own score scale, or {d: x, standardiser: "
+                   "pooled | within_job | within_job_match}")
+MSG_SESOI = "{problem}; allowed: "
+
+
+class SesoiRatio(Strict):
+    """The SESOI as a selection ratio at the decision rule (issue 30 §1): the implied score shift δ*
+    brings the reference's selection ratio down to m."""
+
+    selection_ratio: float = Field(gt=0, lt=1, description="m, 0 < m < 1 (e.g. 0.8, the four-fifths rule).")
+
+
+class SesoiScore(Strict):
+    """The SESOI as a shift on the system's own score scale (issue 30 §1)."""
+
+    score: float = Field(gt=0, description="x > 0, in the system's score units.")
+
+
+class SesoiD(Strict):
+    """The SESOI as a standardised difference with a named standardiser (issue 30 §1)."""
+
+    d: float = Field(gt=0, le=5, description="|d|.")
+    standardiser: Literal["pooled", "within_job", "within_job_match"] = Field(
+        default="pooled", description="pooled: the SD of the contrast's two groups (seed 003); within_job: the "
+        "SD within job, pooled; within_job_match: the SD within job x match stratum, pooled.")
+
+
+def _sesoi_problem(problem: str) -> ValueError:
+    return ValueError(MSG_SESOI.format(problem=problem) + MSG_SESOI_FORMS)
+
+
+def _sesoi_form(value, handler):
+    """One message for a bad SESOI (issue 30 §1): what is wrong and the allowed forms."""
+    from pydantic import ValidationError
+
+    if isinstance(value, dict):
+        keys = [k for k in ("selection_ratio", "score", "d") if k in value]
+        if len(keys) != 1:
+            got = ", ".join(map(str, value)) or "none"
+            raise _sesoi_problem(f"takes exactly one of selection_ratio, score, d (got keys: {got})")
+        model = {"selection_ratio": SesoiRatio, "score": SesoiScore, "d": SesoiD}[keys[0]]
+        try:
+            model.model_validate(value)
+        except ValidationError as err:
+            e = err.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in e["loc"])
+            got = e.get("input")
+            raise _sesoi_problem(f"{where}: {e['msg'][0].lower() + e['msg'][1:]} (got {got!r})") from None
+        return handler(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _sesoi_problem("a number or a mapping")
+    if not 0 < value <= 5:
+        raise _sesoi_problem("a number is |d|, 0 < d <= 5")
+    return handler(value)
+
+
 class EffectSize(Strict):
     """Effect sizes with equivalence tests, models and sensitivity (seed 003 §3.7)."""
 
-    sesoi: float = Field(default=0.2, gt=0, le=5, description="Smallest effect size of interest, |d|.")
+    sesoi: Annotated[Annotated[float, Field(gt=0, le=5)] | SesoiRatio | SesoiScore | SesoiD,
+                     WrapValidator(_sesoi_form)] = Field(
+        default=0.2, description="Smallest effect size of interest (issue 30 §1): a number = |d| against the "
+        "pooled SD; {selection_ratio: m} = the score shift that brings the selection ratio at the decision "
+        "rule to m; {score: x} = a shift of x on the system's scale; {d: x, standardiser: ...}.")
     contrasts: list[Contrast] | None = Field(
         default=None, min_length=1,
         description="Default: every non-reference level of every axis, and every variant.")

@@ -179,6 +179,7 @@ def compile_(
     reason: Annotated[Optional[str], typer.Option("--reason", help="Why the locked spec changes; recorded in the lock and the report.")] = None,
     key_dir: Annotated[Optional[Path], typer.Option("--key-dir", help="Sign the lock with these keys (see `audit keygen`); default $AUDIT_KEY_DIR or ~/.config/audit-compiler/keys when it holds keys.", show_default=False)] = None,
     tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL: timestamp the lock's signature (default \\[signing] tsa of the key directory's config.toml).", show_default=False, metavar="URL")] = None,
+    pilot: Annotated[Optional[Path], typer.Option("--pilot", help="Run folder of an earlier run of this design: its paired.csv gives the SESOI's score shift and the power (issue 30 §3); its sha256 is recorded in the lock.", show_default=False, metavar="RUN_DIR")] = None,
 ) -> None:
     """Validate, expand into a plan and write the lock (<spec>.lock.json) and plan (<spec>.plan.json).
 
@@ -201,7 +202,12 @@ def compile_(
     compiled = compile_spec(spec)
     _print_warnings(compiled)
     shown = display_path(spec)
+    # issue 30 §3: the SESOI and the power need scores (a pilot run, or the score files); checked
+    # before anything is written
+    known = _known_scores(compiled, pilot)
     lock = build_lock(compiled.resolved, compiled.plan, spec_file=spec.name)
+    if known is not None and known[2] is not None:
+        lock["pilot"] = known[2]
     old = existing_lock(spec, shown)  # a lock of an unknown schema major stops here (exit 3)
     same_spec = old is not None and old.get("spec_digest") == lock["spec_digest"] \
         and old.get("plan_digest") == lock["plan_digest"]
@@ -247,7 +253,10 @@ def compile_(
         from compiler.families.metric_suite import decision_text
 
         console.print(decision_text(compiled.resolved), markup=False)
-    _print_mde(console, compiled.plan.get("sensitivity"))
+    _print_power(console, compiled, known)
+    if known is not None and known[2] is not None and unchanged and old.get("pilot") != known[2]:
+        console.print("note: the spec matches its lock, which is kept as it is: this pilot's sha256 is not "
+                      "recorded in it", markup=False)
     if "llm_estimate" in compiled.plan:
         _print_llm_estimate(console, compiled.plan["llm_estimate"])
     console.print(f"spec digest sha256:{lock['spec_digest']['digest']}")
@@ -371,19 +380,170 @@ def _sign_lock(console, path: Path, keys, tsa: Optional[str]) -> None:
                   markup=False)
 
 
-def _print_mde(console, rows) -> None:
-    """Compile-time minimum detectable effects (seed 003 §3.7), one line per contrast x metric."""
-    if not rows:
+MSG_PILOT_NO_PAIRED = ("--pilot {dir}: no paired.csv in it; give the folder of an earlier run of this design "
+                       "(audit execute writes paired.csv there)")
+MSG_PILOT_UNREADABLE = "--pilot {dir}: paired.csv cannot be read as a paired frame: {why}"
+MSG_PILOT_DIFFERS = ("--pilot {dir}: its paired.csv is not a run of this design: {what}; a pilot must have the "
+                     "spec's jobs and variants")
+MSG_NO_SHIFT_AT_COMPILE = ("analysis.effect_size.sesoi {form}: no score shift for system {system!r}, condition "
+                           "{condition!r} of {source}: {reason}")
+#: Columns a pilot's paired.csv must have.
+PILOT_COLUMNS = ("system", "condition", "job_id", "cv_id", "variant", "score")
+
+
+def _pilot_frame(pilot: Path, resolved: dict):
+    """The paired frame of ``--pilot RUN_DIR`` and its record for the lock (issue 30 §3).
+
+    Raises
+    ------
+    AuditError
+        No ``paired.csv``, one that pandas cannot read or that lacks a column, or whose jobs or
+        variants differ from the spec's (exit 2, before anything is written).
+    """
+    import hashlib
+
+    import pandas as pd
+
+    from compiler.errors import AuditError
+
+    path = pilot / "paired.csv"
+    if not path.is_file():
+        raise AuditError(MSG_PILOT_NO_PAIRED.format(dir=pilot))
+    data = path.read_bytes()
+    try:
+        import io
+
+        frame = pd.read_csv(io.BytesIO(data))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise AuditError(MSG_PILOT_UNREADABLE.format(dir=pilot, why=str(err).splitlines()[0])) from None
+    missing = [c for c in PILOT_COLUMNS if c not in frame]
+    if missing:
+        raise AuditError(MSG_PILOT_UNREADABLE.format(dir=pilot, why="missing column(s) " + ", ".join(missing)))
+    if not pd.api.types.is_numeric_dtype(frame["score"]):
+        raise AuditError(MSG_PILOT_UNREADABLE.format(dir=pilot, why="column score is not numeric"))
+    what = []
+    for noun, want, got in (("jobs", {j["id"] for j in resolved["jobs"]}, set(frame["job_id"].astype(str))),
+                            ("variants", set((resolved.get("variants") or {}).get("table") or {}),
+                             set(frame["variant"].astype(str)))):
+        if want != got:
+            extra, absent = sorted(got - want), sorted(want - got)
+            what.append(f"{noun} " + "; ".join(x for x in (
+                f"not in the spec: {', '.join(extra)}" if extra else "",
+                f"missing: {', '.join(absent)}" if absent else "") if x))
+    if what:
+        raise AuditError(MSG_PILOT_DIFFERS.format(dir=pilot, what="; ".join(what)))
+    frame["job_id"], frame["variant"] = frame["job_id"].astype(str), frame["variant"].astype(str)
+    return frame, {"paired_csv": str(path), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _score_file_frame(compiled):
+    """A paired frame from the score files of a score-file design (precomputed systems, no generator),
+    condition ``default``, replicate 0, the axis levels from the variant table; None when there is none."""
+    import pandas as pd
+
+    from compiler.systems.precomputed import read_system_file
+
+    r = compiled.resolved
+    if r.get("candidates") is not None or not (r.get("variants") or {}).get("table"):
+        return None
+    table = r["variants"]["table"]
+    parts = []
+    for i, s in enumerate(compiled.loaded.spec.systems):
+        if s.kind != "precomputed":
+            continue
+        found = read_system_file(compiled.loaded, i, s)
+        if found is None or found.problems or not found.rows:
+            return None
+        f = pd.DataFrame(found.rows)
+        f = f.assign(system=s.id, condition="default", replicate=0)
+        for axis in r["axes"]:
+            f[axis] = f["variant"].map(lambda v, a=axis: table.get(v, {}).get(a))
+        parts.append(f)
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def _known_scores(compiled, pilot: Optional[Path]):
+    """``(paired frame, source, lock record or None)`` when the scores are known at compile (``--pilot``, or
+    a score-file design), else None; the SESOI's pooled shift must exist there (exit 2 otherwise).
+
+    Raises
+    ------
+    AuditError
+        A bad pilot (:func:`_pilot_frame`), or a SESOI that gives no score shift for a system x condition
+        of the known scores.
+    """
+    from compiler.errors import AuditError
+
+    r = compiled.resolved
+    es = r.get("analysis", {}).get("effect_size")
+    if pilot is not None:
+        frame, record = _pilot_frame(pilot, r)
+        source = f"the pilot {pilot}"
+    elif es:
+        frame, record, source = _score_file_frame(compiled), None, "the score files"
+    else:
+        return None
+    if frame is None or not es:
+        return None if frame is None else (frame, source, record)
+    from runtime.analysis.sesoi import ALL_JOBS, sesoi_table
+
+    table = sesoi_table(frame, r)
+    bad = table[(table["job_id"] == ALL_JOBS) & table["shift"].isna()]
+    # only a selection ratio needs its shift (a d is read on each contrast's own SD, a score is a shift)
+    if len(bad) and isinstance(es["sesoi"], dict) and "selection_ratio" in es["sesoi"]:
+        b = bad.iloc[0]
+        raise AuditError(MSG_NO_SHIFT_AT_COMPILE.format(form=b["form"], system=b["system"], condition=b["condition"],
+                                                        source=source, reason=b["reason"]))
+    return frame, source, record
+
+
+def _sig(x) -> str:
+    """3 significant digits; ``—`` for a missing value."""
+    import math
+
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if not math.isfinite(v) else f"{v:.3g}"
+
+
+def _print_power(console, compiled, known) -> None:
+    """The SESOI in three units and the level-1 power (issue 30 §1, §3), 3 significant digits, when the
+    scores are known; else one line saying that execute computes them."""
+    es = compiled.resolved.get("analysis", {}).get("effect_size")
+    if not es:
+        return
+    if known is None:
+        console.print("sesoi and power: computed by audit execute (sesoi.csv, power.csv); give --pilot RUN_DIR "
+                      "(an earlier run of this design) to see them now", markup=False)
         return
     from rich.table import Table
 
-    table = Table(title=f"minimum detectable |d| (power {rows[0]['power']:g}, α = {rows[0]['alpha']:g}, two-sided)")
-    for col in ("contrast", "metric", "test", "n", "MDE |d|"):
+    from runtime.analysis.power import power_table
+    from runtime.analysis.sesoi import sesoi_table
+
+    frame, source, _ = known
+    ses = sesoi_table(frame, compiled.resolved)
+    console.print(f"sesoi {ses['form'].iloc[0]} at the decision rule, from {source} (selection ratio, score "
+                  "shift, normalised shift, d against the SD of the reference scores):", markup=False)
+    for r in ses.itertuples(index=False):
+        where = f"  {r.system} · {r.condition} · {'all jobs' if r.job_id == 'ALL' else r.job_id} ({r.rule}): "
+        if r.reason:
+            console.print(where + f"— ({r.reason})", markup=False)
+            continue
+        console.print(where + f"ratio {_sig(r.margin)}, shift {_sig(r.shift)} ({_sig(r.shift_normalised)} normalised), "
+                      f"d = {_sig(r.d_equivalent)} ({r.standardiser_kind} SD {_sig(r.standardiser)})", markup=False)
+    pw = power_table(frame, compiled.resolved, sesoi=ses)
+    if pw.empty:
+        return
+    table = Table(title=f"level-1 score test at the SESOI: power, n for {es['power']:g}, MDE (two-sided at α and α/m₁)")
+    for col in ("system · condition", "category", "n", "sd(diff)", "level", "power", "n for power", "MDE shift",
+                "MDE ratio", "MDE d"):
         table.add_column(col)
-    for r in rows:
-        n = str(r["n_treatment"]) if r["test"] != "welch_t" else f"{r['n_treatment']} vs {r['n_reference']}"
-        table.add_row(r["contrast"], r["metric"], r["test"], n,
-                      "—" if r["mde_d"] is None else f"{r['mde_d']:.3f}")
+    for r in pw.itertuples(index=False):
+        table.add_row(f"{r.system} · {r.condition}", str(r.category), str(r.n), _sig(r.sd_diff), _sig(r.level),
+                      _sig(r.power), _sig(r.n_for_80), _sig(r.mde_shift), _sig(r.mde_ratio), _sig(r.mde_d))
     console.print(table)
 def _tokens_cost(c: dict) -> str:
     cost = c["estimated_cost_usd"]

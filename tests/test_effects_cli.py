@@ -96,7 +96,7 @@ def test_content_sensitive_system_is_valid_and_reports_everything(write_spec, tm
     assert proc.returncode == 0, proc.stderr
     assert "validity protocol: VALID" in proc.stdout
     effects = pd.read_csv(run_dir / "effects.csv")
-    assert set(effects["section"]) == {"contrast", "contrast_job", "model", "pooling", "validity", "self_test", "mde"}
+    assert set(effects["section"]) == {"contrast", "contrast_job", "model", "pooling", "validity", "self_test"}
     contrasts = effects[effects["section"] == "contrast"]
     assert set(contrasts["contrast"]) == {"sex_gender: F vs M", "age_signal: Older vs Young",
                                           "V01 vs BASE", "V02 vs BASE", "V03 vs BASE"}
@@ -115,27 +115,43 @@ def test_content_sensitive_system_is_valid_and_reports_everything(write_spec, tm
     # one condition: DL says it cannot pool
     pool = effects[effects["section"] == "pooling"]
     assert pool["notes"].str.startswith("cannot pool").all()
-    # compile-time MDE (precomputed: from the score file's K = 120)
-    mde = effects[effects["section"] == "mde"]
-    from statsmodels.stats.power import TTestPower
-
-    paired_mde = mde[(mde["metric"] == "effect_size_dz")]["mde_d"].iloc[0]
-    assert paired_mde == pytest.approx(float(np.ravel(TTestPower().solve_power(nobs=120, alpha=0.05, power=0.8))[0]))
+    # issue 30: no d_z MDE section; sesoi.csv and power.csv beside effects.csv (precomputed: K = 120)
+    assert "mde" not in set(effects["section"])
+    power = pd.read_csv(run_dir / "power.csv")
+    assert set(power["category"]) >= {"V01", "V02", "V03"} and (power[power["category"] == "V01"]["n"] == 120).all()
+    assert (pd.read_csv(run_dir / "sesoi.csv")["job_id"] == "ALL").any()
 
 
 def test_planted_shift_detected_by_score_delta_at_a_larger_shift(write_spec, tmp_path):
-    spec = write_spec(SPEC.replace("planted_shift_se: 2.0", "planted_shift_se: 5.0"),
-                      **{"scores.csv": scores_csv("good", seed=7)})
-    assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
+    # also issue 30 end to end: a SESOI at the decision rule, printed by compile (score file) and sealed
+    spec = write_spec(SPEC.replace("planted_shift_se: 2.0", "planted_shift_se: 5.0").replace(
+        "sesoi: 0.2", "sesoi: {selection_ratio: 0.8}"), **{"scores.csv": scores_csv("good", seed=7)})
+    comp = run_cli("compile", spec.name, cwd=tmp_path)
+    assert comp.returncode == 0, comp.stderr
+    assert "sesoi {selection_ratio: 0.8} at the decision rule, from the score files" in comp.stdout
     proc = run_cli("execute", spec.name, "-q", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
-    st = pd.read_csv(run_dir / "effects.csv").query("section == 'self_test'")
+    effects = pd.read_csv(run_dir / "effects.csv")
+    st = effects.query("section == 'self_test'")
     for metric in ("effect_size_paired", "score_delta"):
         assert st[st["metric"] == metric]["detected"].astype(bool).all(), metric
+    sesoi = pd.read_csv(run_dir / "sesoi.csv")
+    shift = sesoi.loc[sesoi["job_id"] == "ALL", "shift"].iloc[0]
+    contrasts = effects.query("section == 'contrast'")
+    assert np.allclose(contrasts["sesoi_score"], shift) and (contrasts["standardiser_kind"] == "pooled").all()
+    # compile printed the δ* (3 significant digits) that execute sealed; the report lists both tables' hashes
+    assert f"all jobs (top-5 swap-in): ratio 0.8, shift {shift:.3g} (" in comp.stdout
+    from compiler.hashing import file_digest
+
+    html = (run_dir / "report.html").read_text()
+    for name in ("sesoi.csv", "power.csv"):
+        assert file_digest(run_dir / name)["digest"] in html, name
+    assert "a selection ratio below 0.8: a shift of" in html
 
 
-def test_compile_prints_minimum_detectable_effects(write_spec, tmp_path):
+def test_compile_says_execute_computes_sesoi_and_power(write_spec, tmp_path):
+    # issue 30 §3: methods 7's d_z MDEs (0.199 beside a SESOI in d) are gone; without scores compile says so
     text = SPEC.replace("jobs:\n  - {id: j1}\n  - {id: j2}",
                         "jobs:\n  - {id: data-analyst, description: Analyse data}").replace(
         "systems:\n  - {id: vendor, kind: precomputed, path: scores.csv, score_range: [0, 100]}",
@@ -143,14 +159,10 @@ def test_compile_prints_minimum_detectable_effects(write_spec, tmp_path):
     spec = write_spec(text)
     proc = run_cli("compile", spec.name, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    from statsmodels.stats.power import TTestIndPower, TTestPower
-
-    assert "minimum detectable |d|" in proc.stdout
-    assert f"{TTestPower().solve_power(nobs=50, alpha=0.05, power=0.8):.3f}" in proc.stdout
-    # axis contrast: 2 of 4 factorial variants at each level -> 100 vs 100 resumes
-    assert f"{TTestIndPower().solve_power(nobs1=100, ratio=1.0, alpha=0.05, power=0.8):.3f}" in proc.stdout
+    assert "sesoi and power: computed by audit execute (sesoi.csv, power.csv)" in proc.stdout
+    assert "minimum detectable |d|" not in proc.stdout
     plan = json.loads((tmp_path / "spec.plan.json").read_text())
-    assert len(plan["sensitivity"]) == 2 + 3 * 2  # 2 axis rows + 3 variants x (d_z, score_delta)
+    assert "sensitivity" not in plan
 
 
 def test_ceiling_effect_system_is_inconclusive_with_every_default(write_spec, tmp_path):

@@ -225,6 +225,7 @@ SPEC_CASES = {
     "population_mediator_as_confounder": POP_SPEC.replace("z: [age, race]", "z: [age, race, education]"),
     "population_unknown_generator": POP_SPEC.replace("generator: population", "generator: census"),
     "population_with_axes": POP_SPEC.replace("jobs:", "axes: {}\njobs:"),
+    "population_sesoi_ratio": POP_SPEC + "analysis:\n  effect_size: {sesoi: {selection_ratio: 0.8}}\n",
     "population_unknown_key": POP_SPEC.replace("  profiles_per_job: 400", "  profiles_per_job: 400\n  folds: 5"),
 }
 

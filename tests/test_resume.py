@@ -20,8 +20,8 @@ from conftest import run_cli
 
 pytestmark = pytest.mark.slow
 
-RESULTS = ("metrics.csv", "metrics_by_job.csv", "paired.csv", "effects.csv", "resumes.csv", "risk.csv",
-           "drift.csv")
+RESULTS = ("metrics.csv", "metrics_by_job.csv", "paired.csv", "effects.csv", "sesoi.csv", "power.csv", "resumes.csv",
+           "risk.csv", "drift.csv")
 
 TEMPLATE_SPEC = """\
 audit: kill-template

@@ -69,6 +69,16 @@ CASES = {
     "missing_axes_block": (TINY_SPEC[:TINY_SPEC.index("axes:")] + TINY_SPEC[TINY_SPEC.index("variants:"):], {}),
     "empty_description": (TINY_SPEC.replace("- {id: j1}", '- {id: j1, description: "  "}'), {}),
     "huge_integer_in_k": (TINY_SPEC.replace("counterfactual: 2", "counterfactual: 9007199254740993"), {}),
+    # issue 30 §1: the SESOI's forms, one message with the allowed forms
+    **{f"sesoi_{name}": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
+                                           "  k: {counterfactual: 2, group: 2, merit: 2}\n  " + extra
+                                           + f"effect_size: {{sesoi: {value}}}"), {})
+       for name, value, extra in (("ratio_above_one", "{selection_ratio: 1.2}", ""),
+                                  ("ratio_zero", "{selection_ratio: 0}", ""),
+                                  ("negative_score", "{score: -1}", ""),
+                                  ("two_keys", "{score: 0.01, d: 0.2}", ""),
+                                  ("unknown_standardiser", "{d: 0.2, standardiser: within_team}", ""),
+                                  ("ratio_per_variant", "{selection_ratio: 0.8}", "ranking: per_variant\n  "))},
     "multiplicity_unknown": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
                                                "  k: {counterfactual: 2, group: 2, merit: 2}\n  multiplicity: bonferroni"), {}),
 }

@@ -5,7 +5,7 @@ Spec block: ``analysis.effect_size`` and ``analysis.validity`` (enabled when eit
 Needs paired candidates: every contrast compares resumes of the same base candidates across
 variants or levels. Its analysis runs inside the ``analyse`` task of ``metric_suite`` (the resolved
 ``analysis`` block is that task's input), so it adds no plan task of its own; its compile summary is
-the minimum detectable effect per contrast (``plan.sensitivity``, :mod:`compiler.power`).
+no plan summary: power and MDEs need scores (issue 30 §3: ``audit compile --pilot``, ``power.csv``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 from compiler.errors import Issue
 from compiler.families.base import PAIRED, Family, family
 from compiler.load import LoadedSpec
-from compiler.power import minimum_detectable_effects
 from compiler.registry import Needs
 from compiler.spec import AuditSpec
 from compiler.variants import axis_reference_levels, variant_table
@@ -34,6 +33,9 @@ MSG_PC_AXIS_NEEDED = "positive_control with contrast: axis needs axis and level 
 MSG_PC_MATCH_EXTRA = "positive_control with contrast: match takes no axis or level"
 MSG_PC_NO_LABELS = ("positive_control contrast match needs matching and non-matching base candidates: "
                     "0 < matching_per_job (M={m}) < base_per_job (K={k})")
+MSG_SESOI_PER_VARIANT = ("sesoi {{selection_ratio: {m:g}}} cannot be read under analysis.ranking: per_variant with a "
+                         "top-K rule: each variant is ranked in its own pool, so its selection ratio is 1 by "
+                         "construction; use swap_in ranking, a decision threshold, or {{score: x}} / {{d: x}}")
 MSG_MANIP_SAME = "manipulation check compares condition {cond!r} with itself; set against to another condition"
 
 
@@ -62,6 +64,12 @@ def effect_size_issues(ls: LoadedSpec) -> list[Issue]:
     base = ("analysis", "effect_size")
     if es.power <= ls.spec.analysis.alpha:
         out.append(ls.issue(base + ("power",), MSG_POWER_ALPHA.format(power=es.power, alpha=ls.spec.analysis.alpha)))
+    ratio = getattr(es.sesoi, "selection_ratio", None)
+    if ratio is not None:
+        a = ls.spec.analysis
+        # a population design has no selection rule: the effects family is refused there (unpaired)
+        if getattr(a, "ranking", None) == "per_variant" and not a.selects_by_threshold():
+            out.append(ls.issue(base + ("sesoi",), MSG_SESOI_PER_VARIANT.format(m=ratio)))
     seen: dict[tuple, str] = {}
     variants: list[str] | None = None
     for i, c in enumerate(es.contrasts or []):
@@ -196,9 +204,6 @@ class Effects(Family):
             out["validity"] = v
 
     def summary(self, resolved: dict[str, Any], size: dict[str, Any] | None = None) -> dict[str, Any]:
-        """``{"sensitivity": [...]}``: minimum detectable effects (seed 003 §3.7), when K is known: from
-        the generator, or, in a score-file audit, counted from the score files (``size["base_candidates"]``,
-        issue 15)."""
-        counted = (size or {}).get("base_candidates") if resolved.get("candidates") is None else None
-        mde = minimum_detectable_effects(resolved, k_total=counted)
-        return {"sensitivity": mde} if mde else {}
+        """Nothing: methods 7's d_z MDEs (``plan.sensitivity``) are gone (issue 30 §3); the power at the
+        SESOI needs scores: ``audit compile --pilot RUN_DIR``, or ``power.csv`` of ``audit execute``."""
+        return {}

@@ -51,8 +51,9 @@ from runtime.analysis.classify import bh_adjust
 CONTRAST_COLUMNS = (
     "system", "condition", "family", "contrast", "kind", "axis", "level", "variant", "reference",
     "test", "n_treatment", "n_reference", "mean_treatment", "mean_reference", "mean_diff", "se_diff",
-    "standardiser", "d", "ci_low", "ci_high", "d_z", "statistic", "df", "p_value", "q_value", "sesoi",
-    "sesoi_score", "meaningful", "tost_p", "equivalent", "ci90_low", "ci90_high", "margin", "var_d", "notes",
+    "standardiser", "standardiser_kind", "d", "ci_low", "ci_high", "d_z", "statistic", "df", "p_value", "q_value",
+    "sesoi", "sesoi_score", "meaningful", "tost_p", "equivalent", "ci90_low", "ci90_high", "margin", "margin_score",
+    "var_d", "notes",
 )
 KEYS = ("system", "condition", "job_id", "cv_id", "variant")
 NOTE_ZERO_VAR = "zero variance: d, its interval and the tests are undefined"
@@ -138,25 +139,28 @@ def _empty_row(**kw: object) -> dict[str, object]:
     return row
 
 
-def _equivalence(est: float, se: float, df: float, sp: float, *, sesoi: float, alpha: float) -> dict[str, float]:
+def _equivalence(est: float, se: float, df: float, sp: float, *, sesoi: float, alpha: float,
+                 bound: float | None = None) -> dict[str, float]:
     """TOST p, the (1 − 2α) interval of d and the achieved margin from one t statistic.
 
     The two one-sided tests of H0: est ≤ −b and H0: est ≥ b, b = SESOI · s_p, on ``df`` degrees of
     freedom; p = the larger one-sided p. The interval est ± t_{1−α, df} · se divided by s_p is the
-    one the TOST inverts: p < α exactly when it lies inside (−SESOI, SESOI).
+    one the TOST inverts: p < α exactly when it lies inside (−SESOI, SESOI). ``bound`` (score units,
+    issue 30 §1) replaces SESOI · s_p when given.
     """
     from scipy import stats
 
-    bound = sesoi * sp
+    bound = sesoi * sp if bound is None else bound
     p_lower = float(stats.t.sf((est + bound) / se, df))
     p_upper = float(stats.t.cdf((est - bound) / se, df))
     half = float(stats.t.ppf(1 - alpha, df)) * se
     lo90, hi90 = (est - half) / sp, (est + half) / sp
-    return {"tost_p": max(p_lower, p_upper), "ci90_low": lo90, "ci90_high": hi90,
+    return {"tost_p": max(p_lower, p_upper) if math.isfinite(bound) else math.nan, "ci90_low": lo90, "ci90_high": hi90,
             "margin": max(abs(lo90), abs(hi90))}
 
 
-def independent_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float, alpha: float = 0.05) -> dict[str, object]:
+def independent_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float, alpha: float = 0.05,
+                         bound: float | None = None, standardiser: float | None = None) -> dict[str, object]:
     """Cohen's d (pooled SD) of two independent groups: Welch p, exact 95% CI, Welch TOST and margin.
 
     Parameters
@@ -167,6 +171,11 @@ def independent_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float, alpha:
         Equivalence bound on |d|; the TOST bounds on the score scale are ±sesoi · s_p.
     alpha : float
         TOST level; the margin comes from the (1 − 2α) Welch interval of the mean difference.
+    bound : float, optional
+        The TOST bound in score units (δ*, issue 30 §1); default SESOI · standardiser.
+    standardiser : float, optional
+        The SD d is read against (issue 30 §1: within job, or job x match); default s_p. d, its
+        intervals, the margin and ``var_d`` are rescaled by s_p / standardiser.
 
     Returns
     -------
@@ -191,26 +200,30 @@ def independent_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float, alpha:
     v1, v0 = float(np.var(x1, ddof=1)), float(np.var(x0, ddof=1))
     df = n1 + n0 - 2
     sp = math.sqrt(((n1 - 1) * v1 + (n0 - 1) * v0) / df)
-    out["standardiser"] = sp
-    out["sesoi_score"] = sesoi * sp
-    if sp == 0 or v1 + v0 == 0:
+    st = sp if standardiser is None else standardiser
+    b = sesoi * st if bound is None else bound
+    out["standardiser"] = st
+    out["sesoi_score"] = b
+    if sp == 0 or v1 + v0 == 0 or not st > 0:
         return {**out, "df": df, "notes": NOTE_ZERO_VAR}
-    d = out["mean_diff"] / sp
+    r = sp / st                                    # 1 unless another standardiser is declared
+    d = out["mean_diff"] / st
     scale = math.sqrt(1 / n1 + 1 / n0)
-    lo, hi = d_interval(d / scale, df, scale, 0.95)
+    lo, hi = d_interval(d / r / scale, df, scale, 0.95)
     welch = stats.ttest_ind(x1, x0, equal_var=False)
     cm = CompareMeans(DescrStatsW(np.asarray(x1, float)), DescrStatsW(np.asarray(x0, float)))
-    tost_p = float(cm.ttost_ind(-sesoi * sp, sesoi * sp, usevar="unequal")[0])
+    tost_p = float(cm.ttost_ind(-b, b, usevar="unequal")[0]) if math.isfinite(b) else math.nan
     c_lo, c_hi = cm.tconfint_diff(alpha=2 * alpha, usevar="unequal")
-    lo90, hi90 = float(c_lo) / sp, float(c_hi) / sp
-    return {**out, "se_diff": float(cm.std_meandiff_separatevar), "d": d, "ci_low": lo, "ci_high": hi,
+    lo90, hi90 = float(c_lo) / st, float(c_hi) / st
+    return {**out, "se_diff": float(cm.std_meandiff_separatevar), "d": d, "ci_low": lo * r, "ci_high": hi * r,
             "statistic": float(welch.statistic), "df": float(welch.df), "p_value": float(welch.pvalue),
             "tost_p": tost_p, "ci90_low": lo90, "ci90_high": hi90, "margin": max(abs(lo90), abs(hi90)),
-            "var_d": (n1 + n0) / (n1 * n0) + d * d / (2 * (n1 + n0))}
+            "var_d": ((n1 + n0) / (n1 * n0) + (d / r) ** 2 / (2 * (n1 + n0))) * r * r}
 
 
 def paired_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float, step: float = 0.0,
-                    alpha: float = 0.05) -> dict[str, object]:
+                    alpha: float = 0.05, bound: float | None = None,
+                    standardiser: float | None = None) -> dict[str, object]:
     """Cohen's d (pooled SD) of paired scores, with the paired test and interval.
 
     Parameters
@@ -224,6 +237,8 @@ def paired_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float, step: float
         (:func:`runtime.analysis.stats.on_grid`), so no floating-point noise enters the tests.
     alpha : float
         TOST level; the margin comes from the (1 − 2α) paired t interval.
+    bound, standardiser : float, optional
+        As :func:`independent_contrast` (issue 30 §1).
 
     Returns
     -------
@@ -256,22 +271,25 @@ def paired_contrast(x1: np.ndarray, x0: np.ndarray, *, sesoi: float, step: float
     v1, v0 = float(np.var(x1, ddof=1)), float(np.var(x0, ddof=1))
     sp = math.sqrt((v1 + v0) / 2)
     sd = float(diff.std(ddof=1))
-    out.update(standardiser=sp, sesoi_score=sesoi * sp, se_diff=sd / math.sqrt(n), df=float(n - 1))
-    if sp == 0:
+    st = sp if standardiser is None else standardiser
+    b = sesoi * st if bound is None else bound
+    out.update(standardiser=st, sesoi_score=b, se_diff=sd / math.sqrt(n), df=float(n - 1))
+    if sp == 0 or not st > 0:
         return {**out, "notes": NOTE_ZERO_VAR}
-    d = out["mean_diff"] / sp
+    d = out["mean_diff"] / st
     out["d"] = d
     if sd == 0:
         return {**out, "notes": NOTE_CONSTANT_DIFF.format(diff=out["mean_diff"])}
     res = stats.ttest_1samp(diff, 0.0)
-    lo, hi = d_interval(float(res.statistic), n - 1, sd / (sp * math.sqrt(n)), 0.95)
+    lo, hi = d_interval(float(res.statistic), n - 1, sd / (st * math.sqrt(n)), 0.95)
     ds = DescrStatsW(diff)
-    tost_p = float(ds.ttost_mean(-sesoi * sp, sesoi * sp)[0])
+    tost_p = float(ds.ttost_mean(-b, b)[0]) if math.isfinite(b) else math.nan
     c_lo, c_hi = ds.tconfint_mean(alpha=2 * alpha)
-    lo90, hi90 = float(c_lo) / sp, float(c_hi) / sp
+    lo90, hi90 = float(c_lo) / st, float(c_hi) / st
     r = float(np.corrcoef(x1, x0)[0, 1]) if v1 > 0 and v0 > 0 else 0.0
-    var_d = (d * d * (v1 * v1 + v0 * v0 + 2 * r * r * v1 * v0) / (8 * (n - 1) * sp ** 4)
-             + sd * sd / ((n - 1) * sp * sp))
+    dp = out["mean_diff"] / sp                     # Bonett's variance of d_av, rescaled to the standardiser
+    var_d = (dp * dp * (v1 * v1 + v0 * v0 + 2 * r * r * v1 * v0) / (8 * (n - 1) * sp ** 4)
+             + sd * sd / ((n - 1) * sp * sp)) * (sp / st) ** 2
     return {**out, "ci_low": lo, "ci_high": hi, "d_z": out["mean_diff"] / sd,
             "statistic": float(res.statistic), "p_value": float(res.pvalue), "tost_p": tost_p,
             "ci90_low": lo90, "ci90_high": hi90, "margin": max(abs(lo90), abs(hi90)), "var_d": var_d}
@@ -377,13 +395,15 @@ def axis_model(frame: pd.DataFrame, refs: Mapping[str, str], *, design: str
 
 
 def model_contrast(x1: np.ndarray, x0: np.ndarray, fit: Mapping[str, float] | None, *, design: str,
-                   sesoi: float, alpha: float, note: str = "", axis: str = "", level: str = "") -> dict[str, object]:
+                   sesoi: float, alpha: float, note: str = "", axis: str = "", level: str = "",
+                   bound: float | None = None, standardiser: float | None = None) -> dict[str, object]:
     """An axis contrast from an adjusted coefficient (:func:`axis_model`).
 
     d = coef / s_p with s_p the pooled SD of the level's and the reference level's scores (seed 003's
     standardiser); t = coef / se on the model's df, two-sided p; 95% CI (coef ± t_{0.975} · se) / s_p;
     TOST, (1 − 2α) interval and margin by :func:`_equivalence` from the same coefficient and SE;
-    ``var_d`` = (se / s_p)² + d² / (2(n1 + n0)).
+    ``var_d`` = (se / s_p)² + d² / (2(n1 + n0)). ``bound`` and ``standardiser`` as
+    :func:`independent_contrast` (issue 30 §1).
     """
     from scipy import stats
 
@@ -393,12 +413,14 @@ def model_contrast(x1: np.ndarray, x0: np.ndarray, fit: Mapping[str, float] | No
                               "mean_reference": float(np.mean(x0)) if n0 else math.nan}
     if n1 < 2 or n0 < 2:
         return {**out, "notes": NOTE_TOO_FEW}
-    sp = math.sqrt(((n1 - 1) * float(np.var(x1, ddof=1)) + (n0 - 1) * float(np.var(x0, ddof=1))) / (n1 + n0 - 2))
-    out.update(standardiser=sp, sesoi_score=sesoi * sp)
+    sp0 = math.sqrt(((n1 - 1) * float(np.var(x1, ddof=1)) + (n0 - 1) * float(np.var(x0, ddof=1))) / (n1 + n0 - 2))
+    sp = sp0 if standardiser is None else standardiser
+    b = sesoi * sp if bound is None else bound
+    out.update(standardiser=sp, sesoi_score=b)
     if fit is None:
         return {**out, "notes": NOTE_NOT_IDENTIFIED.format(level=level, axis=axis)}
     out.update(mean_diff=fit["coef"], df=fit["df"])
-    if sp == 0:
+    if sp0 == 0 or not sp > 0:
         return {**out, "notes": NOTE_ZERO_VAR}
     d = fit["coef"] / sp
     out["d"] = d
@@ -409,7 +431,7 @@ def model_contrast(x1: np.ndarray, x0: np.ndarray, fit: Mapping[str, float] | No
     half = float(stats.t.ppf(0.975, fit["df"])) * se
     return {**out, "notes": note, "se_diff": se, "ci_low": (fit["coef"] - half) / sp, "ci_high": (fit["coef"] + half) / sp,
             "statistic": t, "p_value": float(2 * stats.t.sf(abs(t), fit["df"])),
-            **_equivalence(fit["coef"], se, fit["df"], sp, sesoi=sesoi, alpha=alpha),
+            **_equivalence(fit["coef"], se, fit["df"], sp, sesoi=sesoi, alpha=alpha, bound=b),
             "var_d": (se / sp) ** 2 + d * d / (2 * (n1 + n0))}
 
 
@@ -437,53 +459,95 @@ def axis_references(frame: pd.DataFrame, contrasts: Sequence[Mapping[str, str]],
             for a in axes if a in frame and frame[a].notna().any()}
 
 
+#: Note of a contrast whose SESOI shift is undefined (issue 30 §1; the reason is in ``sesoi.csv``).
+NOTE_NO_SHIFT = "the SESOI's score shift is undefined here (sesoi.csv says why): no TOST"
+
+
+def _bound_of(bounds: Mapping[tuple, float] | None, ids: Mapping[str, object]) -> float | None:
+    """δ* of a group: its job's when the group is one job and the job has one, else its system x
+    condition's; None without ``bounds`` (the SESOI is a d)."""
+    if bounds is None:
+        return None
+    sc = (ids.get("system"), ids.get("condition"))
+    if "job_id" in ids and (*sc, ids["job_id"]) in bounds:
+        return float(bounds[(*sc, ids["job_id"])])
+    return float(bounds.get(sc, math.nan))
+
+
 def contrast_rows(frame: pd.DataFrame, contrasts: Sequence[Mapping[str, str]], *, sesoi: float,
                   by: Sequence[str], axes: Sequence[str] = (), alpha: float = 0.05,
-                  score_resolution: Mapping[str, float | None] | None = None) -> list[dict[str, object]]:
+                  score_resolution: Mapping[str, float | None] | None = None,
+                  bounds: Mapping[tuple, float] | None = None, standardiser: str = "pooled"
+                  ) -> list[dict[str, object]]:
     """Unadjusted-for-multiplicity contrast rows per group of ``by`` (no BH).
 
     ``frame`` from :func:`average_replicates`. Variant contrasts: :func:`paired_contrast` on each
     system's score grid (:func:`score_grids`). Axis contrasts: as :func:`axis_design` decides for
     the group, :func:`independent_contrast` (Welch) or :func:`model_contrast` on one
     :func:`axis_model` fit per group over ``axes`` (every axis adjusted for the others).
+
+    Issue 30 §1: ``bounds`` (``(system, condition)`` or ``(system, condition, job_id)`` -> δ*, score
+    units; :func:`runtime.analysis.sesoi.shifts_of`) puts the TOST at ±δ* (a per-job group at its
+    job's δ*) instead of ±SESOI · s_p; ``standardiser`` (``pooled``, ``within_job``,
+    ``within_job_match``) is the SD d is read against: the two groups' scores within group x job
+    (x match stratum), pooled (:func:`runtime.analysis.sesoi.within_sd`); ``pooled`` is s_p.
+    Column ``sesoi`` is then δ* / standardiser (so ``equivalent`` still holds exactly when
+    margin < sesoi), ``margin_score`` = margin · standardiser.
     """
+    from runtime.analysis.sesoi import strata_of, within_sd
+
     grids = score_grids(frame, score_resolution)
     rows = []
     for key, sub in frame.groupby(list(by), sort=True):
         key = key if isinstance(key, tuple) else (key,)
         ids = dict(zip(by, key))
+        bound = _bound_of(bounds, ids)
         design = axis_design(sub, axes) if any(c["kind"] == "axis" for c in contrasts) else ""
         fits: tuple[dict, str] | None = None
         for c in contrasts:
             base = {**ids, "family": c["family"], "contrast": contrast_label(c), "kind": c["kind"],
                     "axis": c.get("axis", ""), "level": c.get("level", ""),
-                    "variant": c.get("variant", ""), "reference": c["reference"], "sesoi": sesoi}
+                    "variant": c.get("variant", ""), "reference": c["reference"], "sesoi": sesoi,
+                    "standardiser_kind": standardiser}
             if c["kind"] == "axis":
                 col = sub[c["axis"]] if c["axis"] in sub else pd.Series(dtype=object)
+                both = sub[col.isin([c["level"], c["reference"]])]
+                sd = (None if standardiser == "pooled" else
+                      within_sd(both["score"].to_numpy(float), strata_of(both, standardiser, both[c["axis"]])))
                 x1 = sub.loc[col == c["level"], "score"].to_numpy(float)
                 x0 = sub.loc[col == c["reference"], "score"].to_numpy(float)
                 if design == "welch":
-                    res = independent_contrast(x1, x0, sesoi=sesoi, alpha=alpha)
+                    res = independent_contrast(x1, x0, sesoi=sesoi, alpha=alpha, bound=bound, standardiser=sd)
                 else:
                     if fits is None:
                         fits = axis_model(sub, axis_references(sub, contrasts, axes), design=design)
                     res = model_contrast(x1, x0, fits[0].get((c["axis"], c["level"])), design=design,
                                          sesoi=sesoi, alpha=alpha, note=fits[1], axis=c["axis"],
-                                         level=c["level"])
+                                         level=c["level"], bound=bound, standardiser=sd)
                 if len(x1) == 0:
                     res["notes"] = NOTE_NO_LEVEL.format(level=c["level"], axis=c["axis"])
             else:
-                wide = sub[sub["variant"].isin([c["variant"], c["reference"]])].pivot_table(
-                    index=["job_id", "cv_id"], columns="variant", values="score", aggfunc="mean")
+                pair = sub[sub["variant"].isin([c["variant"], c["reference"]])]
+                wide = pair.pivot_table(index=["job_id", "cv_id"], columns="variant", values="score", aggfunc="mean")
                 if c["variant"] not in wide or c["reference"] not in wide:
                     res = {"test": TESTS["paired"], "n_treatment": 0,
                            "notes": NOTE_NO_VARIANT.format(variant=c["variant"])}
                 else:
                     wide = wide.dropna()
+                    sd = (None if standardiser == "pooled" else
+                          within_sd(pair["score"].to_numpy(float), strata_of(pair, standardiser, pair["variant"])))
                     res = paired_contrast(wide[c["variant"]].to_numpy(float),
                                           wide[c["reference"]].to_numpy(float), sesoi=sesoi,
-                                          step=grids.get(str(ids.get("system")), 0.0), alpha=alpha)
-            rows.append(_empty_row(**base, **res))
+                                          step=grids.get(str(ids.get("system")), 0.0), alpha=alpha,
+                                          bound=bound, standardiser=sd)
+            row = _empty_row(**base, **res)
+            st = float(row["standardiser"])
+            if bound is not None:
+                row["sesoi"] = bound / st if st > 0 else math.nan
+                if not math.isfinite(bound):
+                    row["notes"] = "; ".join(x for x in (row["notes"], NOTE_NO_SHIFT) if x)
+            row["margin_score"] = float(row["margin"]) * st
+            rows.append(row)
     return rows
 
 
@@ -498,13 +562,16 @@ def finish(rows: list[dict[str, object]], *, alpha: float, sesoi: float) -> pd.D
     d = out["d"].to_numpy(float)
     q = out["q_value"].to_numpy(float)
     with np.errstate(invalid="ignore"):
-        out["meaningful"] = (np.abs(d) >= sesoi) & (q < alpha)
+        # |d| >= sesoi: the row's own SESOI in d (δ* / standardiser when the SESOI is not a d), i.e.
+        # |mean difference| >= δ* (issue 30 §1)
+        out["meaningful"] = (np.abs(d) >= out["sesoi"].to_numpy(float)) & (q < alpha)
         out["equivalent"] = out["tost_p"].to_numpy(float) < alpha
     return out
 
 
 def effect_sizes(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str, str]], axes: Sequence[str],
-                 sesoi: float, alpha: float, score_resolution: Mapping[str, float | None] | None = None) -> pd.DataFrame:
+                 sesoi: float, alpha: float, score_resolution: Mapping[str, float | None] | None = None,
+                 bounds: Mapping[tuple, float] | None = None, standardiser: str = "pooled") -> pd.DataFrame:
     """Every contrast per system x condition, with BH within family (seed 003 §3.7, Table 1).
 
     See the module docstring for the estimator of each kind of contrast.
@@ -522,6 +589,9 @@ def effect_sizes(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str, str]]
         Smallest effect size of interest (|d|) and the BH / TOST level.
     score_resolution : Mapping, optional
         Declared score grid per system (else inferred); paired tests run on the grid.
+    bounds, standardiser : optional
+        The SESOI as a score shift per system x condition and the SD d is read against (issue 30 §1;
+        :func:`contrast_rows`): ``sesoi_score`` is then δ*, ``sesoi`` δ* / standardiser.
 
     Returns
     -------
@@ -535,7 +605,8 @@ def effect_sizes(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str, str]]
     """
     frame = average_replicates(paired, axes)
     return finish(contrast_rows(frame, contrasts, sesoi=sesoi, by=("system", "condition"), axes=axes,
-                                alpha=alpha, score_resolution=score_resolution), alpha=alpha, sesoi=sesoi)
+                                alpha=alpha, score_resolution=score_resolution, bounds=bounds,
+                                standardiser=standardiser), alpha=alpha, sesoi=sesoi)
 
 
 #: Flag of a per-job contrast whose own |d| reaches the SESOI (:func:`effect_sizes_by_job`).
@@ -544,18 +615,20 @@ FLAG_JOB_SESOI = "|d| >= SESOI in this job"
 
 def effect_sizes_by_job(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str, str]], axes: Sequence[str],
                         sesoi: float, alpha: float, pooled: pd.DataFrame,
-                        score_resolution: Mapping[str, float | None] | None = None) -> pd.DataFrame:
+                        score_resolution: Mapping[str, float | None] | None = None,
+                        bounds: Mapping[tuple, float] | None = None, standardiser: str = "pooled") -> pd.DataFrame:
     """Every contrast per system x condition x job: does a job hide an effect the pooled one does not show?
 
     Each job's d, interval, TOST and margin are computed as in :func:`effect_sizes`, on that job's
-    candidates alone; they describe, they are not adjusted for multiplicity (``q_value`` empty).
+    candidates alone; they describe, they are not adjusted for multiplicity (``q_value`` empty). With
+    ``bounds`` (issue 30 §1) each job's TOST is at its own job's δ* (``sesoi.csv``'s per-job row).
     Columns :data:`CONTRAST_COLUMNS` plus ``job_id``, ``pooled_d``, ``pooled_equivalent`` and
     ``flag`` (:data:`FLAG_JOB_SESOI` when the job's |d| reaches the SESOI, else empty). A pooled
     "equivalent" with flagged jobs is equivalence on average only.
     """
     frame = average_replicates(paired, axes)
     rows = contrast_rows(frame, contrasts, sesoi=sesoi, by=("system", "condition", "job_id"), axes=axes,
-                         alpha=alpha, score_resolution=score_resolution)
+                         alpha=alpha, score_resolution=score_resolution, bounds=bounds, standardiser=standardiser)
     out = pd.DataFrame(rows, columns=[*CONTRAST_COLUMNS, "job_id"])
     if out.empty:
         return out
@@ -566,7 +639,7 @@ def effect_sizes_by_job(paired: pd.DataFrame, *, contrasts: Sequence[Mapping[str
     with np.errstate(invalid="ignore"):
         out["meaningful"] = False
         out["equivalent"] = out["tost_p"].to_numpy(float) < alpha
-        out["flag"] = np.where(np.abs(d) >= sesoi, FLAG_JOB_SESOI, "")
+        out["flag"] = np.where(np.abs(d) >= out["sesoi"].to_numpy(float), FLAG_JOB_SESOI, "")
     cols = ["system", "condition", "job_id", *[c for c in CONTRAST_COLUMNS if c not in ("system", "condition")],
             "pooled_d", "pooled_equivalent", "flag"]
     return out[cols]

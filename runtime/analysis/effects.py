@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ import pandas as pd
 NOT_ASSESSED = "NOT ASSESSED"
 #: ``section`` value -> attribute of :class:`EffectsResult`, in ``effects.csv`` order.
 SECTIONS = {"contrast": "contrasts", "contrast_job": "contrasts_by_job", "model": "models", "pooling": "pooling", "validity": "validity",
-            "self_test": "self_test", "mde": "mde"}
+            "self_test": "self_test"}
 
 
 #: Integer columns of ``effects.csv`` (stacking the tables would otherwise print them as floats).
@@ -35,7 +36,10 @@ class EffectsResult:
     pooling: pd.DataFrame = field(default_factory=pd.DataFrame)
     validity: pd.DataFrame = field(default_factory=pd.DataFrame)
     self_test: pd.DataFrame = field(default_factory=pd.DataFrame)
-    mde: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: ``sesoi.csv`` (issue 30 §1; :func:`runtime.analysis.sesoi.sesoi_table`), not a section of effects.csv.
+    sesoi_table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: ``power.csv`` (issue 30 §3; :func:`compiler.power.power_table`), not a section of effects.csv.
+    power: pd.DataFrame = field(default_factory=pd.DataFrame)
     verdict: str = NOT_ASSESSED
     failed: tuple[str, ...] = ()
     sesoi: float = 0.2
@@ -56,10 +60,21 @@ class EffectsResult:
         return out[["section"] + [c for c in out.columns if c != "section"]]
 
 
+def _typical_d(table: pd.DataFrame) -> float:
+    """The SESOI in d of a run whose SESOI is a selection ratio or a score shift: the median
+    ``d_equivalent`` of the pooled rows of ``sesoi.csv`` (the report's negligible band, the validity
+    protocol's score-step floor); nan when none is defined."""
+    from runtime.analysis.sesoi import ALL_JOBS
+
+    if table.empty:
+        return math.nan
+    d = pd.to_numeric(table.loc[table["job_id"] == ALL_JOBS, "d_equivalent"], errors="coerce").dropna()
+    return float(d.median()) if len(d) else math.nan
+
+
 def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metrics: pd.DataFrame,
                     analyse_metrics: Callable[[pd.DataFrame], pd.DataFrame],
                     score_range: Mapping[str, tuple[float, float]],
-                    mde: list[dict] | None = None,
                     score_resolution: Mapping[str, float | None] | None = None) -> EffectsResult:
     """Run what ``resolved["analysis"]`` declares (``effect_size`` and/or ``validity``).
 
@@ -75,8 +90,6 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
         Recomputes the seed 000 metrics on a planted copy.
     score_range : Mapping
         System id -> its resolved ``score_range`` (the distribution check normalises by it).
-    mde : list of dict, optional
-        Compile-time minimum detectable effects (``plan["sensitivity"]``).
     score_resolution : Mapping, optional
         Declared score grid per system (else inferred): paired tests run on it.
     """
@@ -93,27 +106,39 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
     out = EffectsResult(alpha=alpha)
     es = an.get("effect_size")
     if es:
-        out.sesoi = es["sesoi"]
-        out.contrasts = effect_sizes(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"], alpha=alpha,
-                                     score_resolution=score_resolution)
-        out.contrasts_by_job = effect_sizes_by_job(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"],
-                                                   alpha=alpha, pooled=out.contrasts, score_resolution=score_resolution)
+        from runtime.analysis.sesoi import Sesoi, sesoi_table, shifts_of
+
+        ses = Sesoi.of(es["sesoi"])
+        out.sesoi_table = sesoi_table(paired, resolved, score_range=score_range)
+        # a d SESOI is read on each contrast's own standardiser (a plain number: seed 003's, unchanged);
+        # a selection ratio or a score shift puts every TOST at ±δ* (issue 30 §1)
+        bounds = None if ses.form == "d" else shifts_of(out.sesoi_table)
+        d_sesoi = ses.value if ses.form == "d" else math.nan
+        out.sesoi = ses.value if ses.form == "d" else _typical_d(out.sesoi_table)
+        kw = {"bounds": bounds, "standardiser": ses.standardiser}
+        out.contrasts = effect_sizes(paired, contrasts=es["contrasts"], axes=axes, sesoi=d_sesoi, alpha=alpha,
+                                     score_resolution=score_resolution, **kw)
+        out.contrasts_by_job = effect_sizes_by_job(paired, contrasts=es["contrasts"], axes=axes, sesoi=d_sesoi,
+                                                   alpha=alpha, pooled=out.contrasts, score_resolution=score_resolution,
+                                                   **kw)
         out.models = fit_models(paired, axes={a: v["reference"] for a, v in resolved["axes"].items()},
                                 controls=es["controls"], alpha=alpha, wild_bootstrap=es["wild_bootstrap"],
                                 seed=derive_seed(resolved["seed"], "wild_bootstrap") % (2**32))
-        out.pooling = pool_contrasts(paired, contrasts=es["contrasts"], axes=axes, sesoi=es["sesoi"],
-                                     pool_over=es["pool_over"], score_resolution=score_resolution)
+        out.pooling = pool_contrasts(paired, contrasts=es["contrasts"], axes=axes, sesoi=d_sesoi,
+                                     pool_over=es["pool_over"], score_resolution=score_resolution, **kw)
         out.self_test = planted_self_test(paired, reference=reference, shift_se=es["planted_shift_se"],
-                                          alpha=alpha, sesoi=es["sesoi"], axes=axes,
+                                          alpha=alpha, sesoi=out.sesoi, axes=axes,
                                           observed_metrics=metrics, observed_effects=out.contrasts,
                                           analyse_metrics=analyse_metrics)
-        out.mde = pd.DataFrame(mde or [])
+        from runtime.analysis.power import power_table
+
+        out.power = power_table(paired, resolved, sesoi=out.sesoi_table)
     if an.get("validity"):
         from runtime.analysis.effect_size import score_grids
 
         v = check_validity(paired, config=an["validity"], reference=reference, axes=axes,
                            score_range=score_range, alpha=alpha,
                            score_step=score_grids(paired, score_resolution),
-                           sesoi=es["sesoi"] if es else DEFAULT_SESOI)
+                           sesoi=out.sesoi if es and math.isfinite(out.sesoi) and out.sesoi > 0 else DEFAULT_SESOI)
         out.validity, out.verdict, out.failed = v.checks, v.verdict, v.failed
     return out

@@ -1,7 +1,8 @@
 """Effect sizes, equivalence tests, clustered models and the validity protocol (seed 003 §3.7).
 
 Table ``effects`` (every table of :class:`runtime.analysis.effects.EffectsResult`, stacked with a
-``section`` column). Verdict: VALID or INCONCLUSIVE (exit 5) when ``analysis.validity`` is declared.
+``section`` column); with ``analysis.effect_size``, ``sesoi`` (the SESOI in three units, issue 30 §1) and
+``power`` (the level-1 test's power at it and its MDE in decision units, issue 30 §3). Verdict: VALID or INCONCLUSIVE (exit 5) when ``analysis.validity`` is declared.
 """
 
 from __future__ import annotations
@@ -25,16 +26,14 @@ class Effects(AuditFamily):
 
         r = ctx.resolved
         metrics = ctx.results["metric_suite"].data["result"].metrics
-        mde = ctx.compiled.plan.get("sensitivity")
-        if not mde:  # precomputed scores: K is known only now
-            from compiler.power import minimum_detectable_effects
-
-            mde = minimum_detectable_effects(r, k_total=int(ctx.paired.drop_duplicates(["job_id", "cv_id"]).shape[0]))
         effects = analyse_effects(ctx.paired, r, metrics=metrics,
                                   analyse_metrics=lambda f: suite(ctx, f, n_bootstrap=SELF_TEST_BOOTSTRAP).metrics,
-                                  score_range=ctx.score_range(), mde=mde,
+                                  score_range=ctx.score_range(),
                                   score_resolution=ctx.score_resolution())
-        out = FamilyResult(tables={"effects": effects.long_frame()}, data={"effects": effects})
+        tables = {"effects": effects.long_frame()}
+        if r["analysis"].get("effect_size"):  # issue 30 §1, §3: sealed with the run (REPRODUCIBLE_RESULTS)
+            tables["sesoi"], tables["power"] = effects.sesoi_table, effects.power
+        out = FamilyResult(tables=tables, data={"effects": effects})
         if r["analysis"].get("validity"):
             out.verdict, out.failed = effects.verdict, list(effects.failed)
             out.summary = [f"validity protocol: {effects.verdict}"]

@@ -92,6 +92,26 @@ def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float,
     return units
 
 
+def sesoi_lines(table: pd.DataFrame | None) -> list[str]:
+    """The SESOI in three units, one line per system x condition (issue 30 §1): "a selection ratio below
+    0.8: a shift of 0.00612 on the score scale (0.00612 normalised), d = 0.0362 (pooled SD 0.169)"."""
+    from runtime.analysis.sesoi import ALL_JOBS
+
+    if table is None or not len(table):
+        return []
+    out = []
+    for r in table[table["job_id"] == ALL_JOBS].itertuples(index=False):
+        head = f"{r.system} · {r.condition} ({r.rule}): "
+        if is_missing(r.shift):
+            out.append(head + f"SESOI {r.form}: no score shift ({r.reason})")
+            continue
+        ratio = "" if is_missing(r.margin) else f"a selection ratio below {float(r.margin):.3g}: "
+        out.append(head + f"{ratio}a shift of {fmt_sig(r.shift, 3)} on the score scale "
+                   f"({fmt_sig(r.shift_normalised, 3)} normalised), d = {fmt_sig(r.d_equivalent, 3)} "
+                   f"({r.standardiser_kind.replace('_', ' ')} SD {fmt_sig(r.standardiser, 3)}; SESOI {r.form})")
+    return out
+
+
 def reconcile(contrasts: pd.DataFrame, models: pd.DataFrame, *, alpha: float, sesoi: float) -> list[str]:
     """Sentences that resolve, in words, where the contrast table and the primary model (the mixed
     model) seem to disagree about an axis level, and where a contrast is both significant and
@@ -206,15 +226,18 @@ def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
                               "detected": int(sub["detected"].sum()), "n": len(sub),
                               "variants": ", ".join(sub.loc[sub["detected"], "variant"]) or "—",
                               "shift_se": fmt_sig(sub["shift_se"].iloc[0], 3)})
-    mde = [] if effects.mde is None or not len(effects.mde) else [
-        {"contrast": r.contrast, "metric": r.metric, "test": r.test,
-         "n": fmt_int(r.n_treatment) if r.test != "welch_t" else f"{fmt_int(r.n_treatment)} / {fmt_int(r.n_reference)}",
-         "mde": fmt_sig(r.mde_d, 3)} for r in effects.mde.itertuples()]
+    pw = getattr(effects, "power", None)
+    mde = [] if pw is None or not len(pw) else [
+        {"system": r.system, "condition": r.condition, "category": r.category, "test": r.test, "n": fmt_int(r.n),
+         "level": fmt_sig(r.level, 3), "power": fmt_sig(r.power, 3), "n_for_80": fmt_int(r.n_for_80),
+         "mde_shift": fmt_sig(r.mde_shift, 3), "mde_ratio": fmt_sig(r.mde_ratio, 3), "mde_d": fmt_sig(r.mde_d, 3)}
+        for r in pw.itertuples()]
     contrasts = effects.contrasts
     data = {
         "verdict": effects.verdict, "failed": list(effects.failed),
         "declared": effects.verdict != "NOT ASSESSED", "checks": checks,
-        "sesoi": f"{effects.sesoi:g}", "alpha": f"{effects.alpha:g}",
+        "sesoi": f"{effects.sesoi:.3g}", "alpha": f"{effects.alpha:g}",
+        "sesoi_lines": sesoi_lines(getattr(effects, "sesoi_table", None)),
         "units": [] if contrasts is None or not len(contrasts) else _forest_units(
             contrasts, effects.sesoi, effects.alpha, getattr(effects, "contrasts_by_job", None)),
         "models": models, "icc": icc,
