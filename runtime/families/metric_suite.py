@@ -81,4 +81,15 @@ class MetricSuite(AuditFamily):
 
         suite = result.data["result"]
         return metric_suite_sections(metrics=suite.metrics, risk=suite.risk, drift=suite.drift, meta=meta,
-                                     by_job=suite.by_job, headline=suite.headline)
+                                     by_job=suite.by_job, headline=suite.headline, detectable=_detectable(ctx))
+
+
+def _detectable(ctx) -> pd.DataFrame | None:
+    """Page 1's smallest detectable selection ratio per category (issue 30 §3), from the effect-size family's
+    ``power.csv`` when the run has one (its result is read, the family is not imported)."""
+    from runtime.analysis.power import smallest_detectable_ratio
+
+    effects = getattr(ctx, "results", {}).get("effects")
+    tables = getattr(effects, "tables", None) or {}
+    power = tables.get("power")
+    return None if power is None or len(power) == 0 else smallest_detectable_ratio(power)

@@ -101,10 +101,26 @@ class RunSettings:
             ranking=a.get("ranking") or RANKING,
             multiplicity=a.get("multiplicity") or MULTIPLICITY,
             decision=_frozen(a["decision"]) if a.get("decision") else None,
-            thresholds=_frozen(with_defaults(resolved["thresholds"])),
+            thresholds=_frozen(_with_sesoi(with_defaults(resolved["thresholds"]), a.get("effect_size"))),
             score_range=MappingProxyType({s["id"]: tuple(s["score_range"]) for s in systems}),
             score_resolution=MappingProxyType({
                 s["id"]: None if s.get("score_resolution") is None
                 else float(s["score_resolution"]) / int(s.get("replicates") or 1) for s in systems}),
             blocks=_frozen({key: value for key, value in a.items() if key not in own}),
         )
+
+
+def _with_sesoi(thresholds: dict[str, Any], effect_size: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The thresholds the run decides with: a SESOI written as a selection ratio, ``{selection_ratio: m}``,
+    is the pass bound of the selection ratio in both tiers (issue 30 §2: band ``[m, 1/m]`` for the selection
+    ratio and every row deciding on it), the investigate bound at most m. One place, so the analysis, the
+    report's rules and its thresholds table read the same band."""
+    sesoi = (effect_size or {}).get("sesoi")
+    if not isinstance(sesoi, Mapping) or "selection_ratio" not in sesoi:
+        return thresholds
+    m = float(sesoi["selection_ratio"])
+    for tier in thresholds.values():
+        bounds = tier.get("selection_ratio")
+        if bounds is not None:
+            tier["selection_ratio"] = {"pass": m, "investigate": min(float(bounds["investigate"]), m)}
+    return thresholds

@@ -43,6 +43,7 @@ def metric_suite_sections(
     meta: ReportMeta,
     by_job: pd.DataFrame | None = None,
     headline: pd.DataFrame | None = None,
+    detectable: pd.DataFrame | None = None,
 ) -> list[Section]:
     """The report sections of the nine-metric suite (seed 000 §3.8).
 
@@ -66,6 +67,9 @@ def metric_suite_sections(
         ``metrics_by_job.csv`` (:mod:`runtime.analysis.by_job`); adds the ``by-job`` section.
     headline : pandas.DataFrame, optional
         ``headline.csv`` (:mod:`runtime.analysis.headline`); adds the ``headline`` section, first on page 1.
+    detectable : pandas.DataFrame, optional
+        Each category's smallest detectable selection ratio (:func:`runtime.analysis.power.smallest_detectable_ratio`
+        of ``power.csv``, issue 30 §3), shown on page 1.
 
     Returns
     -------
@@ -84,7 +88,7 @@ def metric_suite_sections(
     threshold = threshold_text(meta.threshold)
     return [
         *([Section(id="headline", title="Findings by protected category",
-                   template="sections/metric_suite_headline.html.j2", context=headline_context(headline),
+                   template="sections/metric_suite_headline.html.j2", context=headline_context(headline, detectable),
                    order=ORDER["headline"], toc=False)] if headline is not None else []),
         *([Section(id="score-source", title="Where the scores come from", template="sections/metric_suite_source.html.j2",
                    context=source_context(meta, metrics), order=ORDER["source"], toc=False)] if meta.score_file else []),

@@ -32,14 +32,27 @@ def _metrics_text(deciding: Any, status_: str = "") -> str:
     return "; ".join(parts)
 
 
-def headline_context(headline: pd.DataFrame | None) -> dict[str, Any]:
+def headline_context(headline: pd.DataFrame | None,
+                     detectable: pd.DataFrame | None = None) -> dict[str, Any]:
     """Plain data of the headline section: ``systems``, one dict per system with ``system``, ``verdict``
     (status), ``failing`` (the categories at the verdict's status), ``disadvantaged``, ``categories`` (one
     dict per category: ``category, variants, status, metrics, value, ci, disadvantaged``) and ``ranking``
-    (the ranking-quality row, or None)."""
+    (the ranking-quality row, or None).
+
+    ``detectable``: :func:`runtime.analysis.power.smallest_detectable_ratio` (``power.csv``, issue 30 §3;
+    columns ``system, category`` = a variant id, ``mde_ratio``, ``level``): each category's ``detectable``
+    is the lowest over its variants, the selection ratio the audit's score test detects with the declared
+    power at its family level (a ratio between it and 1 may go unseen); empty without power."""
     systems: list[dict[str, Any]] = []
     if headline is None or len(headline) == 0:
-        return {"systems": systems}
+        return {"systems": systems, "power": False}
+    mde = {} if detectable is None or len(detectable) == 0 else {
+        (str(r.system), str(r.category)): float(r.mde_ratio) for r in detectable.itertuples()}
+
+    def smallest(system: str, variants: Any) -> str:
+        got = [mde[(system, v)] for v in fmt_text(variants, "").split("; ") if (system, v) in mde]
+        got = [x for x in got if x == x]
+        return f"≤ {fmt_sig(min(got), 3)}" if got else MISSING
     for system, sub in headline.groupby("system", sort=False):
         rows = sub.to_dict("records")
         verdict = next((r for r in rows if r["category"] == ALL), None)
@@ -50,6 +63,7 @@ def headline_context(headline: pd.DataFrame | None) -> dict[str, Any]:
             "value": fmt_sig(r["value"], signed=str(r["deciding_metrics"]).startswith("score_delta")),
             "ci": fmt_ci(r["ci_low"], r["ci_high"], signed=str(r["deciding_metrics"]).startswith("score_delta")),
             "disadvantaged": fmt_text(r["disadvantaged"], "—"),
+            "detectable": smallest(str(system), r["variants"]),
         } for r in rows if r["category"] not in (ALL, RANKING)]
         systems.append({
             "system": str(system),
@@ -64,4 +78,4 @@ def headline_context(headline: pd.DataFrame | None) -> dict[str, Any]:
                 "metrics": _metrics_text(ranking["deciding_metrics"], status(ranking["status"])) or MISSING,
                 "value": fmt_sig(ranking["value"]), "ci": fmt_ci(ranking["ci_low"], ranking["ci_high"])},
         })
-    return {"systems": systems}
+    return {"systems": systems, "power": bool(mde)}
