@@ -50,6 +50,10 @@ def criteria(direction: str, tier_bounds: Mapping[str, float] | None, classify_a
     if ratio_bounds:
         m = to_float(ratio_bounds.get("pass"))
         band = f"[{fmt_threshold(m)}, {fmt_sig(1 / m, 3)}]" if m and m > 0 else MISSING
+        if ratio_bounds is tier_bounds:  # the selection ratio itself: not in Table 3, two-sided on the value too
+            i = to_float(tier_bounds.get("investigate"))
+            wide = f"[{fmt_threshold(i)}, {fmt_sig(1 / i, 3)}]" if i and i > 0 else MISSING
+            seed000 = f"on the point estimate: PASS inside {band}, INVESTIGATE inside {wide}"
         return (f"PASS if the 95% interval of the selection ratio lies in {band}; FAIL if it lies wholly outside; "
                 f"otherwise INCONCLUSIVE ({seed000})")
     band = f"[−{p}, {p}]" if classify_abs else f"[0, {p}]" if direction == "lower" else f"[{p}, 1]"

@@ -198,11 +198,13 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         "ci_text": CI_TEXT.get(info["ci"], info["ci"]),
         "ci_coverage": ci_coverage,
         "ci_approximate": ci_coverage.startswith("approximate"),
-        "direction_text": "lower is better" if info["direction"] == "lower" else "higher is better",
+        "direction_text": ("1 is best: a ratio below pass disfavours the variant, above 1/pass the reference"
+                           if metric == "selection_ratio"
+                           else "lower is better" if info["direction"] == "lower" else "higher is better"),
         "research_text": criteria(info["direction"], research, info["classify_abs"],
-                                  ratio_bounds=bounds(meta.thresholds, "research", "selection_ratio") if on_ratio else None),
+                                  ratio_bounds=_ratio_bounds(meta, "research", metric, research) if on_ratio else None),
         "operational_text": criteria(info["direction"], operational, info["classify_abs"],
-                                     ratio_bounds=bounds(meta.thresholds, "operational", "selection_ratio")
+                                     ratio_bounds=_ratio_bounds(meta, "operational", metric, operational)
                                      if on_ratio else None),
         "tiers_differ": dict(research) != dict(operational),
         "chart_svg": chart,
@@ -210,6 +212,11 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         "diag_headers": diag_headers,
         "counts": counts(r["status"] for r in rows),
     }
+
+
+def _ratio_bounds(meta: ReportMeta, tier: str, metric: str, own: Mapping[str, float]) -> Mapping[str, float]:
+    """The selection ratio's bounds of ``tier``: ``own`` (the same object) for the selection ratio itself."""
+    return own if metric == "selection_ratio" else bounds(meta.thresholds, tier, "selection_ratio")
 
 
 def units(metrics: pd.DataFrame, meta: ReportMeta, variant_order: list[str], reference: str) -> list[dict[str, Any]]:
