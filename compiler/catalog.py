@@ -135,7 +135,10 @@ def resolved_thresholds() -> dict[str, dict[str, dict[str, float]]]:
 def with_defaults(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, dict[str, float]]]:
     """``thresholds`` (a resolved spec's) completed with the defaults of the metrics it leaves out (a
     metric added by a later methods version, :func:`resolved_thresholds`); the given bounds win."""
-    out = default_thresholds()
-    for tier, bounds in (thresholds or {}).items():
-        out.setdefault(tier, {}).update({m: dict(b) for m, b in bounds.items()})
+    out = {tier: {m: dict(b) for m, b in bounds.items()} for tier, bounds in (thresholds or {}).items()}
+    for tier, bounds in default_thresholds().items():
+        if tier in out:  # a missing tier or seed 000 metric stays missing (the caller's error to raise)
+            for m, b in bounds.items():
+                if not METRICS[m].resolved:
+                    out[tier].setdefault(m, b)
     return out

@@ -359,9 +359,9 @@ def interval_status(r, bounds: dict[str, dict[str, float]]) -> str:
     (issue 30 §2) when it is defined: its interval, band [pass, 1/pass] of the selection_ratio bounds."""
     on = r.decision_on if r.decision_on != "value" else r.metric
     low, high = (r.ci_low, r.ci_high) if r.decision_on == "value" else (r.decision_low, r.decision_high)
-    if r.metric in ("flip_rate", "retention_rate", "impact_ratio"):
-        sel = r.ranking_swap  # defined under swap-in only
-        assert (r.decision_on == "selection_ratio") == sel, (r.metric, r.variant, r.decision_on)
+    swap = getattr(r, "ranking_swap", None)  # the ratio is defined under swap-in only
+    if r.metric in ("flip_rate", "retention_rate", "impact_ratio") and swap is not None:
+        assert (r.decision_on == "selection_ratio") == swap, (r.metric, r.variant, r.decision_on)
     if math.isnan(low) or math.isnan(high):
         return "N/A"
     bound = bounds[on]["pass"]

@@ -352,7 +352,7 @@ def test_planted_self_test_table_shows_which_metrics_detect_2_se():
     table = planted_self_test(paired, reference="BASE", shift_se=2.0, alpha=0.05, sesoi=0.2,
                               axes=["sex_gender", "age_signal"], observed_metrics=observed,
                               observed_effects=eff, analyse_metrics=suite)
-    assert len(table) == 3 * (1 + 9)  # 3 variants x (the paired contrast + the nine seed 000 metrics)
+    assert len(table) == 3 * (1 + 10)  # 3 variants x (the paired contrast + the ten metrics of methods 8)
     dz = table[table["metric"] == "effect_size_paired"]
     assert dz["detected"].all() and np.allclose(dz["p_adj_null"], 1.0)  # null copy: t = 0 exactly
     # a shift shared by every candidate of a variant moves no rank: rank metrics equal the null copy's

@@ -101,7 +101,7 @@ def test_tiny_embedding_audit_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "reports" / "tiny-embedding-audit").iterdir())
     metrics = pd.read_csv(run_dir / "metrics.csv")
-    assert len(metrics) == 9 * 3 and set(metrics["variant"]) == {"BASE", "V01", "V02"}
+    assert len(metrics) == 10 * 3 and set(metrics["variant"]) == {"BASE", "V01", "V02"}
     paired = pd.read_csv(run_dir / "paired.csv")
     assert len(paired) == 12 * 3 and paired["score"].between(0, 1).all()
     # the matching half ranks above the non-matching half under the reference variant

@@ -132,7 +132,7 @@ def test_the_score_file_starter_compiles_executes_and_verifies(tmp_path):
     assert proc.returncode == 0, proc.stderr
     run = next((tmp_path / "reports" / "vendor-export-audit").iterdir())
     metrics = list(csv.DictReader(io.StringIO((run / "metrics.csv").read_text())))
-    assert len(metrics) == 9 * 4  # nine metrics x four variants (the reference included)
+    assert len(metrics) == 10 * 4  # ten metrics (methods 8) x four variants (the reference included)
     statuses = {r["status"] for r in metrics} | {r["status_operational"] for r in metrics}
     assert "FAIL" not in statuses, [(r["metric"], r["variant"], r["value"]) for r in metrics if "FAIL" in
                                     (r["status"], r["status_operational"])]

@@ -197,6 +197,11 @@ def test_the_shipped_coverage_table_covers_every_metric_at_2_and_5_jobs():
 
     coverage._table.cache_clear()
     for metric in catalog.METRICS:
+        if not catalog.METRICS[metric].seed000:
+            # the selection ratio (methods 8) is not measured yet: the calibration issue's; the report then
+            # quotes no coverage for it rather than another metric's
+            assert all(coverage.measured(metric, jobs) is None for jobs in (2, 5)), metric
+            continue
         for jobs in (2, 5):
             m = coverage.measured(metric, jobs)
             assert m is not None and m["jobs"] == jobs and 0.5 < m["low"] <= m["high"] <= 1.0, (metric, jobs)

@@ -132,5 +132,8 @@ def smallest_detectable_ratio(power: pd.DataFrame) -> pd.DataFrame:
     if power is None or power.empty:
         return pd.DataFrame(columns=cols)
     lowest = power[power["level"] == power.groupby(["system", "category"])["level"].transform("min")]
-    idx = lowest.groupby(["system", "category"], sort=True)["mde_ratio"].idxmin().dropna()
+    lowest = lowest[pd.to_numeric(lowest["mde_ratio"], errors="coerce").notna()]  # no MDE (zero spread): left out
+    if lowest.empty:
+        return pd.DataFrame(columns=cols)
+    idx = lowest.groupby(["system", "category"], sort=True)["mde_ratio"].idxmin()
     return lowest.loc[idx, cols].sort_values(["system", "category"]).reset_index(drop=True)
