@@ -93,7 +93,7 @@ def open_run(spec_path: Path, *, store: Path | None = None, keys=None, tsa: str 
     timings: dict[str, float] = {}
     with stage_timer(timings, "compile"):
         compiled = compile_spec(spec_path)
-        check_extras(compiled.loaded, stage)  # every module the run imports, before any work
+        check_extras(compiled.loaded, stage, compiled.parts)  # every module the run imports, before any work
         store_dir = store_root(compiled, store)  # an operator's --store above the spec: refused before any write
         if keys is not None:  # revoked: refused before any work; the status is recorded (issue 27 §2)
             from runtime.provenance.revocation import check_keys
