@@ -10,7 +10,9 @@ Never imports :mod:`runtime`, and has no import cycle (both checked by import-li
 - :mod:`compiler.families`: one module per audit family (block, checks, resolution, plan tasks,
   summary, needs); :func:`compiler.families.family_ids` lists them in run order;
 - :mod:`compiler.validate`, :mod:`compiler.resolve`, :mod:`compiler.plan`, :mod:`compiler.lock`: run
-  the plug-ins; leaf helpers in :mod:`compiler.paths`, :mod:`compiler.variants`, :mod:`compiler.tasks`.
+  the plug-ins (:func:`compile_spec` looks up a spec's design and system kinds once,
+  :func:`compiler.designs.parts_of`, and hands them on); :mod:`compiler.extras`: the optional modules
+  they need; leaf helpers in :mod:`compiler.paths`, :mod:`compiler.variants`, :mod:`compiler.tasks`.
 """
 
 from __future__ import annotations

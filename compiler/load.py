@@ -79,10 +79,15 @@ class LoadedSpec:
     def folder(self) -> Path:
         return self.path.parent
 
+    @property
+    def shown(self) -> str:
+        """The spec's path as messages name it (:func:`display_path`)."""
+        return display_path(self.path)
+
     def issue(self, loc: tuple, message: str, *, key: bool = False) -> Issue:
         """Build an :class:`Issue` located at ``loc`` (a key path) in this spec's YAML."""
         line, col = locate(self.doc, loc, key=key)
-        return Issue(display_path(self.path), line, col, dotted(loc), message)
+        return Issue(self.shown, line, col, dotted(loc), message)
 
     def locate(self, found: Iterable[Issue | Finding]) -> list[Issue]:
         """Every finding of a check located in this spec's YAML, in order (an :class:`Issue`, which a

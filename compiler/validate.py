@@ -18,6 +18,7 @@ from pathlib import Path
 
 from compiler.designs import PROVIDES_WORDS, Parts, parts_of
 from compiler.errors import Finding, Issue, SpecError
+from compiler.extras import check_extras, extra_findings, extra_issues
 from compiler.families import families
 from compiler.load import LoadedSpec
 from compiler.spec import PLUGIN_BLOCKS
@@ -25,10 +26,12 @@ from compiler.registry import Needs
 from compiler.paths import (MSG_BAD_PATH, MSG_EMPTY, MSG_FILE_ABSOLUTE, MSG_FILE_ESCAPES, MSG_FILE_MISSING,
                             MSG_NO_WEIGHTS, MSG_NOT_A_FILE, MSG_NOT_A_FOLDER, MSG_NOT_UTF8, WEIGHT_FILES,
                             reference_problem, resolve_inside, weight_files)
-from compiler.systems import MissingExtra, Stage, missing_modules
+from compiler.systems import MissingExtra
 
 __all__ = [
-    "validate", "spec_advisories", "family_issues", "extra_issues", "check_extras",
+    "validate", "spec_advisories", "family_issues",
+    # moved to compiler.extras; re-exported for earlier callers
+    "extra_issues", "check_extras",
     # moved to compiler.paths (the leaf module of file references); re-exported for earlier callers
     "MSG_FILE_ABSOLUTE", "MSG_FILE_ESCAPES", "MSG_FILE_MISSING", "MSG_NOT_A_FILE", "MSG_NOT_A_FOLDER",
     "MSG_NO_WEIGHTS", "MSG_NOT_UTF8", "WEIGHT_FILES", "resolve_inside", "weight_files",
@@ -79,35 +82,6 @@ def _system_issues(ls: LoadedSpec, parts: Parts) -> Found:
     if ls.spec.source is not None and all(parts.needs_text):
         out.append(Finding(("source",), MSG_SOURCE_UNUSED, key=True))
     return out
-
-
-def _extra_issues(ls: LoadedSpec, parts: Parts, stage: Stage) -> Found:
-    out: Found = []
-    design = parts.design.requires
-    if missing_modules(design, stage):
-        out.append(Finding(("candidates", "generator"), design.message()))
-    for i, s in enumerate(ls.spec.systems):
-        req = parts.kinds[i].requires(s)
-        if missing_modules(req, stage):
-            out.append(Finding(("systems", i, "kind"), req.message()))
-    return out
-
-
-def extra_issues(ls: LoadedSpec, stage: Stage = "resolve", parts: Parts | None = None) -> list[Issue]:
-    """One issue per part of the spec (its design, each system) whose extra is not installed: the modules
-    resolution needs (``stage="resolve"``: validate, compile, ``verify --spec``) or all it needs
-    (``stage="execute"``), checked with :func:`compiler.systems.find_module`, nothing imported.
-    ``parts``: the spec's, when the caller has looked them up (:func:`compiler.designs.parts_of`)."""
-    found = _extra_issues(ls, parts or parts_of(ls), stage)
-    return ls.locate(found)
-
-
-def check_extras(ls: LoadedSpec, stage: Stage = "execute", parts: Parts | None = None) -> None:
-    """Raise :class:`~compiler.systems.MissingExtra` when a part of the spec needs a module of an extra
-    that is not installed (``audit execute`` calls it before any work with ``stage="execute"``)."""
-    issues = extra_issues(ls, stage, parts)
-    if issues:
-        raise MissingExtra(issues)
 
 
 def _file_issues(ls: LoadedSpec, parts: Parts) -> Found:
@@ -248,7 +222,8 @@ def validate(ls: LoadedSpec, parts: Parts) -> None:
         With one located issue per problem (job texts, the design's block, ids, systems, file
         references, each enabled family's block or its unmet needs).
     compiler.systems.MissingExtra
-        The same, when one of them is a part whose extra is not installed (:func:`extra_issues`).
+        The same, when one of them is a part whose extra is not installed
+        (:func:`compiler.extras.extra_issues`).
     """
     undeclared = _undeclared_issues(ls)
     # a plug-in whose spec model loaded but whose declaration did not: nothing else can run
@@ -268,9 +243,9 @@ def _issues(ls: LoadedSpec, parts: Parts) -> tuple[Found, Found]:
     # only repeat its errors in other words, so its root errors are reported alone (issue 14)
     found = _job_issues(ls, parts) + design + _ids_issues(ls) + _system_issues(ls, parts)
     later = _execution_issues(ls) + ([] if design else _family_issues(ls, parts))
-    # what reads the environment and the files last: the extras installed, the files named, the data files
-    extras = _extra_issues(ls, parts, "resolve")
+    # what reads the files and the environment last: the files named, the extras installed, the data files
     files = _file_issues(ls, parts)
+    extras: Found = extra_findings(ls, parts, "resolve")
     # the data files' checks read the design too (jobs, variants), and need the files themselves
     data = [] if design or files else [issue for i, s in enumerate(ls.spec.systems)
                                        for issue in parts.kinds[i].data_issues(ls, i, s)]

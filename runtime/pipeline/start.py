@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from compiler import Compiled, compile_spec
-from compiler.load import display_path
 from compiler.lock import check_lock, read_lock, utc_now
 from runtime.pipeline.metadata import run_record
 from runtime.pipeline.summary import SUMMARY
@@ -88,7 +87,7 @@ def open_run(spec_path: Path, *, store: Path | None = None, keys=None, tsa: str 
         ``resume`` names a folder that cannot be resumed, ``store`` is the spec's folder or above it,
         or the run folder cannot be written (exit 2).
     """
-    from compiler.validate import check_extras
+    from compiler.extras import check_extras
 
     timings: dict[str, float] = {}
     with stage_timer(timings, "compile"):
@@ -99,7 +98,7 @@ def open_run(spec_path: Path, *, store: Path | None = None, keys=None, tsa: str 
             from runtime.provenance.revocation import check_keys
 
             check_keys(keys, what="audit execute", required=bool(tsa))
-        shown = display_path(spec_path)
+        shown = compiled.loaded.shown  # the spec as messages name it
         lock = read_lock(spec_path, shown)
         check_lock(lock, compiled.resolved, shown)
     locked = Locked(compiled, lock, shown, store_dir, timings)
