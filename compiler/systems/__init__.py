@@ -92,14 +92,6 @@ def kinds_of(systems: list[Any]) -> tuple[SystemKind, ...]:
     return tuple(declared[k] if k in declared else Undeclared(k) for k in kinds)
 
 
-def provided_by_systems(systems: list[Any]) -> frozenset[str]:
-    """Union of what the systems provide (spec models or resolved dicts)."""
-    out: set[str] = set()
-    for s in systems:
-        out |= hook_for(s["kind"] if isinstance(s, dict) else s.kind).provides
-    return frozenset(out)
-
-
 __all__ = [
     "BLIND_FINGERPRINT", "CORE", "DEFAULT_EMBEDDING_NAME", "DEFAULT_EMBEDDING_PACKAGE", "LLM_MODULES",
     "MSG_BAD_TEMPLATE", "MSG_BLIND_COLUMNS", "MSG_BLIND_DESIGN", "MSG_DUP_CONDITION", "MSG_NEEDS_EXTRA",
@@ -107,5 +99,5 @@ __all__ = [
     "MSG_UNDECLARED", "SYSTEMS", "SYSTEM_KINDS_REGISTRY", "Undeclared", "Embedding", "FileRef", "LlmCompare", "LlmScore",
     "LlmScreener", "MissingExtra", "MissingModule", "Precomputed", "Requires", "Stage", "SystemKind", "file_ref",
     "find_module", "hook_for", "kinds_of", "missing_modules", "model_fingerprint", "model_fingerprints", "packaged_model_dir",
-    "provided_by_systems", "read_system_file", "score_resolution", "system_kind",
+    "read_system_file", "score_resolution", "system_kind",
 ]
