@@ -237,7 +237,9 @@ def validate(ls: LoadedSpec, parts: Parts) -> None:
 
 def _issues(ls: LoadedSpec, parts: Parts) -> tuple[Found, Found]:
     """Every check's findings, in the order the user reads them (then sorted by position), and those of
-    the extras not installed among them."""
+    the extras not installed among them. A check that reads only the spec returns findings
+    (:class:`~compiler.errors.Finding`) and joins ``found`` or ``later``; the checks that read files or
+    the environment run after those."""
     design = parts.design.issues(ls)
     # the families' checks read the design (axes, levels, variants): when it is broken they would
     # only repeat its errors in other words, so its root errors are reported alone (issue 14)
