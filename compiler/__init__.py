@@ -10,7 +10,9 @@ Never imports :mod:`runtime`, and has no import cycle (both checked by import-li
 - :mod:`compiler.families`: one module per audit family (block, checks, resolution, plan tasks,
   summary, needs); :func:`compiler.families.family_ids` lists them in run order;
 - :mod:`compiler.validate`, :mod:`compiler.resolve`, :mod:`compiler.plan`, :mod:`compiler.lock`: run
-  the plug-ins; leaf helpers in :mod:`compiler.paths`, :mod:`compiler.variants`, :mod:`compiler.tasks`.
+  the plug-ins (:func:`compile_spec` looks up a spec's design and system kinds once,
+  :func:`compiler.designs.parts_of`, and hands them on); :mod:`compiler.extras`: the optional modules
+  they need; leaf helpers in :mod:`compiler.paths`, :mod:`compiler.variants`, :mod:`compiler.tasks`.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.designs import Parts, parts_of
 from compiler.load import LoadedSpec, load_spec
 from compiler.plan import expand
 from compiler.resolve import resolve
-from compiler.validate import advisories, validate
+from compiler.validate import spec_advisories, validate
 
 
 @dataclass
@@ -35,6 +38,8 @@ class Compiled:
     warnings: list = field(default_factory=list)
     #: One line per precomputed system: its score file as read and the score range in force.
     score_files: list = field(default_factory=list)
+    #: The spec's design and system kinds (:class:`compiler.designs.Parts`), looked up once.
+    parts: Parts | None = None
 
 
 def compile_spec(path: str | Path) -> Compiled:
@@ -45,14 +50,13 @@ def compile_spec(path: str | Path) -> Compiled:
     compiler.errors.SpecError
         When the spec is invalid (exit 2 in the CLI).
     """
-    from compiler.designs import design_of
-
     loaded = load_spec(path)
-    validate(loaded)
+    parts = parts_of(loaded)  # the design and the system kinds, looked up once
+    validate(loaded, parts)
     resolved = resolve(loaded)
-    counted = design_of(loaded).base_per_job(loaded)
-    return Compiled(loaded, resolved, expand(resolved, base_per_job=counted), advisories(loaded),
-                    score_files(loaded))
+    counted = parts.design.base_per_job(loaded)
+    return Compiled(loaded, resolved, expand(resolved, base_per_job=counted), spec_advisories(loaded, parts),
+                    score_files(loaded), parts)
 
 
 def score_files(ls: LoadedSpec) -> list[str]:

@@ -27,6 +27,18 @@ class Issue:
         return f"{where}:{key} {elide(self.message)}"
 
 
+@dataclass(frozen=True)
+class Finding:
+    """One problem a check found, not yet located: the key path it concerns and the message.
+
+    A check returns findings; :meth:`compiler.load.LoadedSpec.locate` turns all of them into
+    :class:`Issue` objects at once (``key=True``: at the mapping key itself, as for an unknown key)."""
+
+    loc: tuple
+    message: str
+    key: bool = False
+
+
 #: The most characters of one message printed; a longer one (it quotes a long value of the spec) keeps its
 #: start and its end, which says what is allowed (issue 41: a 200 KB value used by 45 aliases printed 9 MB).
 MAX_MESSAGE_CHARS = 1000

@@ -11,11 +11,11 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from pydantic import BaseModel, ValidationError
 
-from compiler.errors import Issue, SpecError
+from compiler.errors import Finding, Issue, SpecError
 from compiler.files import FileProblem, read_regular
 from compiler.spec import GENERATORS, SYSTEM_KINDS, AuditSpec
 from compiler.text import describe, first_forbidden, terminal_safe
@@ -79,10 +79,20 @@ class LoadedSpec:
     def folder(self) -> Path:
         return self.path.parent
 
+    @property
+    def shown(self) -> str:
+        """The spec's path as messages name it (:func:`display_path`)."""
+        return display_path(self.path)
+
     def issue(self, loc: tuple, message: str, *, key: bool = False) -> Issue:
         """Build an :class:`Issue` located at ``loc`` (a key path) in this spec's YAML."""
         line, col = locate(self.doc, loc, key=key)
-        return Issue(display_path(self.path), line, col, dotted(loc), message)
+        return Issue(self.shown, line, col, dotted(loc), message)
+
+    def locate(self, found: Iterable[Issue | Finding]) -> list[Issue]:
+        """Every finding of a check located in this spec's YAML, in order (an :class:`Issue`, which a
+        plug-in's check located itself, is kept as it is)."""
+        return [f if isinstance(f, Issue) else self.issue(f.loc, f.message, key=f.key) for f in found]
 
 
 def display_path(path: Path) -> str:

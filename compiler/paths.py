@@ -21,6 +21,8 @@ MSG_NOT_REGULAR = "path {path!r} is {what}, not a regular file; only a regular f
 MSG_NOT_A_FOLDER = "path {path!r} is a file; a sentence-transformers model folder is expected here"
 MSG_EMPTY = "path is empty; name a file relative to the spec's folder"
 MSG_BAD_PATH = "path {path!r} cannot be used: {why}"
+MSG_NO_WEIGHTS = "model folder {path!r} holds no weights file (model.safetensors or pytorch_model.bin)"
+MSG_NOT_UTF8 = "file {path!r} is not UTF-8 text ({err})"
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -80,6 +82,40 @@ def resolve_inside(folder: Path, ref: str, *, want: str = "file") -> tuple[Path 
     except (OSError, RuntimeError, ValueError) as err:  # too long a name, a symlink loop, ...
         return None, MSG_BAD_PATH.format(path=ref, why=getattr(err, "strerror", None) or str(err))
     return target, None
+
+
+def reference_problem(folder: Path, ref: str, what: str) -> str | None:
+    """What is wrong with one file reference of a spec, or None (the check of every reference at validation).
+
+    Parameters
+    ----------
+    folder : Path
+        The spec's folder.
+    ref : str
+        The reference as written in the spec (relative).
+    what : {"file", "text", "folder"}
+        A file; a text read as UTF-8 (a regular file, capped: issue 41); a model folder holding a weights file.
+
+    Returns
+    -------
+    str or None
+        The message (:func:`resolve_inside`'s, or that of the text or the folder).
+    """
+    path, err = resolve_inside(folder, ref, want="folder" if what == "folder" else "file")
+    if err is not None:
+        return err
+    if what == "folder":
+        return None if weight_files(path) else MSG_NO_WEIGHTS.format(path=ref)
+    if what == "text":
+        from compiler.files import FileProblem, read_regular_text
+
+        try:  # only a regular file, capped (issue 41)
+            read_regular_text(path, shown=ref)
+        except UnicodeDecodeError as exc:
+            return MSG_NOT_UTF8.format(path=ref, err=exc.reason)
+        except FileProblem as exc:
+            return MSG_BAD_PATH.format(path=ref, why=exc.reason)
+    return None
 
 
 def portable(path: Path, folder: Path) -> str:

@@ -1,7 +1,10 @@
 """Semantic checks that need several parts of the spec at once.
 
-Each check returns :class:`~compiler.errors.Issue` objects located in the YAML file, so the user sees
-every problem of a spec at once. Messages are module constants, asserted by golden tests.
+Each check returns what it finds (:class:`~compiler.errors.Finding`: a key path and a message; the
+checks of the plug-ins give :class:`~compiler.errors.Issue` objects), and :func:`validate` locates all
+of them in the YAML file at once, so the user sees every problem of a spec at once. The checks are
+given the spec's parts (its design and system kinds, :func:`compiler.designs.parts_of`), looked up
+once by the caller. Messages are module constants, asserted by golden tests.
 
 The checks of a design live with the design (:mod:`compiler.designs`), those of a system kind with
 its hook (:mod:`compiler.systems`), those of an audit family with the family
@@ -13,52 +16,56 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compiler.designs import PROVIDES_WORDS, design_of
-from compiler.errors import Issue, SpecError
-from compiler.files import FileProblem, read_regular_text
+from compiler.designs import PROVIDES_WORDS, Parts, parts_of
+from compiler.errors import Finding, Issue, SpecError
+from compiler.extras import check_extras, extra_findings, extra_issues
 from compiler.families import families
-from compiler.load import LoadedSpec, dotted
+from compiler.load import LoadedSpec
 from compiler.spec import PLUGIN_BLOCKS
 from compiler.registry import Needs
 from compiler.paths import (MSG_BAD_PATH, MSG_EMPTY, MSG_FILE_ABSOLUTE, MSG_FILE_ESCAPES, MSG_FILE_MISSING,
-                            MSG_NOT_A_FILE, MSG_NOT_A_FOLDER, WEIGHT_FILES, resolve_inside, weight_files)
-from compiler.systems import MissingExtra, Stage, hook_for, missing_modules, provided_by_systems
+                            MSG_NO_WEIGHTS, MSG_NOT_A_FILE, MSG_NOT_A_FOLDER, MSG_NOT_UTF8, WEIGHT_FILES,
+                            reference_problem, resolve_inside, weight_files)
+from compiler.systems import MissingExtra
 
 __all__ = [
-    "validate", "advisories", "family_issues", "extra_issues", "check_extras",
+    "validate", "spec_advisories", "family_issues",
+    # moved to compiler.extras; re-exported for earlier callers
+    "extra_issues", "check_extras",
     # moved to compiler.paths (the leaf module of file references); re-exported for earlier callers
     "MSG_FILE_ABSOLUTE", "MSG_FILE_ESCAPES", "MSG_FILE_MISSING", "MSG_NOT_A_FILE", "MSG_NOT_A_FOLDER",
-    "WEIGHT_FILES", "resolve_inside", "weight_files",
+    "MSG_NO_WEIGHTS", "MSG_NOT_UTF8", "WEIGHT_FILES", "resolve_inside", "weight_files",
 ]
+
+#: What a check returns: findings (located by :func:`validate`) and the located issues of the plug-ins' checks.
+Found = list[Finding | Issue]
 
 MSG_DUP_ID = "duplicate {what} id {id!r} (also at {first})"
 MSG_JOB_TEXT = "job {id!r} needs a description or description_file (a system scores its text)"
 MSG_JOB_BOTH = "give description or description_file, not both"
-MSG_NO_WEIGHTS = "model folder {path!r} holds no weights file (model.safetensors or pytorch_model.bin)"
-MSG_NOT_UTF8 = "file {path!r} is not UTF-8 text ({err})"
 MSG_NEEDS = "family {family!r} needs {needs}; design {design!r} provides {provides}"
 
 
-def _job_issues(ls: LoadedSpec) -> list[Issue]:
-    out = []
-    needs_text = any(hook_for(s.kind).needs_text for s in ls.spec.systems)
+def _job_issues(ls: LoadedSpec, parts: Parts) -> Found:
+    out: Found = []
+    needs_text = any(parts.needs_text)
     for i, job in enumerate(ls.spec.jobs):
         if job.description is not None and job.description_file is not None:
-            out.append(ls.issue(("jobs", i, "description_file"), MSG_JOB_BOTH))
+            out.append(Finding(("jobs", i, "description_file"), MSG_JOB_BOTH))
         if needs_text and job.description is None and job.description_file is None:
-            out.append(ls.issue(("jobs", i), MSG_JOB_TEXT.format(id=job.id)))
+            out.append(Finding(("jobs", i), MSG_JOB_TEXT.format(id=job.id)))
     return out
 
 
-def _ids_issues(ls: LoadedSpec) -> list[Issue]:
-    out = []
+def _ids_issues(ls: LoadedSpec) -> Found:
+    out: Found = []
     for what, items in (("job", ls.spec.jobs), ("system", ls.spec.systems)):
         first: dict[str, int] = {}
         key = "jobs" if what == "job" else "systems"
         for i, item in enumerate(items):
             if item.id in first:
-                where = dotted((key, first[item.id]))
-                out.append(ls.issue((key, i, "id"), MSG_DUP_ID.format(what=what, id=item.id, first=where)))
+                where = f"{key}[{first[item.id]}]"  # as compiler.load.dotted writes the key path
+                out.append(Finding((key, i, "id"), MSG_DUP_ID.format(what=what, id=item.id, first=where)))
             first.setdefault(item.id, i)
     return out
 
@@ -70,58 +77,22 @@ MSG_NO_SOURCE = ("no source block: the report cannot say who produced the scores
                  "contact}")
 
 
-def _system_issues(ls: LoadedSpec) -> list[Issue]:
-    out = [issue for i, s in enumerate(ls.spec.systems) for issue in hook_for(s.kind).issues(ls, i, s)]
-    if ls.spec.source is not None and all(hook_for(s.kind).needs_text for s in ls.spec.systems):
-        out.append(ls.issue(("source",), MSG_SOURCE_UNUSED, key=True))
+def _system_issues(ls: LoadedSpec, parts: Parts) -> Found:
+    out: Found = [issue for i, s in enumerate(ls.spec.systems) for issue in parts.kinds[i].issues(ls, i, s)]
+    if ls.spec.source is not None and all(parts.needs_text):
+        out.append(Finding(("source",), MSG_SOURCE_UNUSED, key=True))
     return out
 
 
-def extra_issues(ls: LoadedSpec, stage: Stage = "resolve") -> list[Issue]:
-    """One issue per part of the spec (its design, each system) whose extra is not installed: the modules
-    resolution needs (``stage="resolve"``: validate, compile, ``verify --spec``) or all it needs
-    (``stage="execute"``), checked with :func:`compiler.systems.find_module`, nothing imported."""
-    out = []
-    design = design_of(ls).requires
-    if missing_modules(design, stage):
-        out.append(ls.issue(("candidates", "generator"), design.message()))
-    for i, s in enumerate(ls.spec.systems):
-        req = hook_for(s.kind).requires(s)
-        if missing_modules(req, stage):
-            out.append(ls.issue(("systems", i, "kind"), req.message()))
-    return out
-
-
-def check_extras(ls: LoadedSpec, stage: Stage = "execute") -> None:
-    """Raise :class:`~compiler.systems.MissingExtra` when a part of the spec needs a module of an extra
-    that is not installed (``audit execute`` calls it before any work with ``stage="execute"``)."""
-    issues = extra_issues(ls, stage)
-    if issues:
-        raise MissingExtra(issues)
-
-
-def _file_issues(ls: LoadedSpec) -> list[Issue]:
-    out = []
+def _file_issues(ls: LoadedSpec, parts: Parts) -> Found:
     refs: list[tuple[tuple, str, str]] = []
     for i, job in enumerate(ls.spec.jobs):
         if job.description_file is not None:
             refs.append((("jobs", i, "description_file"), job.description_file, "text"))
     for i, system in enumerate(ls.spec.systems):
-        refs += hook_for(system.kind).files(i, system)
-    for loc, ref, what in refs:
-        path, err = resolve_inside(ls.folder, ref, want="folder" if what == "folder" else "file")
-        if err is None and what == "text":
-            try:  # only a regular file, capped (issue 41)
-                read_regular_text(path, shown=ref)
-            except UnicodeDecodeError as exc:
-                err = MSG_NOT_UTF8.format(path=ref, err=exc.reason)
-            except FileProblem as exc:
-                err = MSG_BAD_PATH.format(path=ref, why=exc.reason)
-        if err is None and what == "folder" and not weight_files(path):
-            err = MSG_NO_WEIGHTS.format(path=ref)
-        if err:
-            out.append(ls.issue(loc, err))
-    return out
+        refs += parts.kinds[i].files(i, system)
+    problems = [(loc, reference_problem(ls.folder, ref, what)) for loc, ref, what in refs]
+    return [Finding(loc, err) for loc, err in problems if err]
 
 
 def _words(items: frozenset[str]) -> str:
@@ -135,13 +106,15 @@ def _missing(needs: Needs, provides: frozenset[str]) -> str:
     return " or ".join(_words(a) for a in needs.alternatives)
 
 
-def family_issues(ls: LoadedSpec) -> list[Issue]:
+def family_issues(ls: LoadedSpec, parts: Parts | None = None) -> list[Issue]:
     """The checks of each family whose block the spec writes, when the design and systems give it what
     it needs; when they cannot, one refusal located at the block (its own checks are then skipped)."""
-    design = design_of(ls)
-    from_systems = provided_by_systems(ls.spec.systems)
-    provides = frozenset(design.provides) | from_systems
-    out: list[Issue] = []
+    return ls.locate(_family_issues(ls, parts or parts_of(ls)))
+
+
+def _family_issues(ls: LoadedSpec, parts: Parts) -> Found:
+    design, from_systems, provides = parts.design, parts.from_systems, parts.provides
+    out: Found = []
     for family in families():
         written = family.block(ls.spec)
         if not written:
@@ -150,8 +123,8 @@ def family_issues(ls: LoadedSpec) -> list[Issue]:
             out.extend(family.issues(ls))
         else:
             shown = _words(design.provides) + (f" (its systems: {_words(from_systems)})" if from_systems else "")
-            out.append(ls.issue(written[0], MSG_NEEDS.format(family=family.id, needs=_missing(family.needs, provides),
-                                                             design=design.id, provides=shown)))
+            out.append(Finding(written[0], MSG_NEEDS.format(family=family.id, needs=_missing(family.needs, provides),
+                                                            design=design.id, provides=shown)))
     return out
 
 
@@ -171,34 +144,34 @@ MSG_STORE_FOLDER = ("task store {path!r} is the spec's folder itself; name a fol
 
 
 def _inside(ls: LoadedSpec, loc: tuple, value: str, *, leaves: str, absolute: str,
-            root_msg: str | None = None) -> list[Issue]:
+            root_msg: str | None = None) -> Found:
     """``value`` (a folder the spec names) resolves inside the spec's folder; ``root_msg`` set: the
     spec's folder itself is refused too."""
     if not str(value).strip():
-        return [ls.issue(loc, MSG_EMPTY)]
+        return [Finding(loc, MSG_EMPTY)]
     if "\x00" in str(value):
-        return [ls.issue(loc, MSG_BAD_PATH.format(path=value, why="it contains a NUL character"))]
+        return [Finding(loc, MSG_BAD_PATH.format(path=value, why="it contains a NUL character"))]
     if Path(value).is_absolute():
-        return [ls.issue(loc, absolute.format(path=value))]
+        return [Finding(loc, absolute.format(path=value))]
     try:
         root = ls.folder.resolve()
         target = (root / value).resolve()
     except (OSError, RuntimeError, ValueError) as err:
-        return [ls.issue(loc, MSG_BAD_PATH.format(path=value, why=getattr(err, "strerror", None) or str(err)))]
+        return [Finding(loc, MSG_BAD_PATH.format(path=value, why=getattr(err, "strerror", None) or str(err)))]
     if target == root and root_msg is not None:
-        return [ls.issue(loc, root_msg.format(path=value))]
+        return [Finding(loc, root_msg.format(path=value))]
     if target != root and root not in target.parents:
-        return [ls.issue(loc, leaves.format(path=value))]
+        return [Finding(loc, leaves.format(path=value))]
     return []
 
 
-def _execution_issues(ls: LoadedSpec) -> list[Issue]:
+def _execution_issues(ls: LoadedSpec) -> Found:
     """``execution.out`` and ``execution.store`` stay inside the spec's folder (issues 14 and 41): a
     spec from someone else must not make ``audit execute`` write anywhere else on the machine (a store
     at ``..`` would write a ``.gitignore`` of ``*`` into the folder above, hiding a repository's files);
     the store is never the spec's folder itself. ``--out`` and ``--store`` are the operator's choice."""
     ex = ls.spec.execution
-    out: list[Issue] = []
+    out: Found = []
     if ex.out is not None:
         out += _inside(ls, ("execution", "out"), ex.out, leaves=MSG_OUT_LEAVES, absolute=MSG_OUT_ABSOLUTE)
     if ex.store is not None:
@@ -219,21 +192,29 @@ MSG_UNDECLARED_BLOCK = ("analysis.{key} belongs to no audit family (its plug-in'
 def undeclared_issues(ls: LoadedSpec) -> list[Issue]:
     """A system kind or an ``analysis`` block whose spec model an installed plug-in gives but whose
     declaration failed to import (a warning named it): refused as unknown, located (issue 28)."""
+    return ls.locate(_undeclared_issues(ls))
+
+
+def _undeclared_issues(ls: LoadedSpec) -> Found:
     from compiler.systems import SYSTEMS
 
     kinds = list(SYSTEMS)
-    out = [ls.issue(("systems", i), MSG_UNKNOWN_KIND.format(kind=s.kind, kinds=", ".join(map(repr, kinds))))
-           for i, s in enumerate(ls.spec.systems) if s.kind not in SYSTEMS]
+    out: Found = [Finding(("systems", i), MSG_UNKNOWN_KIND.format(kind=s.kind, kinds=", ".join(map(repr, kinds))))
+                  for i, s in enumerate(ls.spec.systems) if s.kind not in SYSTEMS]
     keys = {f.key for f in families() if f.key}
     for key in ls.spec.analysis.model_fields_set:
         if key in PLUGIN_BLOCKS and key not in keys and getattr(ls.spec.analysis, key) is not None:
-            out.append(ls.issue(("analysis", key), MSG_UNDECLARED_BLOCK.format(
+            out.append(Finding(("analysis", key), MSG_UNDECLARED_BLOCK.format(
                 key=key, families=", ".join(f.id for f in families()))))
     return out
 
 
-def validate(ls: LoadedSpec) -> None:
-    """Run every semantic check; raise one :class:`SpecError` listing all problems found.
+def validate(ls: LoadedSpec, parts: Parts) -> None:
+    """Run every semantic check; raise one :class:`SpecError` listing all problems found, located at once.
+
+    ``parts``: the spec's design and system kinds (:func:`compiler.designs.parts_of`, looked up once by
+    the caller: :func:`compiler.compile_spec`); a kind without a declaration is refused before any
+    check reads them.
 
     Raises
     ------
@@ -241,25 +222,36 @@ def validate(ls: LoadedSpec) -> None:
         With one located issue per problem (job texts, the design's block, ids, systems, file
         references, each enabled family's block or its unmet needs).
     compiler.systems.MissingExtra
-        The same, when one of them is a part whose extra is not installed (:func:`extra_issues`).
+        The same, when one of them is a part whose extra is not installed
+        (:func:`compiler.extras.extra_issues`).
     """
-    undeclared = undeclared_issues(ls)
-    if undeclared:  # a plug-in whose spec model loaded but whose declaration did not: nothing else can run
-        raise SpecError(undeclared)
-    extras = extra_issues(ls)
-    design = design_of(ls).issues(ls)
-    # the families' checks read the design (axes, levels, variants): when it is broken they would
-    # only repeat its errors in other words, so its root errors are reported alone (issue 14)
-    files = _file_issues(ls)
-    # the data files' checks read the design too (jobs, variants), and need the files themselves
-    data = [] if design or files else [issue for i, s in enumerate(ls.spec.systems)
-                                       for issue in hook_for(s.kind).data_issues(ls, i, s)]
-    issues = (_job_issues(ls) + design + _ids_issues(ls) + _system_issues(ls) + extras
-              + files + data + _execution_issues(ls) + ([] if design else family_issues(ls)))
+    undeclared = _undeclared_issues(ls)
+    # a plug-in whose spec model loaded but whose declaration did not: nothing else can run
+    found, extras = (undeclared, []) if undeclared else _issues(ls, parts)
+    issues = ls.locate(found)
     if extras:
         raise MissingExtra(issues)
     if issues:
         raise SpecError(issues)
+
+
+def _issues(ls: LoadedSpec, parts: Parts) -> tuple[Found, Found]:
+    """Every check's findings, in the order the user reads them (then sorted by position), and those of
+    the extras not installed among them. A check that reads only the spec returns findings
+    (:class:`~compiler.errors.Finding`) and joins ``found`` or ``later``; the checks that read files or
+    the environment run after those."""
+    design = parts.design.issues(ls)
+    # the families' checks read the design (axes, levels, variants): when it is broken they would
+    # only repeat its errors in other words, so its root errors are reported alone (issue 14)
+    found = _job_issues(ls, parts) + design + _ids_issues(ls) + _system_issues(ls, parts)
+    later = _execution_issues(ls) + ([] if design else _family_issues(ls, parts))
+    # what reads the files and the environment last: the files named, the extras installed, the data files
+    files = _file_issues(ls, parts)
+    extras: Found = extra_findings(ls, parts, "resolve")
+    # the data files' checks read the design too (jobs, variants), and need the files themselves
+    data = [] if design or files else [issue for i, s in enumerate(ls.spec.systems)
+                                       for issue in parts.kinds[i].data_issues(ls, i, s)]
+    return found + extras + files + data + later, extras
 
 
 MSG_BATCH_SIZE_IGNORED = ("has no effect since methods version 2: the plan fixes every score batch (an "
@@ -268,20 +260,20 @@ MSG_LLM_CACHE_MOVED = ("LLM answers are now kept in the task store (execution.st
                        "earlier release at this path is imported into it once; remove the key afterwards")
 
 
-def advisories(ls: LoadedSpec) -> list[Issue]:
-    """Legal but probably unintended designs and deprecated keys (printed as warnings; they do not stop a run)."""
-    out = list(design_of(ls).advisories(ls))
-    if ls.spec.source is None and ls.spec.candidates is None and ls.spec.systems \
-            and not any(hook_for(s.kind).needs_text for s in ls.spec.systems):
-        out.append(ls.issue(("systems",), MSG_NO_SOURCE, key=True))
+def spec_advisories(ls: LoadedSpec, parts: Parts) -> list[Issue]:
+    """Legal but probably unintended designs and deprecated keys (printed as warnings; they do not stop a
+    run), located at once. ``parts``: as :func:`validate`'s."""
+    out: Found = list(parts.design.advisories(ls))
+    if ls.spec.source is None and ls.spec.candidates is None and ls.spec.systems and not any(parts.needs_text):
+        out.append(Finding(("systems",), MSG_NO_SOURCE, key=True))
     for i, s in enumerate(ls.spec.systems):
-        out += hook_for(s.kind).advisories(ls, i, s)
+        out += parts.kinds[i].advisories(ls, i, s)
     from compiler.families.metric_suite import threshold_advisories
 
     out += threshold_advisories(ls)
     ex = ls.raw.get("execution") if isinstance(ls.raw, dict) else None
     if isinstance(ex, dict) and "batch_size" in ex:
-        out.append(ls.issue(("execution", "batch_size"), MSG_BATCH_SIZE_IGNORED))
+        out.append(Finding(("execution", "batch_size"), MSG_BATCH_SIZE_IGNORED))
     if isinstance(ex, dict) and "llm_cache" in ex:
-        out.append(ls.issue(("execution", "llm_cache"), MSG_LLM_CACHE_MOVED))
-    return out
+        out.append(Finding(("execution", "llm_cache"), MSG_LLM_CACHE_MOVED))
+    return ls.locate(out)

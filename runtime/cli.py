@@ -612,7 +612,7 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
                                     "status row that is not PASS); statuses come from 95% intervals since methods "
                                     "version 7", markup=False)
     from compiler.load import load_spec
-    from compiler.validate import check_extras
+    from compiler.extras import check_extras
 
     # a missing extra stops the run before the keys are read or a TSA is asked (the pipeline checks again)
     check_extras(load_spec(spec), "execute")

@@ -12,10 +12,12 @@ design and systems cannot meet.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from compiler.designs.base import Design, design, registry
 from compiler.registry import Declared, LLM_ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED
+from compiler.systems import SystemKind, kinds_of
 
 #: The design of a spec without ``candidates`` (a score-file audit: every system is precomputed).
 SCORE_FILE = "score_file"
@@ -52,11 +54,42 @@ def design_of(spec_or_resolved: Any) -> Design:
     return DESIGNS[design_id(spec_or_resolved)]
 
 
+@dataclass(frozen=True)
+class Parts:
+    """The declarations a spec is made of, looked up once (:func:`parts_of`): its design and the kind of
+    each of its systems, in the spec's order (:func:`compiler.systems.kinds_of`)."""
+
+    design: Design
+    kinds: tuple[SystemKind, ...]
+
+    @property
+    def from_systems(self) -> frozenset[str]:
+        """What the systems provide (the union of their kinds')."""
+        return frozenset().union(*(k.provides for k in self.kinds))
+
+    @property
+    def provides(self) -> frozenset[str]:
+        """What the design and the systems provide."""
+        return frozenset(self.design.provides) | self.from_systems
+
+    @property
+    def needs_text(self) -> tuple[bool, ...]:
+        """Whether each system scores a text the spec gives (a job description, a résumé)."""
+        return tuple(k.needs_text for k in self.kinds)
+
+
+def parts_of(spec_or_resolved: Any) -> Parts:
+    """The design and system kinds of a spec (:class:`~compiler.load.LoadedSpec`,
+    :class:`~compiler.spec.AuditSpec`) or of a resolved spec dict."""
+    systems = spec_or_resolved["systems"] if isinstance(spec_or_resolved, dict) \
+        else getattr(spec_or_resolved, "spec", spec_or_resolved).systems
+    return Parts(design_of(spec_or_resolved), kinds_of(systems))
+
+
 def provided(resolved: dict[str, Any]) -> frozenset[str]:
     """What the design and the systems of a resolved spec provide."""
-    from compiler.systems import provided_by_systems
-
-    return frozenset(design_of(resolved).provides) | provided_by_systems(resolved["systems"])
+    return parts_of(resolved).provides
 
 
-__all__ = ["DESIGNS", "Design", "PROVIDES_WORDS", "SCORE_FILE", "design", "design_id", "design_of", "provided"]
+__all__ = ["DESIGNS", "Design", "PROVIDES_WORDS", "Parts", "SCORE_FILE", "design", "design_id", "design_of",
+           "parts_of", "provided"]

@@ -32,7 +32,7 @@ class Llm(matrix.MatrixDesign):
     order = 20
     provides = matrix.MatrixDesign.provides | {LLM_GENERATION}
     #: The generation agents call a model through litellm and tenacity (the llm extra), at execute only:
-    #: resolution needs neither (checked by :func:`compiler.validate.extra_issues`).
+    #: resolution needs neither (checked by :func:`compiler.extras.extra_issues`).
     requires = Requires(extra="llm", what="llm generator", execute=LLM_MODULES)
 
     def advisories(self, ls: LoadedSpec) -> list[Issue]:

@@ -71,20 +71,33 @@ def hook_for(kind: str) -> SystemKind:
     return declared[kind]
 
 
-def provided_by_systems(systems: list[Any]) -> frozenset[str]:
-    """Union of what the systems provide (spec models or resolved dicts)."""
-    out: set[str] = set()
-    for s in systems:
-        out |= hook_for(s["kind"] if isinstance(s, dict) else s.kind).provides
-    return frozenset(out)
+class Undeclared:
+    """The stand-in of a kind that has a spec model but no declaration (its plug-in's compiler module is
+    missing or failed to import): validation refuses it, located (:func:`compiler.validate.undeclared_issues`),
+    before it reads any declaration; whatever else asks it anything gets :func:`hook_for`'s
+    :class:`~compiler.registry.PluginError` (exit 1)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __getattr__(self, name: str) -> Any:
+        raise PluginError(MSG_UNDECLARED.format(kind=self.kind, known=", ".join(SYSTEM_KINDS_REGISTRY.load())))
+
+
+def kinds_of(systems: list[Any]) -> tuple[SystemKind, ...]:
+    """The declaration of each system's kind (spec models or resolved dicts), in order, looked up once
+    (:class:`Undeclared` for a kind that has a spec model but no declaration)."""
+    declared = SYSTEM_KINDS_REGISTRY.load()
+    kinds = [s["kind"] if isinstance(s, dict) else s.kind for s in systems]
+    return tuple(declared[k] if k in declared else Undeclared(k) for k in kinds)
 
 
 __all__ = [
     "BLIND_FINGERPRINT", "CORE", "DEFAULT_EMBEDDING_NAME", "DEFAULT_EMBEDDING_PACKAGE", "LLM_MODULES",
     "MSG_BAD_TEMPLATE", "MSG_BLIND_COLUMNS", "MSG_BLIND_DESIGN", "MSG_DUP_CONDITION", "MSG_NEEDS_EXTRA",
     "MSG_NO_DEFAULT_MODEL", "MSG_REFERENCE_JOB", "MSG_REFERENCE_NEEDED", "MSG_RESOLUTION", "MSG_SCORE_RANGE",
-    "MSG_UNDECLARED", "SYSTEMS", "SYSTEM_KINDS_REGISTRY", "Embedding", "FileRef", "LlmCompare", "LlmScore",
+    "MSG_UNDECLARED", "SYSTEMS", "SYSTEM_KINDS_REGISTRY", "Undeclared", "Embedding", "FileRef", "LlmCompare", "LlmScore",
     "LlmScreener", "MissingExtra", "MissingModule", "Precomputed", "Requires", "Stage", "SystemKind", "file_ref",
-    "find_module", "hook_for", "missing_modules", "model_fingerprint", "model_fingerprints", "packaged_model_dir",
-    "provided_by_systems", "read_system_file", "score_resolution", "system_kind",
+    "find_module", "hook_for", "kinds_of", "missing_modules", "model_fingerprint", "model_fingerprints", "packaged_model_dir",
+    "read_system_file", "score_resolution", "system_kind",
 ]

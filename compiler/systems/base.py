@@ -5,7 +5,7 @@ references, and the registry the kinds declare themselves in (:data:`SYSTEM_KIND
 
 What a kind **requires** (:meth:`SystemKind.requires`) are the Python modules of an optional extra
 (``audit-compiler[embedding]``, ``audit-compiler[llm]``): those resolution needs are checked at validate
-and compile (:func:`compiler.validate.extra_issues`), all of them at execute before any work. The core
+and compile (:func:`compiler.extras.extra_issues`), all of them at execute before any work. The core
 install runs score-file audits and ``audit verify``.
 """
 

@@ -51,7 +51,7 @@ class LlmKeyUnset(LlmUnavailable):
 
 class LlmNotInstalled(AuditError):
     """litellm or tenacity is not installed (the llm extra): a set-up error (exit 2, no traceback).
-    ``audit execute`` checks the extra before any work (:func:`compiler.validate.check_extras`); this
+    ``audit execute`` checks the extra before any work (:func:`compiler.extras.check_extras`); this
     guards the other ways in."""
 
     exit_code = 2

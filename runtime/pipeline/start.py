@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from compiler import Compiled, compile_spec
-from compiler.load import display_path
 from compiler.lock import check_lock, read_lock, utc_now
 from runtime.pipeline.metadata import run_record
 from runtime.pipeline.summary import SUMMARY
@@ -88,18 +87,18 @@ def open_run(spec_path: Path, *, store: Path | None = None, keys=None, tsa: str 
         ``resume`` names a folder that cannot be resumed, ``store`` is the spec's folder or above it,
         or the run folder cannot be written (exit 2).
     """
-    from compiler.validate import check_extras
+    from compiler.extras import check_extras
 
     timings: dict[str, float] = {}
     with stage_timer(timings, "compile"):
         compiled = compile_spec(spec_path)
-        check_extras(compiled.loaded, stage)  # every module the run imports, before any work
+        check_extras(compiled.loaded, stage, compiled.parts)  # every module the run imports, before any work
         store_dir = store_root(compiled, store)  # an operator's --store above the spec: refused before any write
         if keys is not None:  # revoked: refused before any work; the status is recorded (issue 27 §2)
             from runtime.provenance.revocation import check_keys
 
             check_keys(keys, what="audit execute", required=bool(tsa))
-        shown = display_path(spec_path)
+        shown = compiled.loaded.shown  # the spec as messages name it
         lock = read_lock(spec_path, shown)
         check_lock(lock, compiled.resolved, shown)
     locked = Locked(compiled, lock, shown, store_dir, timings)

@@ -37,7 +37,7 @@ def load_model(path: Path):
     try:
         import transformers
         from sentence_transformers import SentenceTransformer
-    except ImportError as err:  # pragma: no cover - execute checks the extra first (compiler.validate.check_extras)
+    except ImportError as err:  # pragma: no cover - execute checks the extra first (compiler.extras.check_extras)
         from compiler.systems import MissingModule
 
         raise MissingModule(MSG_MISSING) from err
