@@ -164,3 +164,39 @@ def fmt_compact(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return ", ".join(fmt_compact(x) for x in v)
     return fmt_text(v)
+
+
+def fmt_points(x: Any, score_range: Any) -> str:
+    """A normalised score difference on the system's own scale (issue 31 §3): ``x · (high − low)`` with
+    3 significant digits and its sign, then the scale (``"−4.2 points on 0–100"``).
+
+    Parameters
+    ----------
+    x : float
+        A difference of scores normalised to [0, 1] by ``score_range`` (``metrics.csv`` ``score_delta``).
+    score_range : sequence of two floats, or None
+        The system's ``[low, high]`` score scale (``systems[].score_range``).
+
+    Returns
+    -------
+    str
+        Empty when ``x`` is missing, when the range is missing or not increasing, and when it is
+        ``[0, 1]`` (the normalised value is then already on the system's scale).
+
+    >>> fmt_points(-0.042, (0, 100))
+    '−4.2 points on 0–100'
+    """
+    v = to_float(x)
+    try:
+        lo, hi = (float(b) for b in score_range)
+    except (TypeError, ValueError):
+        return ""
+    if not (math.isfinite(v) and math.isfinite(lo) and math.isfinite(hi) and hi > lo) or (lo, hi) == (0.0, 1.0):
+        return ""
+    p = v * (hi - lo)
+    s = "0" if abs(p) < ZERO_BELOW else f"{abs(p):.3g}"
+    if "e" in s:
+        s = fmt_sig(abs(p), 3)
+    sign = "" if s == "0" else MINUS if p < 0 else "+"
+    scale = f"{fmt_threshold(lo)} to {fmt_threshold(hi)}" if lo < 0 else f"{fmt_threshold(lo)}–{fmt_threshold(hi)}"
+    return f"{sign}{s} points on {scale}"

@@ -98,7 +98,7 @@ def metric_suite_sections(
                 template="sections/metric_suite_risk.html.j2",
                 context={**risk_context(risk), "kpis": kpis(metrics), "threshold": threshold},
                 order=ORDER["appendix"] - 10),
-        Section(id="fail-variants", title="Variants triggering FAIL",
+        Section(id="fail-variants", title="Variants with FAIL or INVESTIGATE findings",
                 template="sections/metric_suite_fail_variants.html.j2",
                 context={"rows": fail_table(unit_list, meta, variant_order), "reference": reference},
                 order=ORDER["fail"]),
