@@ -171,3 +171,58 @@ def test_the_impact_ratio_is_named_for_what_it_computes(sections):
     (row,) = [r for r in at_threshold["appendix"].context["thresholds"] if r["label"] == ir["label"]]
     assert row["basis"].startswith("Seed 000 Table 3's 0.8 bound on the ratio of retentions at the decision threshold")
     assert_four_fifths_only_beside_selection_rates(render_report(build_core(_meta()), list(at_threshold.values())))
+
+
+# ---------------------------------------------------------------------------- axes.<axis>.labels
+SIGNALS = {"sex_gender": {"slot": "name", "levels": ["Male-FR", "Female-FR", "Male-NA", "Female-NA"],
+                          "cues": {"Male-FR": ["Julien Moreau"], "Female-FR": ["Camille Roux"],
+                                   "Male-NA": ["Karim Benali"], "Female-NA": ["Samira Haddad"]},
+                          "labels": {"Male-NA": "North African man", "Female-NA": "North African woman"}}}
+
+
+def test_a_level_is_printed_with_its_label_wherever_it_appears():
+    metrics = _metrics()
+    metrics.loc[(metrics["variant"] == "V01") & (metrics["metric"] == "score_delta"), "disadvantaged"] = "Female-FR"
+    metrics.loc[(metrics["variant"] == "V03") & (metrics["metric"] == "impact_ratio"), "disadvantaged"] = \
+        "sex_gender=Female-NA"
+    headline = pd.DataFrame([
+        {"system": "vendor", "category": "sex_gender=Female-NA", "variants": "V03", "status": "INCONCLUSIVE",
+         "deciding_metrics": "selection_ratio", "value": 0.9, "ci_low": 0.7, "ci_high": 1.1,
+         "disadvantaged": "sex_gender=Female-NA"},
+        {"system": "vendor", "category": "ALL", "variants": "", "status": "INCONCLUSIVE",
+         "deciding_metrics": "selection_ratio", "value": NAN, "ci_low": NAN, "ci_high": NAN,
+         "disadvantaged": "sex_gender=Female-NA | sex_gender=Male-NA"}])
+    meta = replace(_meta(), signals=SIGNALS)
+    by_id = {s.id: s for s in metric_suite_sections(metrics=metrics, risk=pd.DataFrame(), drift=pd.DataFrame(),
+                                                    meta=meta, headline=headline)}
+    rows = {f["variant"]: f for f in by_id["fail-variants"].context["rows"]}
+    assert rows["V03"]["levels"] == [{"axis": "sex_gender", "level": "Female-NA (North African woman)"}]
+    assert rows["V03"]["failing"][0]["disadvantaged"] == "sex_gender=Female-NA (North African woman)"
+    assert rows["V01"]["levels"] == [{"axis": "sex_gender", "level": "Female-FR"}]  # no label written
+    design = by_id["design"].context
+    assert [c["level"] for v in design["variants"] for c in v["cells"]] == [
+        "Male-FR", "Female-FR", "Male-NA (North African man)", "Female-NA (North African woman)"]
+    assert [r["level"] for r in design["signals"]] == [
+        "Male-FR", "Female-FR", "Male-NA (North African man)", "Female-NA (North African woman)"]
+    (system,) = by_id["headline"].context["systems"]
+    assert system["categories"][0]["category"] == "sex_gender=Female-NA (North African woman)"
+    assert system["disadvantaged"] == "sex_gender=Female-NA (North African woman) | sex_gender=Male-NA (North African man)"
+    html = render_report(build_core(meta), list(by_id.values()))
+    assert "Female-NA (North African woman)" in html
+    # without labels nothing is added
+    plain = {s.id: s for s in metric_suite_sections(metrics=metrics, risk=pd.DataFrame(), drift=pd.DataFrame(),
+                                                    meta=replace(meta, signals={}), headline=headline)}
+    assert plain["headline"].context["systems"][0]["categories"][0]["category"] == "sex_gender=Female-NA"
+
+
+def test_labels_enter_the_resolved_spec_only_when_written(tmp_path):
+    from compiler import compile_spec
+    from conftest import TINY_SCORES, TINY_SPEC
+
+    (tmp_path / "scores.csv").write_text(TINY_SCORES)
+    (tmp_path / "plain.yaml").write_text(TINY_SPEC)
+    (tmp_path / "labelled.yaml").write_text(TINY_SPEC.replace(
+        "    cues: {M: [John Smith], F: [Jane Smith]}",
+        "    cues: {M: [John Smith], F: [Jane Smith]}\n    labels: {F: woman}"))
+    assert "labels" not in compile_spec(tmp_path / "plain.yaml").resolved["axes"]["sex_gender"]
+    assert compile_spec(tmp_path / "labelled.yaml").resolved["axes"]["sex_gender"]["labels"] == {"F": "woman"}

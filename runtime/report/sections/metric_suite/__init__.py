@@ -88,7 +88,7 @@ def metric_suite_sections(
     threshold = threshold_text(meta.threshold)
     return [
         *([Section(id="headline", title="Findings by protected category",
-                   template="sections/metric_suite_headline.html.j2", context=headline_context(headline, detectable),
+                   template="sections/metric_suite_headline.html.j2", context=headline_context(headline, detectable, label=meta.with_level_labels),
                    order=ORDER["headline"], toc=False)] if headline is not None else []),
         *([Section(id="score-source", title="Where the scores come from", template="sections/metric_suite_source.html.j2",
                    context=source_context(meta, metrics), order=ORDER["source"], toc=False)] if meta.score_file else []),

@@ -169,6 +169,7 @@ def _band_bounds(r: Mapping[str, Any], metric: str, tier: str, thresholds: Mappi
 def _metric_rows(
     rows: list[dict[str, Any]], info: Mapping[str, Any], variant_order: list[str], reference: str,
     alpha: float, thresholds: Mapping[str, Any] | None = None, score_range: Any = None,
+    label: Callable[[Any], str] = fmt_text,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     by_variant = {str(r.get("variant")): r for r in rows}
     order = unique(list(by_variant), [reference, *variant_order])
@@ -222,7 +223,7 @@ def _metric_rows(
             "n": fmt_int(r.get("n")),
             "diagnostics": [d[1](r) for d in diags],
             "notes": fmt_text(r.get("notes"), ""),
-            "disadvantaged": fmt_text(r.get("disadvantaged"), "—"),
+            "disadvantaged": label(r.get("disadvantaged")),
             "_raw": r,
         })
     return out, [d[0] for d in diags]
@@ -238,7 +239,7 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
                 "ci": THRESHOLD_CI.get(metric, info["ci"])}
     sm = next((s for s in meta.systems if s.id == system), None)
     rows, diag_headers = _metric_rows(mrecs, info, variant_order, reference, to_float(meta.alpha),
-                                      meta.thresholds or {}, sm.score_range if sm else None)
+                                      meta.thresholds or {}, sm.score_range if sm else None, meta.with_level_labels)
     ci_coverage = coverage.statement(metric, len(meta.jobs) or None)
     if ci_coverage and thr is not None and metric in SELECTION_METRICS:
         ci_coverage += " (measured under a top-K rule, not at a threshold)"
