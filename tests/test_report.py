@@ -658,7 +658,10 @@ def test_a_real_runs_report_counts_its_metrics_and_resolves_every_reference(redu
     first = html.split('<nav class="toc">', 1)[0]
     assert first.index('id="headline"') < first.index('id="at-a-glance"')
     cats = head[~head["category"].isin(["ALL", "ranking quality"])]
-    assert len(cats) == 9 and all(f"<strong>{c}</strong>" in first for c in cats["category"])
+    # each category's levels with the labels of specs/example.yaml beside them (issue 31 §3)
+    strong = {re.sub(r" \([^()]*\)", "", s) for s in re.findall(r"<strong>(.*?)</strong>", first)}
+    assert len(cats) == 9 and set(cats["category"]) <= strong
+    assert "sex_gender=Female-NA (North African name, woman)" in first
     verdict = head.loc[head["category"] == "ALL", "status"].iloc[0]
     assert f"System <code>minilm</code>: <span class=\"badge" in first and f">{verdict}</span>" in first
     top = _text(html[: html.index('<nav class="toc">')].split("</style>", 1)[-1])

@@ -141,7 +141,9 @@ def test_an_investigate_only_variant_is_in_fail_variants(sections):
     html = render_report(build_core(_meta()), list(sections.values()))
     section = html.split('id="fail-variants"', 1)[1].split("</section>", 1)[0]
     assert section.count("<tr>") == 1 + 3  # the header and one row per flagged metric
-    assert "seed 000 INVESTIGATE" in section
+    v03_row = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", section.split("<strong>V03</strong>", 1)[1]))
+    # the status cell says which rule flags it: research and operational PASS, seed 000 INVESTIGATE
+    assert "research PASS operational PASS seed 000 (point estimate) INVESTIGATE" in v03_row
 
 
 def assert_four_fifths_only_beside_selection_rates(html: str) -> None:
