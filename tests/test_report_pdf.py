@@ -336,3 +336,26 @@ def test_a_seven_axis_score_files_pdf_keeps_every_cell_and_fits_its_pages(tmp_pa
     assert len(longest) == 64 and longest in html
     problems = check_report(run_dir)
     assert not problems, "\n".join(problems[:40])
+
+
+def test_the_charts_threshold_labels_fit_inside_the_figure():
+    """The SVG clips what lies past its view box (issue 31 §1: nothing clipped): the longest threshold
+    label, "seed 000 INVESTIGATE |Δ| ≤ 0.05", measured with matplotlib's own text metrics, ends inside."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from runtime.report.charts import metric_chart_svg
+
+    svg = metric_chart_svg(chart_id="x", title="t", ylabel="Score delta", variants=["BASE", "V01"],
+                           values=[0.0, 0.03], ci_low=[0.0, 0.01], ci_high=[0.0, 0.05],
+                           statuses=["PASS", "INCONCLUSIVE"], reference="BASE", pass_threshold=0.02,
+                           investigate_threshold=0.05, direction="lower", symmetric=True, signed_scale=True)
+    width = float(re.search(r'viewBox="0 0 ([0-9.]+) ', svg).group(1))
+    fig = Figure(figsize=(width / 72, 1), dpi=72)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    labels = re.findall(r'<text style="font-weight: (\d+); font-size: ([0-9.]+)px;[^"]*text-anchor: start;[^"]*" '
+                        r'x="([0-9.]+)"[^>]*>([^<]*(?:PASS|INVESTIGATE)[^<]*)</text>', svg)
+    assert [x[3] for x in labels] == ["PASS |Δ| ≤ 0.02", "seed 000 INVESTIGATE |Δ| ≤ 0.05"]
+    for weight, size, x, text in labels:
+        w = fig.text(0, 0, text, fontsize=float(size), fontweight=int(weight)).get_window_extent(renderer).width
+        assert float(x) + w <= width, (text, float(x) + w, width)
