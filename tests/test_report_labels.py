@@ -228,3 +228,21 @@ def test_labels_enter_the_resolved_spec_only_when_written(tmp_path):
         "    cues: {M: [John Smith], F: [Jane Smith]}\n    labels: {F: woman}"))
     assert "labels" not in compile_spec(tmp_path / "plain.yaml").resolved["axes"]["sex_gender"]
     assert compile_spec(tmp_path / "labelled.yaml").resolved["axes"]["sex_gender"]["labels"] == {"F": "woman"}
+
+
+def test_the_headline_and_per_job_score_deltas_are_in_points_too():
+    headline = pd.DataFrame([{"system": "vendor", "category": "sex_gender=Female-FR", "variants": "V01",
+                              "status": "FAIL", "deciding_metrics": "score_delta", "value": -0.042,
+                              "ci_low": -0.06, "ci_high": -0.03, "disadvantaged": "sex_gender=Female-FR"}])
+    by_job = pd.DataFrame([{"system": "vendor", "condition": "default", "metric": "score_delta", "variant": "V01",
+                            "job_id": "job-1", "value": -0.042, "ci_low": -0.06, "ci_high": -0.03, "status": "FAIL",
+                            "pooled_value": -0.042, "pooled_status": "FAIL", "flag": "crossing",
+                            "disadvantaged": "variant", "q": NAN, "q_df": NAN, "q_p": NAN, "i2": NAN}])
+    by_id = {s.id: s for s in metric_suite_sections(metrics=_metrics(), risk=pd.DataFrame(), drift=pd.DataFrame(),
+                                                    meta=_meta(), headline=headline, by_job=by_job)}
+    (cat,) = by_id["headline"].context["systems"][0]["categories"]
+    assert cat["value"] == "−0.04200 (−4.2 points on 0–100)"
+    assert cat["ci"] == "[−0.06000, −0.03000] ([−6, −3] points on 0–100)"
+    flagged = by_id["by-job"].context["flagged"]
+    assert [(f["value"], f["ci"]) for f in flagged] == [
+        ("−0.0420000 (−4.2 points on 0–100)", "[−0.06000, −0.03000] ([−6, −3] points on 0–100)")]

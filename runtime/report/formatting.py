@@ -166,6 +166,23 @@ def fmt_compact(v: Any) -> str:
     return fmt_text(v)
 
 
+def with_points(text: str, x: Any, score_range: Any) -> str:
+    """``text`` (a normalised score delta as shown) followed by :func:`fmt_points` in parentheses
+    ("−0.0420000 (−4.2 points on 0–100)"); ``text`` alone when there is nothing to add."""
+    pts = fmt_points(x, score_range)
+    return f"{text} ({pts})" if pts else text
+
+
+def with_points_ci(text: str, lo: Any, hi: Any, score_range: Any) -> str:
+    """An interval as shown, followed by its bounds on the system's own scale
+    ("[−0.06000, −0.03000] ([−6, −3] points on 0–100)"); ``text`` alone when there is nothing to add."""
+    a, b = fmt_points(lo, score_range), fmt_points(hi, score_range)
+    if not (a and b) or text == MISSING:
+        return text
+    b_num, scale = b.split(" points", 1)
+    return f"{text} ([{a.split(' points')[0]}, {b_num}] points{scale})"
+
+
 def fmt_points(x: Any, score_range: Any) -> str:
     """A normalised score difference on the system's own scale (issue 31 §3): ``x · (high − low)`` with
     3 significant digits and its sign, then the scale (``"−4.2 points on 0–100"``).

@@ -21,7 +21,8 @@ from runtime.report.formatting import (
     fmt_int,
     fmt_num,
     fmt_p,
-    fmt_points,
+    with_points,
+    with_points_ci,
     fmt_sig,
     fmt_text,
     fmt_threshold,
@@ -186,12 +187,8 @@ def _metric_rows(
         value = fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed)
         ci = fmt_ci(r.get("ci_low"), r.get("ci_high"), signed=signed)
         if signed:  # the normalised score delta on the system's own scale too (issue 31 §3)
-            pts = fmt_points(r.get("value"), score_range)
-            value = f"{value} ({pts})" if pts else value
-            lo_pts, hi_pts = fmt_points(r.get("ci_low"), score_range), fmt_points(r.get("ci_high"), score_range)
-            if lo_pts and hi_pts and ci != MISSING:
-                hi_num, scale = hi_pts.split(" points", 1)
-                ci = f"{ci} ([{lo_pts.split(' points')[0]}, {hi_num}] points{scale})"
+            value = with_points(value, r.get("value"), score_range)
+            ci = with_points_ci(ci, r.get("ci_low"), r.get("ci_high"), score_range)
         # interval statuses: the decision interval against the PASS band of its tier (issue 29 §1)
         dlo = r.get("decision_low") if not is_missing(r.get("decision_low")) else r.get("ci_low")
         dhi = r.get("decision_high") if not is_missing(r.get("decision_high")) else r.get("ci_high")
