@@ -246,3 +246,10 @@ def test_the_headline_and_per_job_score_deltas_are_in_points_too():
     flagged = by_id["by-job"].context["flagged"]
     assert [(f["value"], f["ci"]) for f in flagged] == [
         ("−0.0420000 (−4.2 points on 0–100)", "[−0.06000, −0.03000] ([−6, −3] points on 0–100)")]
+
+
+def test_an_axis_contrast_of_the_effects_tables_names_its_levels_labels():
+    meta = replace(_meta(), signals=SIGNALS)
+    assert meta.with_level_labels("sex_gender: Female-NA vs Male-FR") == \
+        "sex_gender: Female-NA (North African woman) vs Male-FR"
+    assert meta.with_level_labels("V01 vs BASE") == "V01 vs BASE"

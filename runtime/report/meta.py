@@ -176,7 +176,8 @@ class ReportMeta:
 
     def with_level_labels(self, text: Any) -> str:
         """``text`` with every ``axis=level`` pair (``headline.csv`` categories, ``disadvantaged``: joined by
-        ``; `` or `` | ``) or a bare level id labelled (:meth:`level_text`); other text unchanged."""
+        ``; `` or `` | ``), an axis contrast (``effects.csv``: ``axis: level vs level``) or a bare level id
+        labelled (:meth:`level_text`); other text unchanged."""
         import re
 
         from runtime.report.formatting import fmt_text
@@ -187,6 +188,10 @@ class ReportMeta:
         if s in {lv for a in self.signals.values() for lv in (a.get("levels") or ())}:
             return self.level_text(s)
         axes = "|".join(re.escape(a) for a in sorted(self.signals, key=len, reverse=True))
+        contrast = re.fullmatch(rf"({axes}): (.+) vs (.+)", s)
+        if contrast:
+            a = contrast.group(1)
+            return f"{a}: {self.level_text(contrast.group(2), a)} vs {self.level_text(contrast.group(3), a)}"
         return re.sub(rf"\b({axes})=([^;|]+?)(?=\s*(?:;|\||$))",
                       lambda m: f"{m.group(1)}={self.level_text(m.group(2), m.group(1))}", s)
 
