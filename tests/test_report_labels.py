@@ -253,3 +253,17 @@ def test_an_axis_contrast_of_the_effects_tables_names_its_levels_labels():
     assert meta.with_level_labels("sex_gender: Female-NA vs Male-FR") == \
         "sex_gender: Female-NA (North African woman) vs Male-FR"
     assert meta.with_level_labels("V01 vs BASE") == "V01 vs BASE"
+
+
+def test_the_llm_manipulation_check_names_the_intended_levels_label():
+    from runtime.report import llm_sections
+
+    llm = {"validity": [], "calls": {}, "replicates": {},
+           "generator": {"model": "m", "flags": 0, "followups": 0, "phase_a": {},
+                         "manipulation_check": [{"variant": "V03", "axis": "sex_gender", "intended": "Female-NA",
+                                                 "n": 10, "classified_as_intended": 9, "rate": 0.9, "defaulted": 0}]}}
+    meta = replace(_meta(), signals=SIGNALS)
+    (section,) = llm_sections(llm, label=meta.level_text)
+    assert [m["intended"] for m in section.context["manipulation"]] == ["Female-NA (North African woman)"]
+    (plain,) = llm_sections(llm)
+    assert [m["intended"] for m in plain.context["manipulation"]] == ["Female-NA"]
