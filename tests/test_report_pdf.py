@@ -8,8 +8,9 @@ is clipped, hidden under the running header or footer, or set below 6.5 pt.
   none under 6.5 pt type (the signature stamp aside), and every page holds body words.
 - Self-test: a row deleted from the HTML, and a column pushed off the page by CSS, each make it fail.
 
-Runs: ``reduced_example`` (a template run with the real embedding model). Not yet: the population run,
-the replayed LLM spec and the 7-axis score-file export of the issue.
+Runs: ``reduced_example`` (a template run with the real embedding model), the LLM test spec with every
+generator agent (answers replayed) and a 7-axis score-file export with long level names. Not yet: the
+population run (400 profiles, precomputed scores).
 """
 
 from __future__ import annotations
@@ -359,3 +360,27 @@ def test_the_charts_threshold_labels_fit_inside_the_figure():
     for weight, size, x, text in labels:
         w = fig.text(0, 0, text, fontsize=float(size), fontweight=int(weight)).get_window_extent(renderer).width
         assert float(x) + w <= width, (text, float(x) + w, width)
+
+
+# ------------------------------------------------------------------------------------------ the LLM spec, replayed
+@pytest.mark.slow
+@pytest.mark.llm_replay
+@pytest.mark.xdist_group("report")
+def test_the_replayed_llm_specs_pdf_keeps_every_cell_and_fits_its_pages(tmp_path, llm_replay):
+    """The LLM test spec with every generator agent (tests/test_llm_end_to_end.py::agents_spec), its
+    answers replayed from tests/data/llm-answers/: the LLM section's tables reach the PDF too."""
+    from test_llm_end_to_end import FAKE_KEY, _cli, _env, _run_dirs, agents_spec
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(agents_spec(llm_replay.url))
+    llm_replay.store(tmp_path / "agents-store")
+    env = _env(AUDIT_TEST_KEY=FAKE_KEY)
+    assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
+    proc = llm_replay.cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    llm_replay.check(proc)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = _run_dirs(tmp_path)
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert 'id="llm"' in html and "Manipulation check" in html
+    problems = check_report(run_dir)
+    assert not problems, "\n".join(problems[:40])
