@@ -239,7 +239,7 @@ def test_a_row_deleted_from_the_pdf_is_found(reduced_example, tmp_path):
     assert m, "no drift row of V05"
     pdf = _render(html.replace(m.group(1), "", 1), tmp_path / "cut.pdf")
     problems = missing_cells(html, pdf_raw(pdf))
-    assert problems and "V05".lower() in problems[0].lower() or any("v05" in p for p in problems), problems
+    assert any("v05" in p for p in problems), problems  # the cut row's cells are missed from V05 on
 
 
 @pytest.mark.slow
