@@ -8,9 +8,9 @@ is clipped, hidden under the running header or footer, or set below 6.5 pt.
   none under 6.5 pt type (the signature stamp aside), and every page holds body words.
 - Self-test: a row deleted from the HTML, and a column pushed off the page by CSS, each make it fail.
 
-Runs: ``reduced_example`` (a template run with the real embedding model), the LLM test spec with every
-generator agent (answers replayed) and a 7-axis score-file export with long level names. Not yet: the
-population run (400 profiles, precomputed scores).
+Runs (issue 31 §2's four): ``reduced_example`` (a template run with the real embedding model), a signed
+population run (400 profiles, precomputed scores), the LLM test spec with every generator agent (answers
+replayed) and a signed 7-axis score-file export with 64-character level names and long labels.
 """
 
 from __future__ import annotations
@@ -382,5 +382,31 @@ def test_the_replayed_llm_specs_pdf_keeps_every_cell_and_fits_its_pages(tmp_path
     (run_dir,) = _run_dirs(tmp_path)
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert 'id="llm"' in html and "Manipulation check" in html
+    problems = check_report(run_dir)
+    assert not problems, "\n".join(problems[:40])
+
+
+# ------------------------------------------------------------------------------------------ a population run
+@pytest.mark.slow
+@pytest.mark.xdist_group("report")
+def test_a_population_runs_pdf_keeps_every_cell_and_fits_its_pages(tmp_path, key_dir):
+    """A population run (seed 001: 400 profiles, precomputed scores that read the first name's gender
+    typicality; tests/test_population.py's spec), signed: its causal tables reach the PDF too."""
+    import numpy as np
+
+    from conftest import SHARED_DATA, run_cli
+
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data (the population tables' source) is not checked out")
+    from test_population import POP_SPEC, _scores
+
+    (tmp_path / "spec.yaml").write_text(POP_SPEC, encoding="utf-8")
+    g = np.random.default_rng(1)
+    _scores(tmp_path, 400, 11, lambda p, f: 60 + 5 * (f["first_name_gender"] == "male-typical") + g.normal(0, 2, len(p)))
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "reports" / "pop-audit").iterdir()
+    assert "Causal decomposition" in (run_dir / "report.html").read_text(encoding="utf-8")
     problems = check_report(run_dir)
     assert not problems, "\n".join(problems[:40])
