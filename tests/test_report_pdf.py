@@ -16,7 +16,6 @@ replayed) and a signed 7-axis score-file export with 64-character level names an
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import unicodedata
 import xml.etree.ElementTree as ET
