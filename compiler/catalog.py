@@ -85,7 +85,7 @@ METRICS: dict[str, MetricInfo] = {
                    (0.05, 0.10), (0.05, 0.10), "mcnemar", "wilson"),
         MetricInfo("retention_rate", "Retention rate (macro top-K retention)", "group", "higher",
                    (0.80, 0.70), (0.80, 0.70), "", "candidate bootstrap within jobs"),
-        MetricInfo("impact_ratio", "Impact ratio (four-fifths rule)", "group", "higher",
+        MetricInfo("impact_ratio", "Shortlist retention ratio (seed 000's impact ratio)", "group", "higher",
                    (0.80, 0.70), (0.80, 0.70), "fisher_exact", "candidate bootstrap within jobs"),
         MetricInfo("selection_ratio", "Selection ratio (variant selected / reference selected)", "group",
                    "higher", (0.80, 0.70), (0.80, 0.70), "mcnemar", "candidate bootstrap within jobs",

@@ -15,7 +15,7 @@ import datetime
 
 from typing import Annotated, Literal, Union
 
-from pydantic import (BaseModel, field_validator, BeforeValidator, Discriminator, Field, StrictFloat, StrictInt, Tag,
+from pydantic import (AfterValidator, BaseModel, field_validator, BeforeValidator, Discriminator, Field, StrictFloat, StrictInt, Tag,
                       WrapValidator, create_model)
 
 from compiler.blocks import blocks as plugin_blocks, candidate_models, system_models
@@ -53,6 +53,22 @@ CueOptions = Annotated[
 AxisName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
 
 
+#: Longest label of a level (``axes.<axis>.labels``, issue 31 §3): it sits beside the level id in table cells.
+MAX_LEVEL_LABEL = 120
+MSG_LEVEL_LABEL_EMPTY = ("the label is empty; allowed: 1 to {max} characters of text (e.g. 'North African woman'), "
+                         "or leave the level out")
+MSG_LEVEL_LABEL_LONG = "the label has {n} characters; allowed: 1 to {max} characters of text (e.g. 'North African woman')"
+
+
+def _level_label(text: str) -> str:
+    """A level's label (``axes.<axis>.labels.<level>``): 1 to :data:`MAX_LEVEL_LABEL` characters, not blank."""
+    if not text.strip():
+        raise ValueError(MSG_LEVEL_LABEL_EMPTY.format(max=MAX_LEVEL_LABEL))
+    if len(text) > MAX_LEVEL_LABEL:
+        raise ValueError(MSG_LEVEL_LABEL_LONG.format(n=len(text), max=MAX_LEVEL_LABEL))
+    return text
+
+
 class Axis(Strict):
     """One protected characteristic (seed 000 Table 1).
 
@@ -80,6 +96,9 @@ class Axis(Strict):
     examples: dict[Name, list[Annotated[str, Field(min_length=1, max_length=500)]]] | None = Field(
         default=None, description="Example cue texts per level, as the vendor used them (a score-file "
         "audit); shown in the report, never written into a résumé.")
+    labels: dict[Name, Annotated[str, AfterValidator(_level_label)]] | None = Field(
+        default=None, description="A reader's name per level, printed beside the level id wherever the report "
+        "shows the level (e.g. Female-NA: North African woman); 1 to 120 characters each (issue 31 §3).")
 
 
 class Variants(Strict):

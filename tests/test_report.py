@@ -54,7 +54,7 @@ FAIL_VARIANT = "V04"
 NA_CELL = ("recall_at_k", "V09")
 
 SECTION_HEADINGS = [
-    "Variants triggering FAIL",
+    "Variants with FAIL or INVESTIGATE findings",
     "Audit design",
     "Variants (treatments) and their levels",
     "Jobs",
@@ -292,7 +292,7 @@ def test_every_section_heading_is_present_in_order(html):
         assert hits, f"missing heading {wanted!r}"
         positions.append(hits[0])
     main = [positions[SECTION_HEADINGS.index(h)] for h in (
-        "Variants triggering FAIL", "Audit design", "Results: system", "Qualification drift", "Amendments",
+        "Variants with FAIL or INVESTIGATE findings", "Audit design", "Results: system", "Qualification drift", "Amendments",
         "Seed 000 Eq. 6 on point estimates, not a verdict", "Key figures (research tier)", "Thresholds and method",
         "Timings")]
     assert main == sorted(main)
@@ -345,19 +345,26 @@ def test_charts_mark_thresholds_reference_and_status_colours(context):
     assert "stroke-dasharray" in chart["marc"]  # dashed threshold lines
 
 
-def test_fail_variant_is_in_the_fail_table(html, context):
-    assert [f["variant"] for f in context["fail_variants"]] == [FAIL_VARIANT]
+def test_fail_variant_is_in_the_fail_table(html, context, inputs):
+    metrics = inputs[0]
+    flagged = metrics[(metrics["variant"] != REFERENCE) & metrics["status"].isin(["FAIL", "INVESTIGATE"])]
+    # every variant with a FAIL or INVESTIGATE row, in variant order, each with exactly its flagged rows
+    assert [f["variant"] for f in context["fail_variants"]] == sorted(set(flagged["variant"]))
+    assert {(f["variant"], len(f["failing"])) for f in context["fail_variants"]} == set(
+        flagged.groupby("variant").size().items())
     section = html.split('id="fail-variants"', 1)[1].split("</section>", 1)[0]
     assert f"<strong>{FAIL_VARIANT}</strong>" in section
-    assert "Impact ratio (four-fifths rule)" in section
+    assert "Shortlist retention ratio (seed 000&#39;s impact ratio)" in section
+    assert "four-fifths" not in section
     assert "sex_gender: Female-NA" in section
-    assert "No variant triggers FAIL" not in section
+    assert "No variant has a FAIL" not in section
 
 
-def test_no_fail_says_so():
+def test_no_flagged_row_says_so():
     metrics, risk, drift, meta = make_inputs(fail=False)
+    metrics["status"] = metrics["status_operational"] = "PASS"
     html = render_html_of(report_parts(metrics=metrics, risk=risk, drift=drift, meta=meta))
-    assert "No variant triggers FAIL" in html
+    assert "No variant has a FAIL or INCONCLUSIVE status under either tier, nor a seed-000 INVESTIGATE." in html
 
 
 def test_both_risk_tiers_are_shown_and_labelled(html, context):
@@ -651,7 +658,15 @@ def test_a_real_runs_report_counts_its_metrics_and_resolves_every_reference(redu
     first = html.split('<nav class="toc">', 1)[0]
     assert first.index('id="headline"') < first.index('id="at-a-glance"')
     cats = head[~head["category"].isin(["ALL", "ranking quality"])]
-    assert len(cats) == 9 and all(f"<strong>{c}</strong>" in first for c in cats["category"])
+    # each category's levels with the labels of specs/example.yaml beside them (issue 31 §3)
+    def unlabelled(s: str) -> str:  # labels may hold parentheses: "Yes (recognised disabled worker (RQTH))"
+        while (t := re.sub(r" ?\([^()]*\)", "", s)) != s:
+            s = t
+        return s
+
+    strong = {unlabelled(s) for s in re.findall(r"<strong>(.*?)</strong>", first)}
+    assert len(cats) == 9 and set(cats["category"]) <= strong
+    assert "sex_gender=Female-NA (North African name, woman)" in first
     verdict = head.loc[head["category"] == "ALL", "status"].iloc[0]
     assert f"System <code>minilm</code>: <span class=\"badge" in first and f">{verdict}</span>" in first
     top = _text(html[: html.index('<nav class="toc">')].split("</style>", 1)[-1])

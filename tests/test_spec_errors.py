@@ -79,6 +79,13 @@ CASES = {
                                   ("two_keys", "{score: 0.01, d: 0.2}", ""),
                                   ("unknown_standardiser", "{d: 0.2, standardiser: within_team}", ""),
                                   ("ratio_per_variant", "{selection_ratio: 0.8}", "ranking: per_variant\n  "))},
+    # issue 31 §3: a level's label names a level of its axis (the closest named), 1 to 120 characters
+    "label_unknown_level": (TINY_SPEC.replace("    cues: {M: [John Smith], F: [Jane Smith]}",
+                                              "    cues: {M: [John Smith], F: [Jane Smith]}\n    labels: {M: man, Fem: woman}"), {}),
+    "label_empty": (TINY_SPEC.replace("    cues: {M: [John Smith], F: [Jane Smith]}",
+                                      "    cues: {M: [John Smith], F: [Jane Smith]}\n    labels: {M: man, F: ''}"), {}),
+    "label_too_long": (TINY_SPEC.replace("    cues: {M: [John Smith], F: [Jane Smith]}",
+                                         "    cues: {M: [John Smith], F: [Jane Smith]}\n    labels: {M: " + "m" * 121 + "}"), {}),
     "multiplicity_unknown": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
                                                "  k: {counterfactual: 2, group: 2, merit: 2}\n  multiplicity: bonferroni"), {}),
 }

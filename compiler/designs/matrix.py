@@ -7,6 +7,7 @@ job (seed 000 §3.1.2, §3.2; factorial designs: seed 003 §3.5).
 
 from __future__ import annotations
 
+import difflib
 import math
 from typing import Any
 
@@ -36,6 +37,8 @@ MSG_SLOT_NEEDED = ("axis {axis!r} needs a slot: the tool writes its cue into the
                    "(name, age, residence, languages or disability)")
 MSG_CUES_NEEDED = "axis {axis!r} needs cues: the text that signals each level in the résumés the tool generates"
 MSG_EXAMPLE_UNKNOWN_LEVEL = "examples for {level!r}, which is not a level of axis {axis!r}; levels: {levels}"
+MSG_LABEL_UNKNOWN_LEVEL = ("label for {level!r}, which is not a level of axis {axis!r}{closest}; "
+                           "levels: {levels}")
 MSG_AXIS_REF_CONFLICT = (
     "reference level {level!r} contradicts the reference variant {ref!r}, which sets {axis} = {given!r}"
 )
@@ -120,6 +123,12 @@ def _axes_issues(ls: LoadedSpec) -> list[Issue]:
             if level not in axis.levels:
                 out.append(ls.issue(("axes", name, "examples", level),
                                     MSG_EXAMPLE_UNKNOWN_LEVEL.format(level=level, axis=name, levels=levels), key=True))
+        for level in axis.labels or {}:
+            if level not in axis.levels:
+                close = difflib.get_close_matches(level, list(axis.levels), n=1, cutoff=0.0)
+                out.append(ls.issue(("axes", name, "labels", level), MSG_LABEL_UNKNOWN_LEVEL.format(
+                    level=level, axis=name, levels=levels,
+                    closest=f" (closest: {close[0]!r})" if close else ""), key=True))
         if axis.reference is not None and axis.reference not in axis.levels:
             out.append(ls.issue(("axes", name, "reference"),
                                 MSG_AXIS_REF.format(level=axis.reference, axis=name, levels=levels)))
@@ -178,7 +187,8 @@ def resolve_matrix(ls: LoadedSpec) -> dict[str, Any]:
 def _resolve_axis(axis: Any, reference: str) -> dict[str, Any]:
     """One resolved axis. ``slot`` and ``cues`` only when the spec writes them (a score-file audit
     may not: the signed manifest then holds no slot the user did not write, issue 15);
-    ``description`` and ``examples`` only when given, so the digests of earlier specs do not change."""
+    ``description``, ``examples`` and ``labels`` (issue 31 §3) only when given, so the digests of earlier
+    specs do not change."""
     out: dict[str, Any] = {}
     if axis.slot is not None:
         out["slot"] = axis.slot
@@ -189,6 +199,8 @@ def _resolve_axis(axis: Any, reference: str) -> dict[str, Any]:
         out["description"] = axis.description
     if axis.examples:
         out["examples"] = {lv: list(x) for lv, x in axis.examples.items()}
+    if axis.labels:
+        out["labels"] = dict(axis.labels)
     return out
 
 

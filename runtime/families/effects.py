@@ -43,4 +43,5 @@ class Effects(AuditFamily):
         from runtime.report import effects_sections
 
         return effects_sections(result.data["effects"], metrics=ctx.results["metric_suite"].data["result"].metrics,
-                                thresholds=ctx.settings.thresholds, score_range=ctx.settings.score_range)
+                                thresholds=ctx.settings.thresholds, score_range=ctx.settings.score_range,
+                                label=meta.with_level_labels)

@@ -75,4 +75,4 @@ class LlmValidity(AuditFamily):
     def sections(self, ctx, result: FamilyResult, meta) -> list:
         from runtime.report import llm_sections
 
-        return llm_sections(result.data["meta"])
+        return llm_sections(result.data["meta"], label=meta.level_text)

@@ -89,7 +89,7 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
         jobs=tuple(ReportJob(id=j["id"], title=j["title"]) for j in r["jobs"]),
         variants=settings.variants, axes=tuple(r["axes"]),
         # how each level was signalled (cues the tool wrote, or a score-file audit's description and examples)
-        signals={name: {k: a[k] for k in ("slot", "levels", "cues", "description", "examples") if k in a}
+        signals={name: {k: a[k] for k in ("slot", "levels", "cues", "description", "examples", "labels") if k in a}
                  for name, a in r["axes"].items()},
         design=design_id(r), source=r.get("source"),
         counts=dict(run["counts"]),

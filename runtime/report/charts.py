@@ -137,7 +137,9 @@ def metric_chart_svg(
         FigureCanvasAgg(fig)
         rotate = n > 14
         bottom = 0.27 if rotate else 0.19
-        ax = fig.add_axes((0.105, bottom, 0.665, 0.87 - bottom))
+        # the threshold labels right of the axes need 132 pt ("seed 000 INVESTIGATE |Δ| ≤ 0.05" at 7.2 pt bold):
+        # the figure is 518 pt wide, so the axes end at 0.105 + 0.62 (the SVG would clip a longer label)
+        ax = fig.add_axes((0.105, bottom, 0.62, 0.87 - bottom))
 
         xs = list(range(n))
         heights = [0.0 if math.isnan(v) else v for v in vals]

@@ -164,3 +164,56 @@ def fmt_compact(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return ", ".join(fmt_compact(x) for x in v)
     return fmt_text(v)
+
+
+def with_points(text: str, x: Any, score_range: Any) -> str:
+    """``text`` (a normalised score delta as shown) followed by :func:`fmt_points` in parentheses
+    ("−0.0420000 (−4.2 points on 0–100)"); ``text`` alone when there is nothing to add."""
+    pts = fmt_points(x, score_range)
+    return f"{text} ({pts})" if pts else text
+
+
+def with_points_ci(text: str, lo: Any, hi: Any, score_range: Any) -> str:
+    """An interval as shown, followed by its bounds on the system's own scale
+    ("[−0.06000, −0.03000] ([−6, −3] points on 0–100)"); ``text`` alone when there is nothing to add."""
+    a, b = fmt_points(lo, score_range), fmt_points(hi, score_range)
+    if not (a and b) or text == MISSING:
+        return text
+    b_num, scale = b.split(" points", 1)
+    return f"{text} ([{a.split(' points')[0]}, {b_num}] points{scale})"
+
+
+def fmt_points(x: Any, score_range: Any) -> str:
+    """A normalised score difference on the system's own scale (issue 31 §3): ``x · (high − low)`` with
+    3 significant digits and its sign, then the scale (``"−4.2 points on 0–100"``).
+
+    Parameters
+    ----------
+    x : float
+        A difference of scores normalised to [0, 1] by ``score_range`` (``metrics.csv`` ``score_delta``).
+    score_range : sequence of two floats, or None
+        The system's ``[low, high]`` score scale (``systems[].score_range``).
+
+    Returns
+    -------
+    str
+        Empty when ``x`` is missing, when the range is missing or not increasing, and when it is
+        ``[0, 1]`` (the normalised value is then already on the system's scale).
+
+    >>> fmt_points(-0.042, (0, 100))
+    '−4.2 points on 0–100'
+    """
+    v = to_float(x)
+    try:
+        lo, hi = (float(b) for b in score_range)
+    except (TypeError, ValueError):
+        return ""
+    if not (math.isfinite(v) and math.isfinite(lo) and math.isfinite(hi) and hi > lo) or (lo, hi) == (0.0, 1.0):
+        return ""
+    p = v * (hi - lo)
+    s = "0" if abs(p) < ZERO_BELOW else f"{abs(p):.3g}"
+    if "e" in s:
+        s = fmt_sig(abs(p), 3)
+    sign = "" if s == "0" else MINUS if p < 0 else "+"
+    scale = f"{fmt_threshold(lo)} to {fmt_threshold(hi)}" if lo < 0 else f"{fmt_threshold(lo)}–{fmt_threshold(hi)}"
+    return f"{sign}{s} points on {scale}"

@@ -95,7 +95,8 @@ class ReportMeta:
     axes : tuple of str
         The protected axes, in spec order.
     signals : Mapping
-        Axis -> how its levels were signalled (``slot``, ``levels``, ``cues``, ``description``, ``examples``).
+        Axis -> how its levels were signalled (``slot``, ``levels``, ``cues``, ``description``, ``examples``)
+        and, when the spec writes them, the levels' ``labels`` (issue 31 §3; :meth:`level_text`).
     design : str
         The design id (``template``, ``score_file``, ``population``, ...).
     source : Mapping or None
@@ -158,6 +159,41 @@ class ReportMeta:
     def score_file(self) -> bool:
         """Whether the run audits a vendor's score file (nothing generated, embedded or asked)."""
         return self.design == "score_file"
+
+    def level_text(self, level: Any, axis: str | None = None) -> str:
+        """A level as the report prints it: its id, then its label when the spec writes one (issue 31 §3:
+        ``axes.<axis>.labels``): "Female-NA (North African name, woman)".
+
+        ``axis``: the level's axis; without it the level id is looked up in every axis and labelled only
+        when exactly one axis has a level of that id with a label. A missing level is an em dash."""
+        from runtime.report.formatting import fmt_text
+
+        text = fmt_text(level)
+        found = [a.get("labels", {}).get(text) for name, a in self.signals.items()
+                 if (axis is None or name == axis) and text in (a.get("levels") or ())]
+        found = [x for x in found if x]
+        return f"{text} ({found[0]})" if len(found) == 1 and found[0] != text else text
+
+    def with_level_labels(self, text: Any) -> str:
+        """``text`` with every ``axis=level`` pair (``headline.csv`` categories, ``disadvantaged``: joined by
+        ``; `` or `` | ``), an axis contrast (``effects.csv``: ``axis: level vs level``) or a bare level id
+        labelled (:meth:`level_text`); other text unchanged."""
+        import re
+
+        from runtime.report.formatting import fmt_text
+
+        s = fmt_text(text)
+        if not any(a.get("labels") for a in self.signals.values()):
+            return s
+        if s in {lv for a in self.signals.values() for lv in (a.get("levels") or ())}:
+            return self.level_text(s)
+        axes = "|".join(re.escape(a) for a in sorted(self.signals, key=len, reverse=True))
+        contrast = re.fullmatch(rf"({axes}): (.+) vs (.+)", s)
+        if contrast:
+            a = contrast.group(1)
+            return f"{a}: {self.level_text(contrast.group(2), a)} vs {self.level_text(contrast.group(3), a)}"
+        return re.sub(rf"\b({axes})=([^;|]+?)(?=\s*(?:;|\||$))",
+                      lambda m: f"{m.group(1)}={self.level_text(m.group(2), m.group(1))}", s)
 
     @property
     def threshold(self) -> Any:

@@ -8,7 +8,7 @@ the method prose) only loop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -65,7 +65,7 @@ def _job_hidden(by_job: pd.DataFrame | None, system: str, condition: str) -> dic
 
 
 def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float,
-                  by_job: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+                  by_job: pd.DataFrame | None = None, label: Callable[[Any], str] = str) -> list[dict[str, Any]]:
     units = []
     for i, ((system, condition), sub) in enumerate(contrasts.groupby(["system", "condition"], sort=True)):
         sub = sub.reset_index(drop=True)
@@ -73,7 +73,7 @@ def _forest_units(contrasts: pd.DataFrame, sesoi: float, alpha: float,
                               labels=list(sub["contrast"]), d=list(sub["d"]), ci_low=list(sub["ci_low"]),
                               ci_high=list(sub["ci_high"]), meaningful=[_b(m) for m in sub["meaningful"]],
                               sesoi=sesoi)
-        rows = [{"contrast": r.contrast, "family": r.family, "test": TEST_LABELS.get(r.test, r.test),
+        rows = [{"contrast": label(r.contrast), "family": r.family, "test": TEST_LABELS.get(r.test, r.test),
                  "d_z": "" if is_missing(getattr(r, "d_z", None)) else fmt_sig(r.d_z, 3, signed=True),
                  "n": fmt_int(r.n_treatment) if r.test == "paired_t" else f"{fmt_int(r.n_treatment)} / {fmt_int(r.n_reference)}",
                  "diff": fmt_sig(r.mean_diff, signed=True), "d": fmt_sig(r.d, 3, signed=True),
@@ -169,7 +169,8 @@ def reconcile(contrasts: pd.DataFrame, models: pd.DataFrame, *, alpha: float, se
 
 def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
                      thresholds: Mapping[str, Any] | None = None,
-                     score_range: Mapping[str, tuple[float, float]] | None = None) -> list[Section]:
+                     score_range: Mapping[str, tuple[float, float]] | None = None,
+                     label: Callable[[Any], str] = str) -> list[Section]:
     """The validity verdict and the effect-size section of a run.
 
     Parameters
@@ -182,6 +183,10 @@ def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
         (:attr:`runtime.run.settings.RunSettings.thresholds` and ``score_range``): with them the section
         relates the SESOI to the pre-registered thresholds
         (:func:`runtime.report.sections.metric_suite.thresholds.sesoi_and_thresholds`).
+    label : callable, optional
+        Puts the levels' labels beside their ids in a contrast's name (issue 31 §3;
+        :meth:`runtime.report.meta.ReportMeta.with_level_labels`): the contrast and pooling tables, not the
+        forest plot, whose axis keeps the ids.
 
     Returns
     -------
@@ -212,7 +217,7 @@ def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
     if m is not None and len(m) and (m["model"] == "mixedlm").any() and m.loc[m["model"] == "mixedlm", "icc"].notna().any():
         icc = fmt_sig(m.loc[m["model"] == "mixedlm", "icc"].dropna().iloc[0], 3)
     pooling = [] if effects.pooling is None or not len(effects.pooling) else [
-        {"contrast": r.contrast, "group": r.group, "units": r.units, "k": fmt_int(r.k_units),
+        {"contrast": label(r.contrast), "group": r.group, "units": r.units, "k": fmt_int(r.k_units),
          "pooled": _b(r.pooled), "d": fmt_sig(r.d_re, 3, signed=True),
          "ci": fmt_ci(r.ci_low, r.ci_high, 3, signed=True), "margin": fmt_sig(r.margin, 3),
          "tau2": fmt_sig(r.tau2, 3), "q": fmt_sig(r.q, 3), "q_df": fmt_int(r.q_df),
@@ -239,7 +244,7 @@ def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
         "sesoi": f"{effects.sesoi:.3g}", "alpha": f"{effects.alpha:g}",
         "sesoi_lines": sesoi_lines(getattr(effects, "sesoi_table", None)),
         "units": [] if contrasts is None or not len(contrasts) else _forest_units(
-            contrasts, effects.sesoi, effects.alpha, getattr(effects, "contrasts_by_job", None)),
+            contrasts, effects.sesoi, effects.alpha, getattr(effects, "contrasts_by_job", None), label),
         "models": models, "icc": icc,
         "reconcile": reconcile(contrasts, m, alpha=effects.alpha, sesoi=effects.sesoi),
         "policy": sesoi_and_thresholds(contrasts, metrics, thresholds=thresholds or {}, score_range=score_range or {},

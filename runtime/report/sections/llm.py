@@ -6,6 +6,7 @@ seed 000 §3.1.4 and §3.2 (flagging agent in the audit trail; axis classifier w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Mapping
 
 from runtime.report.formatting import fmt_int
@@ -19,7 +20,8 @@ def _pct(x: Any) -> str:
         return "—"
 
 
-def llm_sections(llm_meta: Mapping[str, Any] | None) -> list[Section]:
+def llm_sections(llm_meta: Mapping[str, Any] | None, *,
+                 label: Callable[[Any, str], str] | None = None) -> list[Section]:
     """The "LLM screeners and generation agents" section, or none when the run used no LLM.
 
     Parameters
@@ -27,6 +29,9 @@ def llm_sections(llm_meta: Mapping[str, Any] | None) -> list[Section]:
     llm_meta : Mapping or None
         :func:`runtime.families.llm_validity.llm_report_meta`: ``validity`` rows, ``calls`` per caller,
         ``replicates`` per system and the ``generator`` (model, manipulation check, phase A, flags).
+    label : callable, optional
+        ``(level, axis) -> text``: a level with its label beside it (issue 31 §3;
+        :meth:`runtime.report.meta.ReportMeta.level_text`), for the manipulation check's intended level.
     """
     if not llm_meta:
         return []
@@ -44,7 +49,8 @@ def llm_sections(llm_meta: Mapping[str, Any] | None) -> list[Section]:
              for who, c in (llm.get("calls") or {}).items()]
     gen = llm.get("generator") or {}
     manip = [{
-        "variant": m["variant"], "axis": m["axis"], "intended": m["intended"], "n": fmt_int(m["n"]),
+        "variant": m["variant"], "axis": m["axis"],
+        "intended": label(m["intended"], m["axis"]) if label else m["intended"], "n": fmt_int(m["n"]),
         "ok": fmt_int(m["classified_as_intended"]), "rate": _pct(m["rate"]),
         "defaulted": fmt_int(m["defaulted"]), "low": (m["rate"] or 0) < 0.8,
     } for m in gen.get("manipulation_check") or []]

@@ -88,7 +88,8 @@ def metric_suite_sections(
     threshold = threshold_text(meta.threshold)
     return [
         *([Section(id="headline", title="Findings by protected category",
-                   template="sections/metric_suite_headline.html.j2", context=headline_context(headline, detectable),
+                   template="sections/metric_suite_headline.html.j2", context=headline_context(headline, detectable, label=meta.with_level_labels,
+                                                    score_ranges={s.id: s.score_range for s in meta.systems}),
                    order=ORDER["headline"], toc=False)] if headline is not None else []),
         *([Section(id="score-source", title="Where the scores come from", template="sections/metric_suite_source.html.j2",
                    context=source_context(meta, metrics), order=ORDER["source"], toc=False)] if meta.score_file else []),
@@ -98,7 +99,7 @@ def metric_suite_sections(
                 template="sections/metric_suite_risk.html.j2",
                 context={**risk_context(risk), "kpis": kpis(metrics), "threshold": threshold},
                 order=ORDER["appendix"] - 10),
-        Section(id="fail-variants", title="Variants triggering FAIL",
+        Section(id="fail-variants", title="Variants with FAIL or INVESTIGATE findings",
                 template="sections/metric_suite_fail_variants.html.j2",
                 context={"rows": fail_table(unit_list, meta, variant_order), "reference": reference},
                 order=ORDER["fail"]),
@@ -108,7 +109,9 @@ def metric_suite_sections(
                   template="sections/metric_suite_unit.html.j2", context={**u, "reference": reference},
                   order=ORDER["results"]) for u in unit_list],
         *([Section(id="by-job", title="Per-job results", template="sections/metric_suite_by_job.html.j2",
-                   context={**by_job_context(by_job, reference, variant_order), "reference": reference},
+                   context={**by_job_context(by_job, reference, variant_order,
+                                                score_ranges={s.id: s.score_range for s in meta.systems}),
+                            "reference": reference},
                    order=ORDER["results"] + 50)] if by_job is not None else []),
         *([] if meta.score_file else [
             Section(id="drift", title="Qualification drift", template="sections/metric_suite_drift.html.j2",

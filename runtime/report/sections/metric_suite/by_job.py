@@ -10,7 +10,8 @@ from typing import Any
 import pandas as pd
 
 from compiler.catalog import CLASSIFY_SIGNIFICANT_DIGITS, METRICS
-from runtime.report.formatting import fmt_ci, fmt_int, fmt_num, fmt_p, fmt_sig, fmt_text, to_float
+from runtime.report.formatting import (fmt_ci, fmt_int, fmt_num, fmt_p, fmt_sig, fmt_text, to_float, with_points,
+                                       with_points_ci)
 from runtime.report.sections.metric_suite.common import records, status
 
 #: Rows shown in each per-job table of the report (the rest are in ``metrics_by_job.csv``).
@@ -18,7 +19,8 @@ JOB_ROWS_SHOWN = 40
 _SEVERITY = {"FAIL": 0, "INCONCLUSIVE": 1, "INVESTIGATE": 1, "PASS": 2}
 
 
-def by_job_context(by_job: pd.DataFrame | None, reference: str, variant_order: list[str]) -> dict[str, Any]:
+def by_job_context(by_job: pd.DataFrame | None, reference: str, variant_order: list[str], *,
+                   score_ranges: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Context of the per-job section: flagged jobs (worst first) and heterogeneous cells (Cochran's Q p < 0.05).
 
     A flagged job is sorted by how much it changes the reading: a job whose status is worse than the
@@ -57,6 +59,13 @@ def by_job_context(by_job: pd.DataFrame | None, reference: str, variant_order: l
         return "" if not d else "reference" if d == "reference" else str(r["variant"])
 
     signed = lambda r: r["metric"] == "score_delta"  # noqa: E731
+
+    def points(r: Mapping[str, Any], text: str) -> str:  # a score delta on the system's scale too (issue 31 §3)
+        return with_points(text, r.get("value"), (score_ranges or {}).get(str(r["system"]))) if signed(r) else text
+
+    def points_ci(r: Mapping[str, Any], text: str) -> str:
+        return (with_points_ci(text, r.get("ci_low"), r.get("ci_high"), (score_ranges or {}).get(str(r["system"])))
+                if signed(r) else text)
     # every job whose status is worse than pooled is shown (they come first), at least JOB_ROWS_SHOWN rows
     shown = max(JOB_ROWS_SHOWN, sum(1 for r in flagged if worse(r)))
     return {
@@ -74,8 +83,8 @@ def by_job_context(by_job: pd.DataFrame | None, reference: str, variant_order: l
         "n_worse": sum(1 for r in flagged if worse(r)),
         "flagged": [{"system": r["system"], "condition": r["condition"], "metric": label(r["metric"]),
                      "variant": r["variant"], "job": r["job_id"],
-                     "value": fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed(r)),
-                     "ci": fmt_ci(r.get("ci_low"), r.get("ci_high"), signed=signed(r)),
+                     "value": points(r, fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed(r))),
+                     "ci": points_ci(r, fmt_ci(r.get("ci_low"), r.get("ci_high"), signed=signed(r))),
                      "status": status(r.get("status")),
                      "pooled": fmt_sig(r.get("pooled_value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed(r)),
                      "pooled_status": status(r.get("pooled_status")),

@@ -46,10 +46,11 @@ def facts(meta: ReportMeta, reference: str) -> list[dict[str, Any]]:
 
 
 def levels(meta: ReportMeta, variant: str) -> list[dict[str, str]]:
-    """The levels of ``variant``, one per axis in the spec's axis order."""
+    """The levels of ``variant``, one per axis in the spec's axis order, each with its label when the spec
+    writes one (:meth:`ReportMeta.level_text`, issue 31 §3)."""
     lv = meta.variants.get(variant) or {}
     axes = unique(list(lv), meta.axes)
-    return [{"axis": a, "level": fmt_text(lv.get(a))} for a in axes]
+    return [{"axis": a, "level": meta.level_text(lv.get(a), a)} for a in axes]
 
 
 def design(meta: ReportMeta, variant_order: list[str], reference: str) -> dict[str, Any]:
@@ -63,7 +64,7 @@ def design(meta: ReportMeta, variant_order: list[str], reference: str) -> dict[s
         rows.append({
             "variant": v,
             "is_reference": v == reference,
-            "cells": [{"level": fmt_text(lv.get(a)),
+            "cells": [{"level": meta.level_text(lv.get(a), a),
                        "differs": v != reference and lv.get(a) != ref_levels.get(a)} for a in axes],
         })
     score_file = meta.score_file
@@ -100,7 +101,7 @@ def signals(meta: ReportMeta) -> list[dict[str, Any]]:
             out.append({"axis": axis if i == 0 else "", "rows": len(a.get("levels") or []) if i == 0 else 0,
                         "slot": a.get("slot") or "" if i == 0 else "",
                         "description": a.get("description") or "" if i == 0 else "",
-                        "level": level, "texts": shown,
+                        "level": meta.level_text(level, axis), "texts": shown,
                         "kind": "cues written by the tool" if cues else ("examples given by the auditor" if examples else "")})
     return out
 

@@ -8,12 +8,13 @@ nDCG@K rate the ranking on their own line.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 
 from runtime.analysis.headline import ALL, RANKING
-from runtime.report.formatting import MISSING, fmt_ci, fmt_sig, fmt_text
+from runtime.report.formatting import MISSING, fmt_ci, fmt_sig, fmt_text, with_points, with_points_ci
 from runtime.report.sections.metric_suite.common import status
 from runtime.report.sections.metric_suite.texts import METRIC_SHORT
 
@@ -32,8 +33,20 @@ def _metrics_text(deciding: Any, status_: str = "") -> str:
     return "; ".join(parts)
 
 
+def _value_ci(r: Mapping[str, Any], score_range: Any) -> dict[str, str]:
+    """A category's value and interval as shown; a score delta also on the system's own scale (issue 31 §3)."""
+    delta = str(r["deciding_metrics"]).startswith("score_delta")
+    value, ci = fmt_sig(r["value"], signed=delta), fmt_ci(r["ci_low"], r["ci_high"], signed=delta)
+    if delta:
+        value = with_points(value, r["value"], score_range)
+        ci = with_points_ci(ci, r["ci_low"], r["ci_high"], score_range)
+    return {"value": value, "ci": ci}
+
+
 def headline_context(headline: pd.DataFrame | None,
-                     detectable: pd.DataFrame | None = None) -> dict[str, Any]:
+                     detectable: pd.DataFrame | None = None, *,
+                     label: Callable[[Any], str] = fmt_text,
+                     score_ranges: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Plain data of the headline section: ``systems``, one dict per system with ``system``, ``verdict``
     (status), ``failing`` (the categories at the verdict's status), ``disadvantaged``, ``categories`` (one
     dict per category: ``category, variants, status, metrics, value, ci, disadvantaged``) and ``ranking``
@@ -58,11 +71,10 @@ def headline_context(headline: pd.DataFrame | None,
         verdict = next((r for r in rows if r["category"] == ALL), None)
         ranking = next((r for r in rows if r["category"] == RANKING), None)
         cats = [{
-            "category": fmt_text(r["category"]), "variants": fmt_text(r["variants"], ""),
+            "category": label(r["category"]), "variants": fmt_text(r["variants"], ""),
             "status": status(r["status"]), "metrics": _metrics_text(r["deciding_metrics"], status(r["status"])) or MISSING,
-            "value": fmt_sig(r["value"], signed=str(r["deciding_metrics"]).startswith("score_delta")),
-            "ci": fmt_ci(r["ci_low"], r["ci_high"], signed=str(r["deciding_metrics"]).startswith("score_delta")),
-            "disadvantaged": fmt_text(r["disadvantaged"], "—"),
+            **_value_ci(r, (score_ranges or {}).get(str(system))),
+            "disadvantaged": label(r["disadvantaged"]),
             "detectable": smallest(str(system), r["variants"]),
         } for r in rows if r["category"] not in (ALL, RANKING)]
         systems.append({
@@ -71,7 +83,7 @@ def headline_context(headline: pd.DataFrame | None,
             "failing": (f"{len([c for c in rows if c['category'] not in (ALL, RANKING) and c['status'] == verdict['status']])}"
                         f" of {len(cats)} categories {verdict['status']}")
                        if verdict and fmt_text(verdict["deciding_metrics"], "") else "",
-            "disadvantaged": fmt_text(verdict["disadvantaged"], "") if verdict else "",
+            "disadvantaged": label(verdict["disadvantaged"]) if verdict and fmt_text(verdict["disadvantaged"], "") else "",
             "categories": cats,
             "ranking": None if ranking is None else {
                 "status": status(ranking["status"]),

@@ -16,7 +16,7 @@ STATUSES = ("PASS", "INCONCLUSIVE", "INVESTIGATE", "FAIL", "N/A")
 #: ``templates/sections/metric_suite_text.html.j2`` (seed 000 §3.4.1–3.4.3).
 METRIC_SHORT: dict[str, str] = {
     "score_delta": "Score delta", "marc": "MARC / K", "flip_rate": "Flip rate",
-    "retention_rate": "Retention rate", "impact_ratio": "Impact ratio", "selection_ratio": "Selection ratio",
+    "retention_rate": "Retention rate", "impact_ratio": "Retention ratio", "selection_ratio": "Selection ratio",
     "recall_at_k": "Recall@K",
     "ndcg_at_k": "nDCG@K", "equal_opportunity_gap": "Equal opportunity gap",
     "equalized_odds_gap": "Equalized odds gap",
@@ -27,12 +27,13 @@ THRESHOLD_BASIS: dict[str, str] = {
     "score_delta": "Pre-registered tolerance on the normalised score scale (policy choice)",
     "marc": "Pre-registered rank-churn tolerance, scale-invariant to K (policy choice)",
     "flip_rate": "Pre-registered boundary-crossing tolerance (policy choice)",
-    "retention_rate": "Four-fifths rule applied to shortlist retention (statutory analogue)",
-    "impact_ratio": "Direct transposition of the four-fifths rule (statutory)",
-    "selection_ratio": ("Four-fifths rule on the selection rates, two-sided around the null expectation 1: "
+    "retention_rate": "Seed 000 Table 3's 0.8 bound on shortlist retention (policy choice)",
+    "impact_ratio": ("Seed 000 Table 3's 0.8 bound on the ratio of macro retentions (policy choice; a ratio of "
+                     "retentions, not of selection rates)"),
+    "selection_ratio": ("Four-fifths rule on the ratio of selection rates, two-sided around the null expectation 1: "
                         "[pass, 1/pass] (issue 29 §2); the flip rate, retention and impact ratio decide on it"),
-    "recall_at_k": "Four-fifths bound extended by analogy to ranking quality",
-    "ndcg_at_k": "Four-fifths bound extended by analogy to ranking quality",
+    "recall_at_k": "Seed 000 Table 3's 0.8 bound on ranking quality (policy choice)",
+    "ndcg_at_k": "Seed 000 Table 3's 0.8 bound on ranking quality (policy choice)",
     "equal_opportunity_gap": "Pre-registered gap tolerance, equal-opportunity criterion (policy choice)",
     "equalized_odds_gap": "Pre-registered gap tolerance, equalized-odds criterion (policy choice)",
 }
@@ -95,10 +96,11 @@ FAMILY_TEXT = {"counterfactual": "Counterfactual", "group": "Group fairness", "m
 THRESHOLD_LABELS = {"flip_rate": "Flip rate (threshold crossings)",
                     "retention_rate": "Retention rate (macro retention at the threshold)",
                     "recall_at_k": "Recall at the threshold (Recall@K under a top-K rule)",
-                    "impact_ratio": "Impact ratio (retention ratio at the threshold; not LL144's ratio of selection rates)"}
+                    "impact_ratio": "Retention ratio at the threshold (seed 000's impact ratio)"}
 THRESHOLD_CI = {"recall_at_k": "candidate bootstrap within jobs and labels"}
-THRESHOLD_BASIS_AT_THRESHOLD = {"retention_rate": "Four-fifths rule applied to retention at the decision threshold "
-                                                  "(statutory analogue)",
-                                "impact_ratio": "Four-fifths rule applied to retention at the decision threshold "
-                                                "(seed 000 Eq. 3); the ratio of selection rates (LL144) is in the notes"}
+THRESHOLD_BASIS_AT_THRESHOLD = {"retention_rate": "Seed 000 Table 3's 0.8 bound on retention at the decision threshold "
+                                                  "(policy choice)",
+                                "impact_ratio": "Seed 000 Table 3's 0.8 bound on the ratio of retentions at the decision "
+                                                "threshold (seed 000 Eq. 3; policy choice); the ratio of selection rates "
+                                                "is in the notes"}
 

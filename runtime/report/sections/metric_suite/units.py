@@ -1,6 +1,7 @@
 """The results of a metric-suite run per system × condition: one unit per pair, each metric's rows by
-variant with its chart, test and interval in words, and the tables built from the units (variants
-triggering FAIL, qualification drift). Seed 000 §3.4, §3.5, §3.8; seed 002 Figures 2–10."""
+variant with its chart, test and interval in words, and the tables built from the units (variants with
+FAIL, INCONCLUSIVE or INVESTIGATE findings, qualification drift). Seed 000 §3.4, §3.5, §3.8; seed 002
+Figures 2–10; issue 31 §3 (a status whose interval crosses a bound says so; score deltas in points)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pandas as pd
 
 from compiler.catalog import CLASSIFY_SIGNIFICANT_DIGITS, METRICS
 from runtime.analysis import SELECTION_METRICS, coverage
+from runtime.analysis.classify import pass_band, round_significant
 from runtime.report.charts import metric_chart_svg
 from runtime.report.formatting import (
     MISSING,
@@ -19,8 +21,11 @@ from runtime.report.formatting import (
     fmt_int,
     fmt_num,
     fmt_p,
+    with_points,
+    with_points_ci,
     fmt_sig,
     fmt_text,
+    fmt_threshold,
     is_missing,
     to_float,
 )
@@ -104,35 +109,118 @@ DIAGNOSTICS: dict[str, list[tuple[str, Callable[[Mapping[str, Any]], str], tuple
 }
 
 
+def crossed(low: Any, high: Any, bounds_: list[float]) -> list[float]:
+    """The bounds that lie strictly inside the interval ``[low, high]`` (issue 31 §3).
+
+    Endpoints and bounds are rounded to ``CLASSIFY_SIGNIFICANT_DIGITS`` significant digits first, as
+    :func:`runtime.analysis.classify.decide` rounds them, so an endpoint equal to a bound (inside a
+    closed band) does not cross it. Empty when an endpoint is missing.
+
+    >>> crossed(0.0098, 0.0222, [-0.05, -0.02, 0.02, 0.05])
+    [0.02]
+    """
+    lo, hi = to_float(low), to_float(high)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return []
+    lo, hi = round_significant(lo), round_significant(hi)
+    return [b for b in bounds_ if math.isfinite(b) and lo < round_significant(b) < hi]
+
+
+def with_crossing(st: str, bounds_crossed: list[float]) -> str:
+    """A status cell that says which bounds its 95% interval crosses: "PASS (interval crosses 0.02)"."""
+    if not bounds_crossed or st == "N/A":
+        return st
+    return f"{st} (interval crosses {' and '.join(fmt_threshold(b) for b in bounds_crossed)})"
+
+
+def _tier_bounds(metric: str, tier_bounds: Mapping[str, float], classify_abs: bool) -> list[float]:
+    """Seed 000 Table 3's bounds of one tier on a row's value: pass and investigate, both signs for a
+    metric classified on its absolute value (``score_delta``: |Δ|)."""
+    b = [to_float(tier_bounds.get("pass")), to_float(tier_bounds.get("investigate"))]
+    return sorted({x for v in b for x in ((-v, v) if classify_abs else (v,))})
+
+
+def _band_bounds(r: Mapping[str, Any], metric: str, tier: str, thresholds: Mapping[str, Any]) -> list[float]:
+    """The ends of the PASS band a row's interval status was decided on (issue 29 §1, issue 30 §2): the
+    research tier's is the row's ``pass_low`` / ``pass_high``; the operational tier's is the band of
+    the statistic in ``decision_on`` under that tier (a SESOI margin, visible as a research ``pass_low``
+    other than the tier's pass bound, is the selection ratio's bound in both tiers). The band's ends 0,
+    1 of a rate are not crossed by a rate's interval and are dropped."""
+    on = r.get("decision_on")
+    d = metric if not isinstance(on, str) or on in ("", "value") else on
+    research = (to_float(r.get("pass_low")), to_float(r.get("pass_high")))
+    if tier == "research" and all(math.isfinite(x) for x in research):
+        band = research
+    else:
+        tb = (thresholds.get(tier) or {}).get(d) or {}
+        if is_missing(tb.get("pass")):
+            return []
+        rb = (thresholds.get("research") or {}).get(d) or {}
+        if (d == "selection_ratio" and math.isfinite(research[0]) and not is_missing(rb.get("pass"))
+                and round_significant(research[0]) != round_significant(float(rb["pass"]))):
+            tb = {**tb, "pass": research[0]}
+        band = pass_band(d, tb)
+    info = METRICS.get(d)
+    ends = [float(band[0]), float(band[1])]
+    if info is not None and not info.classify_abs and d != "selection_ratio":
+        ends = [x for x in ends if x not in (0.0, 1.0)]
+    return ends
+
+
 def _metric_rows(
     rows: list[dict[str, Any]], info: Mapping[str, Any], variant_order: list[str], reference: str,
-    alpha: float,
+    alpha: float, thresholds: Mapping[str, Any] | None = None, score_range: Any = None,
+    label: Callable[[Any], str] = fmt_text,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     by_variant = {str(r.get("variant")): r for r in rows}
     order = unique(list(by_variant), [reference, *variant_order])
     diags = [d for d in DIAGNOSTICS.get(info["id"], [])
              if any(not is_missing(r.get(c)) for r in rows for c in d[2])]
     signed = info["id"] == "score_delta"
+    thresholds = thresholds or {}
     out = []
     for v in order:
         r = by_variant[v]
         p_adj = to_float(r.get("p_adj"))
         uninformative = NOT_INFORMATIVE in str(r.get("notes") or "")
+        # shown at the precision it was classified with, so a value beside a boundary reads right
+        value = fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed)
+        ci = fmt_ci(r.get("ci_low"), r.get("ci_high"), signed=signed)
+        if signed:  # the normalised score delta on the system's own scale too (issue 31 §3)
+            value = with_points(value, r.get("value"), score_range)
+            ci = with_points_ci(ci, r.get("ci_low"), r.get("ci_high"), score_range)
+        # interval statuses: the decision interval against the PASS band of its tier (issue 29 §1)
+        dlo = r.get("decision_low") if not is_missing(r.get("decision_low")) else r.get("ci_low")
+        dhi = r.get("decision_high") if not is_missing(r.get("decision_high")) else r.get("ci_high")
+        st = {tier: with_crossing(status(r.get(col)), crossed(dlo, dhi, _band_bounds(r, info["id"], tier, thresholds)))
+              for tier, col in (("research", "status"), ("operational", "status_operational"))}
+        # seed 000 Table 3's statuses of the point estimate, when the run has them: the row's own interval
+        # against the tier's pass and investigate bounds (|Δ| for score_delta)
+        seed000 = None
+        if "status_seed000" in r:
+            seed000 = {tier: with_crossing(status(r.get(col)), crossed(
+                r.get("ci_low"), r.get("ci_high"),
+                _tier_bounds(info["id"], (thresholds.get(tier) or {}).get(info["id"]) or {}, info["classify_abs"])))
+                for tier, col in (("research", "status_seed000"), ("operational", "status_seed000_operational"))}
         out.append({
             "variant": v,
             "is_reference": v == reference,
-            # shown at the precision it was classified with, so a value beside a boundary reads right
-            "value": fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed),
-            "ci": fmt_ci(r.get("ci_low"), r.get("ci_high"), signed=signed),
+            "value": value,
+            "ci": ci,
             "p": "not informative" if uninformative else fmt_p(r.get("p_value")),
             "p_adj": fmt_p(p_adj),
             "significant": math.isfinite(p_adj) and math.isfinite(alpha) and p_adj < alpha,
             "status": status(r.get("status")),
             "status_operational": status(r.get("status_operational")),
+            "status_text": st["research"],
+            "status_operational_text": st["operational"],
+            "status_seed000": status(r.get("status_seed000")) if seed000 else None,
+            "status_seed000_operational": status(r.get("status_seed000_operational")) if seed000 else None,
+            "seed000_text": seed000,
             "n": fmt_int(r.get("n")),
             "diagnostics": [d[1](r) for d in diags],
             "notes": fmt_text(r.get("notes"), ""),
-            "disadvantaged": fmt_text(r.get("disadvantaged"), "—"),
+            "disadvantaged": label(r.get("disadvantaged")),
             "_raw": r,
         })
     return out, [d[0] for d in diags]
@@ -146,7 +234,9 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
     if thr is not None:
         info = {**info, "label": THRESHOLD_LABELS.get(metric, info["label"]),
                 "ci": THRESHOLD_CI.get(metric, info["ci"])}
-    rows, diag_headers = _metric_rows(mrecs, info, variant_order, reference, to_float(meta.alpha))
+    sm = next((s for s in meta.systems if s.id == system), None)
+    rows, diag_headers = _metric_rows(mrecs, info, variant_order, reference, to_float(meta.alpha),
+                                      meta.thresholds or {}, sm.score_range if sm else None, meta.with_level_labels)
     ci_coverage = coverage.statement(metric, len(meta.jobs) or None)
     if ci_coverage and thr is not None and metric in SELECTION_METRICS:
         ci_coverage += " (measured under a top-K rule, not at a threshold)"
@@ -209,6 +299,7 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         "tiers_differ": dict(research) != dict(operational),
         "chart_svg": chart,
         "rows": rows,
+        "has_seed000": any(r["seed000_text"] for r in rows),
         "diag_headers": diag_headers,
         "counts": counts(r["status"] for r in rows),
     }
@@ -244,17 +335,40 @@ def units(metrics: pd.DataFrame, meta: ReportMeta, variant_order: list[str], ref
     return out
 
 
+#: Statuses that put a row in the ``fail-variants`` table (issue 31 §3): an interval status of either tier,
+#: or seed 000 Table 3's status of the point estimate (``status_seed000``).
+FLAGGED = ("FAIL", "INCONCLUSIVE", "INVESTIGATE")
+
+
+def flagged_by(r: Mapping[str, Any]) -> list[str]:
+    """What flags a unit row (:func:`_metric_rows`): its research and operational interval statuses and
+    seed 000's point-estimate statuses that are FAIL, INCONCLUSIVE or INVESTIGATE, in words
+    ("research FAIL", "seed 000 INVESTIGATE"); empty for a row that is PASS or N/A everywhere."""
+    out = [f"{tier} {s}" for tier, s in (("research", r["status"]), ("operational", r["status_operational"]))
+           if s in FLAGGED]
+    s000 = {s for s in (r.get("status_seed000"), r.get("status_seed000_operational")) if s in FLAGGED}
+    out += [f"seed 000 {s}" for s in ("FAIL", "INVESTIGATE") if s in s000]
+    return out
+
+
 def fail_table(unit_list: list[dict[str, Any]], meta: ReportMeta, variant_order: list[str]) -> list[dict]:
-    """Every variant with a research-tier FAIL, per unit, with the metrics that fail and its levels."""
-    found: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    """Every variant with a FAIL or INCONCLUSIVE status (either tier) or a seed-000 INVESTIGATE or FAIL, per
+    unit, with the flagged metrics, their status cells and what flags each, and the variant's levels
+    (issue 31 §3). The reference's rows are left out (it is compared with itself)."""
+    found: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for u in unit_list:
         for m in u["metrics"]:
             for r in m["rows"]:
-                if r["status"] == "FAIL":
+                why = [] if r["is_reference"] else flagged_by(r)
+                if why:
                     found.setdefault((u["system"], u["condition"], r["variant"]), []).append({
                         "label": m["label"], "anchor": m["anchor"], "value": r["value"], "ci": r["ci"],
-                        "p_adj": r["p_adj"], "operational": r["status_operational"],
-                        "disadvantaged": r["disadvantaged"],
+                        "p_adj": r["p_adj"], "status": r["status"], "status_text": r["status_text"],
+                        "operational": r["status_operational"],
+                        "operational_text": r["status_operational_text"],
+                        "seed000": r["status_seed000"], "seed000_operational": r["status_seed000_operational"],
+                        "seed000_text": r["seed000_text"],
+                        "flagged_by": why, "disadvantaged": r["disadvantaged"],
                     })
     out = []
     for (system, condition, variant), failing in found.items():
