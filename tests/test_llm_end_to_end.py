@@ -170,7 +170,7 @@ def test_run_warm_rerun_and_no_key_anywhere(tmp_path, llm_server):
     fair = metrics[metrics["family"] != "llm_validity"]
     assert sorted(set(zip(fair["system"], fair["condition"]))) == [
         ("compare", "naturalistic"), ("score", "baseline"), ("score", "fairness")]
-    assert len(fair) == 3 * 9 * 2  # system x condition, 9 metrics, 2 variants
+    assert len(fair) == 3 * 10 * 2  # system x condition, 10 metrics (methods 8), 2 variants
     validity = metrics[metrics["metric"] == "valid_response_rate"].set_index(["system", "condition"])
     assert set(validity.index) == {("compare", "naturalistic"), ("score", "baseline"), ("score", "fairness")}
     for (system, cond), row in validity.iterrows():
