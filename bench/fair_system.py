@@ -84,7 +84,7 @@ def main() -> int:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "fair_system.json").write_text(json.dumps(out, indent=1) + "\n")
     lines = [f"# A fair system on {args.audits} null audits per setting (methods version {METHODS_VERSION})", "",
-             "9 categories x 9 metrics = 81 non-reference rows per audit; 5 jobs x 40, K = 10/10/20, "
+             "9 categories x 10 metrics = 90 non-reference rows per audit; 5 jobs x 40, K = 10/10/20, "
              f"{args.resamples} resamples; `python bench/fair_system.py --audits {args.audits} "
              f"--resamples {args.resamples}`.", "",
              "| ties | FAIL rows / audit | INCONCLUSIVE | seed 000 FAIL (point) | seed 000 INVESTIGATE | "
