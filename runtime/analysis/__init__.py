@@ -29,7 +29,7 @@ from runtime.analysis.direction import (NO_DIRECTION, REFERENCE_LOSES, level_lab
                                         side_label)
 from runtime.analysis.cell import CellResult, Pairing
 from runtime.analysis.classify import (DEPENDS_ON, INCONCLUSIVE, RISK_COLUMNS, bh_adjust, classify,
-                                       decision_bounds, interval_status, pass_band, risk_table, round_significant,
+                                       interval_status, pass_band, risk_table, round_significant,
                                        tier_bounds)
 from runtime.analysis.drift import DRIFT_COLUMNS, drift_frame, drift_rows, qualification_drift
 from runtime.analysis.frame import Cohort, check_columns, cohorts, groups, variants_of
@@ -72,7 +72,6 @@ ERR_K = "k must map each family ({families}) to a positive integer, got {got!r}"
 ERR_ALPHA = "alpha must lie in (0, 1), got {got!r}"
 ERR_THRESHOLD = "threshold must be a finite number, a mapping of system id to one, or None, got {got!r}"
 ERR_N_BOOTSTRAP = "n_bootstrap must be a positive integer, got {got!r}"
-ERR_MARGIN = "selection_margin must lie in (0, 1), got {got!r}"
 NOTE_REFERENCE = "reference variant compared with itself (no test)"
 
 
@@ -276,14 +275,14 @@ def _disadvantaged(metrics: pd.DataFrame, leans: np.ndarray, *, reference: str,
     return out
 
 
-def set_statuses(metrics: pd.DataFrame, thresholds: Mapping[str, Mapping[str, Mapping[str, float]]],
-                 margin: float | None = None) -> None:
+def set_statuses(metrics: pd.DataFrame, thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
     """Fill the decision columns of a metrics frame in place (issue 29 §1).
 
     ``status`` / ``status_operational``: :func:`runtime.analysis.classify.interval_status` of
     ``[decision_low, decision_high]`` (PASS, INCONCLUSIVE, FAIL, N/A) under the research / operational
     tier, against the band of the statistic in ``decision_on`` (the row's metric, or ``selection_ratio``:
-    ``[m, 1/m]`` with m the SESOI ``margin`` when given, else the tier's pass bound); ``pass_low`` /
+    ``[m, 1/m]`` with m the tier's pass bound, which a SESOI written as a selection ratio sets:
+    :func:`runtime.run.settings._with_sesoi`, the one place it enters); ``pass_low`` /
     ``pass_high``: the research tier's PASS band; ``status_seed000`` /
     ``status_seed000_operational``: seed 000 Table 3 on the point estimate (:func:`classify`; PASS,
     INVESTIGATE, FAIL, N/A), which Eq. 6 reads.
@@ -294,12 +293,12 @@ def set_statuses(metrics: pd.DataFrame, thresholds: Mapping[str, Mapping[str, Ma
     value = metrics["value"].to_numpy(dtype=float)
     low = metrics["decision_low"].to_numpy(dtype=float)
     high = metrics["decision_high"].to_numpy(dtype=float)
-    band = [pass_band(d, decision_bounds(thresholds, "research", d, margin)) for d in decides]
+    band = [pass_band(d, tier_bounds(thresholds, "research", d)) for d in decides]
     metrics["pass_low"] = [b[0] for b in band]
     metrics["pass_high"] = [b[1] for b in band]
     for tier, column, seed000 in (("research", "status", "status_seed000"),
                                   ("operational", "status_operational", "status_seed000_operational")):
-        metrics[column] = [interval_status(lo, hi, metric_id=d, bounds=decision_bounds(thresholds, tier, d, margin))
+        metrics[column] = [interval_status(lo, hi, metric_id=d, bounds=tier_bounds(thresholds, tier, d))
                            for lo, hi, d in zip(low, high, decides)]
         metrics[seed000] = [classify(v, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
                             for v, m in zip(value, metric)]
@@ -320,7 +319,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             ranking: str | None = None,
             variant_levels: Mapping[str, Mapping[str, str]] | None = None,
             per_job: bool = False, threshold: float | Mapping[str, float] | None = None,
-            multiplicity: str | None = None, selection_margin: float | None = None,
+            multiplicity: str | None = None,
             progress: Callable[[int], None] | None = None) -> AnalysisResult:
     """Compute the metric suite of seed 000 §3.4-3.6 on a paired frame.
 
@@ -365,10 +364,6 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         Also compute every metric on the candidates of each job, with its interval, and the
         heterogeneity across jobs (``AnalysisResult.by_job``, :mod:`runtime.analysis.by_job`); each job
         cell draws from the pooled cell's generator with ``"job", job_id`` appended.
-    selection_margin : float, optional
-        The SESOI as a selection ratio m (``analysis.effect_size.sesoi: {selection_ratio: m}``, issue 30):
-        the PASS band of every row deciding on the selection ratio is ``[m, 1/m]``; default the
-        ``selection_ratio`` thresholds' pass bound of each tier.
     multiplicity : {"hierarchical", "graphical", "per_metric", "run"}, optional
         Which p-values share an adjustment (:func:`runtime.analysis.multiplicity.adjust`, issue 29 §4);
         default the methods version's (:data:`compiler.methods.MULTIPLICITY`, ``run``: BH over every
@@ -398,8 +393,6 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     """
     thresholds = catalog.with_defaults(thresholds)
     kk = _check_args(k=k, alpha=alpha, n_bootstrap=n_bootstrap, thresholds=thresholds)
-    if selection_margin is not None and not 0 < selection_margin < 1:
-        raise ValueError(ERR_MARGIN.format(got=selection_margin))
     for t in (threshold.values() if isinstance(threshold, Mapping) else [threshold]):
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t)):
             raise ValueError(ERR_THRESHOLD.format(got=threshold))
@@ -459,14 +452,14 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     metrics["adj_family"] = adjusted.family
     metrics["adj_m"] = adjusted.m
     metrics["notes"] = ["; ".join(x for x in (note, extra) if x) for note, extra in zip(metrics["notes"], adjusted.notes)]
-    set_statuses(metrics, thresholds, selection_margin)
+    set_statuses(metrics, thresholds)
     metrics["disadvantaged"] = _disadvantaged(metrics, leans, reference=reference, levels=variant_levels,
                                               alpha=alpha, owners=shared)
     metrics = metrics.astype({c: "Int64" for c in _COUNT_COLUMNS if _integral(metrics[c])})
     by_job = None
     if per_job:
         by_job = job_frame(job_rows, np.asarray(job_leans, dtype=float), metrics, leans, reference=reference,
-                           thresholds=thresholds, levels=variant_levels, margin=selection_margin)
+                           thresholds=thresholds, levels=variant_levels)
     return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift), by_job=by_job,
                           headline=headline_frame(metrics, reference=reference, levels=variant_levels))
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from runtime.analysis.classify import decision_bounds, interval_status
+from runtime.analysis.classify import interval_status, tier_bounds
 from runtime.analysis.direction import row_leans, side_label
 
 BY_JOB_COLUMNS = ("system", "condition", "metric", "variant", "job_id", "n", "value", "ci_low", "ci_high",
@@ -54,7 +54,7 @@ _SE_FLOOR = 1e-9
 def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.DataFrame,
               pooled_leans: np.ndarray, *, reference: str,
               thresholds: Mapping[str, Mapping[str, Mapping[str, float]]],
-              levels: Mapping[str, Mapping[str, str]] | None = None, margin: float | None = None) -> pd.DataFrame:
+              levels: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
     """``metrics_by_job.csv`` from the per-job cells and the pooled metrics frame.
 
     Parameters
@@ -73,9 +73,6 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
         As :func:`runtime.analysis.analyse`.
     levels : Mapping, optional
         Variant id -> {axis: level} (names the disadvantaged side).
-    margin : float, optional
-        The SESOI as a selection ratio (the band ``[m, 1/m]`` of rows deciding on it), as
-        :func:`runtime.analysis.analyse`'s ``selection_margin``.
 
     Returns
     -------
@@ -96,7 +93,7 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
     high = np.where(mine, frame["ci_high"].to_numpy(dtype=float),
                     frame.get("decision_high", frame["ci_high"]).to_numpy(dtype=float))
     for tier, column in (("research", "status"), ("operational", "status_operational")):
-        frame[column] = [interval_status(lo, hi, metric_id=m, bounds=decision_bounds(thresholds, tier, m, margin))
+        frame[column] = [interval_status(lo, hi, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
                          for lo, hi, m in zip(low, high, decides)]
     frame = frame.drop(columns=[c for c in ("decision_on", "decision_low", "decision_high") if c in frame])
     cell = ("system", "condition", "job_id", "variant")

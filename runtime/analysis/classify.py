@@ -150,16 +150,6 @@ def tier_bounds(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]], tie
     return bounds
 
 
-def decision_bounds(thresholds: Mapping[str, Mapping[str, Mapping[str, float]]], tier: str, metric_id: str,
-                    margin: float | None = None) -> Mapping[str, float]:
-    """:func:`tier_bounds` of the statistic a row decides on; the selection ratio's pass bound is the
-    SESOI's margin when the spec states one as a selection ratio (issue 30 §2: band ``[m, 1/m]``)."""
-    bounds = tier_bounds(thresholds, tier, metric_id)
-    if metric_id == "selection_ratio" and margin is not None:
-        return {**bounds, "pass": float(margin)}
-    return bounds
-
-
 def bh_adjust(p_values: np.ndarray, *, alpha: float) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values over every defined p-value (seed 000 §3.5).
 

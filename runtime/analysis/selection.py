@@ -24,6 +24,7 @@ ranking each variant's own top-K has K resumes per job, so the ratio is 1 by con
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,6 +83,12 @@ def _ratio(in_ref: np.ndarray, in_var: np.ndarray) -> np.ndarray:
         return np.where(den > 0, in_var.sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
 
 
+#: Pairing -> {cutoff: Selection}: up to four rows of a cell (the flip rate, retention, the impact ratio and the
+#: selection ratio) decide on one selection ratio; its bootstrap runs once per cell and cutoff. Keyed on the
+#: Pairing object (identity), released with it.
+_MEMO: weakref.WeakKeyDictionary[Pairing, dict[int, Selection]] = weakref.WeakKeyDictionary()
+
+
 def selection(p: Pairing, k: int) -> Selection:
     """The selection ratio of ``p`` at cutoff ``k`` (or at the decision threshold), with its interval,
     McNemar test and direction (module docstring).
@@ -97,8 +104,15 @@ def selection(p: Pairing, k: int) -> Selection:
     -------
     Selection
         Undefined (nan, with a note) under per-variant top-K ranking or when no reference resume is
-        selected.
+        selected. Computed once per pairing and cutoff (the same stream would draw the same interval).
     """
+    memo = _MEMO.setdefault(p, {})
+    if k not in memo:
+        memo[k] = _selection(p, k)
+    return memo[k]
+
+
+def _selection(p: Pairing, k: int) -> Selection:
     if p.fixed_shortlist:
         return Selection(value=math.nan, notes=[NOTE_PER_VARIANT])
     in_ref, in_var = p.in_top(k)
