@@ -52,8 +52,13 @@ def server_command(port: int, *, n_ctx: int = 4096, threads: int | None = None) 
     """``python -m llama_cpp.server`` arguments: the GGUF, its chat template from the file
     (chatml for SmolLM2), the model alias clients name, one context of ``n_ctx`` tokens. The server
     runs through :mod:`runtime.llm.llama_main` (extra weight buffer types off: no AMX repacking, which
-    faults in a virtual machine that lists AMX without granting it)."""
-    threads = threads or max(1, min(4, os.cpu_count() or 1))
+    faults in a virtual machine that lists AMX without granting it).
+
+    ``threads`` defaults to one core fewer than the machine has (at most 4): llama.cpp's threads
+    spin-wait on each other, so a server holding every core of a busy machine stalls whenever one of its
+    threads is descheduled. Measured on 2 cores at load 5 (240-token answers of SmolLM2-135M): 2 threads
+    112-172 s an answer, 1 thread 10-12 s (the live-LLM test's 900 s timeout tripped on the first)."""
+    threads = threads or max(1, min(4, (os.cpu_count() or 2) - 1))
     return [sys.executable, "-m", "runtime.llm.llama_main", "--model", str(gguf_path()),
             "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
             "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
