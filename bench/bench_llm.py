@@ -6,7 +6,7 @@ concurrency 1, 4 and 8, sends the same N screening requests twice:
 - **plain**: ``concurrency`` threads POSTing the OpenAI-style JSON body to ``/v1/chat/completions``
   with ``urllib`` (no retries, no cache, no parsing);
 - **runtime**: :class:`runtime.llm.client.LlmClient` (litellm, tenacity, semaphore, SQLite cache
-  on a fresh file, so every request is a real call) plus :func:`runtime.llm.parsing.parse_score`.
+  on a fresh file, so every request is a real call) plus :func:`runtime.systems.answers.parse_score`.
 
 Both send the very same requests (messages, ``response_format`` with the JSON schema,
 ``max_tokens``, temperature, seed), so the server does the same work for both. They go in
@@ -38,7 +38,7 @@ from runtime.llm import serve  # noqa: E402
 from runtime.llm.cache import ResponseCache  # noqa: E402
 from runtime.store import TaskStore  # noqa: E402
 from runtime.llm.client import Endpoint, LlmClient, response_format  # noqa: E402
-from runtime.llm.parsing import parse_score  # noqa: E402
+from runtime.systems.answers import parse_score  # noqa: E402
 
 MODEL = f"openai/{serve.MODEL_ALIAS}"
 MAX_TOKENS = 16

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from compiler.errors import AuditError
 from runtime.llm.cache import ResponseCache
@@ -138,6 +138,16 @@ def response_format(kind: str, schema: dict[str, Any] | None, name: str = "answe
     return {"type": "json_object"}
 
 
+class Answer(NamedTuple):
+    """One answer of :meth:`LlmClient.answer`: ``text`` (the message ``content``), ``cached`` (read from
+    the store), ``reasoning_chars`` (characters of the provider's separate ``reasoning_content``; 0 when
+    none)."""
+
+    text: str
+    cached: bool
+    reasoning_chars: int
+
+
 class LlmClient:
     """One endpoint's calls: ``await client.complete(messages, replicate=r, attempt=a, seed=s)``.
 
@@ -191,8 +201,19 @@ class LlmClient:
                        seed: int | None = None, schema: dict[str, Any] | None = None,
                        temperature: float | None = None, max_tokens: int | None = None,
                        refs: list[str] | None = None) -> tuple[str, bool]:
-        """The answer's text and whether it came from the cache; ``refs`` names the plan tasks the
-        answer serves (kept with it in the store, default the cache's own).
+        """The answer's text and whether it came from the cache (:meth:`answer`, without the reasoning count)."""
+        a = await self.answer(messages, replicate=replicate, attempt=attempt, seed=seed, schema=schema,
+                              temperature=temperature, max_tokens=max_tokens, refs=refs)
+        return a.text, a.cached
+
+    async def answer(self, messages: list[dict[str, str]], *, replicate: int = 0, attempt: int = 0,
+                     seed: int | None = None, schema: dict[str, Any] | None = None,
+                     temperature: float | None = None, max_tokens: int | None = None,
+                     refs: list[str] | None = None) -> Answer:
+        """One answer: its ``content`` text, whether it came from the cache, and the length of the
+        provider's separate ``reasoning_content`` (kept in the store with the answer, never parsed: issue
+        35 §1). ``refs`` names the plan tasks the answer serves (kept with it in the store, default the
+        cache's own).
 
         Raises
         ------
@@ -206,7 +227,7 @@ class LlmClient:
             self.counters.from_cache += 1
             if self.on_call:
                 self.on_call(1)
-            return hit[0], True
+            return Answer(hit[0], True, len((hit[1] or {}).get("reasoning_content") or ""))
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.ep.concurrency)
         async with self._sem:
@@ -217,7 +238,7 @@ class LlmClient:
         self.counters.tokens_out += int(usage.get("completion_tokens") or 0)
         if self.on_call:
             self.on_call(1)
-        return text, False
+        return Answer(text, False, len(usage.get("reasoning_content") or ""))
 
     async def _call(self, req: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         litellm = _litellm()
@@ -264,8 +285,12 @@ class LlmClient:
                 raise
             raise LlmUnavailable(MSG_FAILED.format(who=self.ep.who, model=self.ep.model,
                                                    err=self.scrub(f"{type(err).__name__}: {err}"))) from None
-        text = resp.choices[0].message.content or ""
+        message = resp.choices[0].message
+        text = message.content or ""
         usage = getattr(resp, "usage", None)
         u = {"prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
              "completion_tokens": getattr(usage, "completion_tokens", 0) or 0} if usage else {}
+        reasoning = getattr(message, "reasoning_content", None)
+        if isinstance(reasoning, str) and reasoning:
+            u["reasoning_content"] = reasoning  # kept with the answer, never read as one
         return text, u

@@ -1,10 +1,8 @@
-"""Tolerant parsing of LLM answers: JSON objects (scores, axis labels) and JSON arrays (resumes).
+"""Tolerant parsing of LLM answers: JSON objects (axis labels, agent answers) and JSON arrays (resumes).
 
-A screener is asked for one JSON object (seed 003 Appendix B, seed 001 Appendix D); where the
-provider honours ``response_format`` the answer is already valid JSON, otherwise it is extracted
-from whatever the model wrote (code fences, text around the object, ``score: 72``). An answer that
-still yields no score, or a score outside the system's range, is *invalid*: the caller records it
-with its raw text and may ask again; it is never replaced by a default.
+A screener's score is read by :func:`runtime.systems.answers.parse_score` (issue 35 §1: one reader for
+LLM and HTTP answers). Objects are extracted from whatever the model wrote (code fences, text around
+the object).
 
 The generator's arrays (seed 000 §3.1.2: "a single inline JSON array ... parsed by a dedicated
 JSON-array extractor with a header-based fallback split") and the clarifying-question heuristic
@@ -15,31 +13,10 @@ exercise them.
 from __future__ import annotations
 
 import json
-import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
-#: Reasons an answer is invalid (recorded in ``llm_responses.csv``).
-REASON_EMPTY = "empty answer"
-REASON_NO_SCORE = "no score found"
-REASON_NOT_NUMBER = "score is not a number: {value!r}"
-REASON_RANGE = "score {value:g} outside [{lo:g}, {hi:g}]"
-REASON_TRUNCATED = "answer ends inside an unclosed object right after the score (cut off by max_tokens?)"
-
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
-_SCORE_KV = re.compile(r"""["']?\bscore\b["']?\s*[:=]\s*["']?(-?\d+(?:\.\d+)?)""", re.I)
-_BARE_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*100)?\s*\.?\s*$")
-
-
-@dataclass(frozen=True)
-class ScoreParse:
-    """Outcome of :func:`parse_score`: ``score`` when valid, else ``reason``; ``method`` says how."""
-
-    valid: bool
-    score: float | None
-    reason: str
-    method: str
 
 
 def _candidates(text: str) -> list[str]:
@@ -69,54 +46,6 @@ def json_values(text: str, opener: str) -> list[Any]:
             out.append(value)
             i = chunk.find(opener, end)
     return out
-
-
-def _check(value: Any, lo: float, hi: float, method: str) -> ScoreParse:
-    if isinstance(value, bool) or value is None:
-        return ScoreParse(False, None, REASON_NOT_NUMBER.format(value=value), method)
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return ScoreParse(False, None, REASON_NOT_NUMBER.format(value=value), method)
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        return ScoreParse(False, None, REASON_NOT_NUMBER.format(value=value), method)
-    if not lo <= value <= hi:
-        return ScoreParse(False, None, REASON_RANGE.format(value=value, lo=lo, hi=hi), method)
-    return ScoreParse(True, float(value), "", method)
-
-
-def parse_score(text: str | None, *, lo: float = 0.0, hi: float = 100.0) -> ScoreParse:
-    """Extract ``score`` from a screener's answer and check it lies in ``[lo, hi]``.
-
-    Tried in order: a JSON object with a ``score`` key (whole answer, fenced block, or an object
-    embedded in text); ``score: 72`` / ``"score" = 72`` written loosely; an answer that is only a
-    number (``72``, ``72/100``). The first score found decides: an out-of-range first score is
-    invalid, not skipped in favour of a later number.
-
-    Returns
-    -------
-    ScoreParse
-        ``valid`` with ``score`` (float, in ``[lo, hi]``), or ``reason`` (:data:`REASON_EMPTY`,
-        :data:`REASON_NO_SCORE`, :data:`REASON_NOT_NUMBER`, :data:`REASON_RANGE`).
-    """
-    if text is None or not text.strip():
-        return ScoreParse(False, None, REASON_EMPTY, "none")
-    for value in json_values(text, "{"):
-        if isinstance(value, dict):
-            for key, v in value.items():
-                if str(key).strip().lower() == "score":
-                    return _check(v, lo, hi, "json")
-    m = _SCORE_KV.search(text)
-    if m:
-        if m.end(1) == len(text.rstrip()) and text.count("{") > text.count("}"):
-            # '{"score": 7' may be a cut-off 75: never guess
-            return ScoreParse(False, None, REASON_TRUNCATED, "key-value")
-        return _check(float(m.group(1)), lo, hi, "key-value")
-    m = _BARE_NUMBER.match(text)
-    if m:
-        return _check(float(m.group(1)), lo, hi, "bare number")
-    return ScoreParse(False, None, REASON_NO_SCORE, "none")
 
 
 def parse_object(text: str | None) -> dict[str, Any] | None:

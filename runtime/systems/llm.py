@@ -30,7 +30,7 @@ from runtime.systems.base import ScoreRequest, SystemAdapter
 
 #: Columns of ``llm_responses.csv`` (one row per answer, valid or not).
 RESPONSE_COLUMNS = ("system", "condition", "job_id", "cv_id", "variant", "replicate", "attempt",
-                    "cached", "valid", "score", "reason", "method", "raw_text")
+                    "cached", "valid", "score", "reason", "method", "raw_text", "reasoning_chars")
 
 
 def _compile(template: str):
@@ -124,19 +124,20 @@ class LlmScreener(SystemAdapter):
         seed = request.seed
 
         async def one(cell: _Cell) -> None:
-            from runtime.llm.parsing import parse_score
+            from runtime.systems.answers import parse_score
 
             for attempt in range(r["max_invalid_retries"] + 1):
                 s = derive_seed(seed, "llm", self.id, cell.condition["id"], cell.job_id, cell.cv_id,
                                 cell.variant, cell.replicate, attempt) % (2**31)
-                text, cached = await client.complete(cell.messages, replicate=cell.replicate,
-                                                     attempt=attempt, seed=s, schema=schema,
-                                                     refs=batch_of.get((cell.job_id, cell.cv_id), request.plan_tasks))
+                text, cached, reasoning_chars = await client.answer(
+                    cell.messages, replicate=cell.replicate, attempt=attempt, seed=s, schema=schema,
+                    refs=batch_of.get((cell.job_id, cell.cv_id), request.plan_tasks))
                 p = parse_score(text, lo=lo, hi=hi)
                 log.append({"system": self.id, "condition": cell.condition["id"], "job_id": cell.job_id,
                             "cv_id": cell.cv_id, "variant": cell.variant, "replicate": cell.replicate,
                             "attempt": attempt, "cached": cached, "valid": p.valid, "score": p.score,
-                            "reason": p.reason, "method": p.method, "raw_text": text})
+                            "reason": p.reason, "method": p.method, "raw_text": text,
+                            "reasoning_chars": reasoning_chars})
                 if p.valid:
                     break
                 counters.invalid += 1
