@@ -63,15 +63,16 @@ def test_each_line_says_who_loses_how_much_and_in_selection_terms():
         ("FAIL", "Score"), ("FAIL", "Retention"), ("INCONCLUSIVE", "Retention"), ("INCONCLUSIVE", "Score")]
     first = lines[0]
     assert first["who"] == "NA (North African name) loses" and first["disadvantaged"] == "NA"
-    assert first["loss"] == "mean score −4.2 points on 0–100"
+    assert first["loss"] == "V01's mean score −4.2 points on 0–100 against BASE"
     assert first["metric"] == "Score delta −0.04200, 95% CI [−0.06000, −0.03000]"
     assert first["where"] == "system vendor, variant V01 (origin=NA (North African name)) against BASE"
     assert first["anchor"] == "m-vendor-default-score_delta"
     # the impact ratio pooled over 2 jobs, the retention in one job: "7 of the reference's top-10 stay"
     assert lines[1]["selection"] == "12 of the reference's 20 top-10 places stay (2 jobs)"
     assert lines[2]["selection"] == "7 of the reference's top-10 stay"
-    assert lines[3]["who"] == "origin=SSA (Sub-Saharan African name): direction not established"
-    assert lines[3]["loss"] == "mean score −1 points on 0–100"
+    assert lines[3]["who"] == "V02: direction not established"
+    assert lines[3]["loss"] == "V02's mean score −1 points on 0–100 against BASE"
+    assert "origin=SSA (Sub-Saharan African name)" in lines[3]["where"]
     assert s.context["counts"] == "2 FAIL, 2 INCONCLUSIVE" and s.context["more"] == 0
     assert s.order == -120 and not s.toc
 
@@ -91,8 +92,8 @@ def test_flipping_one_status_changes_page_one():
     m.loc[(m.metric == "score_delta") & (m.variant == "V02"), "status"] = "PASS"
     flipped = _environment().get_template("_findings.html.j2").render(section=sect(m)[1].context, core={})
     assert html != flipped
-    assert "origin=SSA (Sub-Saharan African name): direction not established" in html
-    assert "SSA" not in flipped and "2 FAIL, 1 INCONCLUSIVE" in flipped
+    assert "V02: direction not established" in html
+    assert "SSA" not in flipped and "V02" not in flipped and "2 FAIL, 1 INCONCLUSIVE" in flipped
 
 
 def test_at_most_eight_then_how_many_more():
@@ -123,7 +124,18 @@ def test_composite_note_and_causal_findings():
     (f,) = causal_findings(pd.DataFrame(eff))
     assert (f.metric, f.value, f.disadvantaged, f.score_loss, f.anchor) == ("NDE", -1.5, "female", -2.0, "causal-s-j")
     line = findings_section([f]).context["lines"][0]
-    assert line["loss"] == "total effect −2.00 on the score scale (gender=female against the other level)"
+    assert line["who"] == "female loses" and line["note"] == ""
+    assert line["loss"] == "total effect −2.00 on the score scale (gender: female vs male)"
+    assert line["metric"] == "direct effect NDE −1.500, simultaneous 95% band [−2.000, −1.000]"
+    # positivity alone: INVESTIGATE, nobody named, the caveat said
+    pos = [{**r, "significant": False, "status": "INVESTIGATE", "positivity": "violated"} for r in eff]
+    (g,) = causal_findings(pd.DataFrame(pos))
+    line = findings_section([g]).context["lines"][0]
+    assert (g.metric, g.disadvantaged) == ("TE", "")
+    assert line["who"] == "gender: female vs male: no effect is significant"
+    assert line["note"] == "positivity fails, so the path split is extrapolated"
+    # PASS units are no findings
+    assert causal_findings(pd.DataFrame([{**r, "significant": False, "status": "PASS"} for r in eff])) == []
 
 
 LABELS = ("    labels: {FR: French name, NA: North African name, SSA: Sub-Saharan African name, "
@@ -153,6 +165,15 @@ def test_uniform_loss_under_per_variant_page_one(tmp_path):
         r = m[(m.metric == "score_delta") & (m.variant == v)].iloc[0]
         assert r.status == "FAIL" and math.isclose(r.value, -0.3)
         # the level named is the row's disadvantaged, spelled out, with its loss in points
-        assert f"{r.disadvantaged} ({name.split(' (')[1]} loses: mean score −30 points on 0–100" in flat, v
+        assert f"{r.disadvantaged} ({name.split(' (')[1]} loses: {v}'s mean score −30 points on 0–100 against BASE" in flat, v
     assert "3 FAIL, 3 INCONCLUSIVE" in flat
     assert "0.083, from 3 FAIL and 0 INVESTIGATE among 36 metric × variant statuses" in flat
+
+
+def test_a_cosine_scale_and_the_reference_losing():
+    m = pd.DataFrame([row("score_delta", "V01", 0.0163, 0.0054, 0.0272, "INCONCLUSIVE", "reference")])
+    (f,) = metric_findings(m, reference="BASE", variant_levels=LEVELS, score_ranges={"vendor": (0, 1)})
+    line = findings_section([f], reference="BASE").context["lines"][0]
+    # the variant scores higher: the reference's levels lose; on [0, 1] the normalised value is the score
+    assert line["who"] == "the reference BASE loses"
+    assert line["loss"] == "V01's mean score +0.0163 on 0–1 against BASE"

@@ -50,7 +50,7 @@ class Finding:
         The variant compared with the reference (a population unit: its job id).
     levels : tuple of str
         ``axis=level`` of each axis where the variant differs from the reference (a population unit:
-        ``attribute=x1``, compared with ``x0``); the report prints each level with its label.
+        ``"attribute: x1 vs x0"``); the report prints each level with its label.
     metric : str
         The metric id (``metrics.csv``) or the effect (``causal.csv`` term) that decides the finding.
     value, ci_low, ci_high : float
@@ -73,6 +73,9 @@ class Finding:
         stay"; under a threshold, both selection rates); empty otherwise.
     family : str
         The audit family that found it.
+    note : str
+        A caveat page 1 prints with it (a population unit whose positivity fails: its path split is
+        extrapolated); empty otherwise.
     """
 
     system: str
@@ -90,6 +93,7 @@ class Finding:
     score_range: tuple[float, float] | None = None
     selection: str = ""
     family: str = ""
+    note: str = ""
 
 
 @dataclass

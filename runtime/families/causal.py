@@ -88,7 +88,7 @@ def causal_findings(causal: pd.DataFrame) -> list[Finding]:
     Returns
     -------
     list of Finding
-        ``variant`` is the job id, ``levels`` ``("<attribute>=<x1>",)`` (compared with ``x0``), ``value``
+        ``variant`` is the job id, ``levels`` ``("<attribute>: <x1> vs <x0>",)``, ``value``
         the effect with its simultaneous band, ``score_loss`` the total effect TE on the score scale
         (``score_range`` None), ``disadvantaged`` the level the significant effect works against (x1 when it is
         negative, else x0; empty when no effect is significant).
@@ -111,10 +111,11 @@ def causal_findings(causal: pd.DataFrame) -> list[Finding]:
         condition = str(first["condition"]) if "condition" in causal.columns else "default"
         out.append(Finding(
             system=str(first["system"]), condition=condition, variant=str(first["job_id"]),
-            levels=(f"{first['attribute']}={first['x1']}",), metric=term, value=float(r["estimate"]),
+            levels=(f"{first['attribute']}: {first['x1']} vs {first['x0']}",), metric=term, value=float(r["estimate"]),
             ci_low=float(r[lo]), ci_high=float(r[hi]), status=status, disadvantaged=dis,
             anchor=f"causal-{first['system']}-{first['job_id']}".replace("_", "-"),
-            score_loss=float(eff.loc["TE", "estimate"]), score_range=None, family="causal"))
+            score_loss=float(eff.loc["TE", "estimate"]), score_range=None, family="causal",
+            note="positivity fails, so the path split is extrapolated" if first["positivity"] == "violated" else ""))
     return out
 
 

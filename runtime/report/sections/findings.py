@@ -42,7 +42,14 @@ def _points(x: float | None, score_range: Any) -> str:
         return ""
     if score_range is None:
         return f"{fmt_sig(x, 3, signed=True)} on the score scale"
-    return fmt_points(x, score_range)
+    pts = fmt_points(x, score_range)
+    if pts or x is None:
+        return pts
+    try:  # a [0, 1] scale (cosine): the normalised value is the score difference itself
+        lo, hi = (float(b) for b in score_range)
+    except (TypeError, ValueError):
+        return ""
+    return f"{fmt_sig(x, 3, signed=True)} on {lo:g}–{hi:g}"
 
 
 def sort_key(f: Any) -> tuple:
@@ -59,27 +66,32 @@ def finding_line(f: Any, *, label: Callable[[Any], str] = fmt_text, reference: s
     (name, value and interval), ``selection`` (selection terms or empty) and ``anchor``."""
     levels = "; ".join(label(lv) for lv in f.levels) or f.variant
     causal = f.family == "causal"
-    if _named(f):
+    if f.disadvantaged == "reference":  # the reference's levels lose (the variant scores higher)
+        who = f"the reference {reference} loses"
+    elif _named(f):
         who = f"{label(f.disadvantaged)} loses"
-    else:
-        who = f"{levels}: {'no significant effect, path split extrapolated' if causal else NOT_ESTABLISHED}"
+    elif causal:
+        who = f"{levels}: no effect is significant"
+    else:  # the variant's levels are spelled out beside the link
+        who = f"{f.variant}: {NOT_ESTABLISHED}"
     pts = _points(f.score_loss, f.score_range)
     if causal:
         where = f"system {f.system}, job {f.variant}"
-        loss = f"total effect {pts} ({levels} against the other level)" if pts else ""
+        loss = f"total effect {pts} ({levels})" if pts else ""
         name = EFFECT_SHORT.get(f.metric, f.metric)
         metric = (f"{name} {fmt_sig(f.value, 4, signed=True)}, simultaneous 95% band "
                   f"{fmt_ci(f.ci_low, f.ci_high, 4, signed=True)}")
     else:
         cond = "" if f.condition in ("default", "") else f", condition {f.condition}"
         where = f"system {f.system}{cond}, variant {f.variant} ({levels}) against {reference}"
-        loss = f"mean score {pts}" if pts else ""
+        loss = f"{f.variant}'s mean score {pts} against {reference}" if pts else ""
         delta = f.metric == "score_delta"
         name = METRIC_SHORT.get(f.metric, f.metric)
         value = fmt_sig(f.value, 4, signed=delta)
         metric = f"{name} {value}, 95% CI {fmt_ci(f.ci_low, f.ci_high, 4, signed=delta)}"
     return {"status": f.status, "who": who, "where": where, "loss": loss, "metric": metric,
-            "selection": f.selection, "anchor": f.anchor, "disadvantaged": f.disadvantaged}
+            "selection": f.selection, "anchor": f.anchor, "disadvantaged": f.disadvantaged,
+            "note": getattr(f, "note", "")}
 
 
 def findings_section(findings: Iterable[Any], notes: Iterable[str] = (), *,
