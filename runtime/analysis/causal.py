@@ -571,28 +571,29 @@ CASES: dict[str, tuple[str, str]] = {
            "though the resumes state no demographics: the system infers the attribute from other "
            "content and uses it beyond what qualifications and name/region proxies carry."),
     "C2": ("discrimination masked by cancellation",
-           "The total effect is not significant (the band contains 0), but the direct and indirect effects "
-           "are both significant and of opposite sign: an outcome-level metric (score gap, impact ratio) would call this system "
-           "fair while substantial causal effects exist."),
+           "The total effect is not significant (the band contains 0), but the direct and indirect "
+           "effects are both significant and of opposite sign: an outcome-level metric (score gap, "
+           "impact ratio) would call this system fair while substantial causal effects exist."),
     "C3": ("business necessity",
            "The disparity runs through job-relevant qualifications (education, experience) only: "
-           "BIE is significant while NDE and RIE are not significant (their bands contain 0). This may be defensible if the employer can "
-           "show the qualifications are a business necessity."),
+           "BIE is significant while NDE and RIE are not significant (their bands contain 0). This "
+           "may be defensible if the employer can show the qualifications are a business necessity."),
     "C4": ("proxy discrimination",
-           "The disparity runs through demographic proxies (name, region) only: RIE is significant while NDE "
-           "and BIE are not significant (their bands contain 0). Using name or geography as a stand-in for a protected attribute is "
-           "impermissible (the redlining doctrine)."),
+           "The disparity runs through demographic proxies (name, region) only: RIE is significant "
+           "while NDE and BIE are not significant (their bands contain 0). Using name or geography as "
+           "a stand-in for a protected attribute is impermissible (the redlining doctrine)."),
     "C5": ("mixed mediation",
            "Both the qualification path (BIE) and the proxy path (RIE) are significant: the system uses "
            "qualifications and demographic proxies at once; they may amplify or offset each other "
            "inside NIE."),
 }
 VERDICT_NONE = ("no significant path-specific effect",
-                "No effect's simultaneous 95% band excludes 0 at this sample size: no pathway is detected. This is not "
-                "proof of absence; the CI widths say how large an undetected effect could be.")
+                "No effect's simultaneous 95% band excludes 0 at this sample size: no pathway is detected. "
+                "This is not proof of absence; the CI widths say how large an undetected effect could be.")
 VERDICT_OTHER = ("significant effect, no named case",
                  "Some effect is significant but the pattern matches none of the five cases of seed 001 "
-                 "§5.2 (for example a total or indirect effect whose B and R parts are each not significant: their bands contain 0).")
+                 "§5.2 (for example a total or indirect effect whose B and R parts are each not "
+                 "significant: their bands contain 0).")
 
 
 @dataclass(frozen=True)

@@ -65,8 +65,9 @@ def status_sentence(status: str, significant: Mapping[str, bool], positivity: st
     parts: list[str] = []
     if status == "FAIL":
         bad = [t for t in ("NDE", "RIE") if t in sig]
+        path = {("NDE",): "direct", ("RIE",): "proxy"}.get(tuple(bad), "direct and proxy")
         parts.append(f"{_and([EFFECT_NAME[t] for t in bad])} {'is' if len(bad) == 1 else 'are'} significant, "
-                     f"an impermissible path ({'direct' if bad == ['NDE'] else 'proxy' if bad == ['RIE'] else 'direct and proxy'})")
+                     f"an impermissible path ({path})")
         others = [t for t in sig if t not in bad]
         if others:
             parts.append(f"also significant: {', '.join(others)}")
