@@ -40,6 +40,12 @@ def _num(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _nan(x: Any) -> float:
+    """``x`` as a float, NaN when it is missing or not finite."""
+    v = _num(x)
+    return math.nan if v is None else v
+
+
 def _count(x: float) -> str:
     """A count as printed: an integer when it is one, else 3 significant digits (ties at a cutoff give
     expected counts)."""
@@ -133,9 +139,7 @@ def metric_findings(metrics: pd.DataFrame, *, reference: str, variant_levels: Ma
         rng = score_ranges.get(system)
         out.append(Finding(
             system=system, condition=condition, variant=variant, levels=levels, metric=str(r["metric"]),
-            value=_num(r["value"]) if _num(r["value"]) is not None else math.nan,
-            ci_low=_num(r["ci_low"]) if _num(r["ci_low"]) is not None else math.nan,
-            ci_high=_num(r["ci_high"]) if _num(r["ci_high"]) is not None else math.nan,
+            value=_nan(r["value"]), ci_low=_nan(r["ci_low"]), ci_high=_nan(r["ci_high"]),
             status=status, disadvantaged="" if dis is None or (isinstance(dis, float) and math.isnan(dis)) else str(dis),
             anchor=slug_anchor("m", system, condition, r["metric"]), score_loss=delta.get((system, condition, variant)),
             score_range=tuple(float(x) for x in rng) if rng is not None else None,
