@@ -562,35 +562,38 @@ def effects_from_quantities(psi: np.ndarray) -> dict[str, np.ndarray]:
 # Verdicts (seed 001 §5.2)
 
 #: Case id -> (short name, plain-language reading). Several cases can hold at once (the paper
-#: reports e.g. "C1, C5").
+#: reports e.g. "C1, C5"). An effect is significant when its simultaneous 95% band excludes 0; the
+#: readings never call an effect whose band contains 0 "negligible": no equivalence test is run here,
+#: so it is only not significant (the short names are ``causal.csv``'s ``verdict`` and keep their bytes).
 CASES: dict[str, tuple[str, str]] = {
     "C1": ("direct discrimination without explicit demographics",
            "The score changes with the protected attribute along the direct path (NDE is not 0) even "
            "though the resumes state no demographics: the system infers the attribute from other "
            "content and uses it beyond what qualifications and name/region proxies carry."),
     "C2": ("discrimination masked by cancellation",
-           "The total effect is negligible, but the direct and indirect effects are both non-zero and "
-           "of opposite sign: an outcome-level metric (score gap, impact ratio) would call this system "
-           "fair while substantial causal effects exist."),
+           "The total effect is not significant (the band contains 0), but the direct and indirect "
+           "effects are both significant and of opposite sign: an outcome-level metric (score gap, "
+           "impact ratio) would call this system fair while substantial causal effects exist."),
     "C3": ("business necessity",
            "The disparity runs through job-relevant qualifications (education, experience) only: "
-           "BIE is not 0 while NDE and RIE are negligible. This may be defensible if the employer can "
-           "show the qualifications are a business necessity."),
+           "BIE is significant while NDE and RIE are not significant (their bands contain 0). This "
+           "may be defensible if the employer can show the qualifications are a business necessity."),
     "C4": ("proxy discrimination",
-           "The disparity runs through demographic proxies (name, region) only: RIE is not 0 while NDE "
-           "and BIE are negligible. Using name or geography as a stand-in for a protected attribute is "
-           "impermissible (the redlining doctrine)."),
+           "The disparity runs through demographic proxies (name, region) only: RIE is significant "
+           "while NDE and BIE are not significant (their bands contain 0). Using name or geography as "
+           "a stand-in for a protected attribute is impermissible (the redlining doctrine)."),
     "C5": ("mixed mediation",
-           "Both the qualification path (BIE) and the proxy path (RIE) are non-zero: the system uses "
+           "Both the qualification path (BIE) and the proxy path (RIE) are significant: the system uses "
            "qualifications and demographic proxies at once; they may amplify or offset each other "
            "inside NIE."),
 }
 VERDICT_NONE = ("no significant path-specific effect",
-                "No effect's 95% CI excludes 0 at this sample size: no pathway is detected. This is not "
-                "proof of absence; the CI widths say how large an undetected effect could be.")
+                "No effect's simultaneous 95% band excludes 0 at this sample size: no pathway is detected. "
+                "This is not proof of absence; the CI widths say how large an undetected effect could be.")
 VERDICT_OTHER = ("significant effect, no named case",
                  "Some effect is significant but the pattern matches none of the five cases of seed 001 "
-                 "§5.2 (for example a total or indirect effect whose B and R parts are each negligible).")
+                 "§5.2 (for example a total or indirect effect whose B and R parts are each not "
+                 "significant: their bands contain 0).")
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,17 @@ class Design:
         The compiler declaration; :attr:`provides` reads it.
     report_kind : str
         What the report calls itself under its title.
+    section_headings : tuple of str
+        The section headings of the résumés the design writes, each on a line of its own (passed to the
+        systems: :attr:`runtime.systems.base.ScoreRequest.headings`); empty when it does not fix them.
     """
 
     id: ClassVar[str] = ""
     declaration: ClassVar[Any] = None
     #: The report's kind, under its title.
     report_kind: ClassVar[str] = "Correspondence audit report"
+    #: The section headings of its résumés (issue 31 §5), in layout order.
+    section_headings: ClassVar[tuple[str, ...]] = ()
     #: Whether the generated candidates are kept in the task store and reused (``restore``).
     storable: ClassVar[bool] = False
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from compiler.errors import InputDataError
 from runtime.designs import Design, design
+from runtime.generate.population import RESUME_HEADINGS
 
 MSG_MICRO_VALUE = "{path}:{line}: column {col!r} ({field}): {value!r} is not allowed; allowed: {allowed}"
 MSG_MICRO_AGE = "{path}:{line}: column {col!r} (age): {value!r} is not an integer age"
@@ -80,6 +81,7 @@ class PopulationDesign(Design):
     """Profiles of every job and their résumé texts (``ctx.candidates``: one row per profile)."""
 
     report_kind = "Population audit report (causal decomposition)"
+    section_headings = RESUME_HEADINGS
     storable = True
 
     def generate(self, ctx) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from runtime.designs import Design, design
+from runtime.generate.render import HEADINGS
 
 
 @design("template")
@@ -12,6 +13,7 @@ class TemplateDesign(Design):
     """Every base candidate of every job under every variant, written by the template generator."""
 
     storable = True
+    section_headings = HEADINGS
 
     def generate(self, ctx) -> None:
         from runtime.generate import generate_job_matrix

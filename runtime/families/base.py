@@ -34,6 +34,68 @@ def status_frame(rows: list[dict[str, Any]] | pd.DataFrame | None = None) -> pd.
     return frame.reindex(columns=list(STATUS_COLUMNS)).fillna("")
 
 
+#: Order of the statuses of page 1's findings, worst first (issue 31 §6).
+FINDING_STATUSES = ("FAIL", "INVESTIGATE", "INCONCLUSIVE")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding of a family, as page 1 states it (issue 31 §6; ``_findings.html.j2``).
+
+    Attributes
+    ----------
+    system, condition : str
+        The system under test and the prompt framing (``default`` for non-LLM systems).
+    variant : str
+        The variant compared with the reference (a population unit: its job id).
+    levels : tuple of str
+        ``axis=level`` of each axis where the variant differs from the reference (a population unit:
+        ``"attribute: x1 vs x0"``); the report prints each level with its label.
+    metric : str
+        The metric id (``metrics.csv``) or the effect (``causal.csv`` term) that decides the finding.
+    value, ci_low, ci_high : float
+        The metric's value and 95% interval as in its table (a score delta normalised to [0, 1] by
+        ``score_range``; a causal effect on the score scale, its simultaneous band).
+    status : str
+        ``FAIL``, ``INVESTIGATE`` or ``INCONCLUSIVE`` (research tier).
+    disadvantaged : str
+        The level that loses (the row's ``disadvantaged``), or ``direction not established``/empty.
+    anchor : str
+        The report anchor of the finding's details.
+    score_loss : float or None
+        The variant's mean score difference from the reference, normalised to [0, 1] by ``score_range``
+        (its ``score_delta`` value; negative: the variant scores lower), or on the score scale when
+        ``score_range`` is None; None when the run has none.
+    score_range : tuple of float or None
+        The system's ``[low, high]`` scale (None: ``score_loss`` is on the score scale already).
+    selection : str
+        The loss in selection terms, when a selection metric flags it ("7 of the reference's top-10
+        stay"; under a threshold, both selection rates); empty otherwise.
+    family : str
+        The audit family that found it.
+    note : str
+        A caveat page 1 prints with it (a population unit whose positivity fails: its path split is
+        extrapolated); empty otherwise.
+    """
+
+    system: str
+    condition: str
+    variant: str
+    levels: tuple[str, ...]
+    metric: str
+    value: float
+    ci_low: float
+    ci_high: float
+    status: str
+    disadvantaged: str
+    anchor: str
+    score_loss: float | None = None
+    score_range: tuple[float, float] | None = None
+    selection: str = ""
+    family: str = ""
+    note: str = ""
+
+
 @dataclass
 class FamilyResult:
     """What one audit family produced for a run.
@@ -63,6 +125,12 @@ class FamilyResult:
         Merged into ``run.json`` (e.g. ``{"validity": {...}}``).
     data : dict
         Anything later families or the report read (e.g. the metric suite's frames).
+    findings : list of Finding
+        The family's FAIL, INVESTIGATE and INCONCLUSIVE findings, which page 1 lists worst first
+        (issue 31 §6).
+    findings_notes : list of str
+        Sentences page 1 prints after the findings (the metric suite: its composite risk score with what
+        it averages over).
     """
 
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
@@ -74,6 +142,8 @@ class FamilyResult:
     summary: list[str] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    findings_notes: list[str] = field(default_factory=list)
 
 
 def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job: bool = False, progress=None):

@@ -17,6 +17,7 @@ import pandas as pd
 
 from compiler.errors import InputDataError
 from runtime.families import AuditFamily, FamilyResult, family, status_frame
+from runtime.families.base import FINDING_STATUSES, Finding
 
 #: Columns of ``causal.csv``; runs with LLM screeners add ``condition`` after ``system``.
 CAUSAL_COLUMNS = ("system", "job_id", "attribute", "x0", "x1", "kind", "term", "estimate", "se", "ci_low",
@@ -73,6 +74,51 @@ def causal_rows(*, system: str, job_id: str, profiles: pd.DataFrame, scores: np.
     return rows
 
 
+def causal_findings(causal: pd.DataFrame) -> list[Finding]:
+    """Page 1's findings of a population run (issue 31 §6): one per system (x condition) x job whose status
+    is FAIL or INVESTIGATE, decided by its first significant impermissible effect (NDE, then RIE), else
+    its first significant effect (TE, NIE, BIE), else TE (a positivity failure alone).
+
+    Parameters
+    ----------
+    causal : pandas.DataFrame
+        ``causal.csv`` (:data:`CAUSAL_COLUMNS`); effects on the score scale, significance on the
+        simultaneous band (``sim_low``, ``sim_high``).
+
+    Returns
+    -------
+    list of Finding
+        ``variant`` is the job id, ``levels`` ``("<attribute>: <x1> vs <x0>",)``, ``value``
+        the effect with its simultaneous band, ``score_loss`` the total effect TE on the score scale
+        (``score_range`` None), ``disadvantaged`` the level the significant effect works against (x1 when it is
+        negative, else x0; empty when no effect is significant).
+    """
+    if causal is None or len(causal) == 0:
+        return []
+    out = []
+    keys = ["system", "condition", "job_id"] if "condition" in causal.columns else ["system", "job_id"]
+    for _, g in causal[causal["kind"] == "effect"].groupby(keys, sort=False):
+        first = g.iloc[0]
+        status = str(first["status"])
+        if status not in FINDING_STATUSES:
+            continue
+        eff = g.set_index("term")
+        sig = [t for t in eff.index if str(eff.loc[t, "significant"]) == "True"]
+        term = next((t for t in ("NDE", "RIE", "TE", "NIE", "BIE") if t in sig), "TE")
+        r = eff.loc[term]
+        lo, hi = ("sim_low", "sim_high") if "sim_low" in eff.columns else ("ci_low", "ci_high")
+        dis = "" if term not in sig else str(first["x1"] if float(r["estimate"]) < 0 else first["x0"])
+        condition = str(first["condition"]) if "condition" in causal.columns else "default"
+        out.append(Finding(
+            system=str(first["system"]), condition=condition, variant=str(first["job_id"]),
+            levels=(f"{first['attribute']}: {first['x1']} vs {first['x0']}",), metric=term, value=float(r["estimate"]),
+            ci_low=float(r[lo]), ci_high=float(r[hi]), status=status, disadvantaged=dis,
+            anchor=f"causal-{first['system']}-{first['job_id']}".replace("_", "-"),
+            score_loss=float(eff.loc["TE", "estimate"]), score_range=None, family="causal",
+            note="positivity fails, so the path split is extrapolated" if first["positivity"] == "violated" else ""))
+    return out
+
+
 @family("causal")
 class Causal(AuditFamily):
     """DML-UCA decomposition of every system (x condition) x job of a population audit."""
@@ -119,7 +165,8 @@ class Causal(AuditFamily):
                    f"{t.attribute} ({t.x1} vs {t.x0}) · cases {t.cases or '-'}: {t.verdict}"
                    + (" · positivity violated: NDE/NIE/BIE/RIE unreliable (see report)"
                       if t.positivity == "violated" else "") for t in te.itertuples()]
-        return FamilyResult(tables={"causal": causal}, status=status, summary=summary, data={"causal": causal})
+        return FamilyResult(tables={"causal": causal}, status=status, summary=summary, data={"causal": causal},
+                            findings=causal_findings(causal))
 
     def sections(self, ctx, result: FamilyResult, meta) -> list:
         from runtime.report import causal_sections

@@ -13,8 +13,15 @@ import dataclasses
 
 import pandas as pd
 
+import math
+from collections.abc import Mapping
+from typing import Any
+
 from runtime.families import TOOL_TEXT, AuditFamily, FamilyResult, family, status_frame
-from runtime.families.base import suite
+from runtime.families.base import FINDING_STATUSES, Finding, suite
+
+#: Metrics whose loss is a loss of selection (issue 31 §6: page 1 says it in selection terms).
+SELECTION_METRICS = ("flip_rate", "retention_rate", "impact_ratio", "selection_ratio")
 
 
 def metric_status(metrics: pd.DataFrame, family_id: str = "metric_suite") -> pd.DataFrame:
@@ -23,6 +30,145 @@ def metric_status(metrics: pd.DataFrame, family_id: str = "metric_suite") -> pd.
     return status_frame([{"family": family_id, "system": m.system, "condition": m.condition,
                           "item": f"{m.metric} {m.variant}", "status": m.status,
                           "status_operational": m.status_operational} for m in rows.itertuples()])
+
+
+def _num(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _nan(x: Any) -> float:
+    """``x`` as a float, NaN when it is missing or not finite."""
+    v = _num(x)
+    return math.nan if v is None else v
+
+
+def _count(x: float) -> str:
+    """A count as printed: an integer when it is one, else 3 significant digits (ties at a cutoff give
+    expected counts)."""
+    return f"{x:.0f}" if abs(x - round(x)) < 1e-9 else f"{x:.3g}"
+
+
+def selection_text(row: Mapping[str, Any], selection_row: Mapping[str, Any] | None, *, threshold: bool) -> str:
+    """A selection metric's loss in selection terms (issue 31 §6), from the diagnostics of ``metrics.csv``.
+
+    Parameters
+    ----------
+    row : mapping
+        The flagged row (``retention_rate``, ``impact_ratio``, ``flip_rate`` or ``selection_ratio``):
+        ``retained``/``slots`` (pooled top-K places of the reference kept by the variant), ``k``,
+        ``jobs_used``, ``n_in_out``/``n_out_in``.
+    selection_row : mapping or None
+        The variant's ``selection_ratio`` row: ``slots`` (reference resumes selected), ``n_in_out``
+        (selected as the reference, not as the variant), ``n_out_in`` and ``n`` (paired candidates).
+    threshold : bool
+        The run selects by a decision threshold (then both selection rates are given).
+
+    Returns
+    -------
+    str
+        "7 of the reference's top-10 stay" (one job; pooled over jobs: "14 of the reference's 20
+        top-10 places stay (2 jobs)"); under a threshold "selected: reference 12 of 40 (30%),
+        variant 8 of 40 (20%)"; "" when the row is no selection metric or lacks the counts.
+    """
+    if row.get("metric") not in SELECTION_METRICS:
+        return ""
+    sel = selection_row or {}
+    slots, lost, gained, n = (_num(sel.get(c)) for c in ("slots", "n_in_out", "n_out_in", "n"))
+    if threshold:
+        if None in (slots, lost, gained, n) or not n:
+            return ""
+        var = slots - lost + gained
+        return (f"selected: reference {_count(slots)} of {_count(n)} ({slots / n:.0%}), "
+                f"variant {_count(var)} of {_count(n)} ({var / n:.0%})")
+    k = _num(row.get("k"))
+    retained, places = _num(row.get("retained")), _num(row.get("slots"))
+    if retained is not None and places and k:
+        jobs = _num(row.get("jobs_used")) or 1
+        if jobs <= 1:
+            return f"{_count(retained)} of the reference's top-{k:.0f} stay"
+        return f"{_count(retained)} of the reference's {_count(places)} top-{k:.0f} places stay ({jobs:.0f} jobs)"
+    lost, gained = _num(row.get("n_in_out")), _num(row.get("n_out_in"))
+    if lost is not None and gained is not None and k:
+        return f"{_count(lost)} leave the reference's top-{k:.0f} and {_count(gained)} enter"
+    return ""
+
+
+def metric_findings(metrics: pd.DataFrame, *, reference: str, variant_levels: Mapping[str, Mapping[str, str]],
+                    score_ranges: Mapping[str, Any], threshold: bool = False) -> list[Finding]:
+    """Page 1's findings of the metric suite (issue 31 §6): one per non-reference row of ``metrics.csv``
+    whose research status is FAIL or INCONCLUSIVE, in table order.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        ``metrics.csv`` (``status`` under the research tier, ``disadvantaged``, the selection diagnostics).
+    reference : str
+        The reference variant (its rows are never findings).
+    variant_levels : mapping
+        Variant id -> {axis: level} (the resolved ``variants.table``).
+    score_ranges : mapping
+        System id -> its ``score_range``.
+    threshold : bool
+        The run selects by a decision threshold.
+
+    Returns
+    -------
+    list of Finding
+        Each with the variant's score delta (``score_loss``, normalised) and, for a selection metric,
+        its selection terms (:func:`selection_text`).
+    """
+    if metrics is None or len(metrics) == 0:
+        return []
+    rows = metrics.to_dict("records")
+    key = lambda r: (str(r["system"]), str(r["condition"]), str(r["variant"]))  # noqa: E731
+    delta = {key(r): _num(r["value"]) for r in rows if r["metric"] == "score_delta"}
+    sel = {key(r): r for r in rows if r["metric"] == "selection_ratio"}
+    ref_levels = dict(variant_levels.get(reference) or {})
+    out = []
+    for r in rows:
+        status = str(r.get("status") or "")
+        if status not in FINDING_STATUSES or str(r["variant"]) == reference:
+            continue
+        system, condition, variant = key(r)
+        levels = tuple(f"{a}={lv}" for a, lv in (variant_levels.get(variant) or {}).items() if ref_levels.get(a) != lv)
+        dis = r.get("disadvantaged")
+        rng = score_ranges.get(system)
+        out.append(Finding(
+            system=system, condition=condition, variant=variant, levels=levels, metric=str(r["metric"]),
+            value=_nan(r["value"]), ci_low=_nan(r["ci_low"]), ci_high=_nan(r["ci_high"]),
+            status=status, disadvantaged="" if dis is None or (isinstance(dis, float) and math.isnan(dis)) else str(dis),
+            anchor=slug_anchor("m", system, condition, r["metric"]), score_loss=delta.get((system, condition, variant)),
+            score_range=tuple(float(x) for x in rng) if rng is not None else None,
+            selection=selection_text(r, sel.get((system, condition, variant)), threshold=threshold),
+            family="metric_suite"))
+    return out
+
+
+def slug_anchor(*parts: Any) -> str:
+    """The report anchor of ``parts`` (as :func:`runtime.report.sections.metric_suite.common.slug`)."""
+    from runtime.report.sections.metric_suite.common import slug
+
+    return slug(*parts)
+
+
+def composite_note(risk: pd.DataFrame) -> list[str]:
+    """The composite risk score as a number with what it averages over (issue 31 §6); its band word stays
+    in the risk section (page 1 never reads "low risk" beside a FAIL)."""
+    if risk is None or len(risk) == 0:
+        return []
+    sel = risk[(risk["system"] == "ALL") & (risk["tier"] == "research")]
+    if len(sel) == 0:
+        return []
+    r = sel.iloc[0]
+    n_inv = int(r["n_investigate"])
+    return [f"Seed 000's composite risk score (Eq. 6, on point estimates, research tier): {float(r['risk_score']):.3f}, "
+            f"from {int(r['n_fail'])} FAIL and {n_inv} INVESTIGATE among {int(r['n_total'])} metric × variant "
+            f"statuses; each FAIL weighs as three INVESTIGATE, and a PASS on a point estimate can hide an "
+            f"interval that straddles its bound."]
 
 
 @family("metric_suite")
@@ -72,9 +218,13 @@ class MetricSuite(AuditFamily):
             # is the effect itself, not a confound of it (issue 15); the report says so instead
             del tables["drift"]
             result = dataclasses.replace(result, drift=result.drift.iloc[0:0])
+        st = ctx.settings
+        findings = metric_findings(result.metrics, reference=st.reference,
+                                   variant_levels=ctx.resolved["variants"]["table"], score_ranges=ctx.score_range(),
+                                   threshold=st.threshold is not None)
         return FamilyResult(tables=tables,
                             status=metric_status(result.metrics), summary=summary,
-                            data={"result": result})
+                            data={"result": result}, findings=findings, findings_notes=composite_note(result.risk))
 
     def sections(self, ctx, result: FamilyResult, meta) -> list:
         from runtime.report import metric_suite_sections

@@ -42,6 +42,9 @@ from runtime.seeding import rng
 
 #: Year the profiles live in (ACS PUMS 2023 in seed 001): ages and dates count from it.
 REFERENCE_YEAR = 2023
+#: The section headings of a population résumé (:func:`realise_resume`), in layout order, each on a line
+#: of its own (issue 31 §5: which of them an encoder's token window never reaches).
+RESUME_HEADINGS = ("SKILLS", "WORK HISTORY", "EDUCATION")
 GENDERS = ("female", "male")
 RACES = ("white", "black", "asian", "hispanic")
 EDUCATION_LEVELS = ("High school graduate/GED", "Some college (no degree)", "Associate's degree",
@@ -297,9 +300,9 @@ def realise_resume(profile: pd.Series, *, family: str, seed: int) -> str:
     tools = [fam.tools[i].name for i in sorted(g.choice(len(fam.tools), size=n_tools, replace=False))]
     comps = [fam.competencies[i] for i in sorted(g.choice(len(fam.competencies), size=min(3, len(fam.competencies)),
                                                           replace=False))]
-    lines += ["SKILLS", ", ".join(tools + comps), ""]
+    lines += [RESUME_HEADINGS[0], ", ".join(tools + comps), ""]
     months = int(round(years * 12))
-    lines.append("WORK HISTORY")
+    lines.append(RESUME_HEADINGS[1])
     if months == 0:
         lines.append("No paid work experience yet")
     else:
@@ -320,7 +323,7 @@ def realise_resume(profile: pd.Series, *, family: str, seed: int) -> str:
         for title, employer, a, b, bullets in reversed(roles):
             lines.append(f"{title}, {employer}, {a // 12}.{a % 12 + 1:02d}-{b // 12}.{b % 12 + 1:02d}")
             lines += [f"- {x}" for x in bullets]
-    lines += ["", "EDUCATION"]
+    lines += ["", RESUME_HEADINGS[2]]
     field = FIELDS.get(family, "Business")
     birth = REFERENCE_YEAR - age
     inst = lambda: fam.institutions[int(g.integers(len(fam.institutions)))]  # noqa: E731

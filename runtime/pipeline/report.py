@@ -16,6 +16,7 @@ def write_report(ctx: RunContext) -> None:
     from runtime.designs import design_for
     from runtime.families import registered
     from runtime.report import build_core, render_pdf, render_report
+    from runtime.report.sections.findings import findings_section
     from runtime.provenance.sign import provenance_context
 
     folder, run = ctx.folder, ctx.run
@@ -25,6 +26,9 @@ def write_report(ctx: RunContext) -> None:
     families = registered()
     sections = [s for fid, result in ctx.results.items() for s in families[fid]().sections(ctx, result, meta)]
     sections = with_verdict(sections, combined_verdict(ctx.results))
+    sections.append(findings_section([f for r in ctx.results.values() for f in r.findings],
+                                     [n for r in ctx.results.values() for n in r.findings_notes],
+                                     label=meta.with_level_labels, reference=str(meta.reference or "the reference")))
     html = render_report(core, sections)
     folder.write_text("report.html", html)
     folder.save()

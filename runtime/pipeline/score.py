@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from compiler.errors import InputDataError
+from runtime.designs import design_for
 from runtime.run.context import RunContext
 from runtime.store import frame_bytes, frame_from, task_key
 from runtime.testhooks import kill_point
@@ -73,7 +74,8 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                progress=ctx.progress.task, info=ctx.run["systems_info"], paired=paired,
                                seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts, store=ctx.store,
                                batches=score_batches(ctx, sys_resolved["id"], resumes),
-                               accept_vendor_file=ctx.accept_vendor_file)
+                               accept_vendor_file=ctx.accept_vendor_file,
+                               headings=tuple(design_for(r).section_headings))
         scored = _score_one(ctx, adapter_for(sys_resolved["kind"])(sys_resolved), request)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)

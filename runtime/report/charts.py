@@ -304,8 +304,9 @@ def forest_plot_svg(
     return _clean_svg(buf.getvalue(), title=title)
 
 
-#: Colours of the causal decomposition chart: significant (CI excludes 0) vs negligible.
-CAUSAL_COLOURS = {"significant": "#1f4e79", "negligible": "#b8c4d0"}
+#: Colours of the causal decomposition chart: significant (the band excludes 0) vs not significant (it
+#: contains 0; not "negligible", which only an equivalence test could say).
+CAUSAL_COLOURS = {"significant": "#1f4e79", "not_significant": "#b8c4d0"}
 
 
 def causal_chart_svg(*, chart_id: str, title: str, ylabel: str, effects: Sequence[str],
@@ -313,7 +314,8 @@ def causal_chart_svg(*, chart_id: str, title: str, ylabel: str, effects: Sequenc
                      significant: Sequence[bool]) -> str:
     """TE, NDE, NIE, BIE, RIE with 95% CIs as an inline ``<svg>`` (seed 001 Fig. 4 style).
 
-    Dark bars: CI excludes 0 (significant, seed 001 §5.1); light hatched bars: negligible. A solid
+    Dark bars: the band excludes 0 (significant, seed 001 §5.1); light hatched bars: not significant
+    (the band contains 0; no equivalence test is run, so never "negligible"). A solid
     line marks 0; NIE = BIE + RIE is drawn as a bracket note under the axis.
     """
     import matplotlib
@@ -329,7 +331,7 @@ def causal_chart_svg(*, chart_id: str, title: str, ylabel: str, effects: Sequenc
         FigureCanvasAgg(fig)
         ax = fig.add_axes((0.12, 0.16, 0.85, 0.68))
         xs = list(range(len(effects)))
-        colours = [CAUSAL_COLOURS["significant" if s else "negligible"] for s in significant]
+        colours = [CAUSAL_COLOURS["significant" if s else "not_significant"] for s in significant]
         bars = ax.bar(xs, values, width=0.6, color=colours, edgecolor=colours, zorder=2)
         for bar, s in zip(bars, significant):
             bar.set_hatch("" if s else "///")
@@ -345,8 +347,9 @@ def causal_chart_svg(*, chart_id: str, title: str, ylabel: str, effects: Sequenc
         ax.set_ylabel(ylabel)
         ax.grid(axis="y", color="#e3e6ea", linewidth=0.6, zorder=0)
         ax.set_axisbelow(True)
-        handles = [Patch(facecolor=CAUSAL_COLOURS["significant"], label="significant (95% CI excludes 0)"),
-                   Patch(facecolor=CAUSAL_COLOURS["negligible"], hatch="///", label="negligible (CI contains 0)")]
+        handles = [Patch(facecolor=CAUSAL_COLOURS["significant"], label="significant (the band excludes 0)"),
+                   Patch(facecolor=CAUSAL_COLOURS["not_significant"], hatch="///",
+                         label="not significant (the band contains 0)")]
         fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.1, 1.0), ncol=2, frameon=False,
                    fontsize=7.5)
         buf = io.StringIO()

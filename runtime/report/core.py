@@ -53,6 +53,26 @@ def _diagnostic(info: Mapping[str, Any]) -> dict[str, Any] | None:
             "longest": f"{info.get('max_tokens') or 0:,}"}
 
 
+#: What the systems table says of a system without section data (older runs, score files, LLM systems).
+NOT_MEASURED = "not measured"
+
+
+def sections_text(info: Mapping[str, Any]) -> str:
+    """Which résumé sections the system never reads (issue 31 §5), from ``systems_info.<id>.sections_past_window``.
+
+    Returns
+    -------
+    str
+        "EDUCATION starts past the window in 74% of résumés; SKILLS …" (each heading the design passes,
+        in layout order, its share in percent: lower is better), or :data:`NOT_MEASURED` when the run
+        recorded none.
+    """
+    shares = info.get("sections_past_window")
+    if not shares:
+        return NOT_MEASURED
+    return "; ".join(f"{h} starts past the window in {float(s):.0%} of résumés" for h, s in shares.items())
+
+
 def _systems(meta: ReportMeta) -> list[dict[str, Any]]:
     out = []
     for s in meta.systems:
@@ -64,7 +84,8 @@ def _systems(meta: ReportMeta) -> list[dict[str, Any]]:
         out.append({"id": fmt_text(s.id), "kind": fmt_text(s.kind),
                     "model": fmt_text(s.model), "fingerprint": fmt_text(s.fingerprint),
                     "score_range": rng_text,
-                    "diagnostic": _diagnostic(meta.systems_info.get(s.id) or {})})
+                    "diagnostic": _diagnostic(meta.systems_info.get(s.id) or {}),
+                    "sections": sections_text(meta.systems_info.get(s.id) or {})})
     return out
 
 

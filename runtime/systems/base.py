@@ -48,6 +48,11 @@ class ScoreRequest:
         base candidates; empty for a system that reads its scores from a file.
     accept_vendor_file : str or None
         The reason given with ``audit execute --accept-vendor-file`` (blind ``precomputed`` systems).
+    headings : tuple of str
+        The section headings the design writes, each on a line of its own (the template résumé's,
+        :data:`runtime.generate.render.HEADINGS`; the population résumé's); empty when the design does not
+        fix them (LLM-written résumés). An encoder with a token window says which of them it never reads
+        (issue 31 §5).
     """
 
     jobs: dict[str, str | None]
@@ -65,6 +70,7 @@ class ScoreRequest:
     plan_tasks: list[str] = field(default_factory=list)
     batches: list["ScoreBatch"] = field(default_factory=list)
     accept_vendor_file: str | None = None
+    headings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

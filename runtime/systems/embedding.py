@@ -59,6 +59,50 @@ def encode_batch(model, texts: list[str]) -> np.ndarray:
                         convert_to_numpy=True, show_progress_bar=False)
 
 
+def sections_past_window(tokenizer, texts: list[str], headings: tuple[str, ...] | list[str],
+                         max_seq_length: int) -> dict[str, float]:
+    """Per section heading, the share of ``texts`` the encoder never reads from that heading on (issue 31 §5).
+
+    The encoder keeps the first ``max_seq_length`` tokens, [CLS] and [SEP] included, so the content
+    tokens at index ``max_seq_length - 2`` or later (counted without special tokens) are cut. A heading
+    starts past the window in a text when its first token (the first token starting at or after the
+    heading's line, found by the tokenizer's character offsets) lies at that index or later.
+
+    Parameters
+    ----------
+    tokenizer : transformers fast tokenizer
+        The encoder's own (``SentenceTransformer.tokenizer``; it must return offsets).
+    texts : list of str
+        The distinct résumé texts (the denominator).
+    headings : sequence of str
+        Section headings, each matched as a whole line (:attr:`ScoreRequest.headings`).
+    max_seq_length : int
+        The encoder's window in tokens (all-MiniLM-L6-v2: 256).
+
+    Returns
+    -------
+    dict of str to float
+        Heading -> share of ``texts`` in [0, 1] (6 decimals) in which it starts past the window; a text
+        without the heading counts as not past. Empty without texts or headings. Lower is better: the
+        sections past the window do not move the score.
+    """
+    import re
+    from bisect import bisect_left
+
+    if not texts or not headings:
+        return {}
+    enc = tokenizer(list(texts), add_special_tokens=False, truncation=False, return_offsets_mapping=True)
+    past = dict.fromkeys(headings, 0)
+    cut = max_seq_length - 2
+    for text, offsets in zip(texts, enc["offset_mapping"]):
+        starts = [a for a, _ in offsets]
+        for h in headings:
+            m = re.search(rf"^{re.escape(h)}[ \t]*$", text, flags=re.MULTILINE)
+            if m is not None and bisect_left(starts, m.start()) >= cut:
+                past[h] += 1
+    return {h: round(past[h] / len(texts), 6) for h in headings}
+
+
 @system("embedding")
 class EmbeddingSystem(SystemAdapter):
     """Cosine similarity of normalised sentence embeddings, clipped to [0, 1] (higher = better match)."""
@@ -117,6 +161,7 @@ class EmbeddingSystem(SystemAdapter):
         limit = model.max_seq_length
         import torch
 
+        resume_texts = list(dict.fromkeys(resumes["text"]))  # the denominator of sections_past_window
         request.info[self.id] = {
             "score_batches": len(request.batches),
             "torch_threads": torch.get_num_threads(),
@@ -127,6 +172,9 @@ class EmbeddingSystem(SystemAdapter):
             "encoded_texts": encoded,
             "resumes_from_store": reused,
         }
+        if request.headings:
+            request.info[self.id]["sections_past_window"] = sections_past_window(
+                model.tokenizer, resume_texts, request.headings, limit)
         return pd.DataFrame({
             "job_id": merged["job_id"].to_numpy(),
             "cv_id": merged["cv_id"].to_numpy(),

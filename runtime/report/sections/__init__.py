@@ -10,8 +10,8 @@ templates, not here).
 
 Order bands (``order``):
 
-- below 0: *front matter*, rendered between the header and the table of contents (the run's
-  facts at a glance, the validity verdict); never in the contents;
+- below 0: *front matter*, rendered between the header and the table of contents (page 1's findings
+  first, then the run's facts at a glance, the validity verdict); never in the contents;
 - 0 to 799: the family's findings (:data:`ORDER` names the bands the built-in families use);
 - 800 (amendments), 900 (timings and versions), 1000 (reproduction and signature): the shared
   parts the base template adds itself (:mod:`runtime.report.render`); a family's appendix
@@ -63,7 +63,7 @@ class Section:
 
 #: Positions used by the built-in families and the shared parts (see the module docstring).
 ORDER = {
-    "headline": -120, "facts": -100, "source": -90, "verdict": -50,  # front matter (not in the contents)
+    "findings": -120, "headline": -115, "facts": -100, "source": -90, "verdict": -50,  # front matter (not in the contents)
     "summary": 100, "fail": 200, "design": 300, "results": 400, "effects": 500, "drift": 600,
     "llm": 700, "amendments": 800, "appendix": 850, "run_record": 900, "provenance": 1000,
 }

@@ -29,11 +29,60 @@ QUANTITY_TEXT = {
     "E[Y_x1,B_x0R_x1,R_x1]": "x1, qualifications as under x0 given R as under x1 (Eq. 9)",
     "E[Y_x1,B_x1R_x0,R_x0]": "x1, qualifications as under x1 given R as under x0 (Eq. 10)",
 }
-STATUS_TEXT = {
-    "FAIL": "an impermissible pathway is significant (direct effect NDE or proxy effect RIE)",
-    "INVESTIGATE": "a significant effect runs only through qualifications or is not attributable to a path",
-    "PASS": "no effect's simultaneous 95% band excludes 0",
-}
+#: How each effect is named in a status sentence (seed 001 Eqs. 1-5).
+EFFECT_NAME = {"TE": "the total effect TE", "NDE": "the direct effect NDE", "NIE": "the indirect effect NIE",
+               "BIE": "the qualification effect BIE", "RIE": "the proxy effect RIE"}
+#: The clause a positivity violation adds to a unit's status sentence.
+POSITIVITY_FAILS = "positivity fails, so the path split is extrapolated"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def status_sentence(status: str, significant: Mapping[str, bool], positivity: str) -> str:
+    """The status of one system x job in words, from the facts behind it (issue 31 §4).
+
+    Parameters
+    ----------
+    status : {"FAIL", "INVESTIGATE", "PASS"}
+        ``causal.csv``'s ``status`` (:func:`runtime.families.causal.causal_rows`: FAIL when NDE or RIE
+        is significant, INVESTIGATE when another effect is or positivity is violated, PASS otherwise).
+    significant : mapping
+        Effect id (TE, NDE, NIE, BIE, RIE) -> its simultaneous 95% band excludes 0.
+    positivity : str
+        ``causal.csv``'s ``positivity`` (``"violated"`` or not).
+
+    Returns
+    -------
+    str
+        E.g. ``"INVESTIGATE: positivity fails, so the path split is extrapolated; no effect is
+        significant"``: which effects are significant, which path that makes impermissible, whether the
+        path split is extrapolated. An effect whose band contains 0 is "not significant", never
+        "negligible" (no equivalence test is run).
+    """
+    sig = [t for t in ("TE", "NDE", "NIE", "BIE", "RIE") if significant.get(t)]
+    parts: list[str] = []
+    if status == "FAIL":
+        bad = [t for t in ("NDE", "RIE") if t in sig]
+        path = {("NDE",): "direct", ("RIE",): "proxy"}.get(tuple(bad), "direct and proxy")
+        parts.append(f"{_and([EFFECT_NAME[t] for t in bad])} {'is' if len(bad) == 1 else 'are'} significant, "
+                     f"an impermissible path ({path})")
+        others = [t for t in sig if t not in bad]
+        if others:
+            parts.append(f"also significant: {', '.join(others)}")
+    elif sig:
+        named = f"{_and(sig)} {'is' if len(sig) == 1 else 'are'} significant"
+        if "BIE" in sig:
+            parts.append(f"{named}: the gap runs through qualifications only (neither NDE nor RIE is significant)")
+        else:
+            parts.append(f"{named} but not attributable to a path (none of NDE, BIE and RIE is significant)")
+    if positivity == "violated":
+        parts.insert(0 if status != "FAIL" else len(parts), POSITIVITY_FAILS)
+    if not sig:
+        parts.append("no effect is significant" if parts else
+                     "no effect's simultaneous 95% band excludes 0")
+    return f"{status}: " + "; ".join(parts)
 
 
 def _fmt(x: Any) -> str:
@@ -86,7 +135,7 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame,
         units.append({
             "anchor": anchor, "system": system, "job": job, "attribute": first["attribute"],
             "x0": first["x0"], "x1": first["x1"], "n": fmt_int(first["n"]), "n_x0": fmt_int(first["n_x0"]),
-            "n_x1": fmt_int(first["n_x1"]), "status": first["status"], "status_text": STATUS_TEXT[first["status"]],
+            "n_x1": fmt_int(first["n_x1"]), "status": first["status"], "status_text": status_sentence(str(first["status"]), sig, str(first["positivity"])),
             "cases": list(verdict.cases), "verdict": verdict.label,
             "readings": [{"case": c, "name": CASES[c][0], "text": CASES[c][1]} for c in verdict.cases]
                         or [{"case": "—", "name": verdict.label, "text": verdict.reading}],

@@ -1,0 +1,129 @@
+"""Page 1's findings (issue 31 §6): what the run found, worst first, before any method or design text.
+
+:func:`findings_section` turns the families' :class:`~runtime.families.base.Finding` records (the metric
+suite's FAIL and INCONCLUSIVE rows of ``metrics.csv``, the causal family's FAIL and INVESTIGATE units of
+``causal.csv``) into the plain data of ``_findings.html.j2``: each line says who loses, how much on the
+system's score scale and, where a selection metric flags it, in selection terms; at most
+:data:`MAX_FINDINGS` lines, then how many more. The composite risk score follows as a number with what
+it averages over; its band word stays in the risk section, so a run with a FAIL never reads "low risk"
+on page 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from runtime.report.formatting import fmt_ci, fmt_points, fmt_sig, fmt_text
+from runtime.report.sections import ORDER, Section
+from runtime.report.sections.metric_suite.texts import METRIC_SHORT
+
+#: Page 1 lists at most this many findings, then "N more".
+MAX_FINDINGS = 8
+#: Worst first: a FAIL before an INVESTIGATE or INCONCLUSIVE finding.
+STATUS_RANK = {"FAIL": 0, "INVESTIGATE": 1, "INCONCLUSIVE": 1}
+#: A ``disadvantaged`` that names nobody.
+NOT_ESTABLISHED = "direction not established"
+#: Names of the causal family's effects (seed 001 Eqs. 1-5).
+EFFECT_SHORT = {"TE": "total effect TE", "NDE": "direct effect NDE", "NIE": "indirect effect NIE",
+                "BIE": "qualification effect BIE", "RIE": "proxy effect RIE"}
+NO_FINDINGS = "No finding: every status of the research tier is PASS (or N/A)."
+
+
+def _named(f: Any) -> bool:
+    return bool(f.disadvantaged) and f.disadvantaged != NOT_ESTABLISHED
+
+
+def _points(x: float | None, score_range: Any) -> str:
+    """A score difference on the system's scale ("−30 points on 0–100"); on the score scale when the
+    finding carries no range (a causal effect)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    if score_range is None:
+        return f"{fmt_sig(x, 3, signed=True)} on the score scale"
+    pts = fmt_points(x, score_range)
+    if pts or x is None:
+        return pts
+    try:  # a [0, 1] scale (cosine): the normalised value is the score difference itself
+        lo, hi = (float(b) for b in score_range)
+    except (TypeError, ValueError):
+        return ""
+    return f"{fmt_sig(x, 3, signed=True)} on {lo:g}–{hi:g}"
+
+
+def sort_key(f: Any) -> tuple:
+    """Worst first: status, then a named loser before "direction not established", then the larger
+    score loss (normalised; a finding without one last)."""
+    loss = f.score_loss
+    size = abs(loss) if loss is not None and not (isinstance(loss, float) and math.isnan(loss)) else -1.0
+    return (STATUS_RANK.get(f.status, 2), 0 if _named(f) else 1, -size)
+
+
+def finding_line(f: Any, *, label: Callable[[Any], str] = fmt_text, reference: str = "the reference") -> dict[str, Any]:
+    """One finding as page 1 prints it: ``status``, ``who`` (the labelled level that loses, or the variant's
+    labelled levels with "direction not established"), ``loss`` (on the score scale), ``metric``
+    (name, value and interval), ``selection`` (selection terms or empty) and ``anchor``."""
+    levels = "; ".join(label(lv) for lv in f.levels) or f.variant
+    causal = f.family == "causal"
+    if f.disadvantaged == "reference":  # the reference's levels lose (the variant scores higher)
+        who = f"the reference {reference} loses"
+    elif _named(f):
+        who = f"{label(f.disadvantaged)} loses"
+    elif causal:
+        who = f"{levels}: no effect is significant"
+    else:  # the variant's levels are spelled out beside the link
+        who = f"{f.variant}: {NOT_ESTABLISHED}"
+    pts = _points(f.score_loss, f.score_range)
+    if causal:
+        where = f"system {f.system}, job {f.variant}"
+        loss = f"total effect {pts} ({levels})" if pts else ""
+        name = EFFECT_SHORT.get(f.metric, f.metric)
+        metric = (f"{name} {fmt_sig(f.value, 4, signed=True)}, simultaneous 95% band "
+                  f"{fmt_ci(f.ci_low, f.ci_high, 4, signed=True)}")
+    else:
+        cond = "" if f.condition in ("default", "") else f", condition {f.condition}"
+        where = f"system {f.system}{cond}, variant {f.variant} ({levels}) against {reference}"
+        loss = f"{f.variant}'s mean score {pts} against {reference}" if pts else ""
+        delta = f.metric == "score_delta"
+        name = METRIC_SHORT.get(f.metric, f.metric)
+        value = fmt_sig(f.value, 4, signed=delta)
+        metric = f"{name} {value}, 95% CI {fmt_ci(f.ci_low, f.ci_high, 4, signed=delta)}"
+    return {"status": f.status, "who": who, "where": where, "loss": loss, "metric": metric,
+            "selection": f.selection, "anchor": f.anchor, "disadvantaged": f.disadvantaged,
+            "note": getattr(f, "note", "")}
+
+
+def findings_section(findings: Iterable[Any], notes: Iterable[str] = (), *,
+                     label: Callable[[Any], str] = fmt_text, reference: str = "the reference") -> Section:
+    """The ``findings`` front-matter section (``ORDER["findings"]``, under the header).
+
+    Parameters
+    ----------
+    findings : iterable of Finding
+        Every family's findings (:attr:`runtime.families.base.FamilyResult.findings`), in run order.
+    notes : iterable of str
+        Sentences after the list (:attr:`~runtime.families.base.FamilyResult.findings_notes`: the
+        composite risk score with what it averages over).
+    label : callable
+        Prints an ``axis=level`` pair or a level id with its label (:meth:`ReportMeta.with_level_labels`).
+    reference : str
+        The reference variant's id.
+
+    Returns
+    -------
+    Section
+        Context ``lines`` (at most :data:`MAX_FINDINGS`, worst first: :func:`sort_key`), ``more`` (how
+        many are left out), ``counts`` ("3 FAIL, 3 INCONCLUSIVE"), ``notes``, ``none`` (the sentence for a
+        run without findings, or empty).
+    """
+    ranked = sorted(findings, key=sort_key)
+    counts: dict[str, int] = {}
+    for f in ranked:
+        counts[f.status] = counts.get(f.status, 0) + 1
+    return Section(
+        id="findings", title="Findings", template="_findings.html.j2", order=ORDER["findings"], toc=False,
+        context={"lines": [finding_line(f, label=label, reference=reference) for f in ranked[:MAX_FINDINGS]],
+                 "more": max(0, len(ranked) - MAX_FINDINGS),
+                 "counts": ", ".join(f"{n} {s}" for s, n in counts.items()),
+                 "notes": list(notes), "none": "" if ranked else NO_FINDINGS})
