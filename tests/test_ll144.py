@@ -114,8 +114,9 @@ def test_spec_errors_golden(case, write_spec, tmp_path):
     if os.environ.get("UPDATE_GOLDEN"):
         golden.write_text(proc.stderr)
     assert proc.stderr == golden.read_text()
-    assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 2
-    assert not list(tmp_path.glob("*.lock.json"))
+    if case == "ll144_all_at_once":
+        assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 2
+        assert not list(tmp_path.glob("*.lock.json"))
 
 
 def test_needs_are_any_of_paired_or_unpaired(write_spec, tmp_path):
@@ -139,3 +140,242 @@ def test_needs_are_any_of_paired_or_unpaired(write_spec, tmp_path):
     words = f"{PROVIDES_WORDS['paired']} or {PROVIDES_WORDS['unpaired']}"
     assert msgs == [f"family 'll144' needs {words}; design 'score_file' provides "], msgs
     assert [f.loc for f in found if "ll144" in f.message] == [("analysis", "ll144")]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# An independent computation (pandas), from the individuals' categories and scores
+
+SEX_IDS = ["male", "female"]
+RACE_IDS = ["hispanic_or_latino", "white", "black_or_african_american", "native_hawaiian_or_pacific_islander",
+            "asian", "american_indian_or_alaska_native", "two_or_more_races"]
+#: The categories of each variant of SPEC (p3 is mapped to unknown).
+VARIANT_CATS = {"BASE": ("male", "white"), "V01": ("female", "white"), "V02": ("male", "black_or_african_american"),
+                "V03": ("female", "unknown")}
+
+
+def expected(ind: pd.DataFrame, *, basis: str, rule: bool, tables=("sex", "race_ethnicity", "intersectional")):
+    """Rates and impact ratios by the definitions of 6 RCNY §5-300, written again with pandas."""
+    out = []
+    for (system, condition, group), g in ind.groupby(["system", "condition", "group"]):
+        big_n = len(g)
+        if basis == "scoring":
+            med = g["score"].median()
+            g = g.assign(pos=(g["score"] > med).astype(float), at=(g["score"] == med).astype(int))
+        else:
+            g = g.assign(pos=g["selected"].astype(float), at=0)
+        for table in tables:
+            if table == "intersectional":
+                cat = np.where((g["sex"] == "unknown") | (g["race_ethnicity"] == "unknown"), "unknown",
+                               g["sex"] + "/" + g["race_ethnicity"])
+                ids = [f"{s}/{r}" for s in SEX_IDS for r in RACE_IDS]
+            else:
+                cat = g[table].to_numpy()
+                ids = SEX_IDS if table == "sex" else RACE_IDS
+            agg = (g.assign(cat=cat).groupby("cat").agg(n=("pos", "size"), n_positive=("pos", "sum"),
+                                                         n_at_median=("at", "sum"))
+                   .reindex(ids + ["unknown"], fill_value=0))
+            agg["rate"] = (agg["n_positive"] / agg["n"]).where(agg["n"] > 0)
+            agg.loc["unknown", "rate"] = np.nan
+            agg["excluded"] = (agg["n"] == 0) | (agg.index == "unknown") | (rule & (agg["n"] / big_n < 0.02))
+            top = agg.loc[~agg["excluded"], "rate"].max()
+            agg["impact_ratio"] = (agg["rate"] / top).where(~agg["excluded"] & (top > 0))
+            agg = agg.reset_index(names="category").assign(system=system, condition=condition, group=group,
+                                                            table=table, basis=basis)
+            out.append(agg)
+    return pd.concat(out, ignore_index=True)
+
+
+def individuals_of(scores_csv: str, *, system: str = "vendor", threshold=None, top_k=None) -> pd.DataFrame:
+    s = pd.read_csv(__import__("io").StringIO(scores_csv))
+    s["sex"] = s["variant"].map(lambda v: VARIANT_CATS[v][0])
+    s["race_ethnicity"] = s["variant"].map(lambda v: VARIANT_CATS[v][1])
+    s = s.assign(system=system, condition="default", group=s["job_id"], unit=s["cv_id"], selected=np.nan)
+    if threshold is not None:
+        s["selected"] = (s["score"] >= threshold).astype(float)
+    if top_k is not None:  # swap-in: each résumé against the reference résumés of the other candidates
+        for i, r in s.iterrows():
+            refs = s[(s["job_id"] == r["job_id"]) & (s["variant"] == "BASE") & (s["cv_id"] != r["cv_id"])]["score"]
+            above, same = int((refs > r["score"]).sum()), int((refs == r["score"]).sum())
+            s.loc[i, "selected"] = min(max((top_k - above) / (same + 1), 0.0), 1.0)
+    return s
+
+
+COMPARED = ["n", "n_positive", "rate", "impact_ratio", "n_at_median"]
+
+
+def assert_tables_equal(got: pd.DataFrame, want: pd.DataFrame, *, scoring: bool) -> None:
+    key = ["system", "condition", "group", "table", "category"]
+    m = got.merge(want, on=key, suffixes=("", "_want"), how="outer", indicator=True)
+    assert (m["_merge"] == "both").all(), m[m["_merge"] != "both"][key]
+    assert len(m) == len(got) == len(want)
+    for col in COMPARED if scoring else COMPARED[:-1]:
+        a, b = m[col].to_numpy(float), m[f"{col}_want"].to_numpy(float)
+        assert np.array_equal(np.isnan(a), np.isnan(b)), (col, m[key][np.isnan(a) != np.isnan(b)])
+        assert np.allclose(a[~np.isnan(a)], b[~np.isnan(b)], rtol=0, atol=1e-12), col
+    assert (m["excluded"].astype(bool) == m["excluded_want"].astype(bool)).all()
+    # every empty ratio says why; every defined one is in [0, 1]
+    assert (m["reason"].fillna("").ne("") | m["impact_ratio"].notna()).all()
+    r = m["impact_ratio"].dropna()
+    assert ((r >= 0) & (r <= 1)).all()
+
+
+def _rows(jobs: dict[str, dict[str, list[float]]]) -> str:
+    out = "job_id,cv_id,variant,score,is_true_match\n"
+    for job, by_variant in jobs.items():
+        for v, scores in by_variant.items():
+            out += "".join(f"{job},c{i:02d},{v},{x:g},{i % 2}\n" for i, x in enumerate(scores))
+    return out
+
+
+# scoring run: ties at the median with unknowns in it; a ratio of 0 beside undefined ones; all scores equal
+SCORING_JOBS = {
+    "ties": {"BASE": [50, 50, 60, 70, 40, 50], "V01": [50, 45, 50, 55, 40, 50], "V02": [50, 65, 50, 40, 50, 80],
+             "V03": [50, 50, 55, 30, 50, 50]},
+    "zero": {"BASE": [70, 80, 90, 60, 75, 85], "V01": [10, 20, 30, 5, 15, 25], "V02": [65, 85, 95, 55, 70, 90],
+             "V03": [40, 40, 40, 40, 40, 40]},
+    "flat": {v: [33] * 6 for v in ("BASE", "V01", "V02", "V03")},
+}
+# threshold run (t = 60): impact ratios of exactly 0.8 and 0.7; nobody at or above t
+SELECT_JOBS = {
+    "status": {"BASE": [61] * 10, "V01": [61] * 8 + [59] * 2, "V02": [60] * 7 + [10] * 3, "V03": [70] * 5 + [0] * 5},
+    "none": {v: [59, 10, 20, 30, 0, 5, 1, 2, 3, 4] for v in ("BASE", "V01", "V02", "V03")},
+}
+# top-K run (K = 2, swap-in): variant résumés tied with a reference résumé at the cutoff
+TOPK_JOBS = {
+    "tied": {"BASE": [90, 80, 70, 70, 10, 20], "V01": [80, 70, 60, 70, 10, 15], "V02": [85, 80, 75, 70, 5, 20],
+             "V03": [70, 70, 70, 70, 70, 70]},
+}
+
+BLOCK = ("  ll144:\n" + WHY + SEX + RACE + "    bootstrap: 200\n"
+         "    thresholds: {research: {pass: 0.8, investigate: 0.7}}\n")
+
+
+def _spec(jobs: dict, extra: str = "", block: str = BLOCK) -> str:
+    text = SPEC.replace("jobs:\n  - {id: j1, title: Analyst}\n", "jobs:\n" + "".join(
+        f"  - {{id: {j}, title: Analyst}}\n" for j in jobs))
+    return text.replace("  bootstrap: 100\n", "  bootstrap: 100\n" + extra) + block
+
+
+def _run(tmp_path: Path, name: str, spec: str, scores: str, *, to_report: bool = True) -> Path:
+    """compile + execute through the real CLI; ``to_report`` False stops the run at its report stage (the
+    test hook of runtime.testhooks: every table is written by then, the PDF is not rendered)."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "spec.yaml").write_text(spec)
+    (folder / "scores.csv").write_text(scores)
+    assert run_cli("compile", "spec.yaml", cwd=folder).returncode == 0
+    env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
+    if not to_report:
+        env["AUDIT_TEST_KILL_AT"] = "report"
+    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml",
+                           "--quiet", "--out", "out"], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode in ((0, 4) if to_report else (-9,)), proc.stderr
+    return next((folder / "out" / "ll144-check").iterdir())
+
+
+def _read(run: Path) -> pd.DataFrame:
+    """ll144.csv with only empty cells missing (a status "N/A" stays a string)."""
+    return pd.read_csv(run / "ll144.csv", keep_default_na=False, na_values=[""])
+
+
+@pytest.fixture(scope="module")
+def scoring_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ll144")
+    return _run(tmp, "scoring", _spec(SCORING_JOBS), _rows(SCORING_JOBS))
+
+
+def test_scoring_run_matches_pandas(scoring_run):
+    """Scoring rates (no decision rule): share strictly above the job's median (unknowns in it), ties at the
+    median counted for no category; a ratio of 0 beside undefined ones; all scores equal (median = maximum):
+    every rate 0, every ratio empty with its reason and N/A."""
+    got = _read(scoring_run)
+    import compiler.blocks.ll144  # noqa: F401 - the columns, exactly as issue 33 §4 lists them
+    assert list(got.columns) == ["system", "condition", "group", "table", "category", "basis", "n", "n_positive",
+                                 "rate", "impact_ratio", "excluded", "reason", "median", "n_at_median", "status",
+                                 "status_operational", "extra_ci_low", "extra_ci_high", "extra_p_value"]
+    want = expected(individuals_of(_rows(SCORING_JOBS)), basis="scoring", rule=False)
+    assert_tables_equal(got, want, scoring=True)
+    assert set(got["basis"]) == {"scoring"}
+    ties = got[(got["group"] == "ties") & (got["table"] == "sex")].set_index("category")
+    assert ties["median"].tolist() == [50.0] * 3
+    assert ties["n_at_median"].tolist() == [6, 7, 0]  # male (BASE 3, V02 3), female (V01 3, V03 4), no unknown sex
+    race_unknown = got[(got["group"] == "ties") & (got["table"] == "race_ethnicity") & (got["category"] == "unknown")]
+    assert race_unknown[["n", "n_at_median"]].values.tolist() == [[6, 4]]  # V03 (p3): counted, in the median
+    # 6 RCNY: every category a row (n = 0 too), plus one unknown row; 2 + 7 + 14 categories + 3 unknown rows per job
+    assert (got.groupby("group").size() == 2 + 7 + 14 + 3).all()
+    zero = got[(got["group"] == "zero") & (got["table"] == "intersectional")].set_index("category")
+    assert zero.loc["female/white", "impact_ratio"] == 0.0 and zero.loc["female/white", "status"] == "FAIL"
+    assert zero.loc["male/white", "impact_ratio"] == 1.0
+    assert math.isnan(zero.loc["female/asian", "impact_ratio"]) and zero.loc["female/asian", "reason"] == \
+        "no individual in this category"
+    flat = got[got["group"] == "flat"]
+    known = flat[(flat["category"] != "unknown") & (flat["n"] > 0)]
+    assert (known["rate"] == 0).all() and known["impact_ratio"].isna().all() and (known["status"] == "N/A").all()
+    assert set(known["reason"]) == {"no eligible category has a scoring rate above 0: every impact ratio is undefined"}
+    unknown = got[got["category"] == "unknown"]
+    assert unknown["rate"].isna().all() and unknown["excluded"].all() and unknown["impact_ratio"].isna().all()
+    assert got.loc[got["table"] == "race_ethnicity"].query("category == 'unknown'")["n"].tolist() == [6, 6, 6]
+
+
+def test_scoring_run_report_and_seal(scoring_run):
+    """The section is in the report (its anchor, the EEO-1 labels, why test data, beyond the law); the
+    table is sealed with the run's reproducible results; the statuses reach the --fail-on gate's rows;
+    outside #ll144 the report never says "four-fifths" or "statutory"."""
+    import json
+    import re
+
+    html = (scoring_run / "report.html").read_text()
+    assert html.count('<section id="ll144"') == 1
+    section = re.search(r'<section id="ll144".*?</section>', html, re.S).group(0)
+    for words in ("Black or African American", "Native Hawaiian or Pacific Islander", "a designed sample, not applicants",
+                  "The tool has not screened any applicant yet.", "Beyond the law", "29 CFR 1607.4(D)",
+                  "four-fifths", "statutory"):
+        assert words in section, words
+    rest = html.replace(section, "").lower()
+    assert "four-fifths" not in rest and "statutory" not in rest
+    manifest = json.loads((scoring_run / "manifest.json").read_text())
+    assert "ll144.csv" in json.dumps(manifest)
+    summary = json.loads((scoring_run / "summary.json").read_text())
+    got = _read(scoring_run)
+    rated = got[got["status"].notna()]
+    assert set(rated["status"]) <= {"PASS", "INVESTIGATE", "FAIL", "N/A"}
+    assert summary["status_counts"]["research"]["FAIL"] >= int((rated["status"] == "FAIL").sum()) > 0
+
+
+def test_without_the_block_metrics_are_byte_identical(scoring_run, tmp_path):
+    plain = _run(tmp_path, "plain", _spec(SCORING_JOBS, block=""), _rows(SCORING_JOBS), to_report=False)
+    assert not (plain / "ll144.csv").exists()
+    assert (plain / "metrics.csv").read_bytes() == (scoring_run / "metrics.csv").read_bytes()
+
+
+def test_threshold_run_statuses_on_the_bounds(tmp_path):
+    """Selection rates under analysis.decision.threshold (score >= t): ratios of exactly 0.8 (PASS) and 0.7
+    (INVESTIGATE) at pass 0.8 / investigate 0.7; nobody at or above t: every ratio undefined, N/A."""
+    run = _run(tmp_path, "select", _spec(SELECT_JOBS, "  decision: {threshold: 60}\n")
+               .replace("  k: {counterfactual: 2, group: 2, merit: 2}\n", ""), _rows(SELECT_JOBS), to_report=False)
+    got = _read(run)
+    assert set(got["basis"]) == {"selection"} and got["median"].isna().all()
+    assert_tables_equal(got, expected(individuals_of(_rows(SELECT_JOBS), threshold=60), basis="selection", rule=False),
+                        scoring=False)
+    inter = got[(got["group"] == "status") & (got["table"] == "intersectional")].set_index("category")
+    assert inter.loc["female/white", "impact_ratio"] == 0.8 and inter.loc["female/white", "status"] == "PASS"
+    assert inter.loc["male/black_or_african_american", "impact_ratio"] == pytest.approx(0.7, abs=1e-15)
+    assert inter.loc["male/black_or_african_american", "status"] == "INVESTIGATE"
+    race = got[(got["group"] == "status") & (got["table"] == "race_ethnicity")].set_index("category")
+    assert race.loc["black_or_african_american", "status"] == "INVESTIGATE"  # 0.7 / 0.9 = 0.778
+    assert (race["status_operational"].fillna("") == race["status"].fillna("")).all()  # operational = research
+    none = got[(got["group"] == "none") & (got["n"] > 0) & (got["category"] != "unknown")]
+    assert (none["rate"] == 0).all() and none["impact_ratio"].isna().all() and (none["status"] == "N/A").all()
+
+
+def test_top_k_run_ties_at_the_cutoff(tmp_path):
+    """Selection rates under a written top_k with swap-in ranking: fractional membership at a tie across the
+    cutoff, against the same rule written again in the test."""
+    run = _run(tmp_path, "topk", _spec(TOPK_JOBS, "  decision: {top_k: 2}\n")
+               .replace("  k: {counterfactual: 2, group: 2, merit: 2}\n", ""), _rows(TOPK_JOBS), to_report=False)
+    got = _read(run)
+    ind = individuals_of(_rows(TOPK_JOBS), top_k=2)
+    assert set(ind["selected"]) - {0.0, 1.0}  # the case has ties across the cutoff
+    assert_tables_equal(got, expected(ind, basis="selection", rule=False), scoring=False)
+    assert (got["n_positive"] % 1 != 0).any()
