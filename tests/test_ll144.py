@@ -379,3 +379,108 @@ def test_top_k_run_ties_at_the_cutoff(tmp_path):
     assert set(ind["selected"]) - {0.0, 1.0}  # the case has ties across the cutoff
     assert_tables_equal(got, expected(ind, basis="selection", rule=False), scoring=False)
     assert (got["n_positive"] % 1 != 0).any()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The pure computation: the small-category rule, and invariants (hypothesis)
+
+def _small_frame() -> pd.DataFrame:
+    """100 profiles of one job: asian 1 (1%, selected), hispanic_or_latino 2 (exactly 2%, one selected),
+    white 60 (30 selected), black 37 (10 selected)."""
+    race = ["asian"] + ["hispanic_or_latino"] * 2 + ["white"] * 60 + ["black_or_african_american"] * 37
+    sel = [1.0] + [1.0, 0.0] + [1.0] * 30 + [0.0] * 30 + [1.0] * 10 + [0.0] * 27
+    return pd.DataFrame({"system": "s", "condition": "default", "group": "j", "unit": [f"u{i}" for i in range(100)],
+                         "sex": ["male", "female"] * 50, "race_ethnicity": race, "score": np.arange(100.0),
+                         "selected": sel})
+
+
+@pytest.mark.parametrize("rule", [False, True])
+def test_small_category_rule_moves_the_reference(rule):
+    """Under 2% is excluded with the rule (never the reference; n and rate kept, with the justification);
+    exactly 2% stays; without the rule the 1% category is the reference."""
+    from runtime.analysis.ll144 import ll144_rows
+
+    frame = _small_frame()
+    got = ll144_rows(frame, basis="selection", sex=SEX_IDS, race=RACE_IDS, small_rule="too few to rate" if rule else None,
+                     n_bootstrap=0, seed=1)
+    assert_tables_equal(got, expected(frame, basis="selection", rule=rule), scoring=False)
+    race = got[got["table"] == "race_ethnicity"].set_index("category")
+    assert race.loc["asian", "rate"] == 1.0 and race.loc["asian", "n"] == 1
+    assert race.loc["hispanic_or_latino", "impact_ratio"] == (1.0 if rule else 0.5)  # exactly 2%: eligible either way
+    if rule:
+        assert math.isnan(race.loc["asian", "impact_ratio"]) and race.loc["asian", "excluded"]
+        assert "excluded by the small-category rule (too few to rate)" in race.loc["asian", "reason"]
+        assert race.loc["white", "impact_ratio"] == 1.0  # the reference moved to the next highest rate
+        assert race.loc["hispanic_or_latino", "rate"] == 0.5 and race.loc["white", "rate"] == 0.5
+    else:
+        assert race.loc["asian", "impact_ratio"] == 1.0 and race.loc["white", "impact_ratio"] == 0.5
+    assert race.loc["black_or_african_american", "impact_ratio"] == pytest.approx((10 / 37) / (0.5 if rule else 1.0),
+                                                                                   abs=1e-12)
+
+
+def test_independent_individuals_get_a_test_and_intervals_hold_the_ratio():
+    """Profiles are independent: Fisher's exact test against the reference (beyond the law); a counterfactual
+    pool's rows are not, so no p-value; every interval holds its point estimate's neighbourhood in [0, 1]."""
+    from scipy.stats import fisher_exact
+
+    from runtime.analysis.ll144 import ll144_rows
+
+    frame = _small_frame()
+    got = ll144_rows(frame, basis="selection", sex=SEX_IDS, race=RACE_IDS, n_bootstrap=200, seed=3, independent=True)
+    race = got[got["table"] == "race_ethnicity"].set_index("category")
+    assert race.loc["black_or_african_american", "extra_p_value"] == pytest.approx(
+        fisher_exact([[10, 27], [1, 0]]).pvalue, abs=1e-12)
+    assert math.isnan(race.loc["asian", "extra_p_value"])  # the reference itself
+    paired = ll144_rows(frame, basis="selection", sex=SEX_IDS, race=RACE_IDS, n_bootstrap=0, seed=3)
+    assert paired["extra_p_value"].isna().all() and paired["extra_ci_low"].isna().all()
+    ci = got.dropna(subset=["extra_ci_low"])
+    assert len(ci) and ((ci["extra_ci_low"] >= 0) & (ci["extra_ci_low"] <= ci["extra_ci_high"])
+                        & (ci["extra_ci_high"] <= 1)).all()
+    again = ll144_rows(frame.sample(frac=1, random_state=4), basis="selection", sex=SEX_IDS, race=RACE_IDS,
+                       n_bootstrap=200, seed=3, independent=True)
+    pd.testing.assert_frame_equal(got, again)  # same seed, any row order: the same draws
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def _frames(draw):
+    n_units = draw(st.integers(3, 12))
+    rows = []
+    for u in range(n_units):
+        for _ in range(draw(st.integers(1, 3))):
+            rows.append({"unit": f"u{u}", "sex": draw(st.sampled_from(["male", "female", "unknown"])),
+                         "race_ethnicity": draw(st.sampled_from(["white", "asian", "unknown"])),
+                         "score": float(draw(st.integers(0, 20)))})
+    frame = pd.DataFrame(rows).assign(system="s", condition="default", group=draw(st.sampled_from(["j1", "j2"])))
+    return frame.assign(selected=(frame["score"] >= 10).astype(float))
+
+
+@settings(max_examples=25, deadline=None)
+@given(frame=_frames(), basis=st.sampled_from(["scoring", "selection"]), c=st.sampled_from([0.5, 2.0, 4.0, 10.0]),
+       perm=st.randoms(use_true_random=False), rule=st.booleans())
+def test_invariants(frame, basis, c, perm, rule):
+    """Row order, relabelled unit ids, and scores (with their score_range) times c change nothing, intervals
+    included; ratios and rates lie in [0, 1]; the table equals the pandas computation."""
+    from runtime.analysis.ll144 import ll144_rows
+
+    kw = dict(basis=basis, sex=SEX_IDS, race=RACE_IDS, small_rule="r" if rule else None, n_bootstrap=50, seed=7,
+              thresholds={"research": {"pass": 0.8, "investigate": 0.7}, "operational": {"pass": 0.8, "investigate": 0.7}})
+    base = ll144_rows(frame, **kw)
+    idx = list(frame.index)
+    perm.shuffle(idx)
+    shuffled = frame.loc[idx]
+    names = {u: f"x{perm.randrange(10**9)}-{i}" for i, u in enumerate(sorted(set(frame["unit"])))}
+    relabelled = shuffled.assign(unit=shuffled["unit"].map(names))
+    scaled = relabelled.assign(score=relabelled["score"] * c)
+    pd.testing.assert_frame_equal(base, ll144_rows(shuffled, **kw))
+    pd.testing.assert_frame_equal(base, ll144_rows(relabelled, **kw))
+    out = ll144_rows(scaled, **kw)
+    pd.testing.assert_frame_equal(base.drop(columns="median"), out.drop(columns="median"))
+    assert np.allclose(base["median"] * c, out["median"], equal_nan=True)
+    for col in ("rate", "impact_ratio", "extra_ci_low", "extra_ci_high"):
+        v = base[col].dropna()
+        assert ((v >= 0) & (v <= 1)).all(), col
+    assert_tables_equal(base, expected(frame, basis=basis, rule=rule), scoring=basis == "scoring")
