@@ -484,3 +484,58 @@ def test_invariants(frame, basis, c, perm, rule):
         v = base[col].dropna()
         assert ((v >= 0) & (v <= 1)).all(), col
     assert_tables_equal(base, expected(frame, basis=basis, rule=rule), scoring=basis == "scoring")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# A population design: profiles, their gender and race mapped by the fixed mapping
+
+POP_RUN_SPEC = POP_SPEC.replace("  profiles_per_job: 120\n", "  profiles_per_job: 200\n").replace(
+    "    r: [first_name, surname, region]\n", "    r: [first_name, surname, region]\n  estimation: {folds: 2, bootstrap: 100}\n"
+).replace("  - {id: minilm, kind: embedding}\n", "  - {id: vendor, kind: precomputed, path: scores.csv, score_range: [0, 100]}\n"
+          ).replace("    why_test_data: Not yet deployed.\n", "    why_test_data: Not yet deployed.\n    bootstrap: 200\n")
+
+
+def test_population_profiles_match_pandas(tmp_path):
+    """Scores for 200 profiles from a file: scoring rates (a population design states no decision rule) by the
+    fixed mapping written into the lock, equal to pandas on the run's profiles.csv; Mood's median test on
+    profiles (independent); the section says the four races are exclusive by approximation."""
+    import json
+
+    from scipy.stats import median_test
+
+    from runtime.generate.population import sample_profiles
+
+    p = sample_profiles(job_id="accountant", family="accountant", n=200, seed=11)
+    g = np.random.default_rng(1)
+    scores = pd.DataFrame({"job_id": p.job_id, "cv_id": p.cv_id,
+                           "score": np.round(50 + 3 * (p.gender == "male") + g.normal(0, 5, len(p)), 1)})
+    folder = tmp_path / "pop"
+    folder.mkdir()
+    (folder / "spec.yaml").write_text(POP_RUN_SPEC)
+    scores.to_csv(folder / "scores.csv", index=False)
+    assert run_cli("compile", "spec.yaml", cwd=folder).returncode == 0
+    lock = json.loads((folder / "spec.lock.json").read_text())
+    resolved = json.dumps(lock)
+    assert '"black": "black_or_african_american"' in resolved and '"hispanic": "hispanic_or_latino"' in resolved
+    env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200", AUDIT_TEST_KILL_AT="report")
+    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml",
+                           "--quiet", "--out", "out"], cwd=folder, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == -9, proc.stderr
+    run = next((folder / "out" / "pop-audit").iterdir())
+    prof = pd.read_csv(run / "profiles.csv")
+    ind = prof.merge(scores, on=["job_id", "cv_id"]).assign(
+        system="vendor", condition="default", group=lambda d: d["job_id"], unit=lambda d: d["cv_id"], selected=np.nan,
+        sex=lambda d: d["gender"].map({"male": "male", "female": "female"}).fillna("unknown"),
+        race_ethnicity=lambda d: d["race"].map({"white": "white", "black": "black_or_african_american", "asian": "asian",
+                                                 "hispanic": "hispanic_or_latino"}).fillna("unknown"))
+    assert len(ind) == 200
+    got = _read(run)
+    assert set(got["basis"]) == {"scoring"}
+    assert_tables_equal(got, expected(ind, basis="scoring", rule=False), scoring=True)
+    sex = got[got["table"] == "sex"].set_index("category")
+    ref = "male" if sex.loc["male", "impact_ratio"] == 1.0 else "female"
+    other = "female" if ref == "male" else "male"
+    want_p = median_test(ind.loc[ind["sex"] == other, "score"], ind.loc[ind["sex"] == ref, "score"], ties="ignore")[1]
+    assert sex.loc[other, "extra_p_value"] == pytest.approx(want_p, abs=1e-12)
+    html = (run / "report.html").read_text()
+    assert 'id="ll144"' in html and "exclusive" in html and "profile attribute race" in html

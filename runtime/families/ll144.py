@@ -101,6 +101,7 @@ class Ll144(AuditFamily):
         table = ll144_rows(individuals, basis=block["rate"], sex=sex, race=race, small_rule=rule,
                            thresholds=block.get("thresholds"), n_bootstrap=int(block["bootstrap"]), seed=ctx.seed,
                            independent=not paired)
+        table = in_spec_order(table, systems=[s["id"] for s in r["systems"]], jobs=[j["id"] for j in r["jobs"]])
         status = status_frame([{"family": "ll144", "system": t.system, "condition": t.condition,
                                 "item": f"{t.group} {t.table} {t.category} impact ratio", "status": t.status,
                                 "status_operational": t.status_operational}
@@ -111,6 +112,17 @@ class Ll144(AuditFamily):
         summary = _summary(table)
         return FamilyResult(tables={"ll144": table}, status=status, sections=[section], summary=summary,
                             data={"ll144": table})
+
+
+def in_spec_order(table: pd.DataFrame, *, systems: list[str], jobs: list[str]) -> pd.DataFrame:
+    """The groups of ``table`` in the spec's order of systems and jobs (conditions as computed; rows within a
+    group as computed), so that ``ll144.csv`` and the report read as the spec is written."""
+    s_rank = {s: i for i, s in enumerate(systems)}
+    j_rank = {j: i for i, j in enumerate(jobs)}
+    key = pd.DataFrame({"s": table["system"].map(s_rank).fillna(len(s_rank)),
+                        "j": table["group"].map(j_rank).fillna(len(j_rank))})
+    order = key.sort_values(["s", "j"], kind="mergesort").index
+    return table.loc[order].reset_index(drop=True)
 
 
 def _summary(table: pd.DataFrame) -> list[str]:
