@@ -256,7 +256,7 @@ def _spec(jobs: dict, extra: str = "", block: str = BLOCK) -> str:
     return text.replace("  bootstrap: 100\n", "  bootstrap: 100\n" + extra) + block
 
 
-def _run(tmp_path: Path, name: str, spec: str, scores: str, *, to_report: bool = True) -> Path:
+def _run(tmp_path: Path, name: str, spec: str, scores: str, *, to_report: bool = True, args: tuple = ()) -> Path:
     """compile + execute through the real CLI; ``to_report`` False stops the run at its report stage (the
     test hook of runtime.testhooks: every table is written by then, the PDF is not rendered)."""
     folder = tmp_path / name
@@ -268,7 +268,7 @@ def _run(tmp_path: Path, name: str, spec: str, scores: str, *, to_report: bool =
     if not to_report:
         env["AUDIT_TEST_KILL_AT"] = "report"
     proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml",
-                           "--quiet", "--out", "out"], cwd=folder, env=env, capture_output=True, text=True,
+                           "--quiet", "--out", "out", *args], cwd=folder, env=env, capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode in ((0, 4) if to_report else (-9,)), proc.stderr
     return next((folder / "out" / "ll144-check").iterdir())
@@ -282,7 +282,7 @@ def _read(run: Path) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def scoring_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ll144")
-    return _run(tmp, "scoring", _spec(SCORING_JOBS), _rows(SCORING_JOBS))
+    return _run(tmp, "scoring", _spec(SCORING_JOBS), _rows(SCORING_JOBS), args=("--fail-on", "FAIL"))
 
 
 def test_scoring_run_matches_pandas(scoring_run):
@@ -341,6 +341,10 @@ def test_scoring_run_report_and_seal(scoring_run):
     rated = got[got["status"].notna()]
     assert set(rated["status"]) <= {"PASS", "INVESTIGATE", "FAIL", "N/A"}
     assert summary["status_counts"]["research"]["FAIL"] >= int((rated["status"] == "FAIL").sum()) > 0
+    gate = [r for r in summary["gate"]["rows"] if r["family"] == "ll144"]
+    assert summary["exit_code"] == 4 and gate == [
+        {"family": "ll144", "system": "vendor", "condition": "default", "item": f"{r.group} {r.table} {r.category} impact ratio",
+         "status": "FAIL"} for r in rated[rated["status"] == "FAIL"].itertuples()]
 
 
 def test_without_the_block_metrics_are_byte_identical(scoring_run, tmp_path):
