@@ -543,3 +543,25 @@ def test_population_profiles_match_pandas(tmp_path):
     assert sex.loc[other, "extra_p_value"] == pytest.approx(want_p, abs=1e-12)
     html = (run / "report.html").read_text()
     assert 'id="ll144"' in html and "exclusive" in html and "profile attribute race" in html
+
+
+def test_resolution_is_explicit_and_one_axis_may_serve_both_keys(write_spec):
+    """The resolved block (what the lock hashes) has every default explicit: auto resolved to the basis,
+    operational thresholds = research; one axis may give both sex and race/ethnicity; without the block the
+    resolved analysis has no ll144 key (so no other spec's digest moves)."""
+    from compiler import compile_spec
+
+    both = ("  ll144:\n" + WHY + "    sex: {axis: persona, levels: {p1: male, p2: female, p3: unknown}}\n"
+            "    race_ethnicity: {axis: persona, levels: {p1: white, p2: asian, p3: two_or_more_races}}\n"
+            "    thresholds: {research: {pass: 0.8, investigate: 0.7}}\n")
+    c = compile_spec(write_spec(SPEC + both, **{"scores.csv": SCORES}))
+    block = c.resolved["analysis"]["ll144"]
+    assert block["rate"] == "scoring" and block["bootstrap"] == 1000 and block["small_category_rule"] is None
+    assert block["thresholds"] == {"research": {"pass": 0.8, "investigate": 0.7},
+                                   "operational": {"pass": 0.8, "investigate": 0.7}}
+    assert block["sex"]["axis"] == block["race_ethnicity"]["axis"] == "persona"
+    threshold = SPEC.replace("  bootstrap: 100\n", "  bootstrap: 100\n  decision: {threshold: 55}\n").replace(
+        "  k: {counterfactual: 2, group: 2, merit: 2}\n", "")
+    c = compile_spec(write_spec(threshold + "  ll144:\n" + WHY + SEX, **{"scores.csv": SCORES}))
+    assert c.resolved["analysis"]["ll144"]["rate"] == "selection"
+    assert "ll144" not in compile_spec(write_spec(SPEC, **{"scores.csv": SCORES})).resolved["analysis"]

@@ -43,7 +43,8 @@ def ll144_section(table: pd.DataFrame, *, block: dict[str, Any], resolved: dict[
                 rows.append({"category": _label(r["category"], labels), "n": fmt_int(r["n"]),
                              "positive": fmt_num(r["n_positive"]), "rate": fmt_sig(r["rate"]),
                              "ratio": fmt_sig(r["impact_ratio"]), "excluded": bool(r["excluded"]),
-                             "reason": r["reason"] if isinstance(r["reason"], str) else "",
+                             "reason": (r["reason"] if isinstance(r["reason"], str) else "")
+                             or ("highest rate: the reference of the ratios" if r["impact_ratio"] == 1.0 else ""),
                              "at_median": fmt_int(r["n_at_median"]) if basis == "scoring" else "",
                              "status": r["status"] if isinstance(r["status"], str) else "",
                              "ci": fmt_ci(r["extra_ci_low"], r["extra_ci_high"]),
