@@ -565,3 +565,18 @@ def test_resolution_is_explicit_and_one_axis_may_serve_both_keys(write_spec):
     c = compile_spec(write_spec(threshold + "  ll144:\n" + WHY + SEX, **{"scores.csv": SCORES}))
     assert c.resolved["analysis"]["ll144"]["rate"] == "selection"
     assert "ll144" not in compile_spec(write_spec(SPEC, **{"scores.csv": SCORES})).resolved["analysis"]
+
+
+def test_scoring_compares_on_the_score_grid():
+    """0.1 + 0.2 and 0.3 are one score on a 0.1 grid: both sit at the median, neither above it (raw floats
+    would put 0.30000000000000004 above 0.3)."""
+    from runtime.analysis.ll144 import ll144_rows
+
+    frame = pd.DataFrame({"system": "s", "condition": "default", "group": "j", "unit": ["a", "b", "c", "d", "e"],
+                          "sex": ["male", "male", "female", "female", "female"], "race_ethnicity": "unknown",
+                          "score": [0.1 + 0.2, 0.5, 0.3, 0.1, 0.3], "selected": np.nan})
+    got = ll144_rows(frame, basis="scoring", sex=SEX_IDS, race=None, n_bootstrap=0).set_index("category")
+    assert got.loc["male", "n_at_median"] == 1 and got.loc["female", "n_at_median"] == 2
+    assert got.loc["male", "n_positive"] == 1 and got.loc["female", "n_positive"] == 0
+    declared = ll144_rows(frame, basis="scoring", sex=SEX_IDS, race=None, n_bootstrap=0, resolution={"s": 0.1})
+    pd.testing.assert_frame_equal(got.reset_index()[declared.columns], declared)

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from runtime.analysis.classify import round_significant
+from runtime.analysis.stats import on_grid, score_grid
 from runtime.seeding import rng
 
 #: Columns of ``ll144.csv``, in order (issue 33 §4).
@@ -106,7 +107,8 @@ def _canonical(g: pd.DataFrame) -> pd.DataFrame:
 
 def ll144_rows(individuals: pd.DataFrame, *, basis: str, sex: Sequence[str] | None, race: Sequence[str] | None,
                small_rule: str | None = None, thresholds: Mapping[str, Mapping[str, float]] | None = None,
-               n_bootstrap: int = 1000, seed: int = 0, independent: bool = False) -> pd.DataFrame:
+               n_bootstrap: int = 1000, seed: int = 0, independent: bool = False,
+               resolution: Mapping[str, float | None] | None = None) -> pd.DataFrame:
     """The LL144 tables of every group (system x condition x job) of ``individuals``.
 
     Parameters
@@ -136,6 +138,11 @@ def ll144_rows(individuals: pd.DataFrame, *, basis: str, sex: Sequence[str] | No
         Individuals are independent (profiles): Fisher's exact test (selection) or Mood's median test
         (scoring) against the reference in ``extra_p_value``. A counterfactual pool holds each base
         résumé once per variant, so its rows are not independent and get no test.
+    resolution : mapping of str to float or None, optional
+        System id -> its declared score grid (``score_resolution`` over the replicates averaged); a system
+        without one has its grid inferred from the group's scores
+        (:func:`runtime.analysis.stats.score_grid`). Scoring rates compare scores with the median as
+        multiples of the grid, so floating-point noise cannot split a tie at the median.
 
     Returns
     -------
@@ -170,17 +177,21 @@ def ll144_rows(individuals: pd.DataFrame, *, basis: str, sex: Sequence[str] | No
         g = _canonical(g)
         rows += _group_rows(g, system=system, condition=condition, group=group, basis=basis, tables=tables,
                             sex=list(sex or []), race=list(race or []), small_rule=small_rule,
-                            thresholds=thresholds, n_bootstrap=n_bootstrap, seed=seed, independent=independent)
+                            thresholds=thresholds, n_bootstrap=n_bootstrap, seed=seed, independent=independent,
+                            declared=(resolution or {}).get(system))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
 def _group_rows(g: pd.DataFrame, *, system, condition, group, basis, tables, sex, race, small_rule, thresholds,
-                n_bootstrap, seed, independent) -> list[dict]:
-    score = g["score"].to_numpy(float)
+                n_bootstrap, seed, independent, declared=None) -> list[dict]:
+    raw = g["score"].to_numpy(float)
     big_n = len(g)
-    median = float(np.median(score)) if basis == "scoring" else math.nan
-    positive = (score > median).astype(float) if basis == "scoring" else g["selected"].to_numpy(float)
-    at_median = score == median if basis == "scoring" else np.zeros(big_n, bool)
+    step = score_grid(declared, raw) if basis == "scoring" else 0.0
+    score = on_grid(raw, step)  # multiples of the grid (the raw scores when continuous)
+    on = float(np.median(score)) if basis == "scoring" else math.nan
+    median = float(np.median(raw)) if basis == "scoring" else math.nan  # reported on the system's own scale
+    positive = (score > on).astype(float) if basis == "scoring" else g["selected"].to_numpy(float)
+    at_median = score == on if basis == "scoring" else np.zeros(big_n, bool)
     units = g["_u"].to_numpy()
     boot = _Boot(score, positive, units, basis, n_bootstrap, rng(seed, "ll144", system, condition, group)) \
         if n_bootstrap else None

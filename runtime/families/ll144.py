@@ -100,7 +100,7 @@ class Ll144(AuditFamily):
         rule = (block.get("small_category_rule") or {}).get("justification")
         table = ll144_rows(individuals, basis=block["rate"], sex=sex, race=race, small_rule=rule,
                            thresholds=block.get("thresholds"), n_bootstrap=int(block["bootstrap"]), seed=ctx.seed,
-                           independent=not paired)
+                           independent=not paired, resolution=ctx.score_resolution())
         table = in_spec_order(table, systems=[s["id"] for s in r["systems"]], jobs=[j["id"] for j in r["jobs"]])
         status = status_frame([{"family": "ll144", "system": t.system, "condition": t.condition,
                                 "item": f"{t.group} {t.table} {t.category} impact ratio", "status": t.status,
