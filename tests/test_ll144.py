@@ -580,3 +580,28 @@ def test_scoring_compares_on_the_score_grid():
     assert got.loc["male", "n_positive"] == 1 and got.loc["female", "n_positive"] == 0
     declared = ll144_rows(frame, basis="scoring", sex=SEX_IDS, race=None, n_bootstrap=0, resolution={"s": 0.1})
     pd.testing.assert_frame_equal(got.reset_index()[declared.columns], declared)
+
+
+def test_section_marks_small_intersectional_cells_and_the_reference():
+    """Intersectional cells with n <= 2 are marked as identifying if posted; the reference row is named; the
+    EEO-1 labels are printed; without a race mapping the section says why there is no race table."""
+    from compiler.blocks.ll144 import LABELS
+    from runtime.analysis.ll144 import ll144_rows
+    from runtime.report.sections import ORDER
+    from runtime.report.sections.ll144 import ll144_section
+
+    table = ll144_rows(_small_frame(), basis="selection", sex=SEX_IDS, race=RACE_IDS, n_bootstrap=0)
+    block = {"rate": "selection", "why_test_data": "w", "bootstrap": 0,
+             "sex": {"axis": "a", "levels": {"M": "male", "F": "female"}},
+             "race_ethnicity": {"axis": "b", "levels": {"x": "asian"}}}
+    sec = ll144_section(table, block=block, resolved={"analysis": {"decision": {"threshold": 1}}}, paired=True,
+                        labels=LABELS)
+    assert sec.id == "ll144" and sec.order == ORDER["ll144"] == 550
+    rows = {r["category"]: r for t in sec.context["groups"][0]["tables"] for r in t["rows"]}
+    assert rows["Male Asian"]["identifying"] and not rows["Female White"]["identifying"]  # n = 1 and n = 30
+    assert rows["Male Asian"]["reason"] == "highest rate: the reference of the ratios"
+    assert rows["Black or African American"]["ratio"] == "0.2703"
+    no_race = ll144_section(ll144_rows(_small_frame(), basis="selection", sex=SEX_IDS, race=None, n_bootstrap=0),
+                            block={**block, "race_ethnicity": None}, resolved={"analysis": {}}, paired=True,
+                            labels=LABELS)
+    assert no_race.context["no_race"] and [t["title"] for t in no_race.context["groups"][0]["tables"]] == ["Sex"]
