@@ -1,5 +1,5 @@
 """Family ``ll144``: NYC Local Law 144 selection or scoring rates and impact ratios, computed on the
-audit's own test data (6 RCNY §5-300, §5-301, §5-303).
+audit's own test data (6 RCNY §5-300, §5-301, §5-302).
 
 Spec block: ``analysis.ll144`` (:mod:`compiler.blocks.ll144`; enabled when written). Needs paired
 candidates (résumé x variant rows, each variant's levels mapped to categories) **or** unpaired
@@ -34,7 +34,7 @@ MSG_NO_KEY = ("analysis.ll144 needs sex or race_ethnicity (or both): the axis wh
 MSG_AXIS = "unknown axis {axis!r}; axes: {axes}"
 MSG_LEVEL = "{level!r} is not a level of axis {axis!r}; levels: {levels}"
 MSG_UNMAPPED = "level(s) {missing} of axis {axis!r} are not mapped; map every level (to unknown if it has no {what})"
-MSG_BLANK = "why_test_data is blank; say why historical data was not used (6 RCNY §5-303)"
+MSG_BLANK = "why_test_data is blank; say why historical data was not used (6 RCNY §5-302)"
 MSG_POP_KEY = ("a population design maps its profiles' gender and race to LL144 categories itself (fixed: gender "
                "{sex}; race {race}); remove {key}")
 MSG_NO_SELECTION = ("rate: selection needs a rule that selects: analysis.decision {{threshold: t}}, or {{top_k: K}} "
