@@ -19,7 +19,9 @@ REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 b
 SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH"
 #: Under swap-in ranking at another cutoff than the flip rate's, the impact ratio's test is the selection ratio's.
 SHARED_WITH_SELECTION = "the same McNemar table as selection_ratio, which carries it in BH"
-#: Under a threshold rule the impact ratio's notes give LL144's ratio of selection rates too (issue 15).
+#: Under a threshold rule the impact ratio's notes give the ratio of selection rates, variant over reference, too
+#: (issue 15). Its words still call it LL144's impact ratio, which it is not (LL144 compares each category with
+#: the most selected one: the ``ll144`` family); they stay until a change of metrics.csv's bytes is decided.
 NOTE_SELECTION_RATES = ("selection rates at the threshold: reference {r:g}/{n}, variant {v:g}/{n}; their ratio "
                         "{ratio:.4g} is LL144's impact ratio, not the value above (seed 000 Eq. 3, retention)")
 #: A threshold no reference resume reaches leaves retention undefined (issue 15).
