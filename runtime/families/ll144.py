@@ -29,10 +29,33 @@ def _system_threshold(threshold: Any, system: str) -> float:
 
 def paired_individuals(paired: pd.DataFrame, *, block: dict[str, Any], variants: dict[str, dict[str, str]],
                        reference: str, decision: dict[str, Any] | None) -> pd.DataFrame:
-    """The individuals of a paired design: one row per system x condition x job x base candidate x variant
-    (replicates averaged), with its categories and, under ``block["rate"] == "selection"``, its selection:
-    ``score >= t`` under a threshold, or its swap-in top-K membership (each variant résumé against the
-    reference résumés of the other candidates of its job; fractional at a tie across the cutoff)."""
+    """The individuals of a paired design, with their categories and selections.
+
+    Parameters
+    ----------
+    paired : pandas.DataFrame
+        The ranked paired frame (``system, condition, replicate, job_id, cv_id, variant, score``...).
+    block : dict
+        The resolved ``analysis.ll144`` block (``rate`` is ``selection`` or ``scoring``).
+    variants : dict
+        Variant id -> ``{axis: level}`` (the resolved variant table).
+    reference : str
+        The reference variant (the résumés a swap-in top-K ranks against).
+    decision : dict or None
+        The resolved ``analysis.decision``: ``{"threshold": t}`` (a number or system id -> number, on the
+        system's own scale) or ``{"top_k": K}``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per system x condition x job x base candidate x variant (replicates averaged):
+        ``system, condition, group`` (the job), ``unit`` (the base candidate: the independent unit),
+        ``sex, race_ethnicity`` (category ids, ``unknown`` when the key is not mapped), ``score`` (the
+        system's own scale) and ``selected`` in [0, 1] under the selection basis: 1 when ``score >= t``, or
+        the swap-in top-K membership (each variant résumé against the reference résumés of the other
+        candidates of its job; the share of its tie group's places inside the top K at a tie across the
+        cutoff); NaN under the scoring basis.
+    """
     keys = ["system", "condition", "job_id", "cv_id", "variant"]
     frame = paired.groupby(keys, sort=False)["score"].mean().reset_index()
     for key in ("sex", "race_ethnicity"):
@@ -61,8 +84,25 @@ def paired_individuals(paired: pd.DataFrame, *, block: dict[str, Any], variants:
 
 
 def profile_individuals(profiles: pd.DataFrame, scores: pd.DataFrame, *, block: dict[str, Any]) -> pd.DataFrame:
-    """The individuals of a population design: one row per system x condition x profile, its gender and race
-    mapped by the block's fixed mapping (anything else: unknown)."""
+    """The individuals of a population design.
+
+    Parameters
+    ----------
+    profiles : pandas.DataFrame
+        The run's profiles (``job_id, cv_id`` and the attributes, ``gender`` and ``race`` among them).
+    scores : pandas.DataFrame
+        ``system, [condition,] [replicate,] job_id, cv_id, score``.
+    block : dict
+        The resolved ``analysis.ll144`` block, whose ``sex`` and ``race_ethnicity`` hold the fixed mapping
+        (``attribute``, ``levels``: attribute value -> category id).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per system x condition x scored profile (replicates averaged), as
+        :func:`paired_individuals` gives them; ``unit`` is the profile; a value outside the mapping is
+        ``unknown``; ``selected`` is NaN (a population design states no decision rule: scoring rates).
+    """
     sc = scores.copy()
     if "condition" not in sc.columns:
         sc["condition"] = "default"

@@ -30,7 +30,27 @@ def _label(category: str, labels: dict[str, str]) -> str:
 
 def ll144_section(table: pd.DataFrame, *, block: dict[str, Any], resolved: dict[str, Any], paired: bool,
                   labels: dict[str, str]) -> Section:
-    """The ``#ll144`` section (``ORDER["ll144"]``) of one run's ``ll144.csv``."""
+    """The ``#ll144`` section (``ORDER["ll144"]``) of one run's ``ll144.csv``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        ``ll144.csv`` (:data:`runtime.analysis.ll144.COLUMNS`), groups in the order they are shown.
+    block : dict
+        The resolved ``analysis.ll144`` block (basis, mapping, ``why_test_data``, rule, thresholds).
+    resolved : dict
+        The resolved spec (its ``analysis.decision`` says how the system selects).
+    paired : bool
+        The individuals are résumé x variant rows (else profiles of a population design).
+    labels : dict
+        Category id -> the EEO-1 label printed.
+
+    Returns
+    -------
+    Section
+        Formatted strings only: rates and ratios to 4 significant digits, "—" for undefined; the
+        reference row and intersectional cells with n <= :data:`IDENTIFYING_N` are marked.
+    """
     basis = block["rate"]
     groups = []
     for (system, condition, group), g in table.groupby(["system", "condition", "group"], sort=False):
