@@ -496,7 +496,8 @@ def test_invariants(frame, basis, c, perm, rule):
 POP_RUN_SPEC = POP_SPEC.replace("  profiles_per_job: 120\n", "  profiles_per_job: 200\n").replace(
     "    r: [first_name, surname, region]\n", "    r: [first_name, surname, region]\n  estimation: {folds: 2, bootstrap: 100}\n"
 ).replace("  - {id: minilm, kind: embedding}\n", "  - {id: vendor, kind: precomputed, path: scores.csv, score_range: [0, 100]}\n"
-          ).replace("    why_test_data: Not yet deployed.\n", "    why_test_data: Not yet deployed.\n    bootstrap: 200\n")
+          ).replace("    why_test_data: Not yet deployed.\n", "    why_test_data: Not yet deployed.\n    bootstrap: 200\n"
+                    "    small_category_rule: {justification: Categories under 2% are too small to rate.}\n")
 
 
 def test_population_profiles_match_pandas(tmp_path):
@@ -535,7 +536,14 @@ def test_population_profiles_match_pandas(tmp_path):
     assert len(ind) == 200
     got = _read(run)
     assert set(got["basis"]) == {"scoring"}
-    assert_tables_equal(got, expected(ind, basis="scoring", rule=False), scoring=True)
+    assert_tables_equal(got, expected(ind, basis="scoring", rule=True), scoring=True)
+    inter = got[got["table"] == "intersectional"].set_index("category")
+    # 3 Asian men of 200 (1.5%): the highest rate (3 of 3 above the median), excluded by the rule, so the
+    # reference moves to the highest eligible rate; its n and rate stay, with the justification
+    assert inter.loc["male/asian", ["n", "rate"]].tolist() == [3, 1.0] and inter.loc["male/asian", "excluded"]
+    assert math.isnan(inter.loc["male/asian", "impact_ratio"]) and "too small to rate" in inter.loc["male/asian", "reason"]
+    eligible = inter[~inter["excluded"].astype(bool)]
+    assert eligible["impact_ratio"].max() == 1.0 and eligible["rate"].max() < 1.0
     sex = got[got["table"] == "sex"].set_index("category")
     ref = "male" if sex.loc["male", "impact_ratio"] == 1.0 else "female"
     other = "female" if ref == "male" else "male"
