@@ -604,7 +604,7 @@ def test_section_marks_small_intersectional_cells_and_the_reference():
              "race_ethnicity": {"axis": "b", "levels": {"x": "asian"}}}
     sec = ll144_section(table, block=block, resolved={"analysis": {"decision": {"threshold": 1}}}, paired=True,
                         labels=LABELS)
-    assert sec.id == "ll144" and sec.order == ORDER["ll144"] == 550
+    assert sec.id == "ll144" and sec.order == ORDER["ll144"] == 550 and sec.context["threshold"] == "1"
     rows = {r["category"]: r for t in sec.context["groups"][0]["tables"] for r in t["rows"]}
     assert rows["Male Asian"]["identifying"] and not rows["Female White"]["identifying"]  # n = 1 and n = 30
     assert rows["Male Asian"]["reason"] == "highest rate: the reference of the ratios"

@@ -83,12 +83,15 @@ def ll144_section(table: pd.DataFrame, *, block: dict[str, Any], resolved: dict[
             mapping.append({"what": what, "source": source,
                             "levels": [(lv, _label(cat, labels)) for lv, cat in m["levels"].items()]})
     decision = resolved["analysis"].get("decision") or {}
+    t = decision.get("threshold")
+    threshold_text = None if t is None else ("; ".join(f"{k}: {fmt_num(v)}" for k, v in t.items())
+                                             if hasattr(t, "items") else fmt_num(t))
     thresholds = block.get("thresholds")
     context = {
         "groups": groups, "basis": basis, "mapping": mapping, "paired": paired,
         "why_test_data": block["why_test_data"], "rule": (block.get("small_category_rule") or {}).get("justification"),
         "no_race": not block.get("race_ethnicity"), "no_sex": not block.get("sex"),
-        "threshold": decision.get("threshold"), "top_k": decision.get("top_k"), "bootstrap": block["bootstrap"],
+        "threshold": threshold_text, "top_k": decision.get("top_k"), "bootstrap": block["bootstrap"],
         "thresholds": thresholds, "identifying_n": IDENTIFYING_N,
         "population": not paired,
     }
