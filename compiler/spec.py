@@ -225,7 +225,7 @@ class SesoiRatio(Strict):
     """The SESOI as a selection ratio at the decision rule (issue 30 §1): the implied score shift δ*
     brings the reference's selection ratio down to m."""
 
-    selection_ratio: float = Field(gt=0, lt=1, description="m, 0 < m < 1 (e.g. 0.8, the four-fifths rule).")
+    selection_ratio: float = Field(gt=0, lt=1, description="m, 0 < m < 1 (e.g. 0.8).")
 
 
 class SesoiScore(Strict):

@@ -19,7 +19,9 @@ REFERENCE_RETENTION_ONE = "per-variant ranking: the reference's retention is 1 b
 SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH"
 #: Under swap-in ranking at another cutoff than the flip rate's, the impact ratio's test is the selection ratio's.
 SHARED_WITH_SELECTION = "the same McNemar table as selection_ratio, which carries it in BH"
-#: Under a threshold rule the impact ratio's notes give LL144's ratio of selection rates too (issue 15).
+#: Under a threshold rule the impact ratio's notes give the ratio of selection rates, variant over reference, too
+#: (issue 15). Its words still call it LL144's impact ratio, which it is not (LL144 compares each category with
+#: the most selected one: the ``ll144`` family); they stay until a change of metrics.csv's bytes is decided.
 NOTE_SELECTION_RATES = ("selection rates at the threshold: reference {r:g}/{n}, variant {v:g}/{n}; their ratio "
                         "{ratio:.4g} is LL144's impact ratio, not the value above (seed 000 Eq. 3, retention)")
 #: A threshold no reference resume reaches leaves retention undefined (issue 15).
@@ -115,7 +117,8 @@ def decided_on_selection(p: Pairing, k: int) -> dict[str, object]:
 
 @metric("impact_ratio")
 def impact_ratio(p: Pairing) -> CellResult:
-    """Four-fifths impact ratio of macro retention (seed 000 §3.4.2, Eq. 3).
+    """Seed 000's "impact ratio": a shortlist retention ratio of macro retentions (seed 000 §3.4.2, Eq. 3); not
+    the impact ratio of NYC Local Law 144 (the ``ll144`` family).
 
     ``IR_v = R̄_v / R̄_ref``, where ``R̄_ref`` is the reference's retention against itself (1 by
     construction); range [0, 1], higher is better.
@@ -172,7 +175,7 @@ def impact_ratio(p: Pairing) -> CellResult:
         (in_ref, both), lambda i, b: _macro_b(b, i, onehot) / _macro_b(i, i, onehot), strata=p.job,
         value=value, n_resamples=p.n_bootstrap, rng=p.rng("impact_ratio"))
     low, high, notes = float(ci.low), float(ci.high), list(ci.notes)
-    if p.thresholded and not p.is_reference:  # the ratio LL144 and the four-fifths rule read at a cut-off
+    if p.thresholded and not p.is_reference:  # the ratio of selection rates at a cut-off (variant over reference)
         s_ref, s_var = exact_sum(p.sel_ref), exact_sum(p.sel_var)
         rate = (s_var / s_ref) if s_ref > 0 else math.nan
         notes.append(NOTE_SELECTION_RATES.format(r=s_ref, v=s_var, n=p.n, ratio=rate))

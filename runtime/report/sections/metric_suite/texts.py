@@ -30,7 +30,8 @@ THRESHOLD_BASIS: dict[str, str] = {
     "retention_rate": "Seed 000 Table 3's 0.8 bound on shortlist retention (policy choice)",
     "impact_ratio": ("Seed 000 Table 3's 0.8 bound on the ratio of macro retentions (policy choice; a ratio of "
                      "retentions, not of selection rates)"),
-    "selection_ratio": ("Four-fifths rule on the ratio of selection rates, two-sided around the null expectation 1: "
+    "selection_ratio": ("Pre-registered bound on the ratio of selection rates, variant over reference (policy choice), "
+                        "two-sided around the null expectation 1: "
                         "[pass, 1/pass] (issue 29 §2); the flip rate, retention and impact ratio decide on it"),
     "recall_at_k": "Seed 000 Table 3's 0.8 bound on ranking quality (policy choice)",
     "ndcg_at_k": "Seed 000 Table 3's 0.8 bound on ranking quality (policy choice)",
