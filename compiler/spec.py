@@ -12,6 +12,7 @@ Sources: seed 000 §3.1.2 (two-phase K x (1+N) design), §3.2 Tables 1-2 (axes, 
 from __future__ import annotations
 
 import datetime
+import re
 
 from typing import Annotated, Literal, Union
 
@@ -122,10 +123,21 @@ class Job(Strict):
     family: TemplateFamily | None = Field(
         default=None, description="Template-generator content family; default: the job id."
     )
+    onet: str | None = Field(
+        default=None, description="O*NET-SOC code of the occupation (e.g. 53-7062.00): the template generator "
+        "writes the posting and the résumés from the bundled O*NET 29.3 tables (issue 32); instead of family.")
     description: str | None = Field(default=None, description="The job's text (not empty).")
     description_file: str | None = Field(
         default=None, description="Markdown/text file, relative to the spec's folder."
     )
+
+    @field_validator("onet")
+    @classmethod
+    def _onet_code(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"\d{2}-\d{4}\.\d{2}", v):
+            raise ValueError("not an O*NET-SOC code; allowed: NN-NNNN.NN, e.g. 53-7062.00 (Laborers and Freight, "
+                             "Stock, and Material Movers, Hand)")
+        return v
 
     @field_validator("description")
     @classmethod

@@ -86,6 +86,16 @@ CASES = {
                                       "    cues: {M: [John Smith], F: [Jane Smith]}\n    labels: {M: man, F: ''}"), {}),
     "label_too_long": (TINY_SPEC.replace("    cues: {M: [John Smith], F: [Jane Smith]}",
                                          "    cues: {M: [John Smith], F: [Jane Smith]}\n    labels: {M: " + "m" * 121 + "}"), {}),
+    # issue 32: O*NET occupations and labour markets
+    "onet_unknown_code": (TINY_SPEC.replace("- {id: j1}", "- {id: j1, onet: 53-7099.00, title: Warehouse associate}"), {}),
+    "onet_all_other_code": (TINY_SPEC.replace("- {id: j1}", "- {id: j1, onet: 13-2099.00}"), {}),
+    "onet_not_a_code": (TINY_SPEC.replace("- {id: j1}", "- {id: j1, onet: warehouse}"), {}),
+    "onet_and_family": (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2}\njobs:").replace(
+        "- {id: j1}", "- {id: j1, onet: 53-7062.00, family: accountant}"), {}),
+    "market_unknown": (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2, market: uk}\njobs:")
+                       .replace("- {id: j1}", "- {id: j1, onet: 53-7062.00}"), {}),
+    "market_us_family": (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2, market: us}\njobs:")
+                         .replace("- {id: j1}", "- {id: accountant, description: Keeps the books}"), {}),
     "multiplicity_unknown": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
                                                "  k: {counterfactual: 2, group: 2, merit: 2}\n  multiplicity: bonferroni"), {}),
 }

@@ -24,7 +24,9 @@ class TemplateDesign(Design):
             frames.append(generate_job_matrix(job_id=job["id"], family=job["family"],
                                               k=r["candidates"]["base_per_job"],
                                               m=r["candidates"]["matching_per_job"], seed=r["seed"],
-                                              axes=axes, variants=r["variants"]["table"]))
+                                              axes=axes, variants=r["variants"]["table"],
+                                              onet=(job.get("onet") or {}).get("code"),
+                                              market=r["candidates"].get("market", "fr")))
             advance(1)
         ctx.candidates = pd.concat(frames, ignore_index=True)
         self.restore(ctx)

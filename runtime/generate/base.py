@@ -23,63 +23,17 @@ import numpy as np
 
 from runtime.generate.content import load
 from runtime.generate.families import FAMILIES, JobFamily, job_family
+# moved to runtime.generate.resume (shared with runtime.generate.onet); imported here for earlier callers
+from runtime.generate.resume import (MIN_ROLE_MONTHS, MONTHS, MONTHS_PER_ROLE_CAP, ResumeSections, Role,  # noqa: F401
+                                     _month_label, _pick)
 from runtime.seeding import rng
 
 #: Error messages (asserted by tests).
 ERR_K = "k must be a positive integer, got {k!r}"
 ERR_M = "m must be an integer with 0 <= m <= k (k={k}), got {m!r}"
 ERR_JOB_ID = "job_id must be a non-empty string, got {job_id!r}"
-
-MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-#: Shortest role, in months.
-MIN_ROLE_MONTHS = 12
-#: At most one role per this many months of career (no one-year-per-job histories).
-MONTHS_PER_ROLE_CAP = 18
-
-
-@dataclass(frozen=True)
-class Role:
-    """One position of the experience section (most recent first in :class:`ResumeSections`)."""
-
-    title: str
-    employer: str
-    city: str
-    start: str
-    end: str
-    bullets: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ResumeSections:
-    """The identity-neutral content of a base resume.
-
-    Attributes
-    ----------
-    summary : str
-        Professional summary paragraph.
-    years_experience : int
-        Whole years from the first role's start to the reference date (``as_of``).
-    experience : tuple of Role
-        2-4 roles (at most one per 18 months of career), most recent first.
-    education : tuple of str
-        Degrees, highest first, each "degree — institution".
-    tools, competencies : tuple of str
-        The skills section (6-10 entries in total).
-    certifications : tuple of str
-        Possibly empty.
-    availability : str
-        First line of the ADDITIONAL INFORMATION section.
-    """
-
-    summary: str
-    years_experience: int
-    experience: tuple[Role, ...]
-    education: tuple[str, ...]
-    tools: tuple[str, ...]
-    competencies: tuple[str, ...]
-    certifications: tuple[str, ...]
-    availability: str
-
+ERR_FAMILY_MARKET = ("job family {family!r} is written for market fr only, got market {market!r}; give the job's "
+                     "O*NET-SOC code (onet) instead")
 
 @dataclass(frozen=True)
 class BaseCandidate:
@@ -92,13 +46,15 @@ class BaseCandidate:
     cv_id : str
         ``f"{job_id}-cv{idx:03d}"``, idx = 1..K.
     family : str
-        The job's family.
+        The job's family, or its O*NET-SOC code for an O*NET occupation (issue 32).
     is_true_match : int
         1 when the resume clearly matches the job, 0 when it clearly does not (ground truth).
     sections : ResumeSections
         The resume content.
     profile_family : str
-        The family the content was drawn from (``family`` when matching, a distant one otherwise).
+        The family the content was drawn from (``family`` when matching, a distant one otherwise); for an
+        O*NET occupation the O*NET-SOC code (the job's when matching, a donor's otherwise, see
+        :mod:`runtime.generate.onet`).
     """
 
     job_id: str
@@ -109,26 +65,12 @@ class BaseCandidate:
     profile_family: str
 
 
-def _pick(r: np.random.Generator, items, n: int | None = None):
-    """Draw one item (n=None) or n distinct items (in draw order) from a sequence."""
-    if n is None:
-        return items[int(r.integers(len(items)))]
-    if n > len(items):  # pragma: no cover - guards the package data
-        raise ValueError(f"cannot draw {n} distinct items from {len(items)}")
-    return [items[int(i)] for i in r.choice(len(items), size=n, replace=False)]
-
-
 def _lead(text: str) -> str:
     """Lower-case the first letter of a competency for use inside a sentence ("Wound care" ->
     "wound care"), leaving acronyms ("IV therapy", "KPI definition", "REST API design") alone."""
     if len(text) > 1 and text[0].isupper() and text[1].islower():
         return text[0].lower() + text[1:]
     return text
-
-
-def _month_label(index: int) -> str:
-    """Month index (year * 12 + month - 1) -> "Mar 2021"."""
-    return f"{MONTHS[index % 12]} {index // 12}"
 
 
 def _sections(r: np.random.Generator, fam: JobFamily) -> ResumeSections:
@@ -215,15 +157,23 @@ def _sections(r: np.random.Generator, fam: JobFamily) -> ResumeSections:
     )
 
 
-def generate_base_candidates(*, job_id: str, family: str, k: int, m: int, seed: int) -> list[BaseCandidate]:
+def generate_base_candidates(*, job_id: str, family: str | None, k: int, m: int, seed: int,
+                             onet: str | None = None, market: str = "fr") -> list[BaseCandidate]:
     """Write the K identity-neutral base candidates of one job (seed 000 §3.1.2, Phase A).
 
     Parameters
     ----------
     job_id : str
         The job's id; base candidates are ``f"{job_id}-cv{idx:03d}"``, idx = 1..k.
-    family : str
-        The job's family (one of :data:`runtime.generate.families.FAMILY_IDS`).
+    family : str or None
+        The job's family (one of :data:`runtime.generate.families.FAMILY_IDS`); None with ``onet``.
+    onet : str, optional
+        The job's O*NET-SOC code instead of a family (issue 32 §1): matching candidates are written from that
+        occupation, non-matching ones from an occupation of another major group and a different job zone
+        (:func:`runtime.generate.onet.donor_codes`), drawn per candidate.
+    market : str
+        Labour market of an O*NET occupation's résumés (``fr`` or ``us``, ``content/markets/``); the
+        hand-written families are written for ``fr`` only.
     k : int
         Number of base candidates (``candidates.base_per_job``), >= 1.
     m : int
@@ -242,15 +192,15 @@ def generate_base_candidates(*, job_id: str, family: str, k: int, m: int, seed: 
     KeyError
         Unknown family.
     ValueError
-        Invalid ``k``, ``m`` or ``job_id``.
+        Invalid ``k``, ``m`` or ``job_id``; an unusable O*NET code; an unknown market, or a family with a
+        market other than ``fr``.
     """
+    if onet is not None:
+        return _onet_candidates(job_id=job_id, code=onet, k=k, m=m, seed=seed, market=market)
+    if market != "fr":
+        raise ValueError(ERR_FAMILY_MARKET.format(family=family, market=market))
     fam = job_family(family)
-    if not isinstance(job_id, str) or not job_id:
-        raise ValueError(ERR_JOB_ID.format(job_id=job_id))
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(ERR_K.format(k=k))
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 0 <= m <= k:
-        raise ValueError(ERR_M.format(k=k, m=m))
+    _check(job_id, k, m)
     k, m = int(k), int(m)
     matching = set(int(i) for i in rng(seed, "generate", job_id, "matches").permutation(k)[:m])
     donors = load("common.yaml")["non_match_donors"][fam.id]
@@ -270,4 +220,34 @@ def generate_base_candidates(*, job_id: str, family: str, k: int, m: int, seed: 
                 profile_family=profile.id,
             )
         )
+    return out
+
+
+def _check(job_id, k, m) -> None:
+    if not isinstance(job_id, str) or not job_id:
+        raise ValueError(ERR_JOB_ID.format(job_id=job_id))
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(ERR_K.format(k=k))
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 0 <= m <= k:
+        raise ValueError(ERR_M.format(k=k, m=m))
+
+
+def _onet_candidates(*, job_id: str, code: str, k: int, m: int, seed: int, market: str) -> list[BaseCandidate]:
+    """:func:`generate_base_candidates` for an O*NET occupation (see :mod:`runtime.generate.onet`)."""
+    from runtime.generate import onet
+
+    _check(job_id, k, m)
+    onet.market(market)
+    job = onet.occupation(code)
+    donors = onet.donor_codes(code)
+    k, m = int(k), int(m)
+    matching = set(int(i) for i in rng(seed, "generate", job_id, "matches").permutation(k)[:m])
+    out = []
+    for idx in range(1, k + 1):
+        cv_id = f"{job_id}-cv{idx:03d}"
+        r = rng(seed, "generate", job_id, cv_id)
+        match = (idx - 1) in matching
+        profile = job if match else onet.occupation(_pick(r, donors))
+        out.append(BaseCandidate(job_id=job_id, cv_id=cv_id, family=code, is_true_match=int(match),
+                                 sections=onet.sections(r, profile, market), profile_family=profile.code))
     return out
