@@ -150,21 +150,33 @@ def _title_index() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(t for t, _ in rows), tuple(c for _, c in rows)
 
 
+@lru_cache(maxsize=None)
+def _word_index() -> dict[str, tuple[int, ...]]:
+    """Word (3+ letters) -> the positions in :func:`_title_index` of the titles holding it."""
+    out: dict[str, list[int]] = {}
+    for i, text in enumerate(_title_index()[0]):
+        for w in set(re.findall(r"[a-z]{3,}", text)):
+            out.setdefault(w, []).append(i)
+    return {w: tuple(v) for w, v in out.items()}
+
+
 def closest_titles(query: str, *, n: int = 3, within: str = "") -> list[str]:
     """The ``n`` usable occupations whose titles read closest to ``query`` (difflib's ratio over O*NET
     titles, reported and alternate titles), each as ``"Title (code)"``, closest first (ties: the code with more
     titles that read close, then by code);
     ``within``: only codes that start with it (e.g. ``"13-2"``, a minor group)."""
     titles, codes = _title_index()
-    if within:
-        kept = [(t, c) for t, c in zip(titles, codes) if c.startswith(within)]
-        titles, codes = tuple(t for t, _ in kept), tuple(c for _, c in kept)
     query = re.sub(r"\s+", " ", query.lower()).strip()
+    # only titles that share a word of 3+ letters with the query (all titles when none does)
+    index = _word_index()
+    rows = sorted({i for w in re.findall(r"[a-z]{3,}", query) for i in index.get(w, ())}) or range(len(titles))
+    rows = [i for i in rows if codes[i].startswith(within)] if within else list(rows)
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(query)
     best: dict[str, float] = {}
     near: dict[str, int] = {}  # titles of the code that read close (ratio >= 0.6): breaks ties of the best
-    for text, code in zip(titles, codes):
+    for i in rows:
+        text, code = titles[i], codes[i]
         matcher.set_seq1(text)
         if matcher.real_quick_ratio() < 0.6 and matcher.real_quick_ratio() <= best.get(code, 0.0):
             continue
@@ -205,7 +217,8 @@ def check_code(code: str, job_title: str | None = None) -> str | None:
         prefix = code[:6]
         near = [c for c in _occupations() if c.startswith(prefix) and usable(c)][:3]
         near = near or [c for c in _occupations() if c[:2] == code[:2] and usable(c)][:3]
-        closest = "; ".join(f"{title(c)} ({c})" for c in near) or "none in its major group"
+        closest = "; ".join(f"{title(c)} ({c})" for c in near) or (
+            f"none in major group {code[:2]} (give the job a title to see the titles closest to it)")
     if occ is None:
         return MSG_UNKNOWN.format(code=code, release=RELEASE, closest=closest)
     tasks, rated = _counts()[code]

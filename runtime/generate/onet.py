@@ -39,6 +39,8 @@ LEVELS: tuple[str, ...] = ("none", "high_school", "certificate", "associate", "b
 ERR_UNUSABLE = "O*NET-SOC code {code!r} cannot be written: {problem}"
 ERR_MARKET = "unknown market {market!r}; allowed: {allowed}"
 ERR_NO_DONOR = "no O*NET occupation outside major group {group} and job zone {zone} to draw non-matching résumés from"
+#: Words of O*NET names that keep their capital inside a sentence ("English Language" -> "English language").
+PROPER = frozenset({"English", "Spanish", "French", "Web", "Internet"})
 #: Markets with a content file (``content/markets/<market>.yaml``).
 MARKETS: tuple[str, ...] = ("fr", "us")
 
@@ -128,7 +130,7 @@ def occupation(code: str) -> Occupation:
         education = ((content["zone_levels"][zone], 100.0),)
     knowledge = _rows("knowledge", proxy).sort_values("importance", ascending=False, kind="stable")
     field = next((content["fields"][k] for k in knowledge["element"] if k in content["fields"]
-                  and k not in ("Customer and Personal Service", "English Language", "Mathematics")),
+                  and k not in ("Customer and Personal Service", "English Language")),
                  content["default_field"])
     return Occupation(code=code, title=tables.title(code), job_zone=zone, titles=role_titles,
                       tasks=tuple((int(r.task_id), str(r.task)) for r in tasks.itertuples(index=False)),
@@ -207,7 +209,8 @@ def past_tense(task: str) -> str:
 def _lead(text: str) -> str:
     """Lower-case the capitalised words of an O*NET name for use inside a sentence ("Active Listening" ->
     "active listening"), leaving acronyms and product names with inner capitals alone."""
-    return " ".join(w[0].lower() + w[1:] if len(w) > 1 and w[1:].islower() else w for w in text.split(" "))
+    return " ".join(w[0].lower() + w[1:] if len(w) > 1 and w[1:].islower() and w not in PROPER else w
+                    for w in text.split(" "))
 
 
 def sections(r: np.random.Generator, occ: Occupation, market_name: str) -> ResumeSections:
