@@ -44,7 +44,7 @@ Found = list[Finding | Issue]
 MSG_DUP_ID = "duplicate {what} id {id!r} (also at {first})"
 MSG_JOB_TEXT = "job {id!r} needs a description or description_file (a system scores its text)"
 MSG_JOB_BOTH = "give description or description_file, not both"
-MSG_ONET_DESIGN = ("onet: an O*NET occupation is written by the template generator only; set candidates.generator: "
+MSG_ONET_DESIGN = ("an O*NET occupation is written by the template generator only; set candidates.generator: "
                    "template, or give family and description instead (design {design!r})")
 MSG_NEEDS = "family {family!r} needs {needs}; design {design!r} provides {provides}"
 
