@@ -99,7 +99,8 @@ class Axis(Strict):
 
     ``cues`` maps each level to the text(s) that realise it in the ``slot`` of a resume. With a list,
     one option is picked per base candidate (deterministically from the seed); ``""`` writes nothing
-    (for example ``disability_signal: No``). Both are required when the tool writes the résumés; a
+    (for example ``disability_signal: No``); a name axis may instead draw its cues from the bundled name
+    tables (``names``, issue 32 §3). Both are required when the tool writes the résumés; a
     score-file audit (issue 15) needs neither, since the vendor wrote the résumés: it says how the
     levels were signalled in ``description`` and may give ``examples`` of the cues used.
     """

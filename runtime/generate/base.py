@@ -3,8 +3,10 @@
 For a job of family ``F``, :func:`generate_base_candidates` writes K resumes, exactly M of which
 clearly match (content drawn from ``F``: its titles, tools, bullets and degrees) and K - M of which
 clearly do not (content drawn from a distant family, e.g. a nurse applying to a software developer
-job; see ``non_match_donors`` in ``content/common.yaml``). Which indices match is a seeded
-permutation. Every draw for one base candidate comes from
+job; see ``non_match_donors`` in ``content/common.yaml``). For a job naming an O*NET occupation
+(``onet``, issue 32), a matching candidate is written from that occupation and a non-matching one from an
+occupation of another O*NET major group and a different job zone (:mod:`runtime.generate.onet`). Which
+indices match is a seeded permutation. Every draw for one base candidate comes from
 ``runtime.seeding.rng(seed, "generate", job_id, cv_id)``, so a candidate does not depend on K or on
 the other candidates.
 
