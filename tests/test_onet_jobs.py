@@ -114,11 +114,18 @@ def _fr_words() -> list[str]:
 
 @needs_onet
 def test_under_market_us_no_resume_holds_a_french_marker(generated):
-    from runtime.generate import base_text
+    from runtime.generate import FAMILY_IDS, base_text, generate_base_candidates
 
+    # the ten occupations and the five hand-written families, written for the US market
+    families = [b for fam in FAMILY_IDS for b in generate_base_candidates(job_id=fam, family=fam, k=20, m=10,
+                                                                          seed=32, market="us")]
+    assert {b.profile_family for b in families} == set(FAMILY_IDS)
     pattern = re.compile("|".join(rf"(?<!\w){re.escape(w)}(?!\w)" for w in _fr_words()))
-    us = "\n".join(base_text(b) for (code, market), bases in generated.items() if market == "us" for b in bases)
+    us = "\n".join([base_text(b) for (code, market), bases in generated.items() if market == "us" for b in bases]
+                   + [base_text(b) for b in families])
     assert pattern.findall(us) == []
+    assert re.findall(r"[À-ÿ]", us) == []  # not one accented letter
+    assert "two weeks' notice" in us and "New York, NY" in us
     fr = "\n".join(base_text(b) for (code, market), bases in generated.items() if market == "fr" for b in bases)
     assert len(set(pattern.findall(fr))) > 10  # the word lists do catch a French résumé
 

@@ -94,8 +94,6 @@ CASES = {
         "- {id: j1}", "- {id: j1, onet: 53-7062.00, family: accountant}"), {}),
     "market_unknown": (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2, market: uk}\njobs:")
                        .replace("- {id: j1}", "- {id: j1, onet: 53-7062.00}"), {}),
-    "market_us_family": (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2, market: us}\njobs:")
-                         .replace("- {id: j1}", "- {id: accountant, description: Keeps the books}"), {}),
     # issue 32 §3: names drawn from the name tables
     "names_with_cues_and_unknown_level": (TINY_SPEC.replace(
         "    cues: {M: [John Smith], F: [Jane Smith]}",

@@ -17,11 +17,6 @@ MSG_M_GT_K = "matching_per_job (M={m}) must be <= base_per_job (K={k})"
 MSG_K_LT_k = "base_per_job (K={k}) must be >= the largest analysis.k ({family}: {kk})"
 MSG_FAMILY = ("job {id!r} has no template family; set family to one of: {families}, or onet to an O*NET-SOC "
               "code (e.g. onet: 53-7062.00)")
-MSG_FAMILY_MARKET = ("job {id!r}: the hand-written family {family!r} is written for market fr only (candidates.market "
-                     "is {market!r}); give the job's O*NET-SOC code instead (onet: {code}), or market: fr")
-#: The O*NET-SOC code of each hand-written family (its content's occupation), for MSG_FAMILY_MARKET.
-FAMILY_ONET = {"data-analyst": "15-2051.00", "software-developer": "15-1252.00", "registered-nurse": "29-1141.00",
-               "accountant": "13-2011.00", "marketing-specialist": "13-1161.00"}
 MSG_FAMILY_AND_ONET = "give family or onet, not both (family {family!r}, onet {onet!r})"
 MSG_RECALL_CAP = (
     "k.merit ({k}) is below matching_per_job ({m}): Recall@K (seed 000 Eq. 4) can reach at most "
@@ -51,11 +46,6 @@ class Template(matrix.MatrixDesign):
                 if job.family is not None:
                     out.append(ls.issue(("jobs", i, "onet"), MSG_FAMILY_AND_ONET.format(family=job.family,
                                                                                         onet=job.onet)))
-            elif c.market != "fr" and (job.family or job.id) in TEMPLATE_FAMILIES:
-                fam = job.family or job.id
-                out.append(ls.issue(("jobs", i, "family") if job.family else ("jobs", i, "id"),
-                                    MSG_FAMILY_MARKET.format(id=job.id, family=fam, market=c.market,
-                                                             code=FAMILY_ONET[fam])))
             elif job.family is None and job.id not in TEMPLATE_FAMILIES:
                 out.append(ls.issue(("jobs", i), MSG_FAMILY.format(id=job.id, families=", ".join(TEMPLATE_FAMILIES))))
         return out

@@ -34,8 +34,8 @@ from runtime.seeding import rng
 ERR_K = "k must be a positive integer, got {k!r}"
 ERR_M = "m must be an integer with 0 <= m <= k (k={k}), got {m!r}"
 ERR_JOB_ID = "job_id must be a non-empty string, got {job_id!r}"
-ERR_FAMILY_MARKET = ("job family {family!r} is written for market fr only, got market {market!r}; give the job's "
-                     "O*NET-SOC code (onet) instead")
+ERR_FAMILY_MARKET = ("job family {family!r} has no words for market {market!r} (no families block in its "
+                     "markets file); give the job's O*NET-SOC code (onet) instead")
 
 @dataclass(frozen=True)
 class BaseCandidate:
@@ -75,8 +75,13 @@ def _lead(text: str) -> str:
     return text
 
 
-def _sections(r: np.random.Generator, fam: JobFamily) -> ResumeSections:
+def _sections(r: np.random.Generator, fam: JobFamily, market: dict | None = None) -> ResumeSections:
     common = load("common.yaml")
+    if market is not None:  # issue 32 §2: a family under another market (cities weighted, its availability)
+        names = [c["name"] for c in market["cities"]]
+        weights = np.array([float(c["weight"]) for c in market["cities"]])
+        common = {**common, "cities": _Weighted(names, weights / weights.sum()),
+                  "availability": market["availability"]}
     as_of = common["as_of"]["year"] * 12 + common["as_of"]["month"] - 1
 
     # Education (O*NET weights), the career start year depends on it.
@@ -100,7 +105,7 @@ def _sections(r: np.random.Generator, fam: JobFamily) -> ResumeSections:
     lengths = [MIN_ROLE_MONTHS + int(s) for s in np.floor(shares * extra)]
     lengths[-1] += total - sum(lengths)
     employers = _pick(r, fam.employers, n_roles)
-    home = _pick(r, common["cities"])
+    home = _city(r, common["cities"])
     n_bullets = [int(r.integers(3, 6)) for _ in range(n_roles)]
     bullets = _pick(r, fam.bullets, sum(n_bullets))
     senior_last = total >= 5 * 12 and bool(r.random() < 0.5)
@@ -113,7 +118,7 @@ def _sections(r: np.random.Generator, fam: JobFamily) -> ResumeSections:
             stage = "senior"
         else:
             stage = "mid"
-        city = home if r.random() < 0.8 else _pick(r, common["cities"])
+        city = home if r.random() < 0.8 else _city(r, common["cities"])
         end = begin + lengths[i]
         roles.append(
             Role(
@@ -159,6 +164,47 @@ def _sections(r: np.random.Generator, fam: JobFamily) -> ResumeSections:
     )
 
 
+class _Weighted(list):
+    """A market's cities with their sampling weights (``p``)."""
+
+    def __init__(self, items, p):
+        super().__init__(items)
+        self.p = p
+
+
+def _city(r: np.random.Generator, cities):
+    """One city: uniform over seed 000's list (``common.yaml``), by weight over a market's."""
+    if isinstance(cities, _Weighted):
+        return cities[int(r.choice(len(cities), p=cities.p))]
+    return _pick(r, cities)
+
+
+def in_market(fam: JobFamily, market: dict) -> JobFamily:
+    """A hand-written family with the words of another labour market (``families`` of
+    ``content/markets/<market>.yaml``): its institutions, employers and certifications replaced, each
+    substitution applied to its summaries, competencies, bullets, degrees and certifications (issue 32 §2)."""
+    import dataclasses
+
+    spec = market["families"]
+    subs = [tuple(pair) for pair in spec.get("substitutions", [])]
+
+    def sub(text: str) -> str:
+        for old, new in subs:
+            text = text.replace(old, new)
+        return text
+
+    institutions = spec["nurse_institutions"] if fam.id == "registered-nurse" else spec["institutions"]
+    return dataclasses.replace(
+        fam,
+        summaries=tuple(sub(x) for x in fam.summaries), competencies=tuple(sub(x) for x in fam.competencies),
+        bullets=tuple(sub(x) for x in fam.bullets),
+        degrees=tuple(dataclasses.replace(d, options=tuple(sub(o) for o in d.options)) for d in fam.degrees),
+        institutions=tuple(institutions), employers=tuple(spec["employers"].get(fam.id, fam.employers)),
+        certifications=tuple(sub(x) for x in spec.get("certifications", {}).get(fam.id, fam.certifications)),
+        always_certifications=tuple(sub(x) for x in spec.get("always_certifications", {}).get(
+            fam.id, fam.always_certifications)))
+
+
 def generate_base_candidates(*, job_id: str, family: str | None, k: int, m: int, seed: int,
                              onet: str | None = None, market: str = "fr") -> list[BaseCandidate]:
     """Write the K identity-neutral base candidates of one job (seed 000 §3.1.2, Phase A).
@@ -174,8 +220,10 @@ def generate_base_candidates(*, job_id: str, family: str | None, k: int, m: int,
         occupation, non-matching ones from an occupation of another major group and a different job zone
         (:func:`runtime.generate.onet.donor_codes`), drawn per candidate.
     market : str
-        Labour market of an O*NET occupation's résumés (``fr`` or ``us``, ``content/markets/``); the
-        hand-written families are written for ``fr`` only.
+        Labour market of the résumés (``fr`` or ``us``, ``content/markets/``). A hand-written family under
+        a market other than ``fr`` keeps its sampling design with that market's cities, availability lines,
+        institutions, employers, certifications and substitutions (:func:`in_market`); ``fr`` is seed 000's
+        setting, byte for byte.
     k : int
         Number of base candidates (``candidates.base_per_job``), >= 1.
     m : int
@@ -199,9 +247,14 @@ def generate_base_candidates(*, job_id: str, family: str | None, k: int, m: int,
     """
     if onet is not None:
         return _onet_candidates(job_id=job_id, code=onet, k=k, m=m, seed=seed, market=market)
-    if market != "fr":
-        raise ValueError(ERR_FAMILY_MARKET.format(family=family, market=market))
     fam = job_family(family)
+    content = None
+    if market != "fr":  # issue 32 §2: the family's pools in another market's words
+        from runtime.generate.onet import market as market_content
+
+        content = market_content(market)
+        if "families" not in content:
+            raise ValueError(ERR_FAMILY_MARKET.format(family=family, market=market))
     _check(job_id, k, m)
     k, m = int(k), int(m)
     matching = set(int(i) for i in rng(seed, "generate", job_id, "matches").permutation(k)[:m])
@@ -212,13 +265,15 @@ def generate_base_candidates(*, job_id: str, family: str | None, k: int, m: int,
         r = rng(seed, "generate", job_id, cv_id)
         match = (idx - 1) in matching
         profile = fam if match else FAMILIES[_pick(r, donors)]
+        if content is not None:
+            profile = in_market(profile, content)
         out.append(
             BaseCandidate(
                 job_id=job_id,
                 cv_id=cv_id,
                 family=fam.id,
                 is_true_match=int(match),
-                sections=_sections(r, profile),
+                sections=_sections(r, profile, content),
                 profile_family=profile.id,
             )
         )
