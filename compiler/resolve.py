@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler import onet
 from compiler.designs import design_of
 from compiler.families import families
 from compiler.families.effects import effect_contrasts
@@ -40,6 +41,10 @@ def _jobs(ls: LoadedSpec) -> list[dict[str, Any]]:
             text = {"source": "inline", "sha256": digest(job.description)["digest"]}
         else:
             text = None
+        if job.onet is not None:  # issue 32: the occupation and the O*NET tables it is written from
+            jobs.append({"id": job.id, "title": job.title or onet.title(job.onet), "family": None,
+                         "description": text, "onet": onet.provenance(job.onet)})
+            continue
         family = job.family or (job.id if job.id in TEMPLATE_FAMILIES else None)
         jobs.append({"id": job.id, "title": job.title or job.id, "family": family, "description": text})
     return jobs

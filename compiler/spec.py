@@ -12,6 +12,7 @@ Sources: seed 000 §3.1.2 (two-phase K x (1+N) design), §3.2 Tables 1-2 (axes, 
 from __future__ import annotations
 
 import datetime
+import re
 
 from typing import Annotated, Literal, Union
 
@@ -69,12 +70,37 @@ def _level_label(text: str) -> str:
     return text
 
 
+class NameLevel(Strict):
+    """What one level's names signal (issue 32 §3): a race (by the surname) and a sex (by the first name)."""
+
+    race: Literal["white", "black", "hispanic", "asian"] = Field(
+        description="Race/ethnicity signalled by the surname (Census 2010 shares: non-Hispanic White, Black, "
+        "Asian/NHPI; Hispanic).")
+    sex: Literal["female", "male"] = Field(description="Sex signalled by the first name (SSA births).")
+
+
+class NameCues(Strict):
+    """Draw a name axis's cues from the bundled SSA and Census tables, each name kept only when its measured
+    signals reach ``floor`` (issue 32 §3; :mod:`compiler.names`)."""
+
+    table: Literal["us"] = Field(description="The name tables: us (SSA first names, Census 2010 surnames).")
+    floor: float = Field(default=0.85, gt=0.5, le=1, description="Least signal of every name: share of the "
+                         "level's sex among births with the first name, share of its race among people with the "
+                         "surname.")
+    per_level: int = Field(default=12, ge=1, le=200, description="Names drawn per level.")
+    decade: Literal[1950, 1960, 1970, 1980, 1990, 2000] = Field(
+        default=1990, description="Birth decade of the first names: the base candidates' careers start in "
+        "2019-2021, so they were born in the 1990s.")
+    levels: dict[Name, NameLevel] = Field(min_length=1, description="Race and sex of each level's names.")
+
+
 class Axis(Strict):
     """One protected characteristic (seed 000 Table 1).
 
     ``cues`` maps each level to the text(s) that realise it in the ``slot`` of a resume. With a list,
     one option is picked per base candidate (deterministically from the seed); ``""`` writes nothing
-    (for example ``disability_signal: No``). Both are required when the tool writes the résumés; a
+    (for example ``disability_signal: No``); a name axis may instead draw its cues from the bundled name
+    tables (``names``, issue 32 §3). Both are required when the tool writes the résumés; a
     score-file audit (issue 15) needs neither, since the vendor wrote the résumés: it says how the
     levels were signalled in ``description`` and may give ``examples`` of the cues used.
     """
@@ -96,6 +122,9 @@ class Axis(Strict):
     examples: dict[Name, list[Annotated[str, Field(min_length=1, max_length=500)]]] | None = Field(
         default=None, description="Example cue texts per level, as the vendor used them (a score-file "
         "audit); shown in the report, never written into a résumé.")
+    names: NameCues | None = Field(
+        default=None, description="Draw the cues of a name axis from the bundled name tables instead of listing "
+        "them (issue 32 §3): {table: us, floor: 0.85, per_level: 12, levels: {level: {race, sex}}}.")
     labels: dict[Name, Annotated[str, AfterValidator(_level_label)]] | None = Field(
         default=None, description="A reader's name per level, printed beside the level id wherever the report "
         "shows the level (e.g. Female-NA: North African woman); 1 to 120 characters each (issue 31 §3).")
@@ -122,10 +151,21 @@ class Job(Strict):
     family: TemplateFamily | None = Field(
         default=None, description="Template-generator content family; default: the job id."
     )
+    onet: str | None = Field(
+        default=None, description="O*NET-SOC code of the occupation (e.g. 53-7062.00): the template generator "
+        "writes the posting and the résumés from the bundled O*NET 29.3 tables (issue 32); instead of family.")
     description: str | None = Field(default=None, description="The job's text (not empty).")
     description_file: str | None = Field(
         default=None, description="Markdown/text file, relative to the spec's folder."
     )
+
+    @field_validator("onet")
+    @classmethod
+    def _onet_code(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"\d{2}-\d{4}\.\d{2}", v):
+            raise ValueError("not an O*NET-SOC code; allowed: NN-NNNN.NN, e.g. 53-7062.00 (Laborers and Freight, "
+                             "Stock, and Material Movers, Hand)")
+        return v
 
     @field_validator("description")
     @classmethod

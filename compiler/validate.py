@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compiler import onet
 from compiler.designs import PROVIDES_WORDS, Parts, parts_of
 from compiler.errors import Finding, Issue, SpecError
 from compiler.extras import check_extras, extra_findings, extra_issues
@@ -43,6 +44,8 @@ Found = list[Finding | Issue]
 MSG_DUP_ID = "duplicate {what} id {id!r} (also at {first})"
 MSG_JOB_TEXT = "job {id!r} needs a description or description_file (a system scores its text)"
 MSG_JOB_BOTH = "give description or description_file, not both"
+MSG_ONET_DESIGN = ("an O*NET occupation is written by the template generator only; set candidates.generator: "
+                   "template, or give family and description instead (design {design!r})")
 MSG_NEEDS = "family {family!r} needs {needs}; design {design!r} provides {provides}"
 
 
@@ -52,7 +55,12 @@ def _job_issues(ls: LoadedSpec, parts: Parts) -> Found:
     for i, job in enumerate(ls.spec.jobs):
         if job.description is not None and job.description_file is not None:
             out.append(Finding(("jobs", i, "description_file"), MSG_JOB_BOTH))
-        if needs_text and job.description is None and job.description_file is None:
+        if job.onet is not None:  # issue 32: the generator writes an O*NET occupation's posting and résumés
+            if parts.design.id not in ("template", "score_file"):
+                out.append(Finding(("jobs", i, "onet"), MSG_ONET_DESIGN.format(design=parts.design.id)))
+            elif (problem := onet.check_code(job.onet, job.title)) is not None:
+                out.append(Finding(("jobs", i, "onet"), problem))
+        elif needs_text and job.description is None and job.description_file is None:
             out.append(Finding(("jobs", i), MSG_JOB_TEXT.format(id=job.id)))
     return out
 

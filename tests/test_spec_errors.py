@@ -86,6 +86,26 @@ CASES = {
                                       "    cues: {M: [John Smith], F: [Jane Smith]}\n    labels: {M: man, F: ''}"), {}),
     "label_too_long": (TINY_SPEC.replace("    cues: {M: [John Smith], F: [Jane Smith]}",
                                          "    cues: {M: [John Smith], F: [Jane Smith]}\n    labels: {M: " + "m" * 121 + "}"), {}),
+    # issue 32: O*NET occupations and labour markets
+    "onet_unknown_code": (TINY_SPEC.replace("- {id: j1}", "- {id: j1, onet: 53-7099.00, title: Warehouse associate}"), {}),
+    "onet_all_other_code": (TINY_SPEC.replace("- {id: j1}", "- {id: j1, onet: 13-2099.00}"), {}),
+    "onet_not_a_code": (TINY_SPEC.replace("- {id: j1}", "- {id: j1, onet: warehouse}"), {}),
+    "onet_and_family": (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2}\njobs:").replace(
+        "- {id: j1}", "- {id: j1, onet: 53-7062.00, family: accountant}"), {}),
+    "market_unknown": (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2, market: uk}\njobs:")
+                       .replace("- {id: j1}", "- {id: j1, onet: 53-7062.00}"), {}),
+    # issue 32 §3: names drawn from the name tables
+    "names_with_cues_and_unknown_level": (TINY_SPEC.replace(
+        "    cues: {M: [John Smith], F: [Jane Smith]}",
+        "    cues: {M: [John Smith], F: [Jane Smith]}\n    names: {table: us, levels: {M: {race: white, sex: male}, "
+        "Fem: {race: white, sex: female}}}"), {}),
+    "names_on_the_age_slot": (TINY_SPEC.replace(
+        "    slot: name\n    levels: [M, F]\n    cues: {M: [John Smith], F: [Jane Smith]}",
+        "    slot: age\n    levels: [M, F]\n    names: {table: us, levels: {M: {race: white, sex: male}, "
+        "F: {race: white, sex: female}}}"), {}),
+    "names_unknown_table": (TINY_SPEC.replace(
+        "    cues: {M: [John Smith], F: [Jane Smith]}",
+        "    names: {table: uk, levels: {M: {race: white, sex: male}, F: {race: white, sex: female}}}"), {}),
     "multiplicity_unknown": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
                                                "  k: {counterfactual: 2, group: 2, merit: 2}\n  multiplicity: bonferroni"), {}),
 }

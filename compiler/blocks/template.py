@@ -21,3 +21,7 @@ class Candidates(Strict):
     generator: Literal["template"] = "template"
     base_per_job: int = Field(ge=1, le=100_000, description="K: base candidates per job.")
     matching_per_job: int = Field(ge=0, description="M: base candidates that match the job.")
+    market: Literal["fr", "us"] = Field(
+        default="fr", description="Labour market the résumés are written for (issue 32 §2): cities, degrees and "
+        "schools, dates, phone numbers, notice periods (runtime/generate/content/markets/<market>.yaml); fr is "
+        "seed 000's French setting.")

@@ -88,6 +88,37 @@ def factorial_issues(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
+MSG_NAMES_SLOT = "names draws name cues: the axis's slot must be name (got {slot!r})"
+MSG_NAMES_AND_CUES = "give cues or names, not both"
+MSG_NAMES_LEVEL = "level {level!r} is not a level of axis {axis!r}; allowed: {levels}"
+MSG_NAMES_MISSING = "level {level!r} has no race and sex under names.levels"
+
+
+def _names_issues(ls: LoadedSpec, name: str, axis: Any) -> list[Issue]:
+    """A ``names`` block (issue 32 §3): on the name slot, not with cues, one entry per level, and every
+    level's names can reach the floor (:func:`compiler.names.problem`, which names the best signal)."""
+    from compiler import names
+
+    out, n = [], axis.names
+    if axis.slot not in (None, "name"):
+        out.append(ls.issue(("axes", name, "slot"), MSG_NAMES_SLOT.format(slot=axis.slot)))
+    if axis.cues:
+        out.append(ls.issue(("axes", name, "names"), MSG_NAMES_AND_CUES, key=True))
+    for level, spec in n.levels.items():
+        if level not in axis.levels:
+            out.append(ls.issue(("axes", name, "names", "levels", level), MSG_NAMES_LEVEL.format(
+                level=level, axis=name, levels=", ".join(axis.levels)), key=True))
+            continue
+        why = names.problem(level, race=spec.race, sex=spec.sex, floor=n.floor, per_level=n.per_level,
+                            decade=n.decade)
+        if why is not None:
+            out.append(ls.issue(("axes", name, "names", "levels", level), why))
+    for level in axis.levels:
+        if level not in n.levels:
+            out.append(ls.issue(("axes", name, "names", "levels"), MSG_NAMES_MISSING.format(level=level)))
+    return out
+
+
 def _axes_issues(ls: LoadedSpec) -> list[Issue]:
     out = []
     slots: dict[str, str] = {}
@@ -113,7 +144,9 @@ def _axes_issues(ls: LoadedSpec) -> list[Issue]:
             if level not in axis.levels:
                 out.append(ls.issue(("axes", name, "cues", level),
                                     MSG_CUE_UNKNOWN_LEVEL.format(level=level, axis=name, levels=levels), key=True))
-        if generated and not axis.cues:
+        if axis.names is not None:  # issue 32 §3: cues drawn from the name tables
+            out += _names_issues(ls, name, axis)
+        elif generated and not axis.cues:
             out.append(ls.issue(("axes", name), MSG_CUES_NEEDED.format(axis=name), key=True))
         elif axis.cues:  # a score-file audit may leave cues out; given, they cover every level
             for level in axis.levels:
@@ -173,18 +206,35 @@ def _variants_issues(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
+def _drawn_names(axis: Any, *, seed: int, axis_name: str) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The cues drawn for a ``names`` axis and the resolved ``names`` block: table, floor, per_level, decade,
+    the tables' sha256, and per level its race, sex and every drawn name with its two signals."""
+    from compiler import names
+
+    n = axis.names
+    drawn = {level: names.draw(seed=seed, axis=axis_name, level=level, race=n.levels[level].race,
+                               sex=n.levels[level].sex, floor=n.floor, per_level=n.per_level, decade=n.decade)
+             for level in axis.levels}
+    block = {"table": n.table, "floor": n.floor, "per_level": n.per_level, "decade": n.decade,
+             "tables": names.table_digests(),
+             "levels": {level: {"race": n.levels[level].race, "sex": n.levels[level].sex, "names": drawn[level]}
+                        for level in axis.levels}}
+    return {level: [d["name"] for d in drawn[level]] for level in axis.levels}, block
+
+
 def resolve_matrix(ls: LoadedSpec) -> dict[str, Any]:
     """``{"axes", "variants"}`` resolved: reference level per axis, the full variant table."""
     spec = ls.spec
     ref_levels = axis_reference_levels(spec)
     return {
-        "axes": {name: _resolve_axis(axis, ref_levels[name]) for name, axis in spec.axes.items()},
+        "axes": {name: _resolve_axis(axis, ref_levels[name], seed=spec.seed, name=name)
+                 for name, axis in spec.axes.items()},
         "variants": {"reference": spec.variants.reference, "design": spec.variants.design,
                      "table": variant_table(spec)},
     }
 
 
-def _resolve_axis(axis: Any, reference: str) -> dict[str, Any]:
+def _resolve_axis(axis: Any, reference: str, *, seed: int = 0, name: str = "") -> dict[str, Any]:
     """One resolved axis. ``slot`` and ``cues`` only when the spec writes them (a score-file audit
     may not: the signed manifest then holds no slot the user did not write, issue 15);
     ``description``, ``examples`` and ``labels`` (issue 31 §3) only when given, so the digests of earlier
@@ -195,6 +245,8 @@ def _resolve_axis(axis: Any, reference: str) -> dict[str, Any]:
     out.update(levels=list(axis.levels), reference=reference)
     if axis.cues:
         out["cues"] = {lv: list(c) for lv, c in axis.cues.items()}
+    if axis.names is not None:  # issue 32 §3: the drawn names are the cues, with their signals and the tables
+        out["cues"], out["names"] = _drawn_names(axis, seed=seed, axis_name=name)
     if axis.description is not None:
         out["description"] = axis.description
     if axis.examples:

@@ -15,7 +15,9 @@ from compiler.spec import TEMPLATE_FAMILIES
 
 MSG_M_GT_K = "matching_per_job (M={m}) must be <= base_per_job (K={k})"
 MSG_K_LT_k = "base_per_job (K={k}) must be >= the largest analysis.k ({family}: {kk})"
-MSG_FAMILY = "job {id!r} has no template family; set family to one of: {families}"
+MSG_FAMILY = ("job {id!r} has no template family; set family to one of: {families}, or onet to an O*NET-SOC "
+              "code (e.g. onet: 53-7062.00)")
+MSG_FAMILY_AND_ONET = "give family or onet, not both (family {family!r}, onet {onet!r})"
 MSG_RECALL_CAP = (
     "k.merit ({k}) is below matching_per_job ({m}): Recall@K (seed 000 Eq. 4) can reach at most "
     "{k}/{m} = {cap:.3g}, under the research PASS bound {bound}; every recall row will show that cap"
@@ -40,7 +42,11 @@ class Template(matrix.MatrixDesign):
         if c.base_per_job < kk and not spec.analysis.selects_by_threshold():
             out.append(ls.issue(("candidates", "base_per_job"), MSG_K_LT_k.format(k=c.base_per_job, family=family, kk=kk)))
         for i, job in enumerate(spec.jobs):
-            if job.family is None and job.id not in TEMPLATE_FAMILIES:
+            if job.onet is not None:
+                if job.family is not None:
+                    out.append(ls.issue(("jobs", i, "onet"), MSG_FAMILY_AND_ONET.format(family=job.family,
+                                                                                        onet=job.onet)))
+            elif job.family is None and job.id not in TEMPLATE_FAMILIES:
                 out.append(ls.issue(("jobs", i), MSG_FAMILY.format(id=job.id, families=", ".join(TEMPLATE_FAMILIES))))
         return out
 
@@ -61,5 +67,9 @@ class Template(matrix.MatrixDesign):
         return []
 
     def resolve_candidates(self, ls: LoadedSpec) -> dict[str, Any]:
-        """``{generator, base_per_job, matching_per_job}``."""
-        return ls.spec.candidates.model_dump()
+        """``{generator, base_per_job, matching_per_job}``, and ``market`` unless it is ``fr`` (seed 000's
+        setting, the default: the digests of specs written before issue 32 do not move)."""
+        out = ls.spec.candidates.model_dump()
+        if out.get("market") == "fr":
+            del out["market"]
+        return out

@@ -26,10 +26,39 @@ class TemplateDesign(Design):
             frames.append(generate_job_matrix(job_id=job["id"], family=job["family"],
                                               k=r["candidates"]["base_per_job"],
                                               m=r["candidates"]["matching_per_job"], seed=r["seed"],
-                                              axes=axes, variants=r["variants"]["table"]))
+                                              axes=axes, variants=r["variants"]["table"],
+                                              onet=(job.get("onet") or {}).get("code"),
+                                              market=r["candidates"].get("market", "fr")))
             advance(1)
         ctx.candidates = pd.concat(frames, ignore_index=True)
         self.restore(ctx)
 
     def restore(self, ctx) -> None:
         ctx.folder.write_csv("resumes.csv", ctx.candidates)
+        cues = cue_signals(ctx.resolved)
+        if cues is not None:
+            ctx.folder.write_csv("cues.csv", cues)
+
+
+#: Columns of ``cues.csv`` (issue 32 §3): one row per drawn name of a ``names`` axis.
+CUE_COLUMNS = ("axis", "level", "race", "sex", "name", "first_name", "surname", "sex_signal", "race_signal",
+               "floor", "decade", "table")
+
+
+def cue_signals(resolved: dict) -> pd.DataFrame | None:
+    """Every name cue drawn from the name tables with its two measured signals (``cues.csv`` of the run
+    folder), in axis, level and draw order; None when no axis draws its names (issue 32 §3).
+
+    Columns: :data:`CUE_COLUMNS`; ``sex_signal`` is the share of the level's sex among the decade's births with
+    the first name (SSA), ``race_signal`` the share of the level's race among people with the surname (Census
+    2010), both in [floor, 1].
+    """
+    rows = []
+    for axis, a in resolved["axes"].items():
+        n = a.get("names")
+        if not n:
+            continue
+        for level, lv in n["levels"].items():
+            rows += [(axis, level, lv["race"], lv["sex"], d["name"], d["first"], d["surname"], d["sex_signal"],
+                      d["race_signal"], n["floor"], n["decade"], n["table"]) for d in lv["names"]]
+    return pd.DataFrame(rows, columns=list(CUE_COLUMNS)) if rows else None

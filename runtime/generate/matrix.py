@@ -97,12 +97,14 @@ def generate_job_matrix(
     seed: int,
     axes: Mapping[str, Mapping],
     variants: Mapping[str, Mapping[str, str]],
+    onet: str | None = None,
+    market: str = "fr",
 ) -> pd.DataFrame:
     """Write every base candidate of one job under every variant.
 
     Parameters
     ----------
-    job_id, family, k, m, seed
+    job_id, family, k, m, seed, onet, market
         As in :func:`~runtime.generate.base.generate_base_candidates`.
     axes : mapping
         ``{axis: {"slot": slot, "levels": [...], "cues": {level: [option, ...]}}}``, the shape of
@@ -135,7 +137,7 @@ def generate_job_matrix(
         for levels in checked.values()
         for axis, level in levels.items()
     }
-    bases = generate_base_candidates(job_id=job_id, family=family, k=k, m=m, seed=seed)
+    bases = generate_base_candidates(job_id=job_id, family=family, k=k, m=m, seed=seed, onet=onet, market=market)
     rows = []
     for base in bases:
         for variant, levels in checked.items():

@@ -73,13 +73,13 @@ def body_lines(base: BaseCandidate) -> list[str]:
     for role in s.experience:
         lines += ["", f"{role.title} — {role.employer}, {role.city}", f"{role.start} – {role.end}"]
         lines += [f"- {b}" for b in role.bullets]
-    lines += ["", EDUCATION_HEADING, *s.education, ""]
-    lines += [
-        SKILLS_HEADING,
-        f"Tools and technologies: {', '.join(s.tools)}",
-        f"Core competencies: {', '.join(s.competencies)}",
-        "",
-    ]
+    lines += [""]
+    if s.education:  # an O*NET occupation's zone may write no EDUCATION section (issue 32 §1)
+        lines += [EDUCATION_HEADING, *s.education, ""]
+    lines += [SKILLS_HEADING]
+    if s.tools:
+        lines += [f"Tools and technologies: {', '.join(s.tools)}"]
+    lines += [f"Core competencies: {', '.join(s.competencies)}", ""]
     if s.certifications:
         lines += [CERTIFICATIONS_HEADING, *(f"- {c}" for c in s.certifications), ""]
     lines += [ADDITIONAL_HEADING, s.availability, CLOSING_LINE]

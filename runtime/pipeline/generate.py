@@ -13,7 +13,8 @@ from runtime.testhooks import kill_point
 
 
 def job_texts(compiled: Any) -> dict[str, str | None]:
-    """Job id -> description text (inline or read from ``description_file``)."""
+    """Job id -> description text (inline, read from ``description_file``, or for an O*NET occupation without
+    either, its posting written from the O*NET tables: :func:`runtime.generate.onet.posting`)."""
     from compiler.files import read_regular_text
 
     folder = compiled.loaded.folder
@@ -23,6 +24,10 @@ def job_texts(compiled: Any) -> dict[str, str | None]:
             out[job.id] = job.description
         elif job.description_file:
             out[job.id] = read_regular_text(folder / job.description_file)  # never a FIFO or device (issue 41)
+        elif job.onet is not None:  # issue 32: the posting written from the bundled O*NET tables
+            from runtime.generate.onet import posting
+
+            out[job.id] = posting(job.onet, job.title)
         else:
             out[job.id] = None
     return out

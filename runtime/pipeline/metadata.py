@@ -86,10 +86,11 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
         systems=tuple(ReportSystem(id=s["id"], kind=s["kind"], model=hook_for(s["kind"]).source(s),
                                    fingerprint=_fingerprint(s, run), score_range=tuple(s["score_range"]),
                                    blind=_blind(s, run) if s.get("blind") else None) for s in r["systems"]),
-        jobs=tuple(ReportJob(id=j["id"], title=j["title"]) for j in r["jobs"]),
+        jobs=tuple(ReportJob(id=j["id"], title=j["title"], source=_job_source(j, r)) for j in r["jobs"]),
         variants=settings.variants, axes=tuple(r["axes"]),
         # how each level was signalled (cues the tool wrote, or a score-file audit's description and examples)
-        signals={name: {k: a[k] for k in ("slot", "levels", "cues", "description", "examples", "labels") if k in a}
+        signals={name: {k: a[k] for k in ("slot", "levels", "cues", "description", "examples", "labels", "names")
+                        if k in a}
                  for name, a in r["axes"].items()},
         design=design_id(r), source=r.get("source"),
         counts=dict(run["counts"]),
@@ -99,4 +100,30 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
         timings=dict(run["timings"]), versions=dict(run["versions"]), systems_info=dict(run["systems_info"]),
         resumed=tuple(run.get("resumed") or ()), reused_tasks=tuple(run.get("reused_tasks") or ()),
         lock_signature=run.get("lock_signature"), lock_recreated=tuple(run.get("lock_recreated") or ()),
+        market=_market(r),
     )
+
+
+#: How the report names each labour market (``candidates.market``, issue 32 §2).
+MARKET_NAMES = {"fr": "France (seed 000's setting)", "us": "United States"}
+
+
+def _market(r: dict[str, Any]) -> str | None:
+    """``candidates.market`` of a template design in words (``fr`` when left out); None for other designs."""
+    c = r.get("candidates") or {}
+    if c.get("generator", "template") != "template" or design_id(r) != "template":
+        return None
+    m = c.get("market", "fr")
+    return f"{m}: {MARKET_NAMES.get(m, m)}"
+
+
+def _job_source(job: dict[str, Any], r: dict[str, Any]) -> str:
+    """What a template job's posting and résumés were written from (issue 32): the O*NET occupation, with
+    the code whose ratings stand in when it is not the job's own, or the hand-written family."""
+    if _market(r) is None:
+        return ""
+    o = job.get("onet")
+    if o:
+        proxy = f"; skills and knowledge rated for {o['ratings_from']}" if o.get("ratings_from") != o["code"] else ""
+        return f"O*NET {o['release']} {o['code']} {o['title']}{proxy}"
+    return f"hand-written family {job['family']}" if job.get("family") else ""

@@ -48,10 +48,13 @@ class ReportSystem:
 
 @dataclass(frozen=True)
 class ReportJob:
-    """One audited job: its id and title."""
+    """One audited job: its id, title, and what its posting and résumés were written from (``source``, issue
+    32: an O*NET occupation with its code, title and release, or a hand-written family; "" for a job whose
+    résumés the tool did not write)."""
 
     id: str
     title: str = ""
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,9 @@ class ReportMeta:
         The lock signature's record in ``run.json``.
     lock_recreated : tuple of Mapping
         Earlier locks of the same audit that this one replaced.
+    market : str or None
+        The labour market the template generator wrote the résumés for (``candidates.market``, issue 32
+        §2: ``fr`` or ``us``); None when the tool wrote no résumé from a template.
     """
 
     audit: str = ""
@@ -154,6 +160,7 @@ class ReportMeta:
     reused_tasks: tuple[str, ...] = ()
     lock_signature: Mapping[str, Any] | None = None
     lock_recreated: tuple[Mapping[str, Any], ...] = ()
+    market: str | None = None
 
     @property
     def score_file(self) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from compiler.onet import ATTRIBUTION
 from runtime.report.formatting import MISSING, fmt_int, fmt_num, fmt_text, fmt_threshold, is_missing, to_float
 from runtime.report.meta import ReportMeta
 from runtime.report.sections.metric_suite.common import unique
@@ -73,8 +74,10 @@ def design(meta: ReportMeta, variant_order: list[str], reference: str) -> dict[s
                "value": f"{to_float(v):,.2f}" if "cost" in k and not is_missing(v) else fmt_num(v)}
               for k, v in meta.counts.items()
               if not (score_file and k in GENERATION_COUNTS)]  # nothing was generated, embedded or asked
-    jobs = [{"id": fmt_text(j.id), "title": fmt_text(j.title)} for j in meta.jobs]
+    jobs = [{"id": fmt_text(j.id), "title": fmt_text(j.title), "source": j.source} for j in meta.jobs]
     return {"axes": axes, "variants": rows, "jobs": jobs, "counts": counts, "reference": reference,
+            "market": meta.market, "job_sources": any(j.source for j in meta.jobs),
+            "onet_attribution": ATTRIBUTION if any(j.source.startswith("O*NET") for j in meta.jobs) else "",
             "signals": signals(meta), "score_file": score_file,
             "source": source_facts(meta.source),
             "blind": [{"system": s.id, "resumes": fmt_int(s.blind.get("resumes")),
@@ -91,19 +94,34 @@ def signals(meta: ReportMeta) -> list[dict[str, Any]]:
     out = []
     for axis, a in meta.signals.items():
         cues, examples = a.get("cues") or {}, a.get("examples") or {}
+        drawn = (a.get("names") or {}).get("levels") or {}
         for i, level in enumerate(a.get("levels") or []):
             texts = [c for c in (cues.get(level) or []) if c] or list(examples.get(level) or [])
             shown = ", ".join(f"“{t}”" for t in texts[:CUES_SHOWN])
             if len(texts) > CUES_SHOWN:
                 shown += f" and {len(texts) - CUES_SHOWN} more"
+            if level in drawn:  # issue 32 §3: every drawn name with its two measured signals
+                lv = drawn[level]
+                shown = ", ".join(f"“{d['name']}” ({lv['sex']} {d['sex_signal']:.2f}, {lv['race']} "
+                                  f"{d['race_signal']:.2f})" for d in lv["names"])
             if not texts and level in cues:
                 shown = "(nothing written)"
             out.append({"axis": axis if i == 0 else "", "rows": len(a.get("levels") or []) if i == 0 else 0,
                         "slot": a.get("slot") or "" if i == 0 else "",
-                        "description": a.get("description") or "" if i == 0 else "",
+                        "description": (a.get("description") or _names_text(a.get("names"))) if i == 0 else "",
                         "level": meta.level_text(level, axis), "texts": shown,
                         "kind": "cues written by the tool" if cues else ("examples given by the auditor" if examples else "")})
     return out
+
+
+def _names_text(names: Mapping[str, Any] | None) -> str:
+    """How a ``names`` axis drew its cues, in words (issue 32 §3); "" for other axes."""
+    if not names:
+        return ""
+    return (f"{names['per_level']} names per level drawn from the bundled tables ({names['table']}: SSA first "
+            f"names of the {names['decade']}s, Census 2010 surnames), each with a sex signal (share of the "
+            f"level's sex among births with the first name) and a race signal (share of the level's race among "
+            f"people with the surname) of at least {names['floor']:g}; every name and signal is in cues.csv")
 
 
 def source_context(meta: ReportMeta, metrics: pd.DataFrame) -> dict[str, Any]:
