@@ -172,8 +172,8 @@ def test_one_threshold_for_systems_on_different_scales_is_refused_and_a_mapping_
     flips = {r["system"]: float(r["value"]) for r in rows if r["metric"] == "flip_rate" and r["variant"] == "black"}
     assert flips == {"vendor": pytest.approx(3 / 8), "rescaled": pytest.approx(3 / 8)}  # the same data, the same rule
     ir = next(r for r in rows if r["metric"] == "impact_ratio" and r["variant"] == "black" and r["system"] == "vendor")
-    # LL144's ratio of selection rates beside the seed's retention ratio: 3 of 8 against 4 of 8
-    assert "selection rates at the threshold: reference 4/8, variant 3/8; their ratio 0.75 is LL144's impact ratio" \
+    # the ratio of selection rates (the selection ratio) beside the seed's retention ratio: 3 of 8 against 4 of 8
+    assert "selection rates at the threshold: reference 4/8, variant 3/8; their ratio 0.75 is the selection ratio, not the value above" \
         in ir["notes"]
 
 

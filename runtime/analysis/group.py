@@ -20,10 +20,11 @@ SHARED_WITH_FLIPS = "the same McNemar table as flip_rate, which carries it in BH
 #: Under swap-in ranking at another cutoff than the flip rate's, the impact ratio's test is the selection ratio's.
 SHARED_WITH_SELECTION = "the same McNemar table as selection_ratio, which carries it in BH"
 #: Under a threshold rule the impact ratio's notes give the ratio of selection rates, variant over reference, too
-#: (issue 15). Its words still call it LL144's impact ratio, which it is not (LL144 compares each category with
-#: the most selected one: the ``ll144`` family); they stay until a change of metrics.csv's bytes is decided.
+#: (issue 15): the selection ratio, not LL144's impact ratio (LL144 compares each category with the most selected
+#: one: the ``ll144`` family). Methods 9 corrected the words, which called it LL144's.
 NOTE_SELECTION_RATES = ("selection rates at the threshold: reference {r:g}/{n}, variant {v:g}/{n}; their ratio "
-                        "{ratio:.4g} is LL144's impact ratio, not the value above (seed 000 Eq. 3, retention)")
+                        "{ratio:.4g} is the selection ratio, not the value above (seed 000 Eq. 3, retention); "
+                        "LL144's impact ratios divide by the most-selected category's rate (ll144.csv)")
 #: A threshold no reference resume reaches leaves retention undefined (issue 15).
 NOTE_NONE_SELECTED = "no reference resume scores at or above the decision threshold: undefined"
 
