@@ -50,9 +50,10 @@ T = TypeVar("T")
 
 #: What a run can provide to an audit family: a design or a system kind provides it, a family needs it
 #: (:class:`Needs`). ``tool_text``: the tool wrote the text the systems scored; ``llm_generation``: LLM
-#: agents wrote it; ``llm_answers``: an LLM screener's answers.
-PAIRED, UNPAIRED, LLM_ANSWERS, LLM_GENERATION, TOOL_TEXT = (
-    "paired", "unpaired", "llm_answers", "llm_generation", "tool_text")
+#: agents wrote it; ``llm_answers``: an LLM screener's answers; ``applicants``: historical applicants read
+#: from the employer's file (sex, race/ethnicity, outcome per person; issue 34).
+PAIRED, UNPAIRED, LLM_ANSWERS, LLM_GENERATION, TOOL_TEXT, APPLICANTS = (
+    "paired", "unpaired", "llm_answers", "llm_generation", "tool_text", "applicants")
 
 
 class PluginError(AuditError):

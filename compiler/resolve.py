@@ -70,6 +70,8 @@ def resolve(ls: LoadedSpec) -> dict[str, Any]:
     }
     if spec.source is not None:  # only when written, so that the digests of earlier specs do not change
         resolved["source"] = spec.source.model_dump(mode="json", exclude_none=True)
+    if spec.disclosure is not None:  # likewise (issue 34)
+        resolved["disclosure"] = spec.disclosure.model_dump(mode="json", by_alias=True, exclude_none=True)
     for family in families():
         family.resolve(ls, resolved)
     assert not set(NON_SEMANTIC_KEYS) & set(resolved)

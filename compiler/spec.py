@@ -512,6 +512,59 @@ class ScoreSource(Strict):
     contact: str | None = Field(default=None, min_length=1, max_length=200, description="Who to ask about the export.")
 
 
+class DisclosureAedt(Strict):
+    """The automated employment decision tool (AEDT) audited."""
+
+    name: str = Field(min_length=1, max_length=200, description="The tool's name.")
+    version: str = Field(min_length=1, max_length=100, description="Its version or release.")
+    distributed: datetime.date = Field(description="The date the employer began using it (YYYY-MM-DD), "
+                                       "printed on the summary (6 RCNY §5-304).")
+
+
+class DisclosureAuditor(Strict):
+    """The independent auditor (6 RCNY §5-300)."""
+
+    name: str = Field(min_length=1, max_length=200, description="The auditor (a person or organisation).")
+    independence: str = Field(min_length=1, max_length=4000, description="Why the auditor is independent of the "
+                              "employer and of the tool's vendor (6 RCNY §5-300, independent auditor).")
+
+
+class DisclosureData(Strict):
+    """The data the audit read."""
+
+    source: str = Field(min_length=1, max_length=1000, description="Where the data comes from (e.g. an ATS "
+                        "export and the requisitions it covers).")
+    from_: datetime.date | None = Field(default=None, alias="from", description="First date of the data (YYYY-MM-DD); "
+                                        "required with applicant files.")
+    to: datetime.date | None = Field(default=None, description="Last date of the data (YYYY-MM-DD); required with "
+                                     "applicant files.")
+
+
+class Responsible(Strict):
+    """A person responsible for the test record (EU AI Act Annex IV §2(g))."""
+
+    name: str = Field(min_length=1, max_length=200)
+    role: str = Field(min_length=1, max_length=100, description="Their role; a signing key of the same role "
+                      "(audit keygen --role) signs as them.")
+    organisation: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class Disclosure(Strict):
+    """What a published LL144 summary names (6 RCNY §5-304) and an EU AI Act Annex IV §2(g) test record needs."""
+
+    employer: str | None = Field(default=None, min_length=1, max_length=200, description="The employer or "
+                                 "employment agency that uses the tool.")
+    aedt: DisclosureAedt | None = None
+    auditor: DisclosureAuditor | None = None
+    data: DisclosureData | None = None
+    provider: str | None = Field(default=None, min_length=1, max_length=200, description="The provider of the "
+                                 "AI system (EU AI Act); with it the report holds the Annex IV test record.")
+    intended_purpose: str | None = Field(default=None, min_length=1, max_length=4000,
+                                         description="The system's intended purpose (Annex IV §1(a)).")
+    responsible: list[Responsible] | None = Field(default=None, min_length=1, description="The persons "
+                                                  "responsible for the test record, each with a role.")
+
+
 class AuditSpec(Strict):
     """A correspondence audit of one or more hiring systems."""
 
@@ -525,12 +578,16 @@ class AuditSpec(Strict):
         default_factory=dict, description="Required (at least one) unless candidates.generator is population.")
     variants: Variants = Field(
         default_factory=Variants, description="Required unless candidates.generator is population.")
-    jobs: list[Job] = Field(min_length=1)
+    jobs: list[Job] = Field(default_factory=list, min_length=1, description="Required (at least one) unless "
+                            "every system is an applicant_file.")
     candidates: CandidatesSpec | None = None
     systems: list[System] = Field(min_length=1)
     source: ScoreSource | None = Field(default=None, description="Provenance of the score export, when a "
                                        "system is precomputed: producer, system and version, export date, how "
                                        "the variants were made, contact.")
+    disclosure: Disclosure | None = Field(default=None, description="What a published summary and a test "
+                                          "record name: employer, tool, auditor, data, and (EU AI Act Annex IV) "
+                                          "provider, intended purpose, responsible persons.")
     analysis: Analysis = Field(default_factory=Analysis)
     thresholds: Thresholds = Field(default_factory=Thresholds)
     execution: Execution = Field(default_factory=Execution)

@@ -49,8 +49,13 @@ MSG_ONET_DESIGN = ("an O*NET occupation is written by the template generator onl
 MSG_NEEDS = "family {family!r} needs {needs}; design {design!r} provides {provides}"
 
 
+MSG_NO_JOBS = "required key 'jobs' is missing"
+
+
 def _job_issues(ls: LoadedSpec, parts: Parts) -> Found:
     out: Found = []
+    if not ls.spec.jobs and parts.design.id != "applicants":  # optional only where applicants are read
+        out.append(Finding(("jobs",), MSG_NO_JOBS))
     needs_text = any(parts.needs_text)
     for i, job in enumerate(ls.spec.jobs):
         if job.description is not None and job.description_file is not None:
@@ -257,7 +262,8 @@ def _issues(ls: LoadedSpec, parts: Parts) -> tuple[Found, Found]:
     files = _file_issues(ls, parts)
     extras: Found = extra_findings(ls, parts, "resolve")
     # the data files' checks read the design too (jobs, variants), and need the files themselves
-    data = [] if design or files else [issue for i, s in enumerate(ls.spec.systems)
+    no_jobs = not ls.spec.jobs and parts.design.id != "applicants"  # the root error alone, not its echoes
+    data = [] if design or files or no_jobs else [issue for i, s in enumerate(ls.spec.systems)
                                        for issue in parts.kinds[i].data_issues(ls, i, s)]
     return found + extras + files + data + later, extras
 
@@ -272,7 +278,8 @@ def spec_advisories(ls: LoadedSpec, parts: Parts) -> list[Issue]:
     """Legal but probably unintended designs and deprecated keys (printed as warnings; they do not stop a
     run), located at once. ``parts``: as :func:`validate`'s."""
     out: Found = list(parts.design.advisories(ls))
-    if ls.spec.source is None and ls.spec.candidates is None and ls.spec.systems and not any(parts.needs_text):
+    if ls.spec.source is None and ls.spec.candidates is None and ls.spec.systems and not any(parts.needs_text) \
+            and parts.design.id != "applicants":
         out.append(Finding(("systems",), MSG_NO_SOURCE, key=True))
     for i, s in enumerate(ls.spec.systems):
         out += parts.kinds[i].advisories(ls, i, s)

@@ -129,7 +129,8 @@ def test_needs_are_any_of_paired_or_unpaired(write_spec, tmp_path):
     from compiler.registry import Needs
     from compiler.validate import _family_issues
 
-    assert FAMILIES["ll144"].needs == Needs.of("paired") | Needs.of("unpaired")
+    # issue 34 adds historical applicants as the third alternative
+    assert FAMILIES["ll144"].needs == Needs.of("paired") | Needs.of("unpaired") | Needs.of("applicants")
     assert FAMILIES["ll144"].needs.met({"paired"}) and FAMILIES["ll144"].needs.met({"unpaired", "tool_text"})
     assert not FAMILIES["ll144"].needs.met({"llm_answers"})
     ls = load_spec(write_spec(SPEC + "  ll144:\n" + WHY + SEX, **{"scores.csv": SCORES}))
@@ -137,7 +138,7 @@ def test_needs_are_any_of_paired_or_unpaired(write_spec, tmp_path):
     bare = type("Bare", (type(parts.design),), {"provides": frozenset()})()
     found = _family_issues(ls, Parts(bare, ()))
     msgs = [f.message for f in found if "ll144" in f.message]
-    words = f"{PROVIDES_WORDS['paired']} or {PROVIDES_WORDS['unpaired']}"
+    words = f"{PROVIDES_WORDS['paired']} or {PROVIDES_WORDS['unpaired']} or {PROVIDES_WORDS['applicants']}"
     assert msgs == [f"family 'll144' needs {words}; design 'score_file' provides "], msgs
     assert [f.loc for f in found if "ll144" in f.message] == [("analysis", "ll144")]
 

@@ -67,6 +67,8 @@ CASES = {
     "out_is_absolute": (TINY_SPEC + "execution: {out: /var/audits}\n", {}),
     # one root error, not its echoes (no "unknown axis ...; axes: " with an empty list)
     "missing_axes_block": (TINY_SPEC[:TINY_SPEC.index("axes:")] + TINY_SPEC[TINY_SPEC.index("variants:"):], {}),
+    # issue 34: jobs is optional for historical applicants only; every other design still requires it
+    "missing_jobs_block": (TINY_SPEC.replace("jobs:\n  - {id: j1}\n", ""), {}),
     "empty_description": (TINY_SPEC.replace("- {id: j1}", '- {id: j1, description: "  "}'), {}),
     "huge_integer_in_k": (TINY_SPEC.replace("counterfactual: 2", "counterfactual: 9007199254740993"), {}),
     # issue 30 §1: the SESOI's forms, one message with the allowed forms

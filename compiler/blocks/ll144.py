@@ -76,8 +76,9 @@ class Ll144Thresholds(Strict):
 class Block(Strict):
     """NYC Local Law 144 selection or scoring rates and impact ratios by sex, race/ethnicity and both."""
 
-    why_test_data: str = Field(description="Why historical data was not used (6 RCNY §5-302): printed in the "
-                               "report beside how the test data was made.")
+    why_test_data: str | None = Field(default=None, description="Why historical data was not used (6 RCNY "
+                                      "§5-302): printed in the report beside how the test data was made. Required "
+                                      "on test data; refused with applicant files (historical data).")
     sex: SexMapping | None = Field(default=None, description="The axis whose levels give sex.")
     race_ethnicity: RaceMapping | None = Field(default=None, description="The axis whose levels give the EEO-1 "
                                                "race/ethnicity category.")

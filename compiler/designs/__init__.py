@@ -16,11 +16,15 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from compiler.designs.base import Design, design, registry
-from compiler.registry import Declared, LLM_ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED
+from compiler.registry import APPLICANTS, Declared, LLM_ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED
 from compiler.systems import SystemKind, kinds_of
 
 #: The design of a spec without ``candidates`` (a score-file audit: every system is precomputed).
 SCORE_FILE = "score_file"
+#: The design of a spec whose systems read historical applicants (``kind: applicant_file``; issue 34).
+APPLICANTS_DESIGN = "applicants"
+#: The system kind that reads an applicant file (its spec makes the design :data:`APPLICANTS_DESIGN`).
+APPLICANT_FILE = "applicant_file"
 #: The design of a ``candidates`` block that names no generator (specs written before the LLM generator).
 DEFAULT_GENERATOR = "template"
 
@@ -35,17 +39,23 @@ DESIGNS: Mapping[str, Design] = Declared(registry(), _in_order)
 
 #: How each thing a design or system provides (and a family needs) reads in a message.
 PROVIDES_WORDS = {PAIRED: "paired candidates", UNPAIRED: "unpaired profiles", LLM_ANSWERS: "LLM answers",
-                  LLM_GENERATION: "LLM generation", TOOL_TEXT: "text the tool wrote"}
+                  LLM_GENERATION: "LLM generation", TOOL_TEXT: "text the tool wrote",
+                  APPLICANTS: "historical applicants"}
 
 
 def design_id(spec_or_resolved: Any) -> str:
     """The design of a spec (:class:`~compiler.load.LoadedSpec`, :class:`~compiler.spec.AuditSpec`)
-    or of a resolved spec dict: ``candidates.generator``, :data:`SCORE_FILE` without candidates.
-    The one place this rule is written (the runtime reads it too)."""
+    or of a resolved spec dict: :data:`APPLICANTS_DESIGN` when a system reads an applicant file (its
+    design refuses any other kind beside it), else ``candidates.generator``, :data:`SCORE_FILE` without
+    candidates. The one place this rule is written (the runtime reads it too)."""
     if isinstance(spec_or_resolved, dict):
+        if any(s.get("kind") == APPLICANT_FILE for s in spec_or_resolved.get("systems") or []):
+            return APPLICANTS_DESIGN
         cand = spec_or_resolved.get("candidates")
         return SCORE_FILE if not cand else cand.get("generator", DEFAULT_GENERATOR)
     spec = getattr(spec_or_resolved, "spec", spec_or_resolved)
+    if any(getattr(s, "kind", None) == APPLICANT_FILE for s in spec.systems):
+        return APPLICANTS_DESIGN
     return SCORE_FILE if spec.candidates is None else spec.candidates.generator
 
 
@@ -91,5 +101,5 @@ def provided(resolved: dict[str, Any]) -> frozenset[str]:
     return parts_of(resolved).provides
 
 
-__all__ = ["DESIGNS", "Design", "PROVIDES_WORDS", "Parts", "SCORE_FILE", "design", "design_id", "design_of",
+__all__ = ["APPLICANTS_DESIGN", "APPLICANT_FILE", "DESIGNS", "Design", "PROVIDES_WORDS", "Parts", "SCORE_FILE", "design", "design_id", "design_of",
            "parts_of", "provided"]

@@ -19,6 +19,8 @@ from typing import Any
 from compiler.blocks.ll144 import Block
 from compiler.errors import Issue
 from compiler.families.base import PAIRED, UNPAIRED, Family, family
+from compiler.load import MSG_MISSING_KEY
+from compiler.registry import APPLICANTS
 from compiler.load import LoadedSpec
 from compiler.registry import Needs
 
@@ -39,6 +41,8 @@ MSG_POP_KEY = ("a population design maps its profiles' gender and race to LL144 
                "{sex}; race {race}); remove {key}")
 MSG_NO_SELECTION = ("rate: selection needs a rule that selects: analysis.decision {{threshold: t}}, or {{top_k: K}} "
                     "under analysis.ranking: swap_in ({why}); use rate: scoring or auto")
+MSG_APPLICANTS_KEY = ("an applicant file gives each applicant's category itself (systems[].labels maps its labels); "
+                      "remove {key}")
 MSG_INVERTED = ("investigate ({inv:g}) is above pass ({pas:g}); an impact ratio at or above pass is PASS, at or above "
                 "investigate INVESTIGATE: give investigate <= pass")
 
@@ -72,7 +76,7 @@ class Ll144(Family):
 
     id = "ll144"
     order = 50
-    needs = Needs.of(PAIRED) | Needs.of(UNPAIRED)
+    needs = Needs.of(PAIRED) | Needs.of(UNPAIRED) | Needs.of(APPLICANTS)
     key = "ll144"
 
     def issues(self, ls: LoadedSpec) -> list[Issue]:
@@ -85,9 +89,21 @@ class Ll144(Family):
             return []
         base = ("analysis", "ll144")
         out: list[Issue] = []
-        if not b.why_test_data.strip():
+        provides = _provides(ls)
+        if APPLICANTS in provides:  # the design checks the rest (compiler.designs.applicants)
+            for key in ("sex", "race_ethnicity"):
+                if getattr(b, key) is not None:
+                    out.append(ls.issue(base + (key,), MSG_APPLICANTS_KEY.format(key=key), key=True))
+            return out + _thresholds_issues(ls, b)
+        if ls.spec.disclosure is not None:  # written on test data: what a summary names (issue 34 §3)
+            from compiler.designs.applicants import disclosure_issues
+
+            out += disclosure_issues(ls, applicants=False)
+        if b.why_test_data is None:
+            out.append(ls.issue(base + ("why_test_data",), MSG_MISSING_KEY.format(key="why_test_data")))
+        elif not b.why_test_data.strip():
             out.append(ls.issue(base + ("why_test_data",), MSG_BLANK))
-        paired = PAIRED in _provides(ls)
+        paired = PAIRED in provides
         if not paired:
             for key in ("sex", "race_ethnicity"):
                 if getattr(b, key) is not None:
@@ -117,13 +133,7 @@ class Ll144(Family):
             ok, why = selection_rule(ls.spec.analysis, paired)
             if not ok:
                 out.append(ls.issue(base + ("rate",), MSG_NO_SELECTION.format(why=why)))
-        if b.thresholds is not None:
-            for tier in ("research", "operational"):
-                t = getattr(b.thresholds, tier)
-                if t is not None and t.investigate > t.pass_:
-                    out.append(ls.issue(base + ("thresholds", tier, "investigate"), MSG_INVERTED.format(
-                        inv=t.investigate, pas=t.pass_)))
-        return out
+        return out + _thresholds_issues(ls, b)
 
     def resolve(self, ls: LoadedSpec, resolved: dict[str, Any]) -> None:
         """``analysis.ll144`` with its defaults explicit: the basis ``auto`` resolves to ``selection`` or
@@ -133,18 +143,34 @@ class Ll144(Family):
         b: Block | None = ls.spec.analysis.ll144
         if b is None:
             return
-        paired = PAIRED in _provides(ls)
+        provides = _provides(ls)
+        paired = PAIRED in provides
         out = b.model_dump(by_alias=True)
-        if b.rate == "auto":
+        if APPLICANTS in provides:  # the files' outcome gives the basis; their labels the categories
+            del out["why_test_data"], out["sex"], out["race_ethnicity"]
+            selected = all(s.outcome == "selected" for s in ls.spec.systems)
+            out["rate"] = "selection" if selected else "scoring"
+        elif b.rate == "auto":
             out["rate"] = "selection" if selection_rule(ls.spec.analysis, paired)[0] else "scoring"
         if b.thresholds is not None:
             t = out["thresholds"]
             if t["operational"] is None:
                 t["operational"] = dict(t["research"])
-        if not paired:
+        if not paired and APPLICANTS not in provides:
             out["sex"] = {"attribute": "gender", "levels": dict(POPULATION_SEX)}
             out["race_ethnicity"] = {"attribute": "race", "levels": dict(POPULATION_RACE)}
         resolved["analysis"][self.key] = out
+
+
+def _thresholds_issues(ls: LoadedSpec, b: Block) -> list[Issue]:
+    out: list[Issue] = []
+    if b.thresholds is not None:
+        for tier in ("research", "operational"):
+            t = getattr(b.thresholds, tier)
+            if t is not None and t.investigate > t.pass_:
+                out.append(ls.issue(("analysis", "ll144", "thresholds", tier, "investigate"), MSG_INVERTED.format(
+                    inv=t.investigate, pas=t.pass_)))
+    return out
 
 
 def _provides(ls: LoadedSpec) -> frozenset[str]:

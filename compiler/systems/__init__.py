@@ -28,6 +28,7 @@ from compiler.systems.precomputed import (BLIND_FINGERPRINT, MSG_BLIND_COLUMNS, 
                                           read_system_file)
 from compiler.systems.llm import (LLM_MODULES, MSG_BAD_TEMPLATE, MSG_DUP_CONDITION, MSG_REFERENCE_JOB,
                                   MSG_REFERENCE_NEEDED, LlmCompare, LlmScore, LlmScreener)
+from compiler.systems.applicant_file import ApplicantFile, read_applicants
 
 MSG_UNDECLARED = ("system kind {kind!r} has a spec model but no compiler declaration (declared: {known}); "
                   "its plug-in's compiler module is missing or failed to import")
@@ -93,7 +94,7 @@ def kinds_of(systems: list[Any]) -> tuple[SystemKind, ...]:
 
 
 __all__ = [
-    "BLIND_FINGERPRINT", "CORE", "DEFAULT_EMBEDDING_NAME", "DEFAULT_EMBEDDING_PACKAGE", "LLM_MODULES",
+    "ApplicantFile", "read_applicants", "BLIND_FINGERPRINT", "CORE", "DEFAULT_EMBEDDING_NAME", "DEFAULT_EMBEDDING_PACKAGE", "LLM_MODULES",
     "MSG_BAD_TEMPLATE", "MSG_BLIND_COLUMNS", "MSG_BLIND_DESIGN", "MSG_DUP_CONDITION", "MSG_NEEDS_EXTRA",
     "MSG_NO_DEFAULT_MODEL", "MSG_REFERENCE_JOB", "MSG_REFERENCE_NEEDED", "MSG_RESOLUTION", "MSG_SCORE_RANGE",
     "MSG_UNDECLARED", "SYSTEMS", "SYSTEM_KINDS_REGISTRY", "Undeclared", "Embedding", "FileRef", "LlmCompare", "LlmScore",

@@ -118,6 +118,27 @@ def profile_individuals(profiles: pd.DataFrame, scores: pd.DataFrame, *, block: 
         ["system", "condition", "group", "unit", "sex", "race_ethnicity", "score", "selected"]]
 
 
+def applicant_individuals(scores: pd.DataFrame) -> pd.DataFrame:
+    """The individuals of an applicant-file audit (issue 34): one row per applicant, independent.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        The applicants of every system, as :func:`runtime.pipeline.score.score_all` returns them:
+        ``system, condition, job_id`` (the file's group, ``ALL`` without one), ``cv_id`` (the applicant),
+        ``score, selected, sex, race_ethnicity`` (category ids).
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`paired_individuals` gives them; ``unit`` is the applicant (each its own independent unit);
+        ``selected`` 1/0 under ``outcome: selected``, NaN under ``outcome: score``. In memory only.
+    """
+    frame = scores.rename(columns={"job_id": "group", "cv_id": "unit"})
+    return frame[["system", "condition", "group", "unit", "sex", "race_ethnicity", "score", "selected"]].reset_index(
+        drop=True)
+
+
 @family("ll144")
 class Ll144(AuditFamily):
     """Local Law 144 rates and impact ratios (opt-in: ``analysis.ll144``)."""
@@ -128,30 +149,50 @@ class Ll144(AuditFamily):
         r = ctx.resolved
         block = r["analysis"]["ll144"]
         paired = ctx.paired is not None
-        if paired:
+        applicants = "applicants" in ctx.provides
+        if applicants:
+            individuals = applicant_individuals(ctx.scores)
+        elif paired:
             individuals = paired_individuals(ctx.paired, block=block, variants=r["variants"]["table"],
                                              reference=r["variants"]["reference"], decision=r["analysis"].get("decision"))
         else:
             individuals = profile_individuals(ctx.candidates, ctx.scores, block=block)
         sex = SEX if block.get("sex") else None
         race = RACE_ETHNICITY if block.get("race_ethnicity") else None
-        if not paired:  # the generator's four races: the other EEO-1 categories are listed with n = 0
-            race = RACE_ETHNICITY
+        if not paired:  # the generator's four races (the applicants' EEO-1 categories): every one is listed
+            sex, race = SEX, RACE_ETHNICITY
         rule = (block.get("small_category_rule") or {}).get("justification")
         table = ll144_rows(individuals, basis=block["rate"], sex=sex, race=race, small_rule=rule,
                            thresholds=block.get("thresholds"), n_bootstrap=int(block["bootstrap"]), seed=ctx.seed,
                            independent=not paired, resolution=ctx.score_resolution())
         table = in_spec_order(table, systems=[s["id"] for s in r["systems"]], jobs=[j["id"] for j in r["jobs"]])
+        if applicants:
+            record = {"applicants": applicants_record(ctx, table)}
         status = status_frame([{"family": "ll144", "system": t.system, "condition": t.condition,
                                 "item": f"{t.group} {t.table} {t.category} impact ratio", "status": t.status,
                                 "status_operational": t.status_operational}
                                for t in table.itertuples() if t.status]) if block.get("thresholds") else status_frame()
         from runtime.report.sections.ll144 import ll144_section
 
-        section = ll144_section(table, block=block, resolved=r, paired=paired, labels=LABELS)
+        section = ll144_section(table, block=block, resolved=r, paired=paired, labels=LABELS,
+                                applicants=record["applicants"] if applicants else None)
         summary = _summary(table)
         return FamilyResult(tables={"ll144": table}, status=status, sections=[section], summary=summary,
-                            data={"ll144": table})
+                            data={"ll144": table}, record=record if applicants else {})
+
+
+def applicants_record(ctx, table: pd.DataFrame) -> dict[str, Any]:
+    """What ``run.json`` keeps of an applicant-file audit (issue 34 §2): per system the file, its sha256, its
+    row count, the groups' sizes and the retention; never a row or an applicant id."""
+    out = {}
+    for s in ctx.resolved["systems"]:
+        info = ctx.run["systems_info"].get(s["id"], {})
+        sizes = table[(table["system"] == s["id"]) & (table["table"] == "sex")].groupby("group", sort=False)["n"].sum()
+        out[s["id"]] = {"file": s["data"]["path"], "file_sha256": info.get("file_sha256", s["data"]["sha256"]),
+                        "rows": int(info.get("rows", 0)), "groups": {str(g): int(n) for g, n in sizes.items()},
+                        "outcome": s["outcome"], "retention_days": int(s["retention_days"]),
+                        "kept": "the file's sha256 and row count, ll144.csv, the report and the summary"}
+    return out
 
 
 def in_spec_order(table: pd.DataFrame, *, systems: list[str], jobs: list[str]) -> pd.DataFrame:

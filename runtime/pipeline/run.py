@@ -234,7 +234,8 @@ def _run_stages(ctx: RunContext) -> None:
         ctx.run["counts"].update({"base_candidates": n_base, "resumes": n_base * len(r["variants"]["table"]),
                                   "scored": int(len(ctx.paired))})
     else:
-        folder.write_csv("scores.csv", ctx.scores)
+        if getattr(design.declaration, "keeps_rows", True):  # historical applicants keep no row (issue 34)
+            folder.write_csv("scores.csv", ctx.scores)
         ctx.run["counts"].update({"scored": int(len(ctx.scores))})
     folder.save()
     with stage_timer(timings, "analyse"):

@@ -47,20 +47,24 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     pandas.DataFrame
         Paired designs: ``system, condition, replicate, job_id, cv_id, variant, score, is_true_match``.
         Unpaired designs: ``system, [condition,] job_id, cv_id, score`` (``condition`` when a system
-        scores under prompt conditions).
+        scores under prompt conditions). Historical applicants (issue 34): ``system, condition, replicate``
+        and the columns of :data:`runtime.systems.applicant_file.COLUMNS` (personal data: never written).
     """
     from runtime.systems import JobInfo, LlmSettings, ScoreRequest, adapter_for
 
     r = ctx.resolved
     ex = ctx.compiled.loaded.spec.execution
-    paired = "unpaired" not in ctx.provides
+    applicants = "applicants" in ctx.provides  # historical applicants (issue 34): no candidates, no texts
+    paired = "unpaired" not in ctx.provides and not applicants
     llm = None
     if "llm_answers" in ctx.provides:
         from runtime.llm import response_cache
 
         llm = LlmSettings(cache=response_cache(ex, ctx.compiled.loaded.folder, ctx.store), concurrency=dict(ex.llm_concurrency),
                           retries=ex.llm_retries, timeout_s=ex.llm_timeout_s)
-    if paired:
+    if applicants:
+        resumes, variants = None, []
+    elif paired:
         resumes, variants = ctx.candidates, list(r["variants"]["table"])
     else:
         resumes = ctx.candidates[["job_id", "cv_id", "text"]].assign(variant=POPULATION_VARIANT,
@@ -75,7 +79,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts, store=ctx.store,
                                batches=score_batches(ctx, sys_resolved["id"], resumes),
                                accept_vendor_file=ctx.accept_vendor_file,
-                               headings=tuple(design_for(r).section_headings))
+                               headings=tuple(design_for(r).section_headings), disclosure=r.get("disclosure"))
         scored = _score_one(ctx, adapter_for(sys_resolved["kind"])(sys_resolved), request)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)
@@ -85,7 +89,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
         scored.insert(0, "system", sys_resolved["id"])
         frames.append(scored)
     scores = pd.concat(frames, ignore_index=True)
-    if paired:
+    if paired or applicants:  # applicants: every column (categories, selections), kept in memory only
         return scores
     cols = ["system", "condition", "job_id", "cv_id", "score"]
     if not own_conditions:

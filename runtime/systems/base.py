@@ -71,6 +71,8 @@ class ScoreRequest:
     batches: list["ScoreBatch"] = field(default_factory=list)
     accept_vendor_file: str | None = None
     headings: tuple[str, ...] = ()
+    #: The resolved ``disclosure`` (issue 34: the data range an applicant file's dates must lie in), or None.
+    disclosure: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ def _label(category: str, labels: dict[str, str]) -> str:
 
 
 def ll144_section(table: pd.DataFrame, *, block: dict[str, Any], resolved: dict[str, Any], paired: bool,
-                  labels: dict[str, str]) -> Section:
+                  labels: dict[str, str], applicants: dict[str, Any] | None = None) -> Section:
     """The ``#ll144`` section (``ORDER["ll144"]``) of one run's ``ll144.csv``.
 
     Parameters
@@ -44,6 +44,9 @@ def ll144_section(table: pd.DataFrame, *, block: dict[str, Any], resolved: dict[
         The individuals are résumé x variant rows (else profiles of a population design).
     labels : dict
         Category id -> the EEO-1 label printed.
+    applicants : dict or None
+        An applicant-file audit's record (issue 34; ``run.json`` ``applicants``: per system the file, its
+        sha256, rows, groups, retention); None on test data.
 
     Returns
     -------
@@ -78,7 +81,12 @@ def ll144_section(table: pd.DataFrame, *, block: dict[str, Any], resolved: dict[
     mapping = []
     for key, what in (("sex", "Sex"), ("race_ethnicity", "Race/ethnicity")):
         m = block.get(key)
-        if m:
+        if applicants is not None:
+            for s in resolved["systems"]:
+                mapping.append({"what": what, "source": f"labels of {s['data']['path']} (system {s['id']})",
+                                "levels": [(lv if lv else "(empty cell)", _label(cat, labels))
+                                           for lv, cat in s["labels"][key].items()]})
+        elif m:
             source = f"axis {m['axis']}" if "axis" in m else f"profile attribute {m['attribute']}"
             mapping.append({"what": what, "source": source,
                             "levels": [(lv, _label(cat, labels)) for lv, cat in m["levels"].items()]})
@@ -89,11 +97,13 @@ def ll144_section(table: pd.DataFrame, *, block: dict[str, Any], resolved: dict[
     thresholds = block.get("thresholds")
     context = {
         "groups": groups, "basis": basis, "mapping": mapping, "paired": paired,
-        "why_test_data": block["why_test_data"], "rule": (block.get("small_category_rule") or {}).get("justification"),
-        "no_race": not block.get("race_ethnicity"), "no_sex": not block.get("sex"),
+        "why_test_data": block.get("why_test_data"), "rule": (block.get("small_category_rule") or {}).get("justification"),
+        "no_race": applicants is None and not block.get("race_ethnicity"),
+        "no_sex": applicants is None and not block.get("sex"),
         "threshold": threshold_text, "top_k": decision.get("top_k"), "bootstrap": block["bootstrap"],
         "thresholds": thresholds, "identifying_n": IDENTIFYING_N,
-        "population": not paired,
+        "population": not paired and applicants is None,
+        "applicants": [{"system": sid, **a} for sid, a in (applicants or {}).items()] or None,
     }
     return Section(id="ll144", title="NYC Local Law 144: selection or scoring rates and impact ratios",
                    template="sections/ll144.html.j2", order=ORDER["ll144"], context=context)

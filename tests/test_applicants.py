@@ -1,0 +1,282 @@
+"""Issue 34 (LL144 part B): the ``applicants`` design and the ``applicant_file`` system kind.
+
+Real CLI on applicant files written here; the LL144 tables equal a pandas computation to 1e-12
+(:func:`test_ll144.expected`, written from 6 RCNY §5-300); no applicant id in any file the tool writes
+(run folder, ``.audit-store/`` with its Parquet bytes, lock, plan); every bad line named by one
+``audit validate``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import run_cli
+from test_ll144 import assert_tables_equal, expected
+
+GOLDEN = Path(__file__).parent / "golden" / "errors"
+
+SEX_LABELS = {"M": "male", "F": "female", "": "unknown"}
+RACE_LABELS = {"White": "white", "Black": "black_or_african_american", "Hispanic": "hispanic_or_latino",
+               "Asian": "asian", "NHPI": "native_hawaiian_or_pacific_islander", "Declined": "unknown"}
+
+SPEC = """\
+audit: acme-hist
+title: Acme Match, historical applicants
+seed: 11
+systems:
+  - id: acme-match
+    kind: applicant_file
+    path: applicants.csv
+    outcome: {outcome}
+{range}    columns: {{id: applicant_id, sex: gender, race_ethnicity: ethnicity, {outcome}: {col}{group}, date: applied_on}}
+    labels:
+      sex: {{M: male, F: female, "": unknown}}
+      race_ethnicity: {{White: white, Black: black_or_african_american, Hispanic: hispanic_or_latino, Asian: asian, NHPI: native_hawaiian_or_pacific_islander, Declined: unknown}}
+    retention_days: 180
+analysis:
+  ll144:
+    small_category_rule: {{justification: "categories under 2% give unstable ratios"}}
+    bootstrap: 200
+disclosure:
+  employer: Acme Corp
+  aedt: {{name: Acme Match, version: "4.2", distributed: 2024-03-01}}
+  auditor: {{name: Example Audits LLC, independence: "No financial interest in Acme or its vendor."}}
+  data: {{source: "ATS export, requisitions of 2025", from: 2025-01-01, to: 2025-12-31}}
+"""
+
+
+def spec_text(outcome: str = "selected", grouped: bool = True) -> str:
+    return SPEC.format(outcome=outcome, col="advanced" if outcome == "selected" else "match_score",
+                       range="" if outcome == "selected" else "    score_range: [0, 100]\n",
+                       group=", group: requisition" if grouped else "")
+
+
+def canary(i: int) -> str:
+    """An applicant id no file the tool writes may hold (any of its bytes would be a leak)."""
+    return f"CANARY{i:05d}ZQX"
+
+
+def applicants(outcome: str, seed: int = 3) -> pd.DataFrame:
+    """Applicants with planted rates, unknowns, a category of exactly 2% (kept) and one under 2% (excluded)
+    in group r1 (100 applicants), and median ties under ``outcome="score"``."""
+    gen = np.random.default_rng(seed)
+    rows = []
+    for group, n in (("r1", 100), ("r2", 150)):
+        races = (["White"] * 40 + ["Black"] * 30 + ["Hispanic"] * 20 + ["Asian"] * 2 + ["NHPI"] * 1
+                 + ["Declined"] * (n - 93))
+        sexes = gen.choice(["M", "F", ""], size=n, p=[0.47, 0.47, 0.06])
+        for j in range(n):
+            race = races[j]
+            p = {"White": 0.5, "Black": 0.35, "Hispanic": 0.4, "Asian": 0.6, "NHPI": 0.5, "Declined": 0.3}[race]
+            p *= 0.8 if sexes[j] == "F" else 1.0
+            sel = int(gen.random() < p)
+            score = int(gen.integers(0, 11)) * 10 if race != "White" else int(gen.integers(3, 11)) * 10
+            rows.append({"applicant_id": canary(len(rows)), "gender": sexes[j], "ethnicity": race,
+                         "advanced": ["yes", "no"][1 - sel] if j % 3 == 0 else str(sel), "match_score": score,
+                         "requisition": group, "applied_on": f"2025-{1 + j % 12:02d}-{1 + j % 28:02d}"})
+    frame = pd.DataFrame(rows)
+    return frame.drop(columns=["match_score"] if outcome == "selected" else ["advanced"])
+
+
+def individuals(frame: pd.DataFrame, outcome: str, grouped: bool = True) -> pd.DataFrame:
+    """The individuals as 6 RCNY §5-300 reads them, written again with pandas."""
+    sel = frame["advanced"].map(lambda c: {"1": 1.0, "0": 0.0, "yes": 1.0, "no": 0.0}[c]) \
+        if outcome == "selected" else np.nan
+    return pd.DataFrame({"system": "acme-match", "condition": "default",
+                         "group": frame["requisition"] if grouped else "ALL",
+                         "sex": frame["gender"].fillna("").map(SEX_LABELS),
+                         "race_ethnicity": frame["ethnicity"].map(RACE_LABELS),
+                         "score": frame["match_score"].astype(float) if outcome == "score" else sel,
+                         "selected": sel})
+
+
+def _run(folder: Path, spec: str, frame: pd.DataFrame, *, args: tuple = ()) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "spec.yaml").write_text(spec)
+    frame.to_csv(folder / "applicants.csv", index=False)
+    proc = run_cli("compile", "spec.yaml", cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
+    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml",
+                           "--quiet", "--out", "out", *args], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return next((folder / "out" / "acme-hist").iterdir())
+
+
+def _read(run: Path) -> pd.DataFrame:
+    return pd.read_csv(run / "ll144.csv", keep_default_na=False, na_values=[""])
+
+
+@pytest.fixture(scope="module")
+def selected_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("applicants") / "selected"
+    frame = applicants("selected")
+    return _run(folder, spec_text("selected"), frame), frame
+
+
+def test_selection_tables_match_pandas(selected_run):
+    """Selection rates by group (r1, r2) with unknowns counted in the 2% rule's N: Asian at exactly 2% of r1
+    stays, NHPI (1%) is excluded; Fisher's test on independent applicants."""
+    run, frame = selected_run
+    got = _read(run)
+    want = expected(individuals(frame, "selected"), basis="selection", rule=True)
+    assert_tables_equal(got, want, scoring=False)
+    assert set(got["group"]) == {"r1", "r2"} and set(got["basis"]) == {"selection"}
+    r1 = got[(got["group"] == "r1") & (got["table"] == "race_ethnicity")].set_index("category")
+    assert r1.loc["asian", "n"] == 2 and not r1.loc["asian", "excluded"]  # 2 of 100: exactly 2% is kept
+    assert r1.loc["native_hawaiian_or_pacific_islander", "excluded"]      # 1 of 100: under 2%
+    assert r1.loc["unknown", "n"] == 7
+    # Fisher's exact test against the reference, recomputed
+    from scipy.stats import fisher_exact
+
+    ref = r1["impact_ratio"].idxmax()
+    ind = individuals(frame, "selected")
+    ind = ind[ind["group"] == "r1"]
+    a, b = ind[ind["race_ethnicity"] == "black_or_african_american"], ind[ind["race_ethnicity"] == ref]
+    p = fisher_exact([[a["selected"].sum(), len(a) - a["selected"].sum()],
+                      [b["selected"].sum(), len(b) - b["selected"].sum()]]).pvalue
+    assert abs(r1.loc["black_or_african_american", "extra_p_value"] - p) < 1e-12
+
+
+def test_no_personal_row_is_kept(selected_run):
+    """No applicant id in any file the tool wrote (run folder, task store and its Parquet bytes, lock, plan);
+    no scores.csv; run.json keeps the file's sha256 and row count."""
+    import hashlib
+    import json
+
+    run, frame = selected_run
+    folder = run.parent.parent.parent
+    written = [p for p in folder.rglob("*") if p.is_file() and p.name not in ("applicants.csv", "spec.yaml")]
+    assert any(p.parent.name == ".audit-store" or ".audit-store" in p.parts for p in written)
+    assert (folder / "spec.lock.json").exists() and (folder / "spec.plan.json").exists()
+    for p in written:
+        data = p.read_bytes()
+        assert b"CANARY" not in data, p
+        assert b"ZQX" not in data, p
+    assert not (run / "scores.csv").exists() and not (run / "paired.csv").exists()
+    store = [p for p in (folder / ".audit-store").rglob("*") if p.is_file()]
+    assert not [p for p in store if p.suffix == ".parquet"], store  # the ledger only
+    rec = json.loads((run / "run.json").read_text())
+    sha = hashlib.sha256((folder / "applicants.csv").read_bytes()).hexdigest()
+    assert rec["applicants"]["acme-match"]["file_sha256"] == sha
+    assert rec["applicants"]["acme-match"]["rows"] == len(frame) == 250
+    assert rec["applicants"]["acme-match"]["groups"] == {"r1": 100, "r2": 150}
+    html = (run / "report.html").read_text()
+    assert "the auditor keeps the applicant file for 180 days" in html.replace("The auditor", "the auditor")
+    assert "not applicants" not in html  # historical data, not a designed sample
+
+
+def test_scoring_tables_match_pandas_with_median_ties(tmp_path):
+    """outcome: score, no group column (one group ALL): scoring rates on the median of every applicant
+    (unknowns included), scores at the median counted for no category."""
+    frame = applicants("score", seed=5)
+    spec = spec_text("score", grouped=False)
+    run = _run(tmp_path / "score", spec, frame.drop(columns=["requisition"]))
+    got = _read(run)
+    ind = individuals(frame, "score", grouped=False)
+    want = expected(ind, basis="scoring", rule=True)
+    assert_tables_equal(got, want, scoring=True)
+    assert set(got["group"]) == {"ALL"}
+    assert (ind["score"] == ind["score"].median()).sum() > 10  # ties at the median are exercised
+    assert got["n_at_median"].max() > 0
+
+
+BAD = """\
+applicant_id,gender,ethnicity,advanced,requisition,applied_on
+a1,M,White,1,r1,2025-01-02
+a2,Female,Black,0,r1,2025-01-03
+,F,White,1,r1,2025-02-02
+a1,M,Whte,0,r1,2025-03-02
+a5,F,Black,maybe,r2,2025-03-02
+a6,M,White,0,r2,03/04/2025
+a7,M,White,1,r2,2026-04-02
+"""
+
+
+def test_bad_file_every_line_named_at_once(tmp_path):
+    """One ``audit validate``: every problem of the file, each naming its CSV lines (header = 1); exit 2, no
+    traceback, nothing locked."""
+    (tmp_path / "spec.yaml").write_text(spec_text("selected"))
+    (tmp_path / "applicants.csv").write_text(BAD)
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    golden = GOLDEN / "applicants_bad_file.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(proc.stderr)
+    assert proc.stderr == golden.read_text()
+    for text in ("empty applicant id at line 4", "applicant id repeated at line 5", "sex label(s) 'Female' at line 3",
+                 "'Whte' (did you mean 'White'?) at line 5", "selected is not 1/0, true/false or yes/no at line 6",
+                 "date is not an ISO date YYYY-MM-DD at line 7", "outside disclosure.data [2025-01-01, 2025-12-31] at "
+                 "line 8"):
+        assert text in proc.stderr, text
+    assert "a1" not in proc.stderr  # no applicant id in a message
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 2
+    assert not list(tmp_path.glob("*.lock.json"))
+
+
+def _spec_case(replace: tuple[tuple[str, str], ...] = (), append: str = "", outcome: str = "selected") -> str:
+    text = spec_text(outcome)
+    for a, b in replace:
+        assert a in text, a
+        text = text.replace(a, b)
+    return text + append
+
+
+ERROR_CASES = {
+    # a mix of kinds; jobs, axes and variants with applicants; no analysis.ll144; why_test_data (test data only)
+    "applicants_mix_and_keys": _spec_case(
+        (("retention_days: 180\n", "retention_days: 180\n  - {id: vendor, kind: precomputed, path: applicants.csv}\n"),
+         ("    bootstrap: 200\n", "    bootstrap: 200\n    why_test_data: none\n")),
+        "jobs:\n  - {id: j1}\naxes: {}\nvariants: {reference: BASE}\n"),
+    "applicants_no_ll144": _spec_case((("  ll144:\n    small_category_rule: {justification: \"categories under 2% "
+                                        "give unstable ratios\"}\n    bootstrap: 200\n", "  alpha: 0.05\n"),)),
+    # a label mapped to an unknown id; retention outside 1-3650 (the models' checks: before the semantic ones)
+    "applicants_labels_range_retention": _spec_case(
+        (("Declined: unknown", "Declined: other"), ("retention_days: 180", "retention_days: 4000")), outcome="score")
+    .replace("    score_range: [0, 100]\n", ""),
+    "applicants_score_without_range": _spec_case(outcome="score").replace("    score_range: [0, 100]\n", ""),
+    # missing disclosure fields; responsible without provider
+    "applicants_disclosure": _spec_case(
+        (("  employer: Acme Corp\n", ""), ("  data: {source: \"ATS export, requisitions of 2025\", from: 2025-01-01, "
+                                           "to: 2025-12-31}\n", "  data: {source: ATS export}\n")),
+        "  responsible: [{name: Ann Lee, role: Lead auditor}]\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_CASES))
+def test_spec_errors_golden(case, tmp_path):
+    """Exit 2, every problem at once, located, no traceback, nothing locked (golden messages)."""
+    (tmp_path / "spec.yaml").write_text(ERROR_CASES[case])
+    applicants("selected").head(5).to_csv(tmp_path / "applicants.csv", index=False)
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    golden = GOLDEN / f"{case}.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(proc.stderr)
+    assert proc.stderr == golden.read_text()
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 2
+    assert not list(tmp_path.glob("*.lock.json"))
+
+
+def test_file_changed_after_the_lock_exits_3_with_both_digests(tmp_path):
+    import hashlib
+
+    (tmp_path / "spec.yaml").write_text(spec_text("selected"))
+    frame = applicants("selected").head(60)
+    frame.to_csv(tmp_path / "applicants.csv", index=False)
+    old = hashlib.sha256((tmp_path / "applicants.csv").read_bytes()).hexdigest()
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    frame.iloc[:59].to_csv(tmp_path / "applicants.csv", index=False)
+    new = hashlib.sha256((tmp_path / "applicants.csv").read_bytes()).hexdigest()
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert old in proc.stderr and new in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
