@@ -52,10 +52,17 @@ disclosure:
 """
 
 
-def spec_text(outcome: str = "selected", grouped: bool = True) -> str:
+ANNEX = """\
+  provider: Acme Talent Ltd
+  intended_purpose: Ranks applicants for accounting roles before a recruiter's review.
+  responsible: [{name: Ann Lee, role: Lead auditor, organisation: Example Audits LLC}, {name: Bo Chan, role: Reviewer}]
+"""
+
+
+def spec_text(outcome: str = "selected", grouped: bool = True, annex: bool = False) -> str:
     return SPEC.format(outcome=outcome, col="advanced" if outcome == "selected" else "match_score",
                        range="" if outcome == "selected" else "    score_range: [0, 100]\n",
-                       group=", group: requisition" if grouped else "")
+                       group=", group: requisition" if grouped else "") + (ANNEX if annex else "")
 
 
 def canary(i: int) -> str:
@@ -111,15 +118,33 @@ def _run(folder: Path, spec: str, frame: pd.DataFrame, *, args: tuple = ()) -> P
     return next((folder / "out" / "acme-hist").iterdir())
 
 
+def html_text(html: str) -> str:
+    """The text of an HTML fragment as a reader sees it (tags dropped, entities decoded, spaces collapsed)."""
+    import html as h
+    import re
+
+    return re.sub(r"\s+", " ", h.unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
 def _read(run: Path) -> pd.DataFrame:
     return pd.read_csv(run / "ll144.csv", keep_default_na=False, na_values=[""])
 
 
 @pytest.fixture(scope="module")
-def selected_run(tmp_path_factory):
+def key_dir(tmp_path_factory):
+    from runtime.provenance.keygen import keygen
+
+    path = tmp_path_factory.mktemp("keys") / "keys"
+    keygen(path, signer="Ann Lee", role="Lead auditor", organisation="Example Audits LLC")
+    return path
+
+
+@pytest.fixture(scope="module")
+def selected_run(tmp_path_factory, key_dir):
+    """A signed run (the key of Ann Lee, Lead auditor) of 250 applicants in two requisitions."""
     folder = tmp_path_factory.mktemp("applicants") / "selected"
     frame = applicants("selected")
-    return _run(folder, spec_text("selected"), frame), frame
+    return _run(folder, spec_text("selected", annex=True), frame, args=("--key-dir", str(key_dir))), frame
 
 
 def test_selection_tables_match_pandas(selected_run):
@@ -157,6 +182,7 @@ def test_no_personal_row_is_kept(selected_run):
     written = [p for p in folder.rglob("*") if p.is_file() and p.name not in ("applicants.csv", "spec.yaml")]
     assert any(p.parent.name == ".audit-store" or ".audit-store" in p.parts for p in written)
     assert (folder / "spec.lock.json").exists() and (folder / "spec.plan.json").exists()
+    assert (run / "manifest.dsse.json").exists() and (run / "report.pdf").exists()
     for p in written:
         data = p.read_bytes()
         assert b"CANARY" not in data, p
@@ -280,3 +306,72 @@ def test_file_changed_after_the_lock_exits_3_with_both_digests(tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert old in proc.stderr and new in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_summary_names_every_field_and_is_sealed(selected_run, key_dir, tmp_path):
+    """ll144-summary.html: one self-contained page (no script, no URL) with the audit date (run start), the
+    disclosure, the data's type and range, the applicants, the unknowns, the three tables of every group, the
+    exclusion's justification and the footer; in the manifest; a changed byte fails verify (exit 6) naming it."""
+    import json
+    import re
+    import shutil
+
+    run, frame = selected_run
+    html = (run / "ll144-summary.html").read_text()
+    rec = json.loads((run / "run.json").read_text())
+    assert "ll144-summary.html" in rec["artifacts"]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert "ll144-summary.html" in json.dumps(manifest)
+    assert "<script" not in html.lower() and not re.search(r"(https?:)?//[a-z]", html.lower().replace("<!doctype", ""))
+    text = html_text(html)
+    for want in (f"Date of the audit {rec['generated_at'][:10]}", "Employer Acme Corp", "Acme Match, version 4.2",
+                 "Distribution date 2024-03-01", "Independent auditor Example Audits LLC",
+                 "No financial interest in Acme or its vendor.", "ATS export, requisitions of 2025",
+                 "historical data of the tool's use", "Data range 2025-01-01 to 2025-12-31", "Applicants 250",
+                 "Group r1: 100 individuals", "Group r2: 150 individuals",
+                 "categories under 2% give unstable ratios", f"run {rec['run_id']}",
+                 f"sha256:{rec['spec_digest']['digest']}", "audit verify RUN_DIR"):
+        assert want in text, want
+    got = _read(run)
+    for group in ("r1", "r2"):
+        unk = got[(got["group"] == group) & (got["category"] == "unknown")].set_index("table")["n"]
+        assert (f"Unknown category: Sex {unk['sex']}; Race/ethnicity {unk['race_ethnicity']}; "
+                f"Intersectional (sex × race/ethnicity) {unk['intersectional']}") in text
+    assert text.count("Intersectional (sex × race/ethnicity)") >= 4  # a table per group, plus the unknowns
+    # the Black row of r1 as ll144.csv has it, rate and ratio to 4 significant digits
+    row = got[(got["group"] == "r1") & (got["table"] == "race_ethnicity")
+              & (got["category"] == "black_or_african_american")].iloc[0]
+    assert f"Black or African American {row['n']} {row['rate']:#.4g} {row['impact_ratio']:#.4g}" in text
+    assert run_cli("verify", str(run), "--key-dir", str(key_dir), cwd=tmp_path).returncode == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    data = bytearray((copy / "ll144-summary.html").read_bytes())
+    data[data.index(b"Acme Corp")] = ord("X")
+    (copy / "ll144-summary.html").write_bytes(bytes(data))
+    proc = run_cli("verify", str(copy), "--key-dir", str(key_dir), cwd=tmp_path)
+    assert proc.returncode == 6 and "ll144-summary.html" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_annex_iv_record_names_who_signed(selected_run):
+    """#annex-iv (disclosure.provider written): provider, system, purpose, procedure, test data, results, date,
+    signature; Ann Lee (Lead auditor) signed at sealing, Bo Chan (Reviewer) flagged with the verify command."""
+    import json
+    import re
+
+    run, _ = selected_run
+    html = (run / "report.html").read_text()
+    part = html[html.index('<section id="annex-iv"'):]
+    part = part[:part.index("</section>")]
+    text = html_text(part)
+    rec = json.loads((run / "run.json").read_text())
+    for want in ("Provider Acme Talent Ltd", "System Acme Match, version 4.2",
+                 "Ranks applicants for accounting roles before a recruiter's review.", "audit families ll144",
+                 f"methods version {rec['methods_version']}", "historical data of the system's use",
+                 "size: 250 historical applicants", "range: 2025-01-01 to 2025-12-31", f"Date {rec['generated_at'][:10]}",
+                 "signed at sealing by Ann Lee (Lead auditor, Example Audits LLC)", "manifest.json",
+                 "Ann Lee Lead auditor Example Audits LLC signed at sealing",
+                 'Bo Chan Reviewer not signed at sealing: a countersignature in this role is checked with '
+                 'audit verify RUN_DIR --require-role "Reviewer"'):
+        assert want in text, want
+    assert html.index('id="annex-iv"') < html.index('id="provenance"')
+    assert 'href="#ll144"' in part

@@ -177,8 +177,14 @@ class Ll144(AuditFamily):
         section = ll144_section(table, block=block, resolved=r, paired=paired, labels=LABELS,
                                 applicants=record["applicants"] if applicants else None)
         summary = _summary(table)
+        documents = {}
+        if r.get("disclosure"):  # the postable summary (issue 34 §4), sealed with the run
+            from runtime.report.sections.ll144_summary import NAME, ll144_summary
+
+            documents[NAME] = ll144_summary(table, resolved=r, run=ctx.run, block=block, labels=LABELS,
+                                            applicants=record["applicants"] if applicants else None)
         return FamilyResult(tables={"ll144": table}, status=status, sections=[section], summary=summary,
-                            data={"ll144": table}, record=record if applicants else {})
+                            data={"ll144": table}, record=record if applicants else {}, documents=documents)
 
 
 def applicants_record(ctx, table: pd.DataFrame) -> dict[str, Any]:

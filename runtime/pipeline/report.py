@@ -23,6 +23,10 @@ def write_report(ctx: RunContext) -> None:
     meta = report_meta(ctx.resolved, ctx.lock, run, ctx.settings)
     core = build_core(meta, provenance=provenance_context(folder.path, run, folder.keys, tsa=folder.tsa),
                       kind=design_for(ctx.resolved).report_kind)
+    if (ctx.resolved.get("disclosure") or {}).get("provider"):  # the Annex IV test record (issue 34 §5)
+        from runtime.report.sections.annex_iv import annex_iv_context
+
+        core["annex_iv"] = annex_iv_context(ctx.resolved, run, core["provenance"], list(ctx.results))
     families = registered()
     sections = [s for fid, result in ctx.results.items() for s in families[fid]().sections(ctx, result, meta)]
     sections = with_verdict(sections, combined_verdict(ctx.results))

@@ -468,6 +468,7 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None
 
         person = keys.signer()
         ctx.update(signer=describe_person(person), signer_role=person.get("role"), keyid=keys.keyid,
+                   signer_name=person.get("name") if isinstance(person, dict) else None,
                    signer_self_signed=is_self_signed(to_asn1(keys.pdf_cert)),
                    cert_not_after=keys.pdf_cert.not_valid_after_utc.strftime("%Y-%m-%d"),
                    cert_sha256=cert_fingerprint(keys.pdf_cert),

@@ -56,6 +56,12 @@ def _environment():
     )
 
 
+def render_document(template: str, **context: Any) -> bytes:
+    """A stand-alone HTML document (a family's document, e.g. ``ll144-summary.html``) rendered from
+    ``template`` in the report's jinja environment (autoescaped, strict), as UTF-8 bytes."""
+    return _environment().get_template(template).render(**context).encode("utf-8")
+
+
 def core_sections(core: Mapping[str, Any]) -> list[Section]:
     """The shared parts every report carries, as sections placed among the families' ones.
 
@@ -72,6 +78,9 @@ def core_sections(core: Mapping[str, Any]) -> list[Section]:
                          "versions": core["versions"], "resumed": core.get("resumed") or [],
                          "reused_tasks": core.get("reused_tasks") or []}, order=ORDER["run_record"]),
     ]
+    if core.get("annex_iv") is not None:  # issue 34 §5: written when disclosure.provider is
+        out.append(Section(id="annex-iv", title="EU AI Act Annex IV §2(g): test record", template="_annex_iv.html.j2",
+                           context=core["annex_iv"], order=ORDER["annex_iv"]))
     if core.get("provenance") is not None:
         out.append(Section(id="provenance", title="Reproduction and signature", template="_provenance.html.j2",
                            context=core["provenance"], order=ORDER["provenance"]))

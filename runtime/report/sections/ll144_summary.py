@@ -1,0 +1,96 @@
+"""The postable summary of an LL144 bias audit, ``ll144-summary.html`` (issue 34 §4).
+
+One self-contained A4 page (inline CSS; no script, no external URL) an employer can post: the date of
+the audit, the employer, the AEDT (name, version, distribution date), the auditor and their
+independence, the data (source, type, range), the applicants per group and the unknowns per table,
+the three tables with their exclusions, the definitions, and a footer naming the run, the spec digest
+and how to check the seal (6 RCNY §5-303, §5-304: the summary of results; §5-300 definitions). The
+``ll144`` family returns it as a document (:attr:`runtime.families.base.FamilyResult.documents`), so it
+is written before the seal and hashed by the manifest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from runtime.report.formatting import fmt_int, fmt_num, fmt_sig
+
+#: The document's file name in the run folder.
+NAME = "ll144-summary.html"
+TEMPLATE = "sections/ll144_summary.html.j2"
+TABLE_TITLES = {"sex": "Sex", "race_ethnicity": "Race/ethnicity", "intersectional": "Intersectional (sex × race/ethnicity)"}
+
+
+def _date(value: Any) -> str:
+    """YYYY-MM-DD of an ISO date or time (empty when absent)."""
+    return str(value)[:10] if value else ""
+
+
+def summary_context(table: pd.DataFrame, *, resolved: dict[str, Any], run: dict[str, Any], block: dict[str, Any],
+                    labels: dict[str, str], applicants: dict[str, Any] | None) -> dict[str, Any]:
+    """The summary's context: formatted strings only (dates YYYY-MM-DD, rates and ratios to 4 significant
+    digits, "—" for undefined)."""
+    d = resolved.get("disclosure") or {}
+    data = d.get("data") or {}
+    groups = []
+    for (system, condition, group), g in table.groupby(["system", "condition", "group"], sort=False):
+        tables, unknowns = [], []
+        for name, t in g.groupby("table", sort=False):
+            rows = [{"category": labels.get(r["category"], r["category"]) if "/" not in r["category"] else
+                     " / ".join(labels.get(c, c) for c in r["category"].split("/")),
+                     "n": fmt_int(r["n"]), "rate": fmt_sig(r["rate"]), "ratio": fmt_sig(r["impact_ratio"]),
+                     "note": r["reason"] if isinstance(r["reason"], str) else "",
+                     "excluded": bool(r["excluded"])}
+                    for r in t.to_dict(orient="records") if r["category"] != "unknown"]
+            unk = t[t["category"] == "unknown"]["n"]
+            unknowns.append({"table": TABLE_TITLES[name], "n": fmt_int(unk.iloc[0] if len(unk) else 0)})
+            tables.append({"title": TABLE_TITLES[name], "rows": rows})
+        n_total = int(g[g["table"] == g["table"].iloc[0]]["n"].sum())
+        groups.append({"system": system, "condition": condition, "group": group, "n": fmt_int(n_total),
+                       "tables": tables, "unknowns": unknowns})
+    kind = "historical" if applicants is not None else "test"
+    size = sum(a["rows"] for a in (applicants or {}).values()) if applicants is not None else None
+    return {
+        "audit_date": _date(run.get("generated_at")), "employer": d.get("employer", ""),
+        "aedt": {k: (_date(v) if k == "distributed" else v) for k, v in (d.get("aedt") or {}).items()},
+        "auditor": d.get("auditor") or {}, "data_source": data.get("source", ""), "data_type": kind,
+        "data_from": _date(data.get("from")), "data_to": _date(data.get("to")),
+        "why_test_data": block.get("why_test_data"), "size": fmt_int(size) if size is not None else None,
+        "basis": block["rate"], "rule": (block.get("small_category_rule") or {}).get("justification"),
+        "groups": groups, "run_id": run.get("run_id", ""), "audit": resolved["audit"],
+        "spec_digest": (run.get("spec_digest") or {}).get("digest", ""),
+        "threshold": _threshold((resolved["analysis"].get("decision") or {}).get("threshold")),
+    }
+
+
+def _threshold(t: Any) -> str | None:
+    if t is None:
+        return None
+    return "; ".join(f"{k}: {fmt_num(v)}" for k, v in t.items()) if hasattr(t, "items") else fmt_num(t)
+
+
+def ll144_summary(table: pd.DataFrame, *, resolved: dict[str, Any], run: dict[str, Any], block: dict[str, Any],
+                  labels: dict[str, str], applicants: dict[str, Any] | None) -> bytes:
+    """``ll144-summary.html`` as bytes (deterministic in its inputs).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        ``ll144.csv`` (:data:`runtime.analysis.ll144.COLUMNS`).
+    resolved : dict
+        The resolved spec (its ``disclosure`` block is required here).
+    run : dict
+        ``run.json`` as it stands (``generated_at``: the audit date; ``run_id``; ``spec_digest``).
+    block : dict
+        The resolved ``analysis.ll144``.
+    labels : dict
+        Category id -> EEO-1 label.
+    applicants : dict or None
+        ``run.json`` ``applicants`` (historical data), None on test data.
+    """
+    from runtime.report.render import render_document
+
+    return render_document(TEMPLATE, s=summary_context(table, resolved=resolved, run=run, block=block, labels=labels,
+                                                      applicants=applicants))
