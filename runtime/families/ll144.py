@@ -179,7 +179,7 @@ class Ll144(AuditFamily):
         summary = _summary(table)
         documents = {}
         if r.get("disclosure"):  # the postable summary (issue 34 §4), sealed with the run
-            from runtime.report.sections.ll144_summary import NAME, ll144_summary
+            from runtime.report.ll144_summary import NAME, ll144_summary
 
             documents[NAME] = ll144_summary(table, resolved=r, run=ctx.run, block=block, labels=LABELS,
                                             applicants=record["applicants"] if applicants else None)
