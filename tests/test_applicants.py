@@ -375,3 +375,63 @@ def test_annex_iv_record_names_who_signed(selected_run):
         assert want in text, want
     assert html.index('id="annex-iv"') < html.index('id="provenance"')
     assert 'href="#ll144"' in part
+
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+BLS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "bls" / "cps_aat11_target_occupations_2021_2022.csv"
+
+
+def test_example_file_is_seeded_and_follows_bls(tmp_path):
+    """specs/ll144/applicants.csv is what scripts/make_applicants.py writes (same bytes), 5,000 rows; the shares
+    among known categories are within 1 point of BLS CPS 2022 Table 11, accountants and auditors, converted to
+    EEO-1 categories (Hispanic 9.7%; White, Black, Asian x 0.903; the rest x 0.903 equally to the other three)."""
+    script = SPECS.parent / "scripts" / "make_applicants.py"
+    out = tmp_path / "a.csv"
+    subprocess.run([sys.executable, str(script), str(out)], check=True)
+    assert out.read_bytes() == (SPECS / "ll144" / "applicants.csv").read_bytes()
+    frame = pd.read_csv(out, keep_default_na=False)
+    assert len(frame) == 5000 and frame["applicant_id"].is_unique
+    if BLS.exists():
+        bls = pd.read_csv(BLS)
+        row = bls[(bls["year"] == 2022) & (bls["occupation"] == "Accountants and auditors")].iloc[0]
+        women, white, black, asian, hisp = (row[c] for c in ("pct_women", "pct_white", "pct_black_or_african_american",
+                                                             "pct_asian", "pct_hispanic_or_latino"))
+    else:  # the values of that row, as the script's docstring cites them
+        women, white, black, asian, hisp = 58.8, 76.1, 9.7, 11.7, 9.7
+    k = 1 - hisp / 100
+    rest = (100 - white - black - asian) * k / 3
+    want = {"Hispanic": hisp, "White": white * k, "Black": black * k, "Asian": asian * k, "NHPI": rest, "AIAN": rest,
+            "Two+": rest}
+    known = frame[frame["ethnicity"] != "Declined"]["ethnicity"].value_counts(normalize=True) * 100
+    for label, share in want.items():
+        assert abs(known[label] - share) <= 1.0, (label, known[label], share)
+    sexes = frame[frame["gender"] != ""]["gender"].value_counts(normalize=True) * 100
+    assert abs(sexes["F"] - women) <= 1.0
+    assert (frame["gender"] == "").mean() == pytest.approx(0.04) and (frame["ethnicity"] == "Declined").mean() == \
+        pytest.approx(0.06)
+
+
+def test_example_spec_runs_and_matches_pandas(tmp_path):
+    """specs/ll144-historical.yaml runs as shipped (copied with its file); its tables equal pandas to 1e-12."""
+    import shutil
+
+    folder = tmp_path / "ex"
+    folder.mkdir()
+    shutil.copy(SPECS / "ll144-historical.yaml", folder / "spec.yaml")
+    shutil.copytree(SPECS / "ll144", folder / "ll144")
+    assert run_cli("compile", "spec.yaml", cwd=folder).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--out", "out", cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    run = next((folder / "out" / "ll144-historical").iterdir())
+    frame = pd.read_csv(folder / "ll144" / "applicants.csv", keep_default_na=False)
+    labels = {"Hispanic": "hispanic_or_latino", "White": "white", "Black": "black_or_african_american",
+              "NHPI": "native_hawaiian_or_pacific_islander", "Asian": "asian",
+              "AIAN": "american_indian_or_alaska_native", "Two+": "two_or_more_races", "Declined": "unknown"}
+    ind = pd.DataFrame({"system": "acme-match", "condition": "default", "group": frame["requisition"],
+                        "sex": frame["gender"].map(SEX_LABELS), "race_ethnicity": frame["ethnicity"].map(labels),
+                        "selected": frame["advanced"].astype(float)})
+    ind["score"] = ind["selected"]
+    assert_tables_equal(_read(run), expected(ind, basis="selection", rule=True), scoring=False)
+    assert (run / "ll144-summary.html").exists() and not (run / "scores.csv").exists()
+    assert b"APP-0" not in b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file()
+                                    and p.name != "applicants.csv")
