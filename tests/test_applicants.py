@@ -433,5 +433,9 @@ def test_example_spec_runs_and_matches_pandas(tmp_path):
     ind["score"] = ind["selected"]
     assert_tables_equal(_read(run), expected(ind, basis="selection", rule=True), scoring=False)
     assert (run / "ll144-summary.html").exists() and not (run / "scores.csv").exists()
+    got = _read(run)
+    small = got[(got["table"] == "intersectional") & (got["category"] != "unknown") & got["n"].between(1, 2)]
+    text = html_text((run / "ll144-summary.html").read_text())
+    assert len(small) > 0 and text.count("n ≤ 2: could identify individuals") == len(small)
     assert b"APP-0" not in b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file()
                                     and p.name != "applicants.csv")

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from runtime.report.formatting import fmt_int, fmt_num, fmt_sig
+from runtime.report.sections.ll144 import IDENTIFYING_N
 
 #: The document's file name in the run folder.
 NAME = "ll144-summary.html"
@@ -34,6 +35,7 @@ def summary_context(table: pd.DataFrame, *, resolved: dict[str, Any], run: dict[
     digits, "—" for undefined)."""
     d = resolved.get("disclosure") or {}
     data = d.get("data") or {}
+    rule = (block.get("small_category_rule") or {}).get("justification")
     groups = []
     for (system, condition, group), g in table.groupby(["system", "condition", "group"], sort=False):
         tables, unknowns = [], []
@@ -41,7 +43,9 @@ def summary_context(table: pd.DataFrame, *, resolved: dict[str, Any], run: dict[
             rows = [{"category": labels.get(r["category"], r["category"]) if "/" not in r["category"] else
                      " / ".join(labels.get(c, c) for c in r["category"].split("/")),
                      "n": fmt_int(r["n"]), "rate": fmt_sig(r["rate"]), "ratio": fmt_sig(r["impact_ratio"]),
-                     "note": r["reason"] if isinstance(r["reason"], str) else "",
+                     "note": "; ".join(x for x in (_note(r, rule), "n ≤ 2: could identify individuals"
+                                                   if name == "intersectional" and 0 < r["n"] <= IDENTIFYING_N else "")
+                                       if x),
                      "excluded": bool(r["excluded"])}
                     for r in t.to_dict(orient="records") if r["category"] != "unknown"]
             unk = t[t["category"] == "unknown"]["n"]
@@ -63,6 +67,16 @@ def summary_context(table: pd.DataFrame, *, resolved: dict[str, Any], run: dict[
         "spec_digest": (run.get("spec_digest") or {}).get("digest", ""),
         "threshold": _threshold((resolved["analysis"].get("decision") or {}).get("threshold")),
     }
+
+
+def _note(row: dict[str, Any], rule: str | None) -> str:
+    """A row's note, short (the page is posted): the rule's justification is printed once, with the definitions."""
+    reason = row["reason"] if isinstance(row["reason"], str) else ""
+    if rule and reason.endswith(f"({rule})"):
+        return reason[: -len(f" ({rule})")].replace("excluded by the small-category rule", "excluded (2% rule)")
+    if row["impact_ratio"] == 1.0:
+        return "highest rate: the reference"
+    return reason
 
 
 def _threshold(t: Any) -> str | None:

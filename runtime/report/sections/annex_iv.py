@@ -69,7 +69,7 @@ def annex_iv_context(resolved: Mapping[str, Any], run: Mapping[str, Any], proven
                        "verify": None if signed else f'audit verify RUN_DIR --require-role "{p["role"]}"'})
     applicants = run.get("applicants")
     if applicants:
-        size = f"{sum(int(a['rows']) for a in applicants.values())} historical applicants"
+        size = f"{sum(int(a['rows']) for a in applicants.values()):,} historical applicants"
         kind = "historical data of the system's use"
     else:
         size = f"{(run.get('counts') or {}).get('scored', '—')} scored résumés or profiles"
