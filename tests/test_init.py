@@ -28,7 +28,7 @@ from runtime.init import (DESIGN_WORDS, MSG_EXISTS, MSG_NOT_A_FOLDER, MSG_SYSTEM
                           MSG_UNWRITABLE, SCHEMA_FILE, SCHEMA_LINE, SPEC_FILE, init_audit, starter_dir,
                           starter_files)
 
-DESIGN_LIST = "template, llm, population, score_file"
+DESIGN_LIST = "template, llm, population, score_file, applicants"
 STARTERS = REPO / "runtime" / "init"
 
 
@@ -40,7 +40,7 @@ def _listing(folder: Path) -> list[str]:
 
 def test_every_design_has_a_starter_and_words_in_the_help():
     """A design added to DESIGNS without a starter (or without its line in `audit init --help`) fails here."""
-    assert tuple(DESIGN_WORDS) == tuple(DESIGNS) == ("template", "llm", "population", "score_file")
+    assert tuple(DESIGN_WORDS) == tuple(DESIGNS) == ("template", "llm", "population", "score_file", "applicants")
     for design in DESIGNS:
         assert starter_dir(design).joinpath(SPEC_FILE).is_file(), f"no runtime/init/{design}/audit.yaml"
 
@@ -52,7 +52,8 @@ def test_the_package_data_patterns_ship_every_starter_file():
     files = [p for p in STARTERS.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".py"]
     assert {p.relative_to(STARTERS).as_posix() for p in files} >= {
         "score_file/audit.yaml", "score_file/scores.csv", "template/audit.yaml", "template/jobs/data-analyst.md",
-        "template/jobs/accountant.md", "population/audit.yaml", "population/jobs/accountant.md", "llm/audit.yaml"}
+        "template/jobs/accountant.md", "population/audit.yaml", "population/jobs/accountant.md", "llm/audit.yaml",
+        "applicants/audit.yaml", "applicants/applicants.csv"}
     for p in files:
         assert any(fnmatch.fnmatch(p.name, pat) for pat in patterns), f"{p} is not package data"
 
@@ -199,7 +200,8 @@ def test_init_twice_names_every_file_it_would_replace(tmp_path, audit):
 
 
 @pytest.mark.parametrize(("kind", "design"), [("precomputed", "score_file"), ("embedding", "template"),
-                                              ("llm_score", "llm"), ("llm_compare", "llm")])
+                                              ("llm_score", "llm"), ("llm_compare", "llm"),
+                                              ("applicant_file", "applicants")])
 def test_a_system_kind_is_not_a_design(tmp_path, kind, design, audit):
     # the real console script once (a subprocess), the others in this process
     proc = run_cli("init", "--design", kind, "work", cwd=tmp_path) if kind == "precomputed" \
@@ -207,7 +209,7 @@ def test_a_system_kind_is_not_a_design(tmp_path, kind, design, audit):
     _refused(proc, MSG_SYSTEM_KIND.format(name=kind, design=design, designs=DESIGN_LIST))
     if kind == "precomputed":
         assert proc.stderr == ("error: --design precomputed: a system kind, not a design; did you mean score_file? "
-                               "The designs are: template, llm, population, score_file\n")
+                               "The designs are: template, llm, population, score_file, applicants\n")
     assert not (tmp_path / "work").exists()
 
 
@@ -215,7 +217,7 @@ def test_an_unknown_design_lists_the_designs(tmp_path, audit):
     proc = audit("init", "--design", "factorial", "work")
     _refused(proc, MSG_UNKNOWN_DESIGN.format(name="factorial", designs=DESIGN_LIST))
     assert proc.stderr == ("error: --design factorial: unknown design; the designs are: template, llm, population, "
-                           "score_file\n")
+                           "score_file, applicants\n")
     assert not (tmp_path / "work").exists()
 
 

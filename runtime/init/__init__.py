@@ -35,6 +35,7 @@ DESIGN_WORDS: dict[str, str] = {
     "llm": "résumés written by LLM agents, scored by an LLM, both on the local demo server",
     "population": "population profiles and path-specific effects (seed 001), the packaged embedding matcher",
     "score_file": "a vendor's score export (scores.csv); nothing generated or scored",
+    "applicants": "historical applicants (applicants.csv) for NYC Local Law 144; no row kept",
 }
 
 MSG_SYSTEM_KIND = "--design {name}: a system kind, not a design; did you mean {design}? The designs are: {designs}"
@@ -75,6 +76,8 @@ def _suggested_design(kind: str) -> str:
     from compiler.systems import SYSTEMS
 
     hook = SYSTEMS.get(kind)
+    if kind == "applicant_file":
+        return "applicants"
     if hook is not None and not hook.needs_text:
         return SCORE_FILE
     return "llm" if hook is not None and LLM_ANSWERS in hook.provides else DEFAULT_GENERATOR
