@@ -439,3 +439,22 @@ def test_example_spec_runs_and_matches_pandas(tmp_path):
     assert len(small) > 0 and text.count("n ≤ 2: could identify individuals") == len(small)
     assert b"APP-0" not in b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file()
                                     and p.name != "applicants.csv")
+
+
+def test_verify_spec_rereads_the_applicant_file(selected_run, key_dir, tmp_path):
+    """`audit verify --spec` recompiles the spec, re-reading the applicant file (its sha256 is in the lock): exit 0
+    on the file as locked; a changed file fails it; a regulator verifies without --spec (and without the file)."""
+    import shutil
+
+    run, frame = selected_run
+    folder = tmp_path / "work"
+    shutil.copytree(run.parent.parent.parent, folder, ignore=shutil.ignore_patterns("out"))
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    proc = run_cli("verify", str(copy), "--key-dir", str(key_dir), "--spec", str(folder / "spec.yaml"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    frame.iloc[:-1].to_csv(folder / "applicants.csv", index=False)
+    proc = run_cli("verify", str(copy), "--key-dir", str(key_dir), "--spec", str(folder / "spec.yaml"), cwd=tmp_path)
+    assert proc.returncode == 6 and "changed: systems[0].data.sha256" in proc.stdout + proc.stderr, proc.stdout
+    (folder / "applicants.csv").unlink()
+    assert run_cli("verify", str(copy), "--key-dir", str(key_dir), cwd=tmp_path).returncode == 0
