@@ -244,12 +244,16 @@ def compile_(
         rows = [("jobs", c["jobs"]), ("profiles (per job x jobs)", c["profiles"]), ("systems", c["systems"]),
                 ("texts to embed (at most)", c["texts_to_embed"]), ("plan tasks", c["tasks"]),
                 ("causal rows (5 quantities + 5 effects) x systems", c["metric_rows"])]
+    applicants = compiled.resolved["systems"] and all(x["kind"] == "applicant_file" for x in compiled.resolved["systems"])
+    if applicants:  # historical applicants (issue 34): nothing generated, scored or kept
+        rows = [("systems (applicant files)", c["systems"]), ("applicants", "read in memory at validate and execute; no row kept"),
+                ("model calls", c["model_calls"]), ("plan tasks", c["tasks"])]
     for k, v in rows:
         table.add_row(k, "from the score file" if v is None else str(v))
     console.print(table)
     for line in compiled.score_files:
         console.print(f"score file: {line}", markup=False)
-    if "k" in compiled.resolved.get("analysis", {}):  # the metric suite's selection rule (issue 15)
+    if "k" in compiled.resolved.get("analysis", {}) and not applicants:  # the metric suite's rule (issue 15)
         from compiler.families.metric_suite import decision_text
 
         console.print(decision_text(compiled.resolved), markup=False)

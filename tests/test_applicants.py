@@ -213,6 +213,15 @@ def test_scoring_tables_match_pandas_with_median_ties(tmp_path):
     assert set(got["group"]) == {"ALL"}
     assert (ind["score"] == ind["score"].median()).sum() > 10  # ties at the median are exercised
     assert got["n_at_median"].max() > 0
+    # same spec + seed -> same bytes: a second run of the same lock (stopped after its tables and documents)
+    env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200", AUDIT_TEST_KILL_AT="report")
+    folder = run.parent.parent.parent
+    subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml", "--quiet",
+                    "--out", "again"], cwd=folder, env=env, capture_output=True, text=True, timeout=900)
+    again = next((folder / "again" / "acme-hist").iterdir())
+    assert (again / "ll144.csv").read_bytes() == (run / "ll144.csv").read_bytes()
+    one, two = ((r / "ll144-summary.html").read_text().replace(r.name, "RUN") for r in (run, again))
+    assert one == two
 
 
 BAD = """\
