@@ -27,6 +27,9 @@ MSG_NEEDS_LL144 = ("an applicant-file audit computes the NYC Local Law 144 table
                    "(optionally small_category_rule, thresholds, bootstrap)")
 MSG_DISCLOSURE = ("disclosure.{field} is required with analysis.ll144 (a published summary names it, 6 RCNY §5-304): "
                   "add it")
+MSG_NO_DISCLOSURE = ("required key 'disclosure' is missing: a published summary names {fields} (6 RCNY §5-304); "
+                     "add disclosure: {{employer, aedt: {{name, version, distributed}}, auditor: {{name, independence}}, "
+                     "data: {{source, from, to}}}}")
 MSG_DISCLOSURE_RANGE = "disclosure.data.from ({lo}) is after disclosure.data.to ({hi})"
 MSG_RESPONSIBLE = ("disclosure.responsible names the persons responsible for an EU AI Act Annex IV test record: "
                    "add disclosure.provider and disclosure.intended_purpose, or remove it")
@@ -51,14 +54,17 @@ def disclosure_issues(ls: LoadedSpec, *, applicants: bool) -> list[Issue]:
     raw = ls.raw.get("disclosure") if isinstance(ls.raw, dict) else None
     raw = raw if isinstance(raw, dict) else {}
     need = DISCLOSURE_REQUIRED + (DISCLOSURE_RANGE if applicants else ())
+    if "disclosure" not in (ls.raw if isinstance(ls.raw, dict) else {}):
+        fields = ", ".join(".".join(p) for p in need)
+        return [ls.issue(("disclosure",), MSG_NO_DISCLOSURE.format(fields=fields))]
     for path in need:
-        node: Any = raw
-        for part in path:
-            node = node.get(part) if isinstance(node, dict) else None
-        if node is None:
-            at = ("disclosure",) + path[:-1] if raw and (len(path) == 1 or isinstance(raw.get(path[0]), dict)) \
-                else ("disclosure",) if raw else ()
-            out.append(ls.issue(at, MSG_DISCLOSURE.format(field=".".join(path)), key=bool(at)))
+        parent: Any = raw
+        for part in path[:-1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict):  # its parent is missing: reported once, there
+            continue
+        if parent.get(path[-1]) is None:
+            out.append(ls.issue(("disclosure",) + path[:-1], MSG_DISCLOSURE.format(field=".".join(path)), key=True))
     if d is not None and d.responsible and not d.provider:
         out.append(ls.issue(("disclosure", "responsible"), MSG_RESPONSIBLE, key=True))
     if d is not None and d.data is not None and d.data.from_ and d.data.to and d.data.from_ > d.data.to:
