@@ -5,7 +5,8 @@ A résumé's score is seeded by its text: ``30 + sha256(body) % 50`` for the ide
 ``PROFESSIONAL SUMMARY`` on), ``+ sha256(salt + text) % 5 - 2`` of noise, and ``--penalty`` points less when the text
 contains ``--penalise``. The n-th POST (counted from 1) answers 429 with ``Retry-After: 1`` when
 ``n % --every-429 == 1``, 503 when ``n % --every-503 == 3``, and stalls ``--stall-s`` seconds when
-``n == --stall-at``. ``--auth`` makes every request without that ``Authorization`` value a 401. Every
+``n == --stall-at``. ``--auth`` makes every request without that ``Authorization`` value a 401 (whose body echoes the value
+received, as careless servers do). Every
 request is one line of ``--log``: ``{n, status, sha256 of the body, ids}``.
 
     python tests/http_stub.py --port 8799 --log requests.jsonl --penalise "Fatima Rahmani"
@@ -53,7 +54,8 @@ def make_handler(args):
                 return self._send(n, sha, [], 400, b"bad request: not the expected JSON\n")
             ids = [it.get("id") for it in items]
             if args.auth is not None and self.headers.get("Authorization") != args.auth:
-                return self._send(n, sha, ids, 401, b"unauthorized: the token is not valid\nsee the docs\n")
+                got = self.headers.get("Authorization") or ""
+                return self._send(n, sha, ids, 401, f"unauthorized: token {got} is not valid\nsee the docs\n".encode())
             if args.every_429 and n % args.every_429 == 1:
                 return self._send(n, sha, ids, 429, b"slow down\n", {"Retry-After": "1"})
             if args.every_503 and n % args.every_503 == 3:
