@@ -197,8 +197,9 @@ def test_a_vendor_api_is_audited_resumed_and_never_asked_twice(tmp_path, vendor,
 
 def test_a_refused_request_exits_7_and_an_unset_variable_exits_2(tmp_path, vendor, monkeypatch):
     work = tmp_path / "refused"
-    _spec(work, HTTP_SYSTEM.format(url=vendor["url"]))
     n = len(_log(vendor))
+    _spec(work, HTTP_SYSTEM.format(url=vendor["url"]))
+    assert len(_log(vendor)) == n  # validate and compile never contact the URL
     monkeypatch.delenv("VENDOR_AUTH", raising=False)
     proc = run_cli("execute", "spec.yaml", "--quiet", cwd=work)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -215,3 +216,65 @@ def test_a_refused_request_exits_7_and_an_unset_variable_exits_2(tmp_path, vendo
     assert _log(vendor)[-1]["auth"] == wrong  # the server saw it; the run wrote it nowhere
     assert wrong not in proc.stderr + proc.stdout
     assert not [p for p in work.rglob("*") if p.is_file() and wrong.encode() in p.read_bytes()]
+
+
+def _resolved(**change):
+    r = {"url": "https://v.example/score", "version": "kw 2.3", "batch_size": 4,
+         "request": {"body": {"items": "$items"}, "item": {"id": "$id", "resume": "$resume"}},
+         "response": {"items": "scores", "id": "id", "score": "score", "version": None},
+         "headers": {"Accept": "application/json"}, "headers_from_env": {"Authorization": "VENDOR_AUTH"}}
+    r.update(change)
+    return r
+
+
+def test_the_fingerprint_covers_what_the_vendor_is_asked_and_no_execution_knob(tmp_path):
+    from compiler.systems import http_fingerprint
+
+    base = http_fingerprint(_resolved())["digest"]
+    changed = [_resolved(url="https://v.example/score2"), _resolved(version="kw 2.4"), _resolved(batch_size=8),
+               _resolved(request={"body": {"items": "$items"}, "item": {"id": "$id", "r": "$resume"}}),
+               _resolved(response={"items": "scores", "id": "id", "score": "value", "version": None}),
+               _resolved(headers={"Accept": "application/json", "X-Trace": "1"}),
+               _resolved(headers_from_env={"X-Vendor-Token": "VENDOR_AUTH"})]
+    digests = {http_fingerprint(r)["digest"] for r in changed}
+    assert base not in digests and len(digests) == len(changed)
+    # a header's literal value and the variable's name are not the vendor's system: same fingerprint
+    assert http_fingerprint(_resolved(headers={"Accept": "*/*"}))["digest"] == base
+    assert http_fingerprint(_resolved(headers_from_env={"Authorization": "OTHER_VAR"}))["digest"] == base
+    # execution.systems.<id> is not hashed: the spec digest does not move
+    got = []
+    for knobs in ("{concurrency: 1, timeout_s: 2, retries: 6}", "{concurrency: 8, requests_per_s: 2.5}"):
+        folder = tmp_path / str(len(got))
+        folder.mkdir()
+        (folder / "spec.yaml").write_text(SPEC.format(system=HTTP_SYSTEM.format(url="https://v.example/score"))
+                                          .replace("{concurrency: 1, timeout_s: 2, retries: 6}", knobs))
+        proc = run_cli("compile", "spec.yaml", cwd=folder)
+        assert proc.returncode == 0, proc.stderr
+        got.append(re.search(r"spec digest (sha256:[0-9a-f]{64})", proc.stdout).group(1))
+    assert got[0] == got[1]
+    lock = json.loads((folder / "spec.lock.json").read_text())
+    assert "VENDOR_AUTH" in json.dumps(lock) and SECRET not in json.dumps(lock)
+
+
+def test_each_bad_answer_is_invalid_with_its_reason():
+    from runtime.systems.http import Item, read_answer, retry_after_seconds
+
+    items = [Item("RA", "j", "c1", "BASE", "t"), Item("RB", "j", "c1", "V01", "t"), Item("RC", "j", "c2", "BASE", "t")]
+    response = {"items": "scores", "id": "id", "score": "score", "version": "model"}
+
+    def reasons(body: str) -> dict[str, str]:
+        got, _ = read_answer(body, items, response, lo=0, hi=100)
+        return {rid: (p.score if p.valid else p.reason) for rid, (p, _) in got.items()}
+
+    assert reasons("<html>busy</html>") == {"RA": "body is not JSON", "RB": "body is not JSON", "RC": "body is not JSON"}
+    assert reasons('{"scores": {"id": "RA"}}')["RA"] == "response.items 'scores' is not a list in the body"
+    body = json.dumps({"model": "m1", "scores": [{"id": "RB", "score": "80/100"}, {"id": "RA", "score": 8},
+                                                 {"id": "RA", "score": 9}, {"id": "RZ", "score": 50}]})
+    assert reasons(body) == {"RA": "id answered more than once", "RB": 80.0, "RC": "no answer for this id"}
+    body = json.dumps({"scores": [{"id": "RA", "score": "high"}, {"id": "RB", "score": "8/10"}, {"id": "RC"}]})
+    assert reasons(body) == {"RA": "score is not a number: 'high'", "RB": "score 8/10 is on another scale than [0, 100]",
+                             "RC": "score is not a number: None"}
+    _, version = read_answer(json.dumps({"model": "m1", "scores": []}), items, response, lo=0, hi=100)
+    assert version == "m1"
+    assert retry_after_seconds("1") == 1.0 and retry_after_seconds(None) is None and retry_after_seconds("soon") is None
+    assert retry_after_seconds("Thu, 03 Dec 2026 17:00:30 GMT", now=1796317200.0) == 30.0

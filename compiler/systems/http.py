@@ -1,8 +1,8 @@
 """The ``http`` system kind: a vendor's scoring API (issue 35 §2). Its spec model: :mod:`compiler.blocks.http`.
 
 Checks (``audit validate``, exit 2, each located): the URL's scheme, every ``$placeholder``, ``$items``
-with ``item``, ``response.id`` for batches, every JMESPath expression, the environment variable names,
-``$job`` for a job without text, and secret-bearing literal headers. Nothing here contacts the URL.
+with ``item``, ``response.id`` for batches, every JMESPath expression, the environment variable names
+and secret-bearing literal headers. Nothing here contacts the URL.
 Fingerprint: the digest of what the vendor is asked and how its answer is read (url, request, response,
 version, batch_size, header names); a remote system cannot be fingerprinted beyond what it declares.
 """
@@ -37,8 +37,6 @@ MSG_ENV_NAME = "{name!r} is not an environment variable name; allowed: letters, 
 MSG_HEADER_NAME = "{name!r} is not an HTTP header name; allowed: letters, digits and !#$%&'*+-.^_`|~"
 MSG_SECRET_HEADER = ("header {name!r} carries a secret: put its value in headers_from_env "
                      "({{{name}: VARIABLE_NAME}}), never in the spec")
-MSG_JOB_TEXT = ("the request sends $job, but job {job!r} has no description text; give its description or "
-                "description_file, or leave $job out")
 MSG_HEADER_TWICE = "header {name!r} is given in both headers and headers_from_env; give it once"
 
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -48,6 +46,16 @@ _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 def _secret_header(name: str) -> bool:
     low = name.lower()
     return low in ("authorization", "proxy-authorization", "cookie") or low.endswith("-key") or low == "key"
+
+
+def jmespath_problem(err: Exception) -> str:
+    """What is wrong with a JMESPath expression, on one line: the parser's message, the token it stopped at
+    and its position (0-based)."""
+    msg = getattr(err, "msg", None) or str(err).strip().splitlines()[0]
+    pos = getattr(err, "lex_position", None)
+    token = getattr(err, "token_value", None)
+    where = "the end of the expression" if token is None else f"{token!r}"
+    return f"{msg} at {where}" + (f" (position {pos})" if pos is not None else "")
 
 
 def placeholders(template: Any, loc: tuple = ()) -> list[tuple[tuple, str]]:
@@ -101,7 +109,8 @@ class Http(SystemKind):
             out.append(ls.issue(at + ("batch_size",), MSG_BATCH_ID.format(n=system.batch_size)))
         if has_items and system.response.items is None:
             out.append(ls.issue(at + ("response",), MSG_ITEMS_PATH))
-        if system.response.id is not None and not any(v == "$id" for _, v in body + item):
+        if system.response.id is not None and (has_items == (system.request.item is not None)) \
+                and not any(v == "$id" for _, v in body + item):
             out.append(ls.issue(at + ("request",), MSG_NO_ID))
         for key in ("items", "id", "score", "version"):
             expr = getattr(system.response, key)
@@ -110,8 +119,7 @@ class Http(SystemKind):
             try:
                 jmespath.compile(expr)
             except JMESPathError as err:
-                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                out.append(ls.issue(at + ("response", key), MSG_JMESPATH.format(expr=expr, err=first)))
+                out.append(ls.issue(at + ("response", key), MSG_JMESPATH.format(expr=expr, err=jmespath_problem(err))))
         for name in list(system.headers) + list(system.headers_from_env) + list(system.version_headers):
             if not _TOKEN.match(name):
                 out.append(ls.issue(at, MSG_HEADER_NAME.format(name=name)))
@@ -123,10 +131,6 @@ class Http(SystemKind):
         for header, var in system.headers_from_env.items():
             if not _ENV.match(var):
                 out.append(ls.issue(at + ("headers_from_env", header), MSG_ENV_NAME.format(name=var)))
-        if any(v == "$job" for _, v in body + item):
-            for job in ls.spec.jobs:
-                if job.description is None and job.description_file is None and job.onet is None:
-                    out.append(ls.issue(at + ("request",), MSG_JOB_TEXT.format(job=job.id)))
         return out
 
     def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
