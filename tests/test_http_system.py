@@ -52,6 +52,8 @@ execution:
     vendor: {{concurrency: 1, timeout_s: 2, retries: 6}}
 """
 
+KNOBS = "  systems:\n    vendor: {concurrency: 1, timeout_s: 2, retries: 6}\n"
+
 HTTP_SYSTEM = """\
   - id: vendor
     kind: http
@@ -103,10 +105,11 @@ def _log(vendor) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def _spec(folder: Path, system: str) -> Path:
+def _spec(folder: Path, system: str, *, knobs: bool = True) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     spec = folder / "spec.yaml"
-    spec.write_text(SPEC.format(system=system))
+    text = SPEC.format(system=system)
+    spec.write_text(text if knobs else text.replace(KNOBS, ""))
     proc = run_cli("compile", "spec.yaml", cwd=folder)
     assert proc.returncode == 0, proc.stderr
     return spec
@@ -180,7 +183,7 @@ def test_a_vendor_api_is_audited_resumed_and_never_asked_twice(tmp_path, vendor,
     files = tmp_path / "file"
     files.mkdir()
     scored.to_csv(files / "scores.csv", index=False)
-    _spec(files, SCORE_FILE_SYSTEM)
+    _spec(files, SCORE_FILE_SYSTEM, knobs=False)  # execution.systems tunes remote systems only
     proc = run_cli("execute", "spec.yaml", "--quiet", cwd=files)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (file_run,) = _runs(files)
@@ -192,6 +195,9 @@ def test_a_vendor_api_is_audited_resumed_and_never_asked_twice(tmp_path, vendor,
     assert len(list((work / "store" / "tasks").glob("http-*.json"))) == 7  # 6 answers and the key were scanned
     pdf = subprocess.run(["pdftotext", str(run_dir / "report.pdf"), "-"], capture_output=True, text=True, check=True)
     assert SECRET not in pdf.stdout
+    words = " ".join(pdf.stdout.split())
+    assert "Declared version: kw-matcher 2.3; observed: kw-matcher 2.3 (body:model, 6 answers)" in words
+    assert "A remote system cannot be fingerprinted beyond what it declares." in words
     assert not [p for p in outputs if SECRET in p.stdout or SECRET in p.stderr]
 
 
@@ -278,3 +284,15 @@ def test_each_bad_answer_is_invalid_with_its_reason():
     assert version == "m1"
     assert retry_after_seconds("1") == 1.0 and retry_after_seconds(None) is None and retry_after_seconds("soon") is None
     assert retry_after_seconds("Thu, 03 Dec 2026 17:00:30 GMT", now=1796317200.0) == 30.0
+
+
+def test_the_systems_table_names_declared_and_observed_versions_and_warns_on_two():
+    from runtime.report.core import REMOTE_NOTE, remote_text
+
+    assert remote_text({"rows": 24}) is None  # not a remote system: nothing added to its row
+    info = {"version": "kw 2.3", "observed_versions": {"header:X-Model-Version": {"kw 2.3": 5, "kw 2.4": 1}},
+            "version_warning": "warning: system 'vendor' (http): 2 versions observed in one run: ..."}
+    got = remote_text(info)
+    assert got == {"declared": "kw 2.3", "observed": "kw 2.3 (header:X-Model-Version, 5 answers); kw 2.4 "
+                   "(header:X-Model-Version, 1 answers)", "note": REMOTE_NOTE, "warning": info["version_warning"]}
+    assert remote_text({"version": "kw 2.3", "observed_versions": {}})["observed"] == "none named"

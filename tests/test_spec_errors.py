@@ -137,6 +137,7 @@ CASES = {
     "http_job_without_text": (_http(job="- {id: data-analyst, title: Data Analyst}"), {}),
     "http_secret_header": (_http(("response: {score: score}", "response: {score: score}, "
                                   "headers: {Accept: application/json, X-Api-Key: abc123}")), {}),
+    "http_execution_of_another_system": (_http() + "execution:\n  systems:\n    minilm: {concurrency: 2}\n", {}),
     "http_batch_too_large": (_http(("response: {score: score}", "response: {score: score}, batch_size: 65")), {}),
     "multiplicity_unknown": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
                                                "  k: {counterfactual: 2, group: 2, merit: 2}\n  multiplicity: bonferroni"), {}),

@@ -76,6 +76,7 @@ class Http(SystemKind):
 
     id = "http"
     model = block.System
+    remote = True
 
     def requires(self, system: Any) -> Requires:
         """httpx, jmespath and tenacity are part of the core install."""
