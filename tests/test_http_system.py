@@ -296,3 +296,60 @@ def test_the_systems_table_names_declared_and_observed_versions_and_warns_on_two
     assert got == {"declared": "kw 2.3", "observed": "kw 2.3 (header:X-Model-Version, 5 answers); kw 2.4 "
                    "(header:X-Model-Version, 1 answers)", "note": REMOTE_NOTE, "warning": info["version_warning"]}
     assert remote_text({"version": "kw 2.3", "observed_versions": {}})["observed"] == "none named"
+
+
+def _caller(retries: int = 2):
+    from runtime.systems.http import RequestCounters, _Caller
+
+    resolved = {"url": "http://vendor.test/score", "version": "v1", "headers": {}, "version_headers": [],
+                "headers_from_env": {"Authorization": "VENDOR_AUTH"}}
+    settings = {"concurrency": 1, "requests_per_s": None, "timeout_s": 5.0, "retries": retries}
+    return _Caller("vendor", resolved, {"Authorization": "tok-8c1f"}, ["tok-8c1f"], settings, RequestCounters(), None)
+
+
+def _answer(caller, handler):
+    import asyncio
+
+    import httpx
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            caller.client = client
+            return await caller.answer({"items": []}, attempt=0, refs=[])
+
+    return asyncio.run(go())
+
+
+def test_spent_retries_a_long_retry_after_and_a_refusal_stop_with_exit_7_secrets_scrubbed(monkeypatch):
+    import httpx
+
+    from runtime.systems.http import HttpUnavailable, _Caller
+
+    monkeypatch.setattr(_Caller, "_wait", lambda self, state: 0.0 if state.outcome.exception().retry_after is None
+                        else state.outcome.exception().retry_after)
+    caller = _caller(retries=2)
+    with pytest.raises(HttpUnavailable) as err:
+        _answer(caller, lambda req: httpx.Response(503, text=f"busy, {req.headers['Authorization']}"))
+    assert err.value.exit_code == 7
+    assert str(err.value).startswith("system 'vendor' (http): POST http://vendor.test/score failed after 3 attempt(s): "
+                                     "answered 503. Every answer received so far is in the task store")
+    assert (caller.counters.made, caller.counters.server_errors, caller.counters.retries) == (3, 3, 2)
+
+    caller = _caller()
+    with pytest.raises(HttpUnavailable) as err:
+        _answer(caller, lambda req: httpx.Response(429, headers={"Retry-After": "600"}))
+    assert str(err.value).startswith("system 'vendor' (http): POST http://vendor.test/score answered 429 with "
+                                     "Retry-After '600' (600 s), more than 300 s")
+    assert caller.counters.made == 1 and caller.counters.rate_limited == 1
+
+    caller = _caller()
+    with pytest.raises(HttpUnavailable) as err:
+        _answer(caller, lambda req: httpx.Response(403, text=f"no access for {req.headers['Authorization']}\nmore"))
+    assert str(err.value) == "system 'vendor' (http): POST http://vendor.test/score answered 403: no access for ***"
+
+    answers = iter([httpx.Response(429, headers={"Retry-After": "0"}), httpx.Response(200, text='{"s": 1}',
+                                                                                       headers={"X": "1"})])
+    caller = _caller()
+    text, meta, cached = _answer(caller, lambda req: next(answers))
+    assert (text, meta, cached) == ('{"s": 1}', {"status": 200, "headers": {}}, False)
+    assert (caller.counters.made, caller.counters.rate_limited, caller.counters.retries) == (2, 1, 1)
