@@ -148,3 +148,67 @@ def test_summary_synonyms_is_read_by_the_encoder_and_line_breaks_is_not(family, 
         breaks_text = placebo_resume(base, CUES, "line_breaks", seed=20261129, control_id="P06")
         assert window(synonyms_text) != window(ref), base.cv_id
         assert tokenizer(breaks_text)["input_ids"] == tokenizer(ref)["input_ids"], base.cv_id
+
+
+# §3 ----------------------------------------------------------------------------------------------------------
+import json  # noqa: E402
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from conftest import reduced_example_spec  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+THREE_CONTROLS = ("  negative_controls:\n    - {id: P01, perturbation: summary_synonyms}\n"
+                  "    - {id: P02, perturbation: date_format}\n    - {id: P03, perturbation: line_breaks}\n")
+#: The tables the demographic analysis writes: a spec with controls must leave every byte of them unchanged.
+SAME_BYTES = ("metrics.csv", "metrics_by_job.csv", "risk.csv", "effects.csv", "paired.csv", "resumes.csv")
+
+
+@pytest.fixture(scope="module")
+def runs(reduced_example, tmp_path_factory):
+    """The shared reduced example (2 jobs, K = 20, the real model) and the same spec with three negative
+    controls, executed once here."""
+    text = reduced_example_spec()
+    at = text.index("jobs:\n")
+    root = tmp_path_factory.mktemp("controls")
+    shutil.copytree(REPO / "specs" / "jobs", root / "jobs")
+    (root / "spec.yaml").write_text(text[:at] + THREE_CONTROLS + text[at:], encoding="utf-8")
+    for args in (("compile", "spec.yaml"), ("execute", "spec.yaml", "--quiet")):
+        proc = run_cli(*args, cwd=root)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (root / "reports" / "example-ats-audit").iterdir()
+    plain = reduced_example["root"]
+    return {"plain": {"run": reduced_example["run_dir"], "plan": json.loads((plain / "spec.plan.json").read_text())},
+            "controls": {"run": run_dir, "plan": json.loads((root / "spec.plan.json").read_text())}}
+
+
+@pytest.mark.xdist_group("report")
+def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
+    plain, ctl = runs["plain"], runs["controls"]
+    for name in SAME_BYTES:
+        assert (plain["run"] / name).read_bytes() == (ctl["run"] / name).read_bytes(), name
+
+    def batches(plan, key):
+        return [(t["inputs"]["job"]["id"], t["inputs"]["batch"][key]) for t in plan["tasks"]
+                if t["kind"] == "score" and key in t["inputs"].get("batch", {})]
+
+    assert batches(ctl["plan"], "base_candidates") == batches(plain["plan"], "base_candidates")
+    demographic = {t["id"] for t in plain["plan"]["tasks"] if t["kind"] in ("generate", "inject", "score")}
+    assert demographic <= {t["id"] for t in ctl["plan"]["tasks"]}  # the same task ids
+    # three controls: 64 // 3 = 21 base candidates per batch, so one placebo batch per job of K = 20
+    assert batches(ctl["plan"], "controls") == [("data-analyst", [0, 20]), ("software-developer", [0, 20])]
+    assert ctl["plan"]["counts"]["controls"] == 2 * 20 * 3 and "controls" not in plain["plan"]["counts"]
+    placebo = (ctl["run"] / "control_resumes.csv")
+    assert placebo.exists() and not (plain["run"] / "control_resumes.csv").exists()
+    import pandas as pd
+
+    frame = pd.read_csv(placebo)
+    assert list(frame.columns) == ["job_id", "cv_id", "variant", "perturbation", "is_true_match", "text"]
+    assert len(frame) == 120 and set(frame["variant"]) == {"P01", "P02", "P03"}
+    resumes = pd.read_csv(plain["run"] / "resumes.csv")
+    base = resumes[resumes["variant"] == "BASE"].set_index(["job_id", "cv_id"])
+    for row in frame.itertuples():
+        ref = base.loc[(row.job_id, row.cv_id)]
+        assert row.is_true_match == ref["is_true_match"]
+        head = ref["text"][:ref["text"].index("PROFESSIONAL SUMMARY")]
+        assert row.text.startswith(head) and row.text != ref["text"]

@@ -60,6 +60,11 @@ class Design:
         designs only)."""
         raise NotImplementedError
 
+    def generate_controls(self, ctx: "RunContext") -> None:
+        """Set ``ctx.control_candidates``, the placebo résumés of ``variants.negative_controls``, and write
+        them (``control_resumes.csv``; issue 38 §3). A design that makes none leaves it None."""
+        ctx.control_candidates = None
+
 
 _DESIGNS: Registry[type[Design]] = Registry("design half", __name__, side="runtime", skip=())
 

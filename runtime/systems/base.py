@@ -48,6 +48,10 @@ class ScoreRequest:
         base candidates; empty for a system that reads its scores from a file.
     accept_vendor_file : str or None
         The reason given with ``audit execute --accept-vendor-file`` (blind ``precomputed`` systems).
+    controls : list of str
+        The ids of the spec's negative controls (issue 38) when the system reads its scores from a file that
+        holds the placebo rows: the adapter returns the variants' rows and puts the placebo rows under
+        ``artifacts["controls:<system id>"]`` (the pipeline takes them out into ``RunContext.controls``).
     headings : tuple of str
         The section headings the design writes, each on a line of its own (the template résumé's,
         :data:`runtime.generate.render.HEADINGS`; the population résumé's); empty when the design does not
@@ -71,6 +75,7 @@ class ScoreRequest:
     batches: list["ScoreBatch"] = field(default_factory=list)
     accept_vendor_file: str | None = None
     headings: tuple[str, ...] = ()
+    controls: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
