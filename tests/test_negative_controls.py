@@ -212,3 +212,103 @@ def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
         assert row.is_true_match == ref["is_true_match"]
         head = ref["text"][:ref["text"].index("PROFESSIONAL SUMMARY")]
         assert row.text.startswith(head) and row.text != ref["text"]
+
+
+# §4 ----------------------------------------------------------------------------------------------------------
+import math  # noqa: E402
+
+import pandas as pd  # noqa: E402
+
+from runtime.analysis.noise_floor import deviation, floors, noise_floor  # noqa: E402
+
+#: A 2-job x 4-candidate score file: BASE, one demographic variant and two placebo variants.
+BASE = {"j1": [0.9, 0.7, 0.5, 0.3], "j2": [0.8, 0.6, 0.4, 0.2]}
+V01 = {"j1": [0.8, 0.75, 0.45, 0.6], "j2": [0.7, 0.65, 0.4, 0.1]}
+P01 = {"j1": [0.91, 0.7, 0.5, 0.3], "j2": [0.8, 0.62, 0.4, 0.2]}   # +0.01, +0.02: score_delta 0.03 / 8
+P02 = {"j1": [0.9, 0.68, 0.5, 0.3], "j2": [0.8, 0.6, 0.4, 0.26]}   # -0.02, +0.06: score_delta 0.04 / 8
+FLOOR_SPEC = TINY_SPEC.replace("  - {id: j1}", "  - {id: j1}\n  - {id: j2}")
+
+
+def floor_scores(variants) -> str:
+    rows = ["job_id,cv_id,variant,score,is_true_match"]
+    rows += [f"{j},c{i + 1},{v},{d[j][i]},{int(i < 2)}" for j in ("j1", "j2") for i in range(4) for v, d in variants]
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize("metric, value, expected", [
+    ("score_delta", -0.04, 0.04), ("marc", 0.1, 0.1), ("flip_rate", 0.25, 0.25), ("equal_opportunity_gap", -0.5, 0.5),
+    ("equalized_odds_gap", 0.0, 0.0), ("retention_rate", 0.8, 0.2), ("impact_ratio", 1.25, 0.25)])
+def test_deviation_from_no_effect(metric, value, expected):
+    assert deviation(metric, value) == pytest.approx(expected, abs=1e-15)
+
+
+@pytest.mark.parametrize("metric, value", [("recall_at_k", 0.5), ("ndcg_at_k", 0.9), ("selection_ratio", 0.8),
+                                           ("score_delta", float("nan")), ("score_delta", "")])
+def test_shortlist_metrics_and_missing_values_have_no_deviation(metric, value):
+    assert math.isnan(deviation(metric, value))
+
+
+def test_the_floor_is_the_largest_deviation_of_the_controls_the_system_reads():
+    controls = pd.DataFrame({"system": ["s"] * 4, "condition": ["default"] * 4, "metric": ["score_delta"] * 4,
+                             "variant": ["P1", "P2", "P3", "P4"], "value": [0.01, -0.03, 0.09, 0.03],
+                             "window_share": [1.0, 0.5, 0.0, float("nan")]})
+    # P3 is not read (window share 0); P2 and P4 tie at 0.03: the first in table order sets the floor
+    assert floors(controls).to_dict("records") == [{"system": "s", "condition": "default", "metric": "score_delta",
+                                                    "floor": pytest.approx(0.03), "floor_control": "P2"}]
+    metrics = pd.DataFrame({"system": ["s", "s", "s"], "condition": ["default"] * 3,
+                            "metric": ["score_delta", "score_delta", "recall_at_k"], "variant": ["BASE", "V01", "V01"],
+                            "value": [0.0, -0.05, 0.4]})
+    out = noise_floor(metrics, controls, reference="BASE")
+    assert out.to_dict("records") == [{"system": "s", "condition": "default", "metric": "score_delta", "variant": "V01",
+                                       "deviation": pytest.approx(0.05), "floor": pytest.approx(0.03),
+                                       "floor_control": "P2", "exceeds_floor": True}]
+
+
+@pytest.fixture(scope="module")
+def floor_runs(tmp_path_factory):
+    """The 2-job x 4-candidate score file executed through the real CLI, with and without the two controls."""
+    out = {}
+    for name, spec, variants in (
+            ("plain", FLOOR_SPEC, (("BASE", BASE), ("V01", V01))),
+            ("controls", FLOOR_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
+                                            "    - {id: P01, description: dates as MM/YYYY}\n"
+                                            "    - {id: P02, description: bullet glyphs changed}\n"),
+             (("BASE", BASE), ("V01", V01), ("P01", P01), ("P02", P02)))):
+        root = tmp_path_factory.mktemp(name)
+        (root / "spec.yaml").write_text(spec)
+        (root / "scores.csv").write_text(floor_scores(variants))
+        for args in (("compile", "spec.yaml"), ("execute", "spec.yaml", "--quiet")):
+            proc = run_cli(*args, cwd=root)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        (out[name],) = (root / "reports" / "tiny-audit").iterdir()
+        out[name + "_stdout"] = proc.stdout
+    return out
+
+
+def test_noise_floor_of_a_score_file_equals_hand_computed_values(floor_runs):
+    run = floor_runs["controls"]
+    nf = pd.read_csv(run / "noise_floor.csv")
+    assert list(nf.columns) == ["system", "condition", "metric", "variant", "deviation", "floor", "floor_control",
+                                "exceeds_floor"]
+    row = nf.set_index("metric").loc["score_delta"]
+    # V01 - BASE: j1 -0.1 +0.05 -0.05 +0.3, j2 -0.1 +0.05 0 -0.1: 0.05 / 8; placebos 0.03 / 8 and 0.04 / 8
+    assert row["deviation"] == pytest.approx(0.05 / 8, abs=1e-12) and row["floor"] == pytest.approx(0.04 / 8, abs=1e-12)
+    assert row["floor_control"] == "P02" and bool(row["exceeds_floor"])
+    # the placebos keep every top-2 shortlist: retention 1 and no flips, a floor of 0
+    for metric in ("flip_rate", "retention_rate", "impact_ratio", "equal_opportunity_gap", "equalized_odds_gap"):
+        assert nf.set_index("metric").loc[metric, "floor"] == 0.0
+    assert set(nf["metric"]) == {"score_delta", "marc", "flip_rate", "retention_rate", "impact_ratio",
+                                 "equal_opportunity_gap", "equalized_odds_gap"}
+    nc = pd.read_csv(run / "negative_controls.csv", keep_default_na=False)
+    sd = nc[nc["metric"] == "score_delta"].set_index("variant")["value"].astype(float)
+    assert sd["P01"] == pytest.approx(0.03 / 8, abs=1e-12) and sd["P02"] == pytest.approx(0.04 / 8, abs=1e-12)
+    assert set(nc["status"]) == {""} and set(nc["variant"]) == {"P01", "P02"} and "perturbation" in nc.columns
+    cp = pd.read_csv(run / "control_paired.csv")
+    assert len(cp) == 24 and set(cp["variant"]) == {"BASE", "P01", "P02"}
+    assert "noise floor   vendor: score_delta 0.005 (P02)" in floor_runs["controls_stdout"]
+
+
+def test_placebo_rows_never_reach_the_demographic_tables(floor_runs):
+    for name in ("metrics.csv", "metrics_by_job.csv", "risk.csv", "paired.csv", "headline.csv"):
+        assert (floor_runs["plain"] / name).read_bytes() == (floor_runs["controls"] / name).read_bytes(), name
+    assert not (floor_runs["plain"] / "noise_floor.csv").exists()
