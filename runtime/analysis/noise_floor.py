@@ -128,3 +128,47 @@ def noise_floor(metrics: pd.DataFrame, controls: pd.DataFrame, *, reference: str
                      "floor_control": str(fl.loc[key, "floor_control"]) if key in fl.index else "",
                      "exceeds_floor": bool(dev > floor) if not (math.isnan(dev) or math.isnan(floor)) else False})
     return pd.DataFrame(rows, columns=list(NOISE_FLOOR_COLUMNS))
+
+
+#: One failed line of the validity check ``noise_floor`` (issue 38 §5).
+MSG_FLOOR_FAILED = ("noise_floor ({system}, {condition}): placebo {control} {metric} = {value:.4g} is {status} under "
+                    "the research tier (PASS bound {bound:g}); a change that signals no protected characteristic "
+                    "moves this system as far as a finding would")
+
+
+def floor_check(controls: pd.DataFrame, thresholds, *, classify) -> list[str]:
+    """The validity check ``noise_floor`` (issue 38 §5): one failed line per placebo row of a
+    :data:`CHANGE_METRICS` metric that the system reads (``window_share`` > 0 or NaN) and whose value is not
+    PASS under the research tier.
+
+    Parameters
+    ----------
+    controls : pandas.DataFrame
+        ``negative_controls.csv`` (``system, condition, metric, variant, value``, optionally ``window_share``).
+    thresholds : mapping
+        The run's thresholds: ``tier -> metric -> {"pass", "investigate"}``; the ``research`` tier is read.
+    classify : callable
+        ``classify(value, metric_id=..., bounds=...)`` -> PASS / INVESTIGATE / FAIL / N/A
+        (:func:`runtime.analysis.classify.classify`; passed in so this module stays free of the catalogue).
+
+    Returns
+    -------
+    list of str
+        The failed lines, in table order; empty when every read placebo row is PASS (or N/A).
+    """
+    out = []
+    research = thresholds["research"]
+    for r in controls.itertuples():
+        share = pd.to_numeric(getattr(r, "window_share", np.nan), errors="coerce")
+        if r.metric not in CHANGE_METRICS or r.metric not in research or share == 0:
+            continue
+        try:
+            value = float(r.value)
+        except (TypeError, ValueError):
+            continue
+        status = classify(value, metric_id=r.metric, bounds=research[r.metric])
+        if status in ("INVESTIGATE", "FAIL"):
+            out.append(MSG_FLOOR_FAILED.format(system=r.system, condition=r.condition, control=r.variant,
+                                               metric=r.metric, value=value, status=status,
+                                               bound=research[r.metric]["pass"]))
+    return out

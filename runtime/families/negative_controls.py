@@ -75,5 +75,14 @@ class NegativeControls(AuditFamily):
             text = ", ".join(f"{m.metric} {m.floor:.3g} ({m.floor_control})" for m in worst.itertuples())
             summary.append(f"noise floor   {system}: {text or 'none'}; {above} of {len(g)} demographic rows above "
                            f"it (noise_floor.csv)")
-        return FamilyResult(tables={"control_paired": paired, "negative_controls": placebo, "noise_floor": floor},
-                            summary=summary)
+        out = FamilyResult(tables={"control_paired": paired, "negative_controls": placebo, "noise_floor": floor},
+                           summary=summary)
+        if "validity" in r["analysis"]:  # issue 38 §5: a default check of the protocol once controls are declared
+            from runtime.analysis.classify import classify
+            from runtime.analysis.noise_floor import floor_check
+
+            out.failed = floor_check(placebo, ctx.settings.thresholds, classify=classify)
+            out.verdict = "INCONCLUSIVE" if out.failed else "VALID"
+            out.summary.append(f"validity check noise_floor: {'failed' if out.failed else 'passed'}"
+                               + (f" ({len(out.failed)} placebo rows not PASS)" if out.failed else ""))
+        return out
