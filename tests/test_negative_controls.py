@@ -212,6 +212,17 @@ def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
         assert row.is_true_match == ref["is_true_match"]
         head = ref["text"][:ref["text"].index("PROFESSIONAL SUMMARY")]
         assert row.text.startswith(head) and row.text != ref["text"]
+    # the encoder reads the summary and the first role's dates, never a line break: window shares 1, 1, 0
+    nc = pd.read_csv(ctl["run"] / "negative_controls.csv", keep_default_na=False)
+    shares = nc.drop_duplicates("variant").set_index("variant")
+    assert shares["window_share"].astype(float).to_dict() == {"P01": 1.0, "P02": 1.0, "P03": 0.0}
+    assert shares["perturbation"].to_dict() == {"P01": "summary_synonyms", "P02": "date_format", "P03": "line_breaks"}
+    line_breaks = nc[(nc["variant"] == "P03") & (nc["metric"] == "score_delta")]
+    assert float(line_breaks["value"].iloc[0]) == 0.0  # the same tokens: the same embedding, to the bit
+    nf = pd.read_csv(ctl["run"] / "noise_floor.csv", keep_default_na=False)
+    assert len(nf) == 7 * 9 and set(nf["floor_control"]) <= {"P01", "P02"}  # P03 is not read: no floor
+    for name in ("metrics.csv", "paired.csv"):
+        assert not {"P01", "P02", "P03"} & set(pd.read_csv(ctl["run"] / name)["variant"].astype(str)), name
 
 
 # §4 ----------------------------------------------------------------------------------------------------------
@@ -306,6 +317,9 @@ def test_noise_floor_of_a_score_file_equals_hand_computed_values(floor_runs):
     cp = pd.read_csv(run / "control_paired.csv")
     assert len(cp) == 24 and set(cp["variant"]) == {"BASE", "P01", "P02"}
     assert "noise floor   vendor: score_delta 0.005 (P02)" in floor_runs["controls_stdout"]
+    html = (run / "report.html").read_text()
+    assert '<section id="noise-floor" class="major">' in html
+    assert "vendor: its largest placebo deviation is score_delta 0.005000 (P02); 2 of 7 demographic rows lie above the floor." in html
 
 
 def test_placebo_rows_never_reach_the_demographic_tables(floor_runs):

@@ -64,7 +64,8 @@ class NegativeControls(AuditFamily):
                 placebo[col] = ""
         kind = {c["id"]: c.get("perturbation", "") for c in controls}
         placebo["perturbation"] = placebo["variant"].map(kind).fillna("")
-        placebo["window_share"] = np.nan  # filled for systems with a token window (issue 38 part B)
+        placebo["window_share"] = [ctx.window_shares.get((s, v), np.nan)  # NaN: the system reads no fixed window
+                                   for s, v in zip(placebo["system"], placebo["variant"])]
         placebo = placebo.reset_index(drop=True)
         demographic = ctx.results["metric_suite"].data["result"].metrics
         floor = noise_floor(demographic, placebo, reference=ref)
@@ -85,4 +86,48 @@ class NegativeControls(AuditFamily):
             out.verdict = "INCONCLUSIVE" if out.failed else "VALID"
             out.summary.append(f"validity check noise_floor: {'failed' if out.failed else 'passed'}"
                                + (f" ({len(out.failed)} placebo rows not PASS)" if out.failed else ""))
+        out.sections = [noise_floor_section(floor, placebo, controls)]
         return out
+
+
+#: What each perturbation changes, in the report's words.
+WHAT = {"summary_synonyms": "synonyms in the professional summary", "date_format": "dates written MM/YYYY",
+        "bullet_glyph": "another bullet glyph", "section_order": "EDUCATION and SKILLS swapped",
+        "typos": "two letter swaps in bullet words", "line_breaks": "extra blank lines",
+        "regenerate": "the same base candidate generated again"}
+
+
+def noise_floor_section(floor: pd.DataFrame, placebo: pd.DataFrame, controls: list[dict]):
+    """The report's "Noise floor" section (issue 38 §6): per system the floor per metric beside its largest
+    demographic deviation, and each control's window share (0: not read by the encoder, labelled so)."""
+    from runtime.report.formatting import fmt_sig
+    from runtime.report.sections import ORDER, Section
+
+    systems = []
+    for (system, condition), g in floor.groupby(["system", "condition"], sort=False):
+        rows = []
+        for metric, m in g.groupby("metric", sort=False):
+            f = m["floor"].iloc[0]
+            rows.append({"metric": metric, "floor": fmt_sig(f), "control": m["floor_control"].iloc[0] or "—",
+                         "largest": fmt_sig(m["deviation"].max()), "above": f"{int(m['exceeds_floor'].sum())} of {len(m)}"})
+        top = g.dropna(subset=["floor"]).sort_values("floor", ascending=False, kind="mergesort").head(1)
+        largest = (f"its largest placebo deviation is {top['metric'].iloc[0]} {fmt_sig(top['floor'].iloc[0])} "
+                   f"({top['floor_control'].iloc[0]})") if len(top) else "no control it reads gives a floor"
+        systems.append({"system": system, "condition": condition, "rows": rows,
+                        "sentence": f"{system}: {largest}; {int(g['exceeds_floor'].sum())} of {len(g)} demographic "
+                                    f"rows lie above the floor."})
+    shares = placebo.drop_duplicates(["system", "variant"])
+    window_systems = [s for s in dict.fromkeys(shares["system"])
+                      if shares.loc[shares["system"] == s, "window_share"].notna().any()]
+    rows = []
+    for c in controls:
+        cells = []
+        for s in window_systems:
+            w = shares.loc[(shares["system"] == s) & (shares["variant"] == c["id"]), "window_share"]
+            v = float(w.iloc[0]) if len(w) else float("nan")
+            cells.append("0 (not read by the encoder)" if v == 0 else fmt_sig(v))
+        rows.append({"id": c["id"], "what": WHAT.get(c.get("perturbation", ""), c.get("description", "")),
+                     "shares": cells})
+    return Section(id="noise-floor", title="Noise floor", template="sections/noise_floor.html.j2",
+                   order=ORDER["noise_floor"], context={"systems": systems, "controls": rows,
+                                                        "window_systems": window_systems})

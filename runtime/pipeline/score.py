@@ -95,6 +95,9 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
         if found is None and own_batches:  # placebo résumés, in batches of their own (issue 38 §3)
             found = adapter.score(replace(request, resumes=ctx.control_candidates, variants=control_ids, info={},
                                           artifacts={}, plan_tasks=[], controls=[], batches=own_batches))
+            ctx.window_shares.update(window_shares(adapter, resumes, ctx.control_candidates,
+                                                   reference=r["variants"]["reference"],
+                                                   spec_folder=ctx.compiled.loaded.folder))
         if found is not None:
             placebo.append(_long(found, sys_resolved["id"]))
     scores = pd.concat(frames, ignore_index=True)
@@ -105,6 +108,21 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     if not own_conditions:
         cols.remove("condition")  # no system scores under prompt conditions: the column says nothing
     return scores[cols]
+
+
+def window_shares(adapter, resumes: pd.DataFrame, placebo: pd.DataFrame, *, reference: str,
+                  spec_folder) -> dict[tuple[str, str], float]:
+    """(system, control) -> share of the control's placebo résumés whose window (the tokens the system reads)
+    differs from their reference résumé's; {} for a system without a fixed window (issue 38 §4)."""
+    ref = resumes[resumes["variant"] == reference].set_index(["job_id", "cv_id"])["text"]
+    texts = list(dict.fromkeys([*ref.tolist(), *placebo["text"].tolist()]))
+    windows = adapter.window(texts, spec_folder)
+    if windows is None:
+        return {}
+    of = dict(zip(texts, windows))
+    differs = [of[t] != of[ref.loc[(j, c)]] for j, c, t in zip(placebo["job_id"], placebo["cv_id"], placebo["text"])]
+    frame = pd.DataFrame({"variant": placebo["variant"].to_numpy(), "differs": differs})
+    return {(adapter.id, v): float(g["differs"].mean()) for v, g in frame.groupby("variant", sort=False)}
 
 
 def _long(scored: pd.DataFrame, system_id: str) -> pd.DataFrame:

@@ -169,5 +169,11 @@ class SystemAdapter:
         # the class's id (set when it is bound) is its kind; an adapter's is the system's id in the spec
         self.id: str = resolved["id"]
 
+    def window(self, texts: list[str], spec_folder: Path) -> list[tuple[int, ...]] | None:
+        """The part of each text the system reads, as token ids, when it reads a fixed window (an encoder's
+        first ``max_seq_length`` tokens); None for a system without one (issue 38: the negative controls'
+        ``window_share``). Default: None."""
+        return None
+
     def score(self, request: ScoreRequest) -> pd.DataFrame:  # pragma: no cover - interface
         raise NotImplementedError
