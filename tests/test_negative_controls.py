@@ -198,6 +198,8 @@ def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
     # three controls: 64 // 3 = 21 base candidates per batch, so one placebo batch per job of K = 20
     assert batches(ctl["plan"], "controls") == [("data-analyst", [0, 20]), ("software-developer", [0, 20])]
     assert ctl["plan"]["counts"]["controls"] == 2 * 20 * 3 and "controls" not in plain["plan"]["counts"]
+    # the encoder reads the placebo résumés too: 2 job texts + the demographic résumés + 120 placebo résumés
+    assert ctl["plan"]["counts"]["texts_to_embed"] == plain["plan"]["counts"]["texts_to_embed"] + 120
     placebo = (ctl["run"] / "control_resumes.csv")
     assert placebo.exists() and not (plain["run"] / "control_resumes.csv").exists()
     import pandas as pd
