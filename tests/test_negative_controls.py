@@ -368,3 +368,32 @@ def test_the_noise_floor_check_of_the_validity_protocol(case, tmp_path):
     assert len(validity["failed"]) == len(starts)
     for line, start in zip(validity["failed"], starts):
         assert line.startswith("negative_controls: " + start), line
+
+
+def test_a_blind_export_mixes_the_placebo_resumes_in_under_opaque_ids(tmp_path):
+    import hashlib
+
+    from test_blind_export import BLIND, SPEC, read_csv, vendor_score
+
+    spec = SPEC.format(system=BLIND).replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
+                                               "    - {id: P01, perturbation: date_format}\n")
+    (tmp_path / "spec.yaml").write_text(spec)
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("export", "spec.yaml", "--for-vendor", "to-vendor", "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_csv(tmp_path / "to-vendor" / "resumes.csv")
+    assert list(rows[0]) == ["resume_id", "job_id", "text"] and len(rows) == 2 * 8 * 3  # BASE, V01 and P01
+    assert sum(bool(re.search(r"\b\d{2}/20\d{2} – ", r["text"])) for r in rows) == 16  # the placebo résumés
+    (tmp_path / "vendor-scores.csv").write_text("resume_id,score\n" + "".join(
+        f"{r['resume_id']},{vendor_score(r['text'])}\n" for r in rows))
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    assert proc.returncode in (0, 4), proc.stderr[-2000:]
+    (run,) = (tmp_path / "reports" / "blind-vendor").iterdir()
+    key = read_csv(run / "blind_key.csv")
+    assert {r["variant"] for r in key} == {"BASE", "V01", "P01"}
+    placebo = {(r["job_id"], r["cv_id"]): r["text"] for r in read_csv(run / "control_resumes.csv")}
+    cp = [r for r in read_csv(run / "control_paired.csv") if r["variant"] == "P01"]
+    assert len(cp) == 16 and all(float(r["score"]) == vendor_score(placebo[r["job_id"], r["cv_id"]]) for r in cp)
+    assert {r["variant"] for r in read_csv(run / "paired.csv")} == {"BASE", "V01"}
+    assert hashlib.sha256((run / "blind_scores_vendor.csv").read_bytes()).hexdigest() == hashlib.sha256(
+        (tmp_path / "vendor-scores.csv").read_bytes()).hexdigest()

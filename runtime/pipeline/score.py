@@ -86,7 +86,8 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                batches=score_batches(ctx, sys_resolved["id"], resumes),
                                accept_vendor_file=ctx.accept_vendor_file,
                                headings=tuple(design_for(r).section_headings),
-                               controls=[] if own_batches else control_ids)
+                               controls=[] if own_batches else control_ids,
+                               control_resumes=None if own_batches else ctx.control_candidates)
         adapter = adapter_for(sys_resolved["kind"])(sys_resolved)
         scored = _score_one(ctx, adapter, request)
         own_conditions |= "condition" in scored.columns  # LLM screeners score under prompt conditions

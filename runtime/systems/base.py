@@ -52,6 +52,9 @@ class ScoreRequest:
         The ids of the spec's negative controls (issue 38) when the system reads its scores from a file that
         holds the placebo rows: the adapter returns the variants' rows and puts the placebo rows under
         ``artifacts["controls:<system id>"]`` (the pipeline takes them out into ``RunContext.controls``).
+    control_resumes : pandas.DataFrame or None
+        The placebo résumés the tool wrote (``control_resumes.csv``), for a system that reads its scores from
+        a file: a blind file's key covers them (``audit export --for-vendor`` mixes them in).
     headings : tuple of str
         The section headings the design writes, each on a line of its own (the template résumé's,
         :data:`runtime.generate.render.HEADINGS`; the population résumé's); empty when the design does not
@@ -76,6 +79,7 @@ class ScoreRequest:
     accept_vendor_file: str | None = None
     headings: tuple[str, ...] = ()
     controls: list[str] = field(default_factory=list)
+    control_resumes: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)

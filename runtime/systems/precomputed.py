@@ -108,7 +108,9 @@ class PrecomputedSystem(SystemAdapter):
     def _blind_key(self, request: ScoreRequest) -> tuple[str, pd.DataFrame]:
         from runtime.blind import MSG_NO_KEY, load_key
 
-        found = load_key(request.store, request.resumes)
+        from runtime.blind import blind_candidates
+
+        found = load_key(request.store, blind_candidates(request.resumes, request.control_resumes))
         if found is None:
             root = getattr(request.store, "root", None)
             raise InputDataError(MSG_NO_KEY.format(system=self.id, store=root))
