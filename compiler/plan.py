@@ -62,6 +62,29 @@ def score_batches(resolved: dict[str, Any]) -> list[tuple[int, int]] | None:
     return [(lo, min(lo + step, k)) for lo in range(0, k, step)]
 
 
+def control_batches(resolved: dict[str, Any]) -> list[tuple[int, int]]:
+    """The score batches of a job's placebo résumés (issue 38 §3): ``[(first, stop), ...]`` positions of base
+    candidates, ``max(1, SCORE_BATCH_RESUMES // n_controls)`` base candidates with all their placebo résumés
+    each; [] without negative controls or without a generator (a score file holds the placebo rows).
+
+    Placebo résumés are scored in batches of their own, so an embedding's bytes for the demographic
+    variants (which depend on their batch-mates, methods v2) are those of the spec without controls.
+    """
+    controls = resolved["variants"].get("negative_controls") or []
+    k, _ = design_of(resolved).batching(resolved)
+    if not controls or k is None:
+        return []
+    step = max(1, SCORE_BATCH_RESUMES // len(controls))
+    return [(lo, min(lo + step, k)) for lo in range(0, k, step)]
+
+
+def control_resumes(resolved: dict[str, Any]) -> int:
+    """Placebo résumés of the run: K x jobs x negative controls (0 without controls or generator)."""
+    controls = resolved["variants"].get("negative_controls") or []
+    k, _ = design_of(resolved).batching(resolved)
+    return 0 if not controls or k is None else k * len(resolved["jobs"]) * len(controls)
+
+
 def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = None) -> dict[str, Any]:
     """Return the plan: ``{schema_version, kind, tool, audit, spec_digest, counts, tasks}`` and the enabled
     families' summaries (``sensitivity``) and the LLM estimate (``llm_estimate``) where they apply,
@@ -90,6 +113,15 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
                       for i, (lo, hi) in enumerate(batches)]
             tasks += ts
             scores += [t["id"] for t in ts]
+    placebo = control_batches(resolved)
+    for system in resolved["systems"] if placebo else ():  # issue 38 §3: the placebo résumés' own tasks
+        if not hook_for(system["kind"]).needs_text:
+            continue  # a score file holds the placebo rows beside the variants' (one task per job above)
+        for job in jobs:
+            tasks += [task("score", {"system": system, "job": job,
+                                     "controls": resolved["variants"]["negative_controls"],
+                                     "batch": {"index": i, "controls": [lo, hi]}}, deps_by_job[job["id"]])
+                      for i, (lo, hi) in enumerate(placebo)]
     families = enabled_families(resolved)
     analyses = [t for f in families for t in f.plan_tasks(resolved, scores)]
     tasks += analyses
@@ -97,13 +129,15 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
     tasks += [report, task("seal", {"audit": resolved["audit"]}, [report["id"]])]
 
     size = design.size(resolved, base_per_job)
+    n_controls = control_resumes(resolved)
+    scored = size["resumes"] if not n_controls else size["resumes"] + n_controls
     counts = {
         "jobs": len(jobs),
         "base_candidates": size["base_candidates"],
         "variants": size["variants"],
         "resumes": size["resumes"],
         "systems": len(resolved["systems"]),
-        "texts_to_embed": _texts_to_embed(resolved, size["resumes"]),
+        "texts_to_embed": _texts_to_embed(resolved, scored),
         "model_calls": 0,
         "estimated_tokens": 0,
         "estimated_cost_usd": 0.0,
@@ -111,12 +145,13 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
         "metric_rows": sum(f.metric_rows(resolved) for f in families),
         "paired_candidates_per_variant": size["paired_candidates_per_variant"],
         **{k: v for k, v in size.items() if k == "profiles"},
+        **({"controls": n_controls} if n_controls else {}),
     }
     plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "tool": tool_info(),
             "audit": resolved["audit"], "spec_digest": digest(resolved), "counts": counts, "tasks": tasks}
     for f in families:
         plan.update(f.summary(resolved, size))
-    est = llm_estimate(resolved, size["resumes"])
+    est = llm_estimate(resolved, scored)
     if est is not None:  # calls and tokens per stage; cost only where litellm knows the price
         counts.update({"model_calls": est["calls"], "estimated_tokens": est["tokens"],
                        "estimated_cost_usd": est["cost_usd"] if est["cost_known"] else None})

@@ -65,6 +65,10 @@ MSG_COLUMNS_UNKNOWN = ("unknown column(s) {unknown}; allowed: {allowed} (a colum
 MSG_EMPTY_KEY = "empty {column} at {rows}"
 MSG_UNKNOWN_JOB = "unknown job_id {values} at {rows}; jobs in the spec: {allowed}"
 MSG_UNKNOWN_VARIANT = "unknown variant {values} at {rows}; variants in the spec: {allowed}"
+MSG_CONTROL_MISSING = ("negative control {control} has no row for the base candidate(s) of the reference rows at "
+                       "{rows}; every (job_id, cv_id) of the reference variant needs a row with variant {control}")
+MSG_CONTROL_ORPHAN = ("negative control row(s) without a reference ({reference}) row for their (job_id, cv_id) "
+                      "at {rows}")
 MSG_JOB_ABSENT = "job(s) {jobs} of the spec have no rows; every job needs a score for every base candidate and variant"
 MSG_SCORE_EMPTY = "score is empty or missing ({values}) at {rows}"
 MSG_SCORE_NAN = ("score is not a number ({values}) at {rows} (column {column!r}); a score is written with ASCII "
@@ -360,7 +364,7 @@ def _check_scores(rows: list[dict[str, Any]], score_range: tuple[float, float], 
 def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] | None,
                     score_range: tuple[float, float], columns: Mapping[str, str] | None = None,
                     delimiter: str | None = None, k: Mapping[str, int] | None = None,
-                    key: str = "systems[0]") -> ScoreFile:
+                    key: str = "systems[0]", controls: Sequence[str] = ()) -> ScoreFile:
     """Read a paired score export and check everything the spec alone allows, in one pass.
 
     Parameters
@@ -382,12 +386,17 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         ``analysis.k`` (family -> K): a job with fewer base candidates than the largest is a problem.
     key : str
         The system's key path in the spec (``systems[2]``), used in the hints of the messages.
+    controls : sequence of str
+        The ids of the spec's negative controls (``variants.negative_controls``, issue 38): rows with
+        one of them as ``variant`` are placebo rows; every (job_id, cv_id) with a reference row needs
+        one per control, and a placebo row needs a reference row. They count in neither ``base_per_job``
+        nor the missing-cell check of the variants.
 
     Returns
     -------
     ScoreFile
-        Problems (empty when usable), warnings, the rows, and what was found (header, delimiter,
-        mapping, base candidates per job).
+        Problems (empty when usable), warnings, the rows (placebo rows included, ``variant`` = the
+        control id), and what was found (header, delimiter, mapping, base candidates per job).
     """
     out, records, lines = _open(path, delimiter)
     if records is None:
@@ -443,11 +452,12 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
     job_set = set(jobs)
     bad = [r for r in rows if r["job_id"] and r["job_id"] not in job_set]
     report(MSG_UNKNOWN_JOB, bad, values=_with_hint([r["job_id"] for r in bad], jobs), allowed=", ".join(jobs))
-    var_set = set(variants or ())
+    var_set, control_set = set(variants or ()), set(controls)
     if variants is not None:
-        bad = [r for r in rows if r["variant"] and r["variant"] not in var_set]
-        report(MSG_UNKNOWN_VARIANT, bad, values=_with_hint([r["variant"] for r in bad], variants),
-               allowed=", ".join(variants))
+        bad = [r for r in rows if r["variant"] and r["variant"] not in var_set | control_set]
+        allowed = [*variants, *controls]
+        report(MSG_UNKNOWN_VARIANT, bad, values=_with_hint([r["variant"] for r in bad], allowed),
+               allowed=", ".join(variants) + (f" (negative controls: {', '.join(controls)})" if controls else ""))
     seen_jobs = {r["job_id"] for r in rows}
     absent = [j for j in jobs if j not in seen_jobs]
     if absent:
@@ -474,6 +484,8 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         gap = missing_cells([(j, c) for j in jobs for c in bases.get(j, {})], variants, valid)
         if gap:
             out.problems.append(gap)
+        if controls and variants:
+            _check_controls(rows, reference=variants[0], controls=controls, report=report)
     if k:
         family, kk = max(k.items(), key=lambda kv: kv[1])
         for j, n in out.base_per_job.items():
@@ -500,6 +512,18 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         out.rows = [{"job_id": r["job_id"], "cv_id": r["cv_id"], "variant": r["variant"], "score": r["score_value"],
                      "is_true_match": r.get("match"), "line": r["line"]} for r in rows]
     return out
+
+
+def _check_controls(rows: list[dict[str, Any]], *, reference: str, controls: Sequence[str], report) -> None:
+    """Placebo rows pair with reference rows (issue 38 §1): per control, the reference rows whose
+    (job_id, cv_id) has no row of it, then the placebo rows whose (job_id, cv_id) has no reference row."""
+    ref = {(r["job_id"], r["cv_id"]): r for r in rows if r["variant"] == reference}
+    for control in controls:
+        have = {(r["job_id"], r["cv_id"]) for r in rows if r["variant"] == control}
+        report(MSG_CONTROL_MISSING, [r for cell, r in ref.items() if cell not in have], control=control)
+    control_set = set(controls)
+    report(MSG_CONTROL_ORPHAN, [r for r in rows if r["variant"] in control_set
+                                and (r["job_id"], r["cv_id"]) not in ref], reference=reference)
 
 
 #: Columns of a blind score file (``systems[].blind``, ``audit export --for-vendor``).

@@ -130,9 +130,38 @@ class Axis(Strict):
         "shows the level (e.g. Female-NA: North African woman); 1 to 120 characters each (issue 31 §3).")
 
 
+#: Perturbations the template generator makes of the reference résumé (issue 38 §1; :mod:`runtime.generate.perturb`).
+TEMPLATE_PERTURBATIONS: tuple[str, ...] = ("summary_synonyms", "date_format", "bullet_glyph", "section_order",
+                                           "typos", "line_breaks")
+#: Perturbations the llm generator makes: the same base generated again, or an edit of the text below the cue block.
+LLM_PERTURBATIONS: tuple[str, ...] = ("regenerate", "date_format", "bullet_glyph", "typos")
+Perturbation = Literal["summary_synonyms", "date_format", "bullet_glyph", "section_order", "typos", "line_breaks",
+                       "regenerate"]
+#: Longest description of a score-file placebo variant.
+MAX_CONTROL_DESCRIPTION = 400
+
+
+class NegativeControl(Strict):
+    """A negative control (placebo variant) of the reference résumé: a change that signals no protected
+    characteristic, scored like a variant to measure the system's noise floor (issue 38; the complement of
+    seed 003's positive control). The tool makes it (``perturbation``, template and llm designs), or the
+    vendor did (``description``, a score-file audit, whose file holds ``variant: <id>`` rows)."""
+
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$", max_length=64)] = Field(
+        description="The control's id (letters, digits, _ and -), not a variant id.")
+    perturbation: Perturbation | None = Field(
+        default=None, description="What the tool changes in the reference résumé. template: summary_synonyms, "
+        "date_format, bullet_glyph, section_order, typos, line_breaks; llm: regenerate, date_format, "
+        "bullet_glyph, typos.")
+    description: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CONTROL_DESCRIPTION,
+        description="What the vendor changed, in words (a score-file audit; 1 to 400 characters).")
+
+
 class Variants(Strict):
     """Treatments: an explicit table, one variant per non-reference level (one_at_a_time), or the full
-    cross of the declared axes (factorial; seed 003 §3.5, Study 1)."""
+    cross of the declared axes (factorial; seed 003 §3.5, Study 1); and the placebo variants of the
+    reference résumé (``negative_controls``, issue 38)."""
 
     reference: VariantId = Field(default="BASE", description="The reference variant.")
     design: Literal["explicit", "one_at_a_time", "factorial"] = "explicit"
@@ -141,6 +170,9 @@ class Variants(Strict):
         description="variant id -> {axis: level}. Required for design explicit; for "
         "one_at_a_time and factorial only the reference row may be given.",
     )
+    negative_controls: list[NegativeControl] | None = Field(
+        default=None, min_length=1, description="Placebo variants of the reference résumé (issue 38): each "
+        "system's noise floor. Absent from the resolved spec unless written.")
 
 
 class Job(Strict):

@@ -24,6 +24,15 @@ MSG_NO_KEY = ("system {system!r}: no export key for the résumés of this run in
               "`audit export SPEC --for-vendor DIR` first and have the vendor score that file (if you did, the "
               "résumés generated now differ from the exported ones, or the store was cleared)")
 
+def blind_candidates(candidates: pd.DataFrame, controls: pd.DataFrame | None) -> pd.DataFrame:
+    """The résumés a vendor scores blind: the design's, then the placebo résumés of the negative controls
+    (issue 38), ``job_id, cv_id, variant, text``; the key and its id cover both, and the shuffle mixes them."""
+    cols = ["job_id", "cv_id", "variant", "text"]
+    if controls is None or len(controls) == 0:
+        return candidates
+    return pd.concat([candidates[cols], controls[cols]], ignore_index=True)
+
+
 def key_id(candidates: pd.DataFrame) -> str:
     """Store id of the export key of these résumés: ``blind-key-`` + the first 20 hex digits of the
     sha256 over every (job_id, cv_id, variant, text) in generation order."""

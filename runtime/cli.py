@@ -240,6 +240,8 @@ def compile_(
         ("plan tasks", c["tasks"]), ("metric rows (metrics x variants x systems x conditions)", c["metric_rows"]),
         ("paired candidates per metric cell", c["paired_candidates_per_variant"]),
     ]
+    if "controls" in c:  # issue 38: the placebo résumés, scored in batches of their own
+        rows.insert(4, ("placebo résumés (negative controls)", c["controls"]))
     if "profiles" in c:  # population design (seed 001): no variants, no matrix
         rows = [("jobs", c["jobs"]), ("profiles (per job x jobs)", c["profiles"]), ("systems", c["systems"]),
                 ("texts to embed (at most)", c["texts_to_embed"]), ("plan tasks", c["tasks"]),

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from compiler.errors import AuditError
-from runtime.blind import MSG_NO_BLIND, key_id, load_key, new_key
+from runtime.blind import MSG_NO_BLIND, blind_candidates, key_id, load_key, new_key
 from runtime.csvsafe import csv_bytes
 
 #: Columns of the vendor's file: nothing else leaves the auditor.
@@ -125,7 +125,9 @@ def export_for_vendor(spec_path: Path, out: Path, *, store: Path | None = None, 
         ctx.store = TaskStore(locked.store_dir)
         ctx.jobs = job_texts(compiled)
         generate(ctx, design_for(r))
-    cands = ctx.candidates
+        if r["variants"].get("negative_controls"):  # issue 38: placebo résumés mixed in under opaque ids
+            design_for(r).generate_controls(ctx)
+    cands = blind_candidates(ctx.candidates, ctx.control_candidates)
     found = load_key(ctx.store, cands)
     reused = found is not None
     if found is None:

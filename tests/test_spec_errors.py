@@ -29,6 +29,11 @@ def _http(*pairs: tuple[str, str], job: str = "- {id: data-analyst, description:
     return (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2}\njobs:")
             .replace("- {id: j1}", job).replace("{id: vendor, kind: precomputed, path: scores.csv}", system))
 
+_CONTROLS = "    V01: {{sex_gender: F}}\n  negative_controls:\n{}"
+#: TINY_SPEC with the template generator and an embedding system (the tool writes the résumés).
+_GEN_SPEC = TINY_SPEC.replace("jobs:\n  - {id: j1}", "candidates: {base_per_job: 4, matching_per_job: 2}\njobs:\n  - "
+                              "{id: data-analyst, description: Analyse data}").replace(
+    "{id: vendor, kind: precomputed, path: scores.csv}", "{id: minilm, kind: embedding}")
 
 CASES = {
     "syntax_error": (TINY_SPEC.replace("levels: [M, F]", "levels: [M, F"), {}),
@@ -141,6 +146,23 @@ CASES = {
                                   "headers: {Accept: application/json, X-Api-Key: abc123}")), {}),
     "http_execution_of_another_system": (_http() + "execution:\n  systems:\n    minilm: {concurrency: 2}\n", {}),
     "http_batch_too_large": (_http(("response: {score: score}", "response: {score: score}, batch_size: 65")), {}),
+    # issue 38 §1: negative controls (placebo variants of the reference résumé)
+    "control_id_is_variant_repeated_no_description": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
+        "    - {id: V01, description: dates as MM/YYYY}\n    - {id: P1}\n    - {id: P1, description: glyphs}\n")), {}),
+    "control_id_pattern": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
+        "    - {id: 'P 1', description: dates as MM/YYYY}\n")), {}),
+    "control_unknown_perturbation": (_GEN_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
+        "    - {id: P1, perturbation: reword}\n")), {}),
+    "control_template_cannot_make": (_GEN_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
+        "    - {id: P1, perturbation: regenerate}\n    - {id: P2}\n")), {}),
+    "control_llm_cannot_make": (_GEN_SPEC.replace("candidates: {", "candidates: {generator: llm, model: ollama/qwen2.5, ")
+                                .replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
+                                    "    - {id: P1, perturbation: section_order}\n")), {}),
+    "control_score_file_perturbation": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
+        "    - {id: P1, perturbation: typos}\n")), {}),
+    "control_score_file_rows": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
+        "    - {id: P1, description: dates as MM/YYYY}\n")),
+        {"scores.csv": TINY_SCORES + "j1,c1,P1,0.9,1\nj1,c2,P1,0.7,1\nj1,c9,P1,0.5,0\n"}),
     "multiplicity_unknown": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
                                                "  k: {counterfactual: 2, group: 2, merit: 2}\n  multiplicity: bonferroni"), {}),
 }

@@ -56,6 +56,64 @@ MSG_FACTORIAL_ID_CLASH = ("reference variant id {ref!r} clashes with a variant i
                           "generates (V01..V{n:02d}); use another id, e.g. BASE")
 
 
+MSG_CONTROL_IS_VARIANT = "negative control id {id!r} is a variant id; use another id (variants: {variants})"
+MSG_CONTROL_REPEATED = "negative control id {id!r} is repeated; each control needs its own id"
+MSG_CONTROL_NO_PERTURBATION = ("negative control {id!r} needs a perturbation: the {design} generator makes the "
+                               "placebo résumé; allowed: {allowed}")
+MSG_CONTROL_CANNOT_MAKE = ("the {design} generator cannot make perturbation {p!r}; allowed: {allowed}")
+MSG_CONTROL_SCORE_FILE_PERTURBATION = ("a score-file audit cannot perturb résumés (the vendor wrote them); "
+                                       "give description instead: what the vendor changed, 1 to 400 characters")
+MSG_CONTROL_SCORE_FILE_DESCRIPTION = ("negative control {id!r} needs a description: what the vendor changed in "
+                                      "the reference résumé, 1 to 400 characters")
+
+
+def controls_issues(ls: LoadedSpec) -> list[Issue]:
+    """Checks of ``variants.negative_controls`` (issue 38 §1): ids are not variant ids and not repeated;
+    the template and llm generators need a ``perturbation`` they can make; a score-file audit gives a
+    ``description`` instead (its file holds the placebo rows)."""
+    from compiler.spec import LLM_PERTURBATIONS, TEMPLATE_PERTURBATIONS
+
+    controls = ls.spec.variants.negative_controls
+    if not controls:
+        return []
+    try:
+        variant_ids = list(variant_table(ls.spec))
+    except Exception:  # an ill-formed table was reported by the variants' checks
+        variant_ids = list(ls.spec.variants.table) or [ls.spec.variants.reference]
+    cand = ls.spec.candidates
+    generator = None if cand is None else getattr(cand, "generator", "template")
+    allowed = {"template": TEMPLATE_PERTURBATIONS, "llm": LLM_PERTURBATIONS}.get(generator)
+    out: list[Issue] = []
+    seen: set[str] = set()
+    for i, c in enumerate(controls):
+        at = ("variants", "negative_controls", i)
+        if c.id in variant_ids:
+            out.append(ls.issue((*at, "id"), MSG_CONTROL_IS_VARIANT.format(id=c.id, variants=", ".join(variant_ids))))
+        elif c.id in seen:
+            out.append(ls.issue((*at, "id"), MSG_CONTROL_REPEATED.format(id=c.id)))
+        seen.add(c.id)
+        if generator is None:
+            if c.perturbation is not None:
+                out.append(ls.issue((*at, "perturbation"), MSG_CONTROL_SCORE_FILE_PERTURBATION, key=True))
+            if c.description is None:
+                out.append(ls.issue(at, MSG_CONTROL_SCORE_FILE_DESCRIPTION.format(id=c.id)))
+        elif allowed is not None:
+            if c.perturbation is None:
+                out.append(ls.issue(at, MSG_CONTROL_NO_PERTURBATION.format(id=c.id, design=generator,
+                                                                           allowed=", ".join(allowed))))
+            elif c.perturbation not in allowed:
+                out.append(ls.issue((*at, "perturbation"), MSG_CONTROL_CANNOT_MAKE.format(
+                    design=generator, p=c.perturbation, allowed=", ".join(allowed))))
+    return out
+
+
+def resolve_controls(spec: Any) -> list[dict[str, str]]:
+    """The resolved ``variants.negative_controls``: per control its id and the keys written
+    (``perturbation`` or ``description``), in the order written."""
+    return [{k: v for k, v in (("id", c.id), ("perturbation", c.perturbation), ("description", c.description))
+             if v is not None} for c in spec.variants.negative_controls or []]
+
+
 def matrix_issues(ls: LoadedSpec) -> list[Issue]:
     """Checks of the counterfactual matrix: ``axes`` and ``variants`` are given, levels and cues
     agree, every variant sets every axis to a level of it, derived designs are well formed."""
@@ -66,7 +124,7 @@ def matrix_issues(ls: LoadedSpec) -> list[Issue]:
     if "variants" not in ls.raw:
         out.append(ls.issue(("variants",), MSG_NO_VARIANTS))
     elif not no_axes:  # the variants' checks read the axes: without them they would only echo the root error
-        out += _axes_issues(ls) + _variants_issues(ls)
+        out += _axes_issues(ls) + _variants_issues(ls) + controls_issues(ls)
     return out
 
 
@@ -223,14 +281,17 @@ def _drawn_names(axis: Any, *, seed: int, axis_name: str) -> tuple[dict[str, lis
 
 
 def resolve_matrix(ls: LoadedSpec) -> dict[str, Any]:
-    """``{"axes", "variants"}`` resolved: reference level per axis, the full variant table."""
+    """``{"axes", "variants"}`` resolved: reference level per axis, the full variant table, and the
+    negative controls when the spec writes them (issue 38)."""
     spec = ls.spec
     ref_levels = axis_reference_levels(spec)
+    variants = {"reference": spec.variants.reference, "design": spec.variants.design, "table": variant_table(spec)}
+    if spec.variants.negative_controls is not None:  # issue 38: only when written (shipped digests stay)
+        variants["negative_controls"] = resolve_controls(spec)
     return {
         "axes": {name: _resolve_axis(axis, ref_levels[name], seed=spec.seed, name=name)
                  for name, axis in spec.axes.items()},
-        "variants": {"reference": spec.variants.reference, "design": spec.variants.design,
-                     "table": variant_table(spec)},
+        "variants": variants,
     }
 
 

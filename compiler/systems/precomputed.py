@@ -41,18 +41,19 @@ def read_system_file(ls: LoadedSpec, i: int, system: Any):
     if cand is not None and cand.generator == "population":  # profile ids exist only once generated
         return None
     variants = list(variant_table(ls.spec)) if ls.spec.axes else None
+    controls = tuple(c.id for c in ls.spec.variants.negative_controls or ()) if cand is None else ()
     # K is checked against the file for a top-K rule; under a threshold no shortlist must be filled
     k = ls.spec.analysis.shortlist() if cand is None and not ls.spec.analysis.selects_by_threshold() else None
     jobs = [j.id for j in ls.spec.jobs]
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, tuple(jobs), tuple(variants or ()), (lo, hi),
-           tuple(sorted((system.columns or {}).items())), system.delimiter, tuple(sorted((k or {}).items())), i)
+           tuple(sorted((system.columns or {}).items())), system.delimiter, tuple(sorted((k or {}).items())), i, controls)
     if key not in _READ_CACHE:
         if len(_READ_CACHE) >= 16:
             _READ_CACHE.clear()
         _READ_CACHE[key] = read_score_file(path, jobs=jobs, variants=variants, score_range=(lo, hi),
                                            columns=system.columns, delimiter=system.delimiter, k=k,
-                                           key=f"systems[{i}]")
+                                           key=f"systems[{i}]", controls=controls)
     return _READ_CACHE[key]
 
 

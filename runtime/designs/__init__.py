@@ -60,6 +60,40 @@ class Design:
         designs only)."""
         raise NotImplementedError
 
+    def generate_controls(self, ctx: "RunContext") -> None:
+        """Set ``ctx.control_candidates``, the placebo résumés of ``variants.negative_controls``, and write
+        them (``control_resumes.csv``; issue 38 §3). Default: each reference résumé of ``ctx.candidates``
+        under the control's text-level perturbation (:func:`runtime.generate.perturb.perturb_text`, the llm
+        design's); None without generated résumés (a score file brings its placebo rows).
+
+        Raises
+        ------
+        compiler.errors.AuditError
+            ``regenerate``, which needs the generator's own calls (not made yet).
+        """
+        controls = ctx.resolved["variants"].get("negative_controls")
+        if not controls or ctx.candidates is None:
+            ctx.control_candidates = None
+            return
+        import pandas as pd
+
+        from compiler.errors import AuditError
+        from runtime.generate.matrix import CONTROL_COLUMNS
+        from runtime.generate.perturb import perturb_text
+
+        if any(c.get("perturbation") == "regenerate" for c in controls):
+            raise AuditError("negative control perturbation 'regenerate' is not made yet; use date_format, "
+                             "bullet_glyph or typos")
+        ref = ctx.candidates[ctx.candidates["variant"] == ctx.resolved["variants"]["reference"]]
+        seed = ctx.resolved["seed"]
+        rows = [{"job_id": r.job_id, "cv_id": r.cv_id, "variant": c["id"], "perturbation": c["perturbation"],
+                 "is_true_match": r.is_true_match,
+                 "text": perturb_text(r.text, c["perturbation"], seed=seed, job_id=r.job_id, cv_id=r.cv_id,
+                                      control_id=c["id"])}
+                for r in ref.itertuples() for c in controls]
+        ctx.control_candidates = pd.DataFrame(rows, columns=list(CONTROL_COLUMNS))
+        ctx.folder.write_csv("control_resumes.csv", ctx.control_candidates)
+
 
 _DESIGNS: Registry[type[Design]] = Registry("design half", __name__, side="runtime", skip=())
 

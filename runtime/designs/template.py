@@ -33,6 +33,25 @@ class TemplateDesign(Design):
         ctx.candidates = pd.concat(frames, ignore_index=True)
         self.restore(ctx)
 
+    def generate_controls(self, ctx) -> None:
+        """The placebo résumés of every job (:func:`runtime.generate.matrix.generate_job_controls`), written to
+        ``control_resumes.csv``; ``resumes.csv`` is unchanged (issue 38 §3)."""
+        from runtime.generate.matrix import generate_job_controls
+
+        r = ctx.resolved
+        controls = r["variants"].get("negative_controls")
+        if not controls:
+            ctx.control_candidates = None
+            return
+        axes = {name: {"slot": a["slot"], "levels": a["levels"], "cues": a["cues"]} for name, a in r["axes"].items()}
+        ref = r["variants"]["reference"]
+        ctx.control_candidates = pd.concat([generate_job_controls(
+            job_id=job["id"], family=job["family"], k=r["candidates"]["base_per_job"],
+            m=r["candidates"]["matching_per_job"], seed=r["seed"], axes=axes,
+            reference=r["variants"]["table"][ref], controls=controls, onet=(job.get("onet") or {}).get("code"),
+            market=r["candidates"].get("market", "fr")) for job in r["jobs"]], ignore_index=True)
+        ctx.folder.write_csv("control_resumes.csv", ctx.control_candidates)
+
     def restore(self, ctx) -> None:
         ctx.folder.write_csv("resumes.csv", ctx.candidates)
         cues = cue_signals(ctx.resolved)

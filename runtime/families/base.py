@@ -146,11 +146,13 @@ class FamilyResult:
     findings_notes: list[str] = field(default_factory=list)
 
 
-def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job: bool = False, progress=None):
+def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job: bool = False, progress=None,
+          variant_levels: dict[str, dict[str, str]] | None = None):
     """The metric suite (seed 000's nine metrics and the selection ratio) on ``paired`` under the run's analysis settings
     (:func:`runtime.analysis.analyse`); with ``per_job``, also every metric per job and the heterogeneity
-    across jobs. Shared by ``metric_suite`` and ``effects`` (its planted-bias self-test), which never
-    import each other."""
+    across jobs. Shared by ``metric_suite``, ``effects`` (its planted-bias self-test) and ``negative_controls``
+    (its placebo variants, whose levels are the reference's: ``variant_levels``; default the resolved
+    variant table), which never import each other."""
     from runtime.analysis import analyse
 
     st = ctx.settings
@@ -158,8 +160,8 @@ def suite(ctx, paired: pd.DataFrame, *, n_bootstrap: int | None = None, per_job:
                    n_bootstrap=st.bootstrap if n_bootstrap is None else n_bootstrap,
                    seed=st.seed, thresholds=st.thresholds, score_range=ctx.score_range(),
                    score_resolution=ctx.score_resolution(), ranking=st.ranking, multiplicity=st.multiplicity,
-                   variant_levels=ctx.resolved["variants"]["table"], per_job=per_job, progress=progress,
-                   threshold=st.threshold)
+                   variant_levels=ctx.resolved["variants"]["table"] if variant_levels is None else variant_levels,
+                   per_job=per_job, progress=progress, threshold=st.threshold)
 
 
 INCONCLUSIVE, VALID = "INCONCLUSIVE", "VALID"

@@ -18,6 +18,8 @@ from runtime.generate.render import CUE_SLOTS, render_resume
 
 #: Columns that come before the axis columns, in this order.
 MATRIX_COLUMNS: tuple[str, ...] = ("job_id", "cv_id", "variant", "is_true_match", "text")
+#: Columns of ``control_resumes.csv`` (issue 38 §3), in this order.
+CONTROL_COLUMNS: tuple[str, ...] = ("job_id", "cv_id", "variant", "perturbation", "is_true_match", "text")
 
 #: Error messages (asserted by tests).
 ERR_NO_SLOT = "axis {axis!r} has no 'slot' and no default slot; allowed slots: {allowed}"
@@ -162,5 +164,49 @@ def generate_job_matrix(
             row.update({axis: levels[axis] for axis in axes})
             rows.append(row)
     frame = pd.DataFrame(rows, columns=[*MATRIX_COLUMNS, *axes])
+    frame["is_true_match"] = frame["is_true_match"].astype("int64")
+    return frame
+
+
+def generate_job_controls(*, job_id: str, family: str, k: int, m: int, seed: int, axes: Mapping[str, Mapping],
+                          reference: Mapping[str, str], controls: list[Mapping[str, str]], onet: str | None = None,
+                          market: str = "fr") -> pd.DataFrame:
+    """The placebo résumés of one job (issue 38 §3): every base candidate's reference résumé under each
+    negative control's perturbation (:func:`runtime.generate.perturb.placebo_resume`).
+
+    Parameters
+    ----------
+    job_id, family, k, m, seed, axes, onet, market
+        As in :func:`generate_job_matrix` (the same base candidates and the reference variant's cues).
+    reference : mapping
+        The reference variant's ``{axis: level}``.
+    controls : list of mapping
+        The resolved ``variants.negative_controls``: ``{"id", "perturbation"}`` each.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (cv_id, control), ordered by cv_id and then by control; columns
+        :data:`CONTROL_COLUMNS` (``variant`` = the control's id).
+
+    Raises
+    ------
+    ValueError
+        As :func:`generate_job_matrix`; an unknown perturbation.
+    """
+    from runtime.generate.perturb import placebo_resume
+
+    slots = _slots(axes)
+    (levels,) = _check_variants(axes, {"reference-variant": reference}).values()
+    bases = generate_base_candidates(job_id=job_id, family=family, k=k, m=m, seed=seed, onet=onet, market=market)
+    rows = []
+    for base in bases:
+        cues = {slots[axis]: pick_cue(cue_options(axis, level, axes[axis]["cues"][level]), seed=seed, job_id=job_id,
+                                      cv_id=base.cv_id, axis=axis, level=level) for axis, level in levels.items()}
+        for c in controls:
+            rows.append({"job_id": base.job_id, "cv_id": base.cv_id, "variant": c["id"],
+                         "perturbation": c["perturbation"], "is_true_match": base.is_true_match,
+                         "text": placebo_resume(base, cues, c["perturbation"], seed=seed, control_id=c["id"])})
+    frame = pd.DataFrame(rows, columns=list(CONTROL_COLUMNS))
     frame["is_true_match"] = frame["is_true_match"].astype("int64")
     return frame

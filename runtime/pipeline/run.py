@@ -208,6 +208,8 @@ def _run_stages(ctx: RunContext) -> None:
     folder.stage("generate")
     with stage_timer(timings, "generate"):
         generate(ctx, design)
+        if r["variants"].get("negative_controls"):  # issue 38 §3: the placebo résumés (control_resumes.csv)
+            design.generate_controls(ctx)
     folder.save()
     ctx.provides = provided(r)  # the declarations of the design and the system kinds (compiler.designs)
     folder.stage("score")

@@ -4,6 +4,7 @@ finished before), in the plan's score batches."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,13 @@ def plan_ids(ctx: RunContext, *, system: str | None = None) -> list[str]:
     if system is None:
         return [t["id"] for t in tasks if t["kind"] not in ("score", "report", "seal")
                 and not t["kind"].startswith("analyse")]
-    return [t["id"] for t in tasks if t["kind"] == "score" and t["inputs"]["system"]["id"] == system]
+    return [t["id"] for t in tasks if t["kind"] == "score" and t["inputs"]["system"]["id"] == system
+            and not is_control_task(t)]
+
+
+def is_control_task(t: dict[str, Any]) -> bool:
+    """A plan task that scores placebo résumés (issue 38 §3: ``"batch": {"controls": [lo, hi]}``)."""
+    return "controls" in (t["inputs"].get("batch") or {})
 
 
 def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
@@ -71,8 +78,11 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                                                        is_true_match=np.nan)
         variants = [POPULATION_VARIANT]
     job_info = {j["id"]: JobInfo(title=j["title"], family=j["family"]) for j in r["jobs"]}
-    frames, own_conditions = [], False
+    control_ids = [c["id"] for c in r["variants"].get("negative_controls") or []] if paired else []
+    frames, own_conditions, placebo = [], False, []
     for sys_resolved in r["systems"]:
+        own_batches = [] if ctx.control_candidates is None else score_batches(
+            ctx, sys_resolved["id"], ctx.control_candidates, controls=True)
         request = ScoreRequest(jobs=ctx.jobs, resumes=resumes, variants=variants,
                                spec_folder=ctx.compiled.loaded.folder,
                                progress=ctx.progress.task, info=ctx.run["systems_info"], paired=paired,
@@ -80,22 +90,58 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                batches=score_batches(ctx, sys_resolved["id"], resumes),
                                accept_vendor_file=ctx.accept_vendor_file,
                                headings=tuple(design_for(r).section_headings), disclosure=r.get("disclosure"),
-                               system_settings={sid: s.model_dump() for sid, s in ex.systems.items()})
-        scored = _score_one(ctx, adapter_for(sys_resolved["kind"])(sys_resolved), request)
+                               system_settings={sid: s.model_dump() for sid, s in ex.systems.items()},
+                               controls=[] if own_batches else control_ids,
+                               control_resumes=None if own_batches else ctx.control_candidates)
+        adapter = adapter_for(sys_resolved["kind"])(sys_resolved)
+        scored = _score_one(ctx, adapter, request)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)
         own_conditions |= "condition" in scored.columns  # LLM screeners score under prompt conditions
-        if "condition" not in scored.columns:
-            scored.insert(0, "condition", CONDITION_DEFAULT)
-        scored.insert(0, "system", sys_resolved["id"])
-        frames.append(scored)
+        frames.append(_long(scored, sys_resolved["id"]))
+        found = artifacts.pop(f"controls:{sys_resolved['id']}", None)  # a score file's placebo rows
+        if found is None and own_batches:  # placebo résumés, in batches of their own (issue 38 §3)
+            found = adapter.score(replace(request, resumes=ctx.control_candidates, variants=control_ids, info={},
+                                          artifacts={}, plan_tasks=[], controls=[], batches=own_batches))
+            ctx.window_shares.update(window_shares(adapter, resumes, ctx.control_candidates,
+                                                   reference=r["variants"]["reference"],
+                                                   spec_folder=ctx.compiled.loaded.folder))
+        if found is not None:
+            placebo.append(_long(found, sys_resolved["id"]))
     scores = pd.concat(frames, ignore_index=True)
+    if paired:
+        ctx.controls = pd.concat(placebo, ignore_index=True) if placebo else None
     if paired or applicants:  # applicants: every column (categories, selections), kept in memory only
         return scores
     cols = ["system", "condition", "job_id", "cv_id", "score"]
     if not own_conditions:
         cols.remove("condition")  # no system scores under prompt conditions: the column says nothing
     return scores[cols]
+
+
+def window_shares(adapter, resumes: pd.DataFrame, placebo: pd.DataFrame, *, reference: str,
+                  spec_folder) -> dict[tuple[str, str], float]:
+    """(system, control) -> share of the control's placebo résumés whose window (the tokens the system reads)
+    differs from their reference résumé's; {} for a system without a fixed window (issue 38 §4)."""
+    ref = resumes[resumes["variant"] == reference].set_index(["job_id", "cv_id"])["text"]
+    texts = list(dict.fromkeys([*ref.tolist(), *placebo["text"].tolist()]))
+    windows = adapter.window(texts, spec_folder)
+    if windows is None:
+        return {}
+    of = dict(zip(texts, windows))
+    differs = [of[t] != of[ref.loc[(j, c)]] for j, c, t in zip(placebo["job_id"], placebo["cv_id"], placebo["text"])]
+    frame = pd.DataFrame({"variant": placebo["variant"].to_numpy(), "differs": differs})
+    return {(adapter.id, v): float(g["differs"].mean()) for v, g in frame.groupby("variant", sort=False)}
+
+
+def _long(scored: pd.DataFrame, system_id: str) -> pd.DataFrame:
+    """One system's scores with ``system``, ``condition`` and ``replicate`` columns first."""
+    if "replicate" not in scored.columns:
+        scored.insert(0, "replicate", 0)
+    if "condition" not in scored.columns:
+        scored.insert(0, "condition", CONDITION_DEFAULT)
+    scored.insert(0, "system", system_id)
+    return scored
 
 
 def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
@@ -105,7 +151,8 @@ def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
     request.plan_tasks = plan_ids(ctx, system=sid)
     if not adapter.storable or ctx.store is None:
         return adapter.score(request)
-    tid, key = task_key("score", system=sid, plan_tasks=request.plan_tasks, paired=request.paired)
+    tid, key = task_key("score", system=sid, plan_tasks=request.plan_tasks, paired=request.paired,
+                        **({"controls": list(request.controls)} if request.controls else {}))
     stored = ctx.store.get(tid)
     if stored is not None:
         request.info[sid] = json.loads(stored["info"])
@@ -128,9 +175,10 @@ MSG_BATCHES = ("job {job!r} has {n} base candidates, but the plan's score batche
                "{covered}; the generator and the plan disagree (a bug: please report it)")
 
 
-def score_batches(ctx: RunContext, system_id: str, resumes: pd.DataFrame | None) -> list[Any]:
+def score_batches(ctx: RunContext, system_id: str, resumes: pd.DataFrame | None, *, controls: bool = False) -> list[Any]:
     """The plan's score batches of one system (:func:`compiler.plan.score_batches`), each with the base
     candidates at its positions in the job's generation order; [] for a system without batches.
+    ``controls``: the batches of its placebo résumés instead (:func:`compiler.plan.control_batches`).
 
     Raises
     ------
@@ -140,7 +188,7 @@ def score_batches(ctx: RunContext, system_id: str, resumes: pd.DataFrame | None)
     from runtime.systems import ScoreBatch
 
     tasks = [t for t in ctx.compiled.plan["tasks"] if t["kind"] == "score"
-             and t["inputs"]["system"]["id"] == system_id and "batch" in t["inputs"]]
+             and t["inputs"]["system"]["id"] == system_id and "batch" in t["inputs"] and is_control_task(t) == controls]
     if not tasks or resumes is None:
         return []
     order: dict[str, dict[str, None]] = {}
@@ -149,7 +197,7 @@ def score_batches(ctx: RunContext, system_id: str, resumes: pd.DataFrame | None)
     out, covered = [], {}
     for t in tasks:
         job = t["inputs"]["job"]["id"]
-        lo, hi = t["inputs"]["batch"]["base_candidates"]
+        lo, hi = t["inputs"]["batch"]["controls" if controls else "base_candidates"]
         cvs = tuple(list(order.get(job, {}))[lo:hi])
         covered[job] = covered.get(job, 0) + len(cvs)
         if cvs:

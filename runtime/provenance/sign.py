@@ -53,7 +53,9 @@ COUNTERSIGN_FIELD, COUNTERSIGN_BOX_ID, COUNTERSIGN_BOXES = "Countersignature", "
 SEALED_PDF = "report.pdf"
 #: Result tables whose bytes a re-run with the same spec and seed reproduces (listed in the report).
 REPRODUCIBLE_RESULTS = ("metrics.csv", "metrics_by_job.csv", "headline.csv", "paired.csv", "effects.csv",
-                        "sesoi.csv", "power.csv", "causal.csv", "ll144.csv")
+                        "sesoi.csv", "power.csv", "causal.csv", "ll144.csv",
+                        # issue 38: the negative controls' tables (listed only in runs that have them)
+                        "negative_controls.csv", "control_paired.csv", "noise_floor.csv")
 #: The signature box of the report template, in mm (runtime/report/templates/_signature.html.j2).
 SIGNATURE_BOX_MM = (100.0, 30.0)
 

@@ -39,6 +39,16 @@ class RunContext:
         Every system's scores, long: ``system, condition, replicate, job_id, cv_id, [variant,] score``.
     paired : pandas.DataFrame or None
         The ranked paired frame (paired designs; DESIGN.md "Analysis contracts").
+    control_candidates : pandas.DataFrame or None
+        The placebo résumés (issue 38): ``job_id, cv_id, variant, perturbation, is_true_match, text``
+        (``variant`` = the negative control's id); None without negative controls or generator.
+    controls : pandas.DataFrame or None
+        Every system's scores of the placebo résumés (issue 38), long as ``scores``; never part of
+        ``scores`` or ``paired``, so no placebo row reaches BH or the risk score.
+    window_shares : dict
+        (system, control id) -> share of the control's placebo résumés whose window (the tokens the system
+        reads, :meth:`runtime.systems.base.SystemAdapter.window`) differs from the reference résumé's; only
+        for systems that read a fixed window.
     results : dict of str to FamilyResult
         Each audit family's result, by family id, in run order.
     tables : dict of str to pandas.DataFrame
@@ -60,6 +70,9 @@ class RunContext:
     provides: frozenset[str] = frozenset()
     scores: pd.DataFrame | None = None
     paired: pd.DataFrame | None = None
+    control_candidates: pd.DataFrame | None = None
+    controls: pd.DataFrame | None = None
+    window_shares: dict[tuple[str, str], float] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     store: Any = None

@@ -51,6 +51,13 @@ class ScoreRequest:
     system_settings : dict
         System id -> ``execution.systems.<id>`` (``concurrency``, ``requests_per_s``, ``timeout_s``,
         ``retries``) of the remote systems (non-semantic: not hashed).
+    controls : list of str
+        The ids of the spec's negative controls (issue 38) when the system reads its scores from a file that
+        holds the placebo rows: the adapter returns the variants' rows and puts the placebo rows under
+        ``artifacts["controls:<system id>"]`` (the pipeline takes them out into ``RunContext.controls``).
+    control_resumes : pandas.DataFrame or None
+        The placebo résumés the tool wrote (``control_resumes.csv``), for a system that reads its scores from
+        a file: a blind file's key covers them (``audit export --for-vendor`` mixes them in).
     headings : tuple of str
         The section headings the design writes, each on a line of its own (the template résumé's,
         :data:`runtime.generate.render.HEADINGS`; the population résumé's); empty when the design does not
@@ -77,6 +84,8 @@ class ScoreRequest:
     system_settings: dict[str, Any] = field(default_factory=dict)
     #: The resolved ``disclosure`` (issue 34: the data range an applicant file's dates must lie in), or None.
     disclosure: dict[str, Any] | None = None
+    controls: list[str] = field(default_factory=list)
+    control_resumes: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +178,12 @@ class SystemAdapter:
         self.resolved = resolved
         # the class's id (set when it is bound) is its kind; an adapter's is the system's id in the spec
         self.id: str = resolved["id"]
+
+    def window(self, texts: list[str], spec_folder: Path) -> list[tuple[int, ...]] | None:
+        """The part of each text the system reads, as token ids, when it reads a fixed window (an encoder's
+        first ``max_seq_length`` tokens); None for a system without one (issue 38: the negative controls'
+        ``window_share``). Default: None."""
+        return None
 
     def score(self, request: ScoreRequest) -> pd.DataFrame:  # pragma: no cover - interface
         raise NotImplementedError

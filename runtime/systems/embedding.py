@@ -107,6 +107,21 @@ def sections_past_window(tokenizer, texts: list[str], headings: tuple[str, ...] 
 class EmbeddingSystem(SystemAdapter):
     """Cosine similarity of normalised sentence embeddings, clipped to [0, 1] (higher = better match)."""
 
+    def window(self, texts: list[str], spec_folder: Path) -> list[tuple[int, ...]]:
+        """The first ``max_seq_length`` token ids of each text ([CLS] included), read with the model's own
+        tokenizer (``sentence_bert_config.json``), as the encoder truncates them."""
+        import json
+
+        from transformers import AutoTokenizer
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        path = model_dir(self.resolved, spec_folder)
+        limit = int(json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"])
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        ids = tok(list(texts), add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
+        return [tuple(x) for x in ids]
+
     def score(self, request: ScoreRequest) -> pd.DataFrame:
         """Score each plan batch (:attr:`ScoreRequest.batches`), taking a batch the task store holds from
         it; a batch's cosines are kept in the store as soon as it is encoded."""

@@ -66,7 +66,7 @@ class PrecomputedSystem(SystemAdapter):
             found = read_score_file(path, jobs=list(request.jobs), variants=list(request.variants),
                                     score_range=tuple(self.resolved["score_range"]),
                                     columns=self.resolved.get("columns"), delimiter=self.resolved.get("delimiter"),
-                                    key=f"systems[id={self.id}]")
+                                    key=f"systems[id={self.id}]", controls=list(request.controls))
         problems = list(found.problems)
         if not problems and gen is not None:
             known = set(zip(gen["job_id"], gen["cv_id"]))
@@ -95,6 +95,11 @@ class PrecomputedSystem(SystemAdapter):
             df["is_true_match"] = np.nan
         else:
             df["is_true_match"] = df["is_true_match"].astype(int)
+        if request.controls:  # issue 38 §3: the placebo rows leave the variants' frame
+            placebo = df["variant"].isin(request.controls).to_numpy()
+            request.artifacts[f"controls:{self.id}"] = df.loc[placebo, ["job_id", "cv_id", "variant", "score",
+                                                                        "is_true_match"]].reset_index(drop=True)
+            df = df.loc[~placebo].reset_index(drop=True)
         request.info[self.id] = {"rows": int(len(df)), "file": rel, "delimiter": found.delimiter,
                                  "columns": found.mapping, **({"blind": blind} if blind else {})}
         return df[["job_id", "cv_id", "variant", "score", "is_true_match"]].reset_index(drop=True)
@@ -103,7 +108,9 @@ class PrecomputedSystem(SystemAdapter):
     def _blind_key(self, request: ScoreRequest) -> tuple[str, pd.DataFrame]:
         from runtime.blind import MSG_NO_KEY, load_key
 
-        found = load_key(request.store, request.resumes)
+        from runtime.blind import blind_candidates
+
+        found = load_key(request.store, blind_candidates(request.resumes, request.control_resumes))
         if found is None:
             root = getattr(request.store, "root", None)
             raise InputDataError(MSG_NO_KEY.format(system=self.id, store=root))

