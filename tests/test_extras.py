@@ -247,10 +247,12 @@ def test_every_kind_declares_what_it_requires_and_its_extra_installs_it():
         "llm_score": ("llm", (), ("litellm", "tenacity")),
         "llm_compare": ("llm", (), ("litellm", "tenacity")),
         "http": (None, (), ()),  # httpx, jmespath and tenacity are core dependencies (issue 35 §2)
+        "applicant_file": (None, (), ()),  # a CSV read with the core (issue 34)
         "design template": (None, (), ()),
         "design llm": ("llm", (), ("litellm", "tenacity")),
         "design population": (None, (), ()),
         "design score_file": (None, (), ()),
+        "design applicants": (None, (), ()),
     }
     for what, req in declared.items():
         for module in req.modules("execute"):
