@@ -26,7 +26,6 @@ import email.utils
 import hashlib
 import json
 import os
-import random
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -434,7 +433,9 @@ class _Caller:
         exc = state.outcome.exception() if state.outcome is not None else None
         if isinstance(exc, _Transient) and exc.retry_after is not None:
             return exc.retry_after
-        return min(20.0, 0.5 * 2 ** (state.attempt_number - 1)) + random.uniform(0, 0.25)
+        from tenacity import wait_exponential_jitter  # the LLM client's backoff (runtime/llm/client.py)
+
+        return wait_exponential_jitter(initial=0.5, max=20, jitter=0.25)(state)
 
     def _before_sleep(self, state) -> None:
         self.counters.retries += 1
