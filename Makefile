@@ -30,7 +30,7 @@ install-llm: $(VENV)/.llm-installed
 # pdftotext/pdftoppm/pdfsig (poppler-utils) are used by the PDF tests, certutil (libnss3-tools) by the
 # pdfsig tests (issue 16: an NSS database holding the test PKI's root); installed when missing and we are root.
 system-deps:
-	@command -v pdftotext >/dev/null 2>&1 && command -v pdfsig >/dev/null 2>&1 && command -v certutil >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq poppler-utils libnss3-tools >/dev/null); } || { echo "install poppler-utils (pdftotext, pdfsig) and libnss3-tools (certutil) for the PDF and signature tests"; exit 1; }
+	@command -v pdftotext >/dev/null 2>&1 && command -v pdfsig >/dev/null 2>&1 && command -v certutil >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq poppler-utils libnss3-tools chromium >/dev/null); } || { echo "install poppler-utils (pdftotext, pdfsig), libnss3-tools (certutil) and chromium (headless: the report as a browser shows it) for the PDF, signature and browser tests"; exit 1; }
 
 # Signing keys of the example: created once in the git-ignored .keys/ (self-signed; see `audit keygen`).
 KEYS ?= .keys

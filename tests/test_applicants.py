@@ -394,6 +394,40 @@ def test_annex_iv_record_names_who_signed(selected_run):
     assert 'href="#ll144"' in part
 
 
+def test_summary_and_report_read_in_headless_chromium(selected_run, tmp_path):
+    """As a browser shows them (headless Chromium, issue 34 §4): the summary of two groups prints on one A4
+    page with every table, and neither it nor the report requests anything beyond its own file (Chromium's
+    net log; a control page with an external image shows the check can fail); the report printed by
+    Chromium keeps every section heading of its HTML."""
+    import html as h
+    import re
+
+    from chromium import pdf_pages, print_pdf
+
+    run, _ = selected_run
+    summary = tmp_path / "summary.pdf"
+    assert print_pdf(run / "ll144-summary.html", summary) == []
+    assert pdf_pages(summary) == (1, "594.96 x 841.92 pts (A4)")
+    text = " ".join(subprocess.run(["pdftotext", str(summary), "-"], capture_output=True, text=True,
+                                   check=True).stdout.split())
+    for want in ("Group r1:", "Group r2:", "Sex", "Race/ethnicity", "Intersectional (sex × race/ethnicity)",
+                 "Female / Black or African American", "audit verify RUN_DIR"):
+        assert want in text, want
+    assert text.count("Impact ratio") >= 6  # three tables per group
+    control = tmp_path / "control.html"
+    control.write_text('<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/x.png">x</body></html>')
+    assert print_pdf(control, tmp_path / "control.pdf") == ["http://127.0.0.1:9/x.png"]
+    report = tmp_path / "report.pdf"
+    assert print_pdf(run / "report.html", report) == []
+    printed = " ".join(subprocess.run(["pdftotext", str(report), "-"], capture_output=True, text=True,
+                                      check=True).stdout.split())
+    headings = [" ".join(h.unescape(re.sub(r"<[^>]+>", " ", x)).split())
+                for x in re.findall(r"<h2[^>]*>(.*?)</h2>", (run / "report.html").read_text(), flags=re.S)]
+    # case-blind: the contents' heading is upper-cased by CSS (text-transform), and pdftotext reads it so
+    missing = [x for x in headings if x.casefold() not in printed.casefold()]
+    assert len(headings) >= 5 and not missing, missing
+
+
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 BLS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "bls" / "cps_aat11_target_occupations_2021_2022.csv"
 

@@ -39,21 +39,22 @@ def summary_context(table: pd.DataFrame, *, resolved: dict[str, Any], run: dict[
     groups = []
     for (system, condition, group), g in table.groupby(["system", "condition", "group"], sort=False):
         tables, unknowns = [], []
+        total = int(g[g["table"] == g["table"].iloc[0]]["n"].sum())
         for name, t in g.groupby("table", sort=False):
             rows = [{"category": labels.get(r["category"], r["category"]) if "/" not in r["category"] else
                      " / ".join(labels.get(c, c) for c in r["category"].split("/")),
                      "n": fmt_int(r["n"]), "rate": fmt_sig(r["rate"]), "ratio": fmt_sig(r["impact_ratio"]),
-                     "note": "; ".join(x for x in (_note(r, rule), "n ≤ 2: could identify individuals"
+                     "note": "; ".join(x for x in (_note(r, rule, total), "n ≤ 2: could identify individuals"
                                                    if name == "intersectional" and 0 < r["n"] <= IDENTIFYING_N else "")
                                        if x),
                      "excluded": bool(r["excluded"])}
                     for r in t.to_dict(orient="records") if r["category"] != "unknown"]
             unk = t[t["category"] == "unknown"]["n"]
             unknowns.append({"table": TABLE_TITLES[name], "n": fmt_int(unk.iloc[0] if len(unk) else 0)})
-            tables.append({"title": TABLE_TITLES[name], "rows": rows})
-        n_total = int(g[g["table"] == g["table"].iloc[0]]["n"].sum())
-        groups.append({"system": system, "condition": condition, "group": group, "n": fmt_int(n_total),
-                       "tables": tables, "unknowns": unknowns})
+            tables.append({"name": name, "title": TABLE_TITLES[name], "rows": rows,
+                           "notes": any(r["note"] for r in rows)})
+        groups.append({"system": system, "condition": condition, "group": group, "n": fmt_int(total),
+                       "tables": tables, "unknowns": unknowns, "parts": _parts(tables)})
     kind = "historical" if applicants is not None else "test"
     size = sum(a["rows"] for a in (applicants or {}).values()) if applicants is not None else None
     return {
@@ -69,13 +70,20 @@ def summary_context(table: pd.DataFrame, *, resolved: dict[str, Any], run: dict[
     }
 
 
-def _note(row: dict[str, Any], rule: str | None) -> str:
-    """A row's note, short (the page is posted): the rule's justification is printed once, with the definitions."""
+def _parts(tables: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The page's layout of a group's tables: sex and race/ethnicity side by side (they are short), the
+    intersectional table below at full width, so that a summary of two groups fits one A4 page."""
+    short = [t for t in tables if t["name"] != "intersectional"]
+    return ([short] if short else []) + [[t] for t in tables if t["name"] == "intersectional"]
+
+
+def _note(row: dict[str, Any], rule: str | None, total: int) -> str:
+    """A row's note, short (the page is posted): the rule's justification is printed once, with the
+    definitions, as is the reference (the ratio of 1.000); an excluded category's share of the group's individuals to two decimals (``0.60%``), whatever
+    ``ll144.csv``'s reason prints."""
     reason = row["reason"] if isinstance(row["reason"], str) else ""
     if rule and reason.endswith(f"({rule})"):
-        return reason[: -len(f" ({rule})")].replace("excluded by the small-category rule", "excluded (2% rule)")
-    if row["impact_ratio"] == 1.0:
-        return "highest rate: the reference"
+        return f"excluded: {100 * row['n'] / total:.2f}%"
     return reason
 
 
