@@ -45,10 +45,16 @@ jobs:
   - {id: j1, title: Analyst}
 systems:
   - {id: vendor, kind: precomputed, path: scores.csv, score_range: [0, 100]}
+disclosure:
+  employer: Acme Corp
+  aedt: {name: Acme Match, version: "4.2", distributed: "2024-03-01"}
+  auditor: {name: Example Audits LLC, independence: No interest in Acme or its vendor.}
+  data: {source: Test résumés scored by the vendor}
 analysis:
   k: {counterfactual: 2, group: 2, merit: 2}
   bootstrap: 100
 """
+DISCLOSURE = SPEC[SPEC.index("disclosure:"):SPEC.index("analysis:")]
 SEX = "    sex: {axis: sex_gender, levels: {Male-FR: male, Female-FR: female}}\n"
 RACE = "    race_ethnicity: {axis: persona, levels: {p1: white, p2: black_or_african_american, p3: unknown}}\n"
 WHY = "    why_test_data: The tool has not screened any applicant yet.\n"
@@ -71,7 +77,7 @@ candidates:
     r: [first_name, surname, region]
 systems:
   - {id: minilm, kind: embedding}
-analysis:
+""" + DISCLOSURE + """analysis:
   ll144:
     why_test_data: Not yet deployed.
 """
@@ -85,6 +91,9 @@ ERROR_CASES = {
     "ll144_bad_category": SPEC + "  ll144:\n" + WHY + "    race_ethnicity: {axis: persona, levels: {p1: white, p2: "
                           "black, p3: unknown}}\n",
     "ll144_no_key": SPEC + "  ll144:\n" + WHY,
+    "ll144_no_disclosure": SPEC.replace(DISCLOSURE, "") + "  ll144:\n" + WHY + SEX,
+    "ll144_disclosure_fields": SPEC.replace(DISCLOSURE, "disclosure: {data: {source: Test résumés}}\n")
+    + "  ll144:\n" + WHY + SEX,
     "ll144_why_missing": SPEC + "  ll144:\n" + SEX,
     "ll144_why_blank": SPEC + "  ll144:\n    why_test_data: '  '\n" + SEX,
     "ll144_population_keys": POP_SPEC + SEX.replace("sex_gender", "gender"),

@@ -95,10 +95,11 @@ class Ll144(Family):
                 if getattr(b, key) is not None:
                     out.append(ls.issue(base + (key,), MSG_APPLICANTS_KEY.format(key=key), key=True))
             return out + _thresholds_issues(ls, b)
-        if ls.spec.disclosure is not None:  # written on test data: what a summary names (issue 34 §3)
-            from compiler.designs.applicants import disclosure_issues
+        # what a published summary names, required on test data too (issue 34 §3): a part-A spec locked
+        # before it re-locks with `audit compile --amend`
+        from compiler.designs.applicants import disclosure_issues
 
-            out += disclosure_issues(ls, applicants=False)
+        out += disclosure_issues(ls, applicants=False)
         if b.why_test_data is None:
             out.append(ls.issue(base + ("why_test_data",), MSG_MISSING_KEY.format(key="why_test_data")))
         elif not b.why_test_data.strip():
