@@ -124,9 +124,11 @@ def test_reranking_reproduces_the_cohort_ranks(ties, ranking):
 def test_reranking_does_not_count_a_candidate_against_its_own_copy():
     # Pool of one job: candidate 0 drawn twice (positions 0 and 1), candidate 1 once. Candidate 0's
     # copies are not each other's competitors: each ranks against candidate 1 only.
+    # Each has 1 competitor in the resample against 2 in a pool of 3 (the slot correction, issue 39 §1):
+    # its count of competitors above (1) is scaled by (3 - 1) / (3 - 2) = 2.
     x = np.array([[5.0, 5.0, 7.0]])
     ident = np.array([[0.0, 0.0, 1.0]])
-    assert _rerank_within(x, x, np.zeros(3, dtype=int), ident).tolist() == [[2.0, 2.0, 1.0]]
+    assert _rerank_within(x, x, np.zeros(3, dtype=int), ident).tolist() == [[3.0, 3.0, 1.0]]
     # Without identities the copies would tie with each other: 2.5 each.
     plain = rankdata(-x[0], method="average")
     assert plain.tolist() == [2.5, 2.5, 1.0]
@@ -153,13 +155,16 @@ def test_simulator_plants_the_paired_statistic_and_an_exchangeable_null():
 
 
 def _rerank_by_table(x, pool, job, ident):
-    """The definition, by an m x m table per job (independent of the rank-based count)."""
+    """The definition, by an m x m table per job (independent of the rank-based count): competitors
+    above plus half the tied ones, other candidates only, scaled by (m - 1) / (competitors)."""
     out = np.empty(x.shape)
     for j in np.unique(job):
         cols = np.flatnonzero(job == j)
         xs, ps = x[:, cols, None], pool[:, None, cols]
         other = ident[:, cols, None] != ident[:, None, cols]
-        out[:, cols] = 1.0 + ((ps > xs) & other).sum(-1) + ((ps == xs) & other).sum(-1) / 2
+        count = ((ps > xs) & other).sum(-1) + ((ps == xs) & other).sum(-1) / 2
+        competitors = other.sum(-1)
+        out[:, cols] = 1.0 + np.where(competitors > 0, count * (len(cols) - 1) / np.maximum(competitors, 1), 0.0)
     return out
 
 
@@ -174,7 +179,8 @@ def test_rank_counting_matches_the_pairwise_table_on_resamples(seed):
     idx = np.stack([np.concatenate([c * 7 + g.integers(0, 7, size=7) for c in range(3)]) for _ in range(50)])
     ident = np.arange(21, dtype=float)[idx]
     for x, pool in ((ref[idx], ref[idx]), (var[idx], ref[idx]), (var[idx], var[idx])):
-        assert np.array_equal(_rerank_within(x, pool, job, ident), _rerank_by_table(x, pool, job, ident))
+        np.testing.assert_allclose(_rerank_within(x, pool, job, ident), _rerank_by_table(x, pool, job, ident),
+                                   rtol=0, atol=1e-12)
 
 
 def test_coverage_statements_follow_the_published_table(monkeypatch):
@@ -219,4 +225,49 @@ def test_rank_counting_with_jobs_of_different_sizes():
                     for _ in range(40)])
     ident = np.arange(18, dtype=float)[idx]
     for x, pool in ((ref[idx], ref[idx]), (var[idx], ref[idx])):
-        assert np.array_equal(_rerank_within(x, pool, job, ident), _rerank_by_table(x, pool, job, ident))
+        np.testing.assert_allclose(_rerank_within(x, pool, job, ident), _rerank_by_table(x, pool, job, ident),
+                                   rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("ranking", ["per_variant", "swap_in"])
+def test_resampled_marc_is_centred_on_marc(ranking):
+    """Issue 39 §1: in a candidate resample a drawn candidate is not its own competitor, so plain re-ranking
+    gives E*[MARC*] = (1 - 1/n)·MARC under swap-in ranking: an interval that sits low, for the vendor. With
+    the slot correction the mean of MARC* over 20 pools x 4,000 resamples lies within 0.05 bootstrap SE of
+    MARC; the plain count sits below (checked too, so the test can fail). Per-variant ranking keeps the
+    plain count, which errs the other way (above MARC, against the system), never below."""
+    from runtime.analysis.counterfactual import _marc_resamples
+
+    g = np.random.default_rng(39)
+    n, k = 40, 10
+    job = np.zeros(n, dtype=int)
+    swap_in = ranking == "swap_in"
+    used, plain = [], []
+    for _ in range(20):
+        ref = g.normal(size=n)
+        var = ref + g.normal(scale=0.3, size=n)
+        code_ref, code_var = dense_codes(ref, var, job)
+        value = float(_marc_resamples(code_ref[None], code_var[None], job, np.arange(n)[None], k=k,
+                                      swap_in=swap_in)[0])
+        assert value == pytest.approx(np.abs(_plain_rank(code_var[None], (code_ref if swap_in else code_var)[None],
+                                                         np.arange(n)[None])
+                                             - _plain_rank(code_ref[None], code_ref[None], np.arange(n)[None])).mean() / k)
+        idx = g.integers(0, n, size=(4000, n))
+        star = _marc_resamples(code_ref[idx], code_var[idx], job, idx, k=k, swap_in=swap_in)
+        used.append((star.mean() - value) / star.std(ddof=1))
+        r_ref = _plain_rank(code_ref[idx], code_ref[idx], idx)
+        r_var = _plain_rank(code_var[idx], code_ref[idx] if swap_in else code_var[idx], idx)
+        plain_star = np.abs(r_var - r_ref).mean(axis=1) / k
+        plain.append((plain_star.mean() - value) / plain_star.std(ddof=1))
+    if swap_in:
+        assert abs(np.mean(used)) < 0.05, np.mean(used)
+        assert np.mean(plain) < -0.05, np.mean(plain)  # E*[MARC*] = (1 - 1/40)·MARC: about -0.11 SE here
+    else:
+        assert np.mean(used) == np.mean(plain) and np.mean(used) > 0, np.mean(used)
+
+
+def _plain_rank(x, pool, ident):
+    """Mid-ranks among the other drawn candidates without the slot factor (what methods 9 did)."""
+    other = ident[:, :, None] != ident[:, None, :]
+    return 1.0 + ((pool[:, None, :] > x[:, :, None]) & other).sum(-1) + \
+        ((pool[:, None, :] == x[:, :, None]) & other).sum(-1) / 2
