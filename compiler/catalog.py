@@ -67,6 +67,9 @@ class MetricInfo:
     direction: Direction
     research: tuple[float, float]
     operational: tuple[float, float]
+    #: The test under the default (swap-in) ranking; ``metrics.csv``'s ``test`` column names the one a row
+    #: used (the impact ratio: McNemar on the paired 2x2 table, Fisher's exact test under per-variant
+    #: ranking, where the reference's retention is 1 by construction and the test is labelled not informative).
     test: str
     ci: str
     classify_abs: bool = False
@@ -86,7 +89,7 @@ METRICS: dict[str, MetricInfo] = {
         MetricInfo("retention_rate", "Retention rate (macro top-K retention)", "group", "higher",
                    (0.80, 0.70), (0.80, 0.70), "", "candidate bootstrap within jobs"),
         MetricInfo("impact_ratio", "Shortlist retention ratio (seed 000's impact ratio)", "group", "higher",
-                   (0.80, 0.70), (0.80, 0.70), "fisher_exact", "candidate bootstrap within jobs"),
+                   (0.80, 0.70), (0.80, 0.70), "mcnemar", "candidate bootstrap within jobs"),
         MetricInfo("selection_ratio", "Selection ratio (variant selected / reference selected)", "group",
                    "higher", (0.80, 0.70), (0.80, 0.70), "mcnemar", "candidate bootstrap within jobs",
                    seed000=False, resolved=False),

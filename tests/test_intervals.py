@@ -271,3 +271,20 @@ def _plain_rank(x, pool, ident):
     other = ident[:, :, None] != ident[:, None, :]
     return 1.0 + ((pool[:, None, :] > x[:, :, None]) & other).sum(-1) + \
         ((pool[:, None, :] == x[:, :, None]) & other).sum(-1) / 2
+
+
+def test_a_score_one_float_step_below_the_threshold_meets_it():
+    """Seed 000 §3.4.4 (issue 39 §8, methods 10): ``score >= t`` after rounding both to 6 significant digits,
+    so a score that is t up to representation noise (one float step below, or 0.1 + 0.2 against 0.3) is
+    selected; one a millionth below is not."""
+    from runtime.analysis.classify import meets_threshold
+
+    below = np.nextafter(60.0, 0.0)
+    assert below < 60.0 and meets_threshold(np.array([below]), 60.0).tolist() == [True]
+    assert meets_threshold(np.array([0.1 + 0.2, 0.3 - 1e-6, np.nan]), 0.3).tolist() == [True, False, False]
+    f = tiny_frame()
+    f.loc[(f["job_id"] == "J1") & (f["cv_id"] == "b") & (f["variant"] == "V1"), "score"] = np.nextafter(70.0, 0.0)
+    (c,) = cohorts(f, reference="BASE", score_range={"sys": (0, 100)}, threshold=70.0)
+    # J1: a (90, 80), b (70, 70 - 1 ulp); J2: a (80, 49): reference 90, 70, 80 selected; variant 80, 70 - 1 ulp
+    assert c.selected["BASE"].sum() == 3 and c.selected["V1"].sum() == 2
+    assert c.selected["V1"][list(zip(c.job_ids[c.job], c.cv_ids)).index(("J1", "b"))] == 1.0

@@ -38,6 +38,20 @@ def round_significant(value: float, digits: int = catalog.CLASSIFY_SIGNIFICANT_D
     return float(f"{value:.{digits - 1}e}")
 
 
+def meets_threshold(scores, threshold: float, digits: int = catalog.CLASSIFY_SIGNIFICANT_DIGITS):
+    """``score >= threshold`` after rounding both to ``digits`` significant digits (seed 000 §3.4.4),
+    elementwise: a score one float step below the threshold (``60 - 7e-15``) meets it, as it would
+    have had it been computed another way (methods 10). Returns a boolean array of the scores' shape;
+    nan never meets."""
+    s = np.asarray(scores, dtype=float)
+    out = s.copy()
+    finite = np.isfinite(s) & (s != 0)
+    e = np.floor(np.log10(np.abs(s[finite])))
+    scale = 10.0 ** (digits - 1 - e)
+    out[finite] = np.round(s[finite] * scale) / scale
+    return out >= round_significant(float(threshold), digits)
+
+
 def classify(value: float, *, metric_id: str, bounds: Mapping[str, float]) -> str:
     """PASS / INVESTIGATE / FAIL of one value under one tier (seed 000 Table 3).
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from runtime.analysis import stats
+from runtime.analysis.classify import meets_threshold
 
 #: Columns :func:`cohorts` reads; ``replicate`` and the axis columns are ignored.
 REQUIRED_COLUMNS = ("system", "condition", "job_id", "cv_id", "variant", "score", "rank",
@@ -264,7 +265,7 @@ def cohorts(paired: pd.DataFrame, *, reference: str,
         resolution = stats.score_grid((score_resolution or {}).get(system), sub["score"].to_numpy(float))
         t = threshold.get(system) if isinstance(threshold, Mapping) else threshold
         selected = None if t is None else {
-            v: (wide["score"][v].to_numpy(dtype=float) >= t).astype(float) for v in variants}
+            v: meets_threshold(wide["score"][v].to_numpy(dtype=float), t).astype(float) for v in variants}
         out.append(Cohort(system=system, condition=condition, reference=reference,
                           variants=variants, job_ids=job_ids, cv_ids=cv_ids, job=job,
                           n_jobs=len(uniques), score=score, rank=rank, match=match,

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from runtime.analysis.classify import meets_threshold
+
 #: Relative tolerance of ``m · S`` before the floor (``0.8 * 10`` must count as 8).
 _FLOOR_TOL = 1e-9
 
@@ -76,7 +78,7 @@ def breakpoints(scores: np.ndarray, job: np.ndarray, *, k: int | None = None,
         raise ValueError(f"scores and job differ in length: {s.shape} and {j.shape}")
     out = np.full(s.shape, np.nan)
     if threshold is not None:
-        sel = s >= threshold
+        sel = meets_threshold(s, threshold)
         out[sel] = s[sel] - threshold
         return out, float(sel.sum())
     if int(k) < 1:
@@ -129,7 +131,7 @@ def ratio_at_shift(scores: np.ndarray, job: np.ndarray, shift: float, *, k: int 
     if selected == 0:
         return math.nan
     if threshold is not None:
-        return float(np.sum(s - shift >= threshold)) / selected
+        return float(np.sum(meets_threshold(s - shift, threshold))) / selected
     kept = 0.0
     for code in np.unique(j):
         idx = np.flatnonzero(j == code)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from compiler.blocks.ll144 import LABELS, RACE_ETHNICITY, SEX, UNKNOWN
 from runtime.analysis.cell import top_share
+from runtime.analysis.classify import meets_threshold
 from runtime.analysis.frame import swap_in_ranks
 from runtime.analysis.ll144 import ll144_rows
 from runtime.families import AuditFamily, FamilyResult, family, status_frame
@@ -69,7 +70,7 @@ def paired_individuals(paired: pd.DataFrame, *, block: dict[str, Any], variants:
         threshold = (decision or {}).get("threshold")
         if threshold is not None:
             t = frame["system"].map(lambda s: _system_threshold(threshold, s))
-            frame["selected"] = (frame["score"] >= t).astype(float)
+            frame["selected"] = meets_threshold(frame["score"].to_numpy(dtype=float), t).astype(float)
         else:
             k = int(decision["top_k"])
             for (system, condition, job), g in frame.groupby(["system", "condition", "job_id"], sort=False):
