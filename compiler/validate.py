@@ -287,10 +287,22 @@ MSG_LLM_CACHE_MOVED = ("LLM answers are now kept in the task store (execution.st
                        "earlier release at this path is imported into it once; remove the key afterwards")
 
 
+#: Fewer base candidates per job than this: intervals and tests of the rank and set metrics are not
+#: informative (seed 000 §5: a minimum-n warning before a report is generated; at n = 40 and K = 10 a
+#: quarter of the pool is the shortlist).
+MIN_BASE_PER_JOB = 40
+MSG_FEW_BASE = ("{n} base candidates per job is under {min}: the rank and shortlist metrics degenerate at small "
+                "pools (every candidate near the top-K, few rank crossings possible) and their intervals and tests "
+                "say little (seed 000 §5); give base_per_job >= {min}")
+
+
 def spec_advisories(ls: LoadedSpec, parts: Parts) -> list[Issue]:
     """Legal but probably unintended designs and deprecated keys (printed as warnings; they do not stop a
     run), located at once. ``parts``: as :func:`validate`'s."""
     out: Found = list(parts.design.advisories(ls))
+    n_base = getattr(ls.spec.candidates, "base_per_job", None)
+    if isinstance(n_base, int) and n_base < MIN_BASE_PER_JOB:
+        out.append(Finding(("candidates", "base_per_job"), MSG_FEW_BASE.format(n=n_base, min=MIN_BASE_PER_JOB)))
     if ls.spec.source is None and ls.spec.candidates is None and ls.spec.systems and not any(parts.needs_text) \
             and parts.design.id != "applicants":
         out.append(Finding(("systems",), MSG_NO_SOURCE, key=True))

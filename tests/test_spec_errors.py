@@ -232,3 +232,42 @@ def test_every_compile_error_names_file_line_col(write_spec, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: spec.yaml:3:7: seed: ")
     assert not (tmp_path / "spec.lock.json").exists()
+
+
+def test_a_small_pool_warns_at_validate(tmp_path):
+    """Seed 000 §5's minimum-n warning (issue 39 §8): a 2-job design of 24 base candidates each validates
+    (exit 0) with one located warning naming the key and the minimum; 40 gives none."""
+    from conftest import run_cli
+
+    spec = """\
+audit: few
+title: Two jobs of 24
+seed: 3
+axes:
+  sex_gender:
+    slot: name
+    levels: [Male-FR, Female-FR]
+    cues: {Male-FR: [Paul Martin], Female-FR: [Anne Martin]}
+variants:
+  reference: BASE
+  table:
+    BASE: {sex_gender: Male-FR}
+    V01: {sex_gender: Female-FR}
+jobs:
+  - {id: data-analyst, title: Data Analyst, description: Analyse data and build dashboards with SQL.}
+  - {id: accountant, title: Accountant, description: Prepare and examine financial records.}
+candidates: {generator: template, base_per_job: 24, matching_per_job: 8}
+systems:
+  - {id: minilm, kind: embedding}
+"""
+    (tmp_path / "spec.yaml").write_text(spec)
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
+    assert warnings == ["warning: spec.yaml:17:49: candidates.base_per_job: 24 base candidates per job is under 40: "
+                        "the rank and shortlist metrics degenerate at small pools (every candidate near the top-K, few "
+                        "rank crossings possible) and their intervals and tests say little (seed 000 §5); give "
+                        "base_per_job >= 40"], proc.stderr
+    (tmp_path / "spec.yaml").write_text(spec.replace("base_per_job: 24", "base_per_job: 40"))
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 0 and "warning:" not in proc.stderr, proc.stderr
