@@ -236,3 +236,25 @@ def test_reduced_lexical_spec_compares_bm25_and_minilm(tmp_path):
     agree = "yes" if v01.loc["bm25", "status"] == v01.loc["minilm", "status"] else "no"
     row = section.split("<td>V01</td>", 1)[1].split("</tr>", 1)[0]
     assert f"<td>{agree}</td>" in row
+
+
+def test_systems_compared_needs_two_systems_and_says_whether_statuses_agree():
+    from runtime.report.sections.systems_compared import systems_compared_section
+
+    rows = [("bm25", "default", "BASE", 0.0, 0.0, 0.0, "PASS"),
+            ("bm25", "default", "V01", -0.0003, -0.0005, -0.0002, "PASS"),
+            ("bm25", "default", "V02", 0.031, 0.012, 0.05, "INCONCLUSIVE"),
+            ("minilm", "default", "BASE", 0.0, 0.0, 0.0, "PASS"),
+            ("minilm", "default", "V01", -0.0123, -0.019, -0.006, "PASS"),
+            ("minilm", "default", "V02", -0.061, -0.07, -0.052, "FAIL")]
+    metrics = pd.DataFrame(rows, columns=["system", "condition", "variant", "value", "ci_low", "ci_high", "status"])
+    metrics.insert(0, "metric", "score_delta")
+    flips = metrics.assign(metric="flip_rate", status="FAIL")  # another metric is not compared
+    assert systems_compared_section(metrics[metrics["system"] == "bm25"], reference="BASE") is None
+    section = systems_compared_section(pd.concat([metrics, flips]), reference="BASE")
+    ctx = section.context
+    assert (section.id, section.title, ctx["columns"]) == ("systems-compared", "Systems compared", ["bm25", "minilm"])
+    assert [(r["variant"], [c["status"] for c in r["cells"]], r["agree"]) for r in ctx["rows"]] == [
+        ("V01", ["PASS", "PASS"], "yes"), ("V02", ["INCONCLUSIVE", "FAIL"], "no")]
+    assert ctx["rows"][0]["cells"][1] == {"delta": "−0.01230", "ci": "[−0.01900, −0.006000]", "status": "PASS"}
+    assert ctx["summary"] == "The statuses agree on 1 of 2 variants."
