@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import importlib.metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -130,9 +131,11 @@ def term_counts(texts: list[str], analyze: Callable[[str], list[str]], vocabular
     import scipy.sparse as sp
     from sklearn.feature_extraction.text import CountVectorizer
 
-    lines = pd.Series(list(texts), dtype=object).str.split("\n").explode()
-    codes, uniques = pd.factorize(lines, sort=False)
-    doc = np.asarray(lines.index, dtype=np.int64)
+    split = [t.split("\n") for t in texts]
+    flat = np.empty(sum(map(len, split)), dtype=object)
+    flat[:] = list(itertools.chain.from_iterable(split))
+    codes, uniques = pd.factorize(flat, sort=False)  # a hash table over the lines (no pandas string dtype)
+    doc = np.repeat(np.arange(len(texts), dtype=np.int64), np.fromiter(map(len, split), np.int64, len(split)))
     incidence = sp.csr_matrix((np.ones(len(codes), dtype=np.int64), (doc, codes)),
                               shape=(len(texts), len(uniques)))
     if len(uniques) == 0:  # no text

@@ -103,10 +103,15 @@ class LexicalScorer:
         if not texts:
             return np.zeros(0)
         job_counts, _, _ = term_counts([job], self.analyze, vocabulary=self.vocabulary)
-        q = self.tfidf.transform(job_counts)
+        q = np.asarray(self.tfidf.transform(job_counts).toarray(), dtype=np.float64).ravel()  # l2-normalised
         counts, _, _ = term_counts(texts, self.analyze, vocabulary=self.vocabulary)
-        x = self.tfidf.transform(counts)
-        cos = np.asarray((x @ q.T).toarray(), dtype=np.float64).ravel()
+        # TfidfTransformer.transform's weights (tf x idf, each row l2-normalised), on the CSR arrays in place of
+        # a weighted copy of the matrix: cos = sum_t w_t q_t / ||w||
+        rows = np.repeat(np.arange(len(texts)), np.diff(counts.indptr))
+        w = counts.data * self.tfidf.idf_[counts.indices]
+        norm = np.sqrt(np.bincount(rows, weights=w * w, minlength=len(texts)))
+        dot = np.bincount(rows, weights=w * q[counts.indices], minlength=len(texts))
+        cos = np.divide(dot, norm, out=np.zeros(len(texts)), where=norm > 0)
         return np.clip(cos, 0.0, 1.0)  # non-negative vectors of norm 1 (or 0): rounding only
 
 
