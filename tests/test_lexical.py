@@ -251,6 +251,9 @@ def test_systems_compared_needs_two_systems_and_says_whether_statuses_agree():
     metrics.insert(0, "metric", "score_delta")
     flips = metrics.assign(metric="flip_rate", status="FAIL")  # another metric is not compared
     assert systems_compared_section(metrics[metrics["system"] == "bm25"], reference="BASE") is None
+    two_conditions = pd.concat([metrics[metrics["system"] == "bm25"],
+                                metrics[metrics["system"] == "bm25"].assign(condition="fairness")])
+    assert systems_compared_section(two_conditions, reference="BASE") is None  # one system
     section = systems_compared_section(pd.concat([metrics, flips]), reference="BASE")
     ctx = section.context
     assert (section.id, section.title, ctx["columns"]) == ("systems-compared", "Systems compared", ["bm25", "minilm"])

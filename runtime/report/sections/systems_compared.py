@@ -1,5 +1,5 @@
-"""The report section "Systems compared" (``#systems-compared``, issue 36 §5): with two or more audited systems
-(or conditions), per variant each one's ``score_delta`` (the signed mean score change against the reference,
+"""The report section "Systems compared" (``#systems-compared``, issue 36 §5): with two or more audited systems,
+per variant each one's ``score_delta`` (the signed mean score change against the reference,
 on the score scale normalised to [0, 1] by the system's ``score_range``, seed 000 §3.4), its 95 % interval and
 its status, and whether the statuses agree.
 
@@ -24,7 +24,7 @@ def _status(x: object) -> str:
 
 def systems_compared_section(metrics: pd.DataFrame, *, reference: str) -> Section | None:
     """The ``#systems-compared`` section (``ORDER["systems_compared"]``), or None with fewer than two audited
-    systems × conditions.
+    systems (an LLM system's conditions are columns of their own once there are two systems).
 
     Parameters
     ----------
@@ -42,7 +42,7 @@ def systems_compared_section(metrics: pd.DataFrame, *, reference: str) -> Sectio
     """
     rows = metrics[(metrics["metric"] == METRIC) & (metrics["variant"] != reference)]
     keys = list(dict.fromkeys(zip(rows["system"], rows["condition"])))
-    if len(keys) < 2:
+    if len({s for s, _ in keys}) < 2:  # one system (even under several conditions): nothing to compare
         return None
     columns = [s if c == "default" else f"{s} ({c})" for s, c in keys]
     at = {(r["system"], r["condition"], r["variant"]): r for r in rows.to_dict(orient="records")}
