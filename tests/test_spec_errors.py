@@ -163,6 +163,21 @@ CASES = {
     "control_score_file_rows": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
         "    - {id: P1, description: dates as MM/YYYY}\n")),
         {"scores.csv": TINY_SCORES + "j1,c1,P1,0.9,1\nj1,c2,P1,0.7,1\nj1,c9,P1,0.5,0\n"}),
+    # issue 36 §4: the lexical kind's corpus and parameters
+    "lexical_corpus_missing": (_GEN_SPEC.replace("{id: minilm, kind: embedding}",
+                                                 "{id: bm25, kind: lexical, method: bm25, corpus: corpus.txt}"), {}),
+    "lexical_corpus_not_utf8": (_GEN_SPEC.replace("{id: minilm, kind: embedding}",
+                                                  "{id: bm25, kind: lexical, method: bm25, corpus: corpus.txt}"),
+                                {"corpus.txt": "first document\nsecond document\nthird \udce9t\u00e9\n"}),
+    "lexical_corpus_too_small": (_GEN_SPEC.replace("{id: minilm, kind: embedding}",
+                                                   "{id: bm25, kind: lexical, method: bm25, corpus: corpus.txt}"),
+                                 {"corpus.txt": "".join(f"document {i}\n\n" for i in range(99))}),
+    "lexical_corpus_not_txt": (_GEN_SPEC.replace("{id: minilm, kind: embedding}",
+                                                 "{id: bm25, kind: lexical, method: bm25, corpus: scores.csv}"), {}),
+    "lexical_bm25_with_tfidf": (_GEN_SPEC.replace("{id: minilm, kind: embedding}",
+                                                  "{id: tf, kind: lexical, method: tfidf, bm25: {k1: 1.2}}"), {}),
+    "lexical_job_without_text": (_GEN_SPEC.replace("{id: minilm, kind: embedding}", "{id: bm25, kind: lexical, method: bm25}")
+                                 .replace("{id: data-analyst, description: Analyse data}", "{id: data-analyst}"), {}),
     "multiplicity_unknown": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
                                                "  k: {counterfactual: 2, group: 2, merit: 2}\n  multiplicity: bonferroni"), {}),
 }

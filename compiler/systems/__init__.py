@@ -30,6 +30,7 @@ from compiler.systems.llm import (LLM_MODULES, MSG_BAD_TEMPLATE, MSG_DUP_CONDITI
                                   MSG_REFERENCE_NEEDED, LlmCompare, LlmScore, LlmScreener)
 from compiler.systems.http import Http, http_fingerprint
 from compiler.systems.applicant_file import ApplicantFile, read_applicants
+from compiler.systems.lexical import Lexical
 
 MSG_UNDECLARED = ("system kind {kind!r} has a spec model but no compiler declaration (declared: {known}); "
                   "its plug-in's compiler module is missing or failed to import")
@@ -98,7 +99,7 @@ __all__ = [
     "ApplicantFile", "read_applicants", "BLIND_FINGERPRINT", "CORE", "DEFAULT_EMBEDDING_NAME", "DEFAULT_EMBEDDING_PACKAGE", "LLM_MODULES",
     "MSG_BAD_TEMPLATE", "MSG_BLIND_COLUMNS", "MSG_BLIND_DESIGN", "MSG_DUP_CONDITION", "MSG_NEEDS_EXTRA",
     "MSG_NO_DEFAULT_MODEL", "MSG_REFERENCE_JOB", "MSG_REFERENCE_NEEDED", "MSG_RESOLUTION", "MSG_SCORE_RANGE",
-    "MSG_UNDECLARED", "SYSTEMS", "SYSTEM_KINDS_REGISTRY", "Undeclared", "Embedding", "FileRef", "Http", "http_fingerprint", "LlmCompare", "LlmScore",
+    "MSG_UNDECLARED", "SYSTEMS", "SYSTEM_KINDS_REGISTRY", "Undeclared", "Embedding", "FileRef", "Http", "Lexical", "http_fingerprint", "LlmCompare", "LlmScore",
     "LlmScreener", "MissingExtra", "MissingModule", "Precomputed", "Requires", "Stage", "SystemKind", "file_ref",
     "find_module", "hook_for", "kinds_of", "missing_modules", "model_fingerprint", "model_fingerprints", "packaged_model_dir",
     "read_system_file", "score_resolution", "system_kind",

@@ -229,9 +229,13 @@ class MetricSuite(AuditFamily):
     def sections(self, ctx, result: FamilyResult, meta) -> list:
         from runtime.report import metric_suite_sections
 
+        from runtime.report.sections.systems_compared import systems_compared_section
+
         suite = result.data["result"]
-        return metric_suite_sections(metrics=suite.metrics, risk=suite.risk, drift=suite.drift, meta=meta,
-                                     by_job=suite.by_job, headline=suite.headline, detectable=_detectable(ctx))
+        out = metric_suite_sections(metrics=suite.metrics, risk=suite.risk, drift=suite.drift, meta=meta,
+                                    by_job=suite.by_job, headline=suite.headline, detectable=_detectable(ctx))
+        compared = systems_compared_section(suite.metrics, reference=ctx.resolved["variants"]["reference"])
+        return out if compared is None else [*out, compared]  # issue 36 §5: two or more systems
 
 
 def _detectable(ctx) -> pd.DataFrame | None:
