@@ -23,6 +23,8 @@ import json
 import os
 import signal
 import subprocess
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,7 +165,7 @@ class ProgramAdapter(RequestAdapter):
                            for i in range(0, len(items), r["batch_size"])]
                 results = self._run_all(argv, batches, attempt, settings, counters, request, stderr_parts)
                 again: dict[int, list[Item]] = {}
-                for (refs, chunk), (answers, cached) in zip(batches, results):
+                for (refs, chunk), (answers, cached) in zip(batches, results):  # logged as each batch ends
                     for it in chunk:
                         value, raw = answers[it.rid]
                         p = score_value(value, lo=lo, hi=hi, method=self.kind)
@@ -187,21 +189,35 @@ class ProgramAdapter(RequestAdapter):
 
     def _run_all(self, argv: list[str], batches: list[tuple[list[str], list[Item]]], attempt: int,
                  settings: dict[str, Any], counters: ProcessCounters, request: ScoreRequest,
-                 stderr_parts: dict[tuple[int, int], tuple[str, bytes]]) -> list[tuple[dict[str, Any], bool]]:
-        """Each batch's answers (from the store, else from a run of the program), at most ``concurrency``
-        processes at once; the first failing batch in batch order raises once the running ones end."""
+                 stderr_parts: dict[tuple[int, int], tuple[str, bytes]]) -> Iterator[tuple[dict[str, Any], bool]]:
+        """Each batch's answers in batch order (from the store, else from a run of the program), at most
+        ``concurrency`` processes at once; the first failing batch in batch order raises once the running ones
+        end (those not started are cancelled)."""
+        stop = threading.Event()
+
+        def task(n: int, refs: list[str], chunk: list[Item]) -> tuple[dict[str, Any], bool] | None:
+            if stop.is_set():  # another batch failed: start no further process
+                return None
+            try:
+                return self._answer(argv, refs, chunk, attempt, settings, counters, request, stderr_parts, n)
+            except BaseException:
+                stop.set()
+                raise
+
         with ThreadPoolExecutor(max_workers=int(settings["concurrency"])) as pool:
-            futures = [pool.submit(self._answer, argv, refs, chunk, attempt, settings, counters, request,
-                                   stderr_parts, n) for n, (refs, chunk) in enumerate(batches)]
-            results = []
-            for f in futures:
-                try:
-                    results.append(f.result())
-                except BaseException:
-                    for other in futures:
-                        other.cancel()
-                    raise
-        return results
+            futures = [pool.submit(task, n, refs, chunk) for n, (refs, chunk) in enumerate(batches)]
+            try:
+                for f in futures:
+                    result = f.result()
+                    if result is None:  # skipped: raise the failure that stopped it
+                        for g in futures:
+                            if g.exception() is not None:
+                                raise g.exception()
+                    yield result
+            finally:
+                stop.set()
+                for other in futures:
+                    other.cancel()
 
     def entry_id(self, stdin: bytes, attempt: int) -> tuple[str, dict[str, Any]]:
         """(store id, key) of a batch's answer: ``<kind>-<sha256>`` of the fingerprint, the stdin bytes' sha256 and

@@ -8,7 +8,8 @@ in the body (at most 10), ``sha256(seed + text) % 5 - 2`` of noise, minus ``PENA
 
 Options break the protocol on purpose (each counted from 1 in the batch): ``--exit N`` (exit N after a line on
 stderr), ``--sleep S``, ``--garbage K`` (stdout line K is not JSON), ``--drop K``, ``--dup K``, ``--unknown K``,
-``--invalid K`` (score "high"); ``--marker FILE`` appends one line per start.
+``--invalid K`` (score "high"); ``--marker FILE`` appends one line per start; ``--fail-on-start N`` exits 5 when
+this start is the marker's N-th line.
 """
 
 import argparse
@@ -43,11 +44,16 @@ def main() -> None:
     for flag in ("--exit", "--garbage", "--drop", "--dup", "--unknown", "--invalid"):
         ap.add_argument(flag, type=int, default=0)
     ap.add_argument("--sleep", type=float, default=0.0)
+    ap.add_argument("--fail-on-start", type=int, default=0)
     ap.add_argument("--marker")
     args = ap.parse_args()
     if args.marker:
         with open(args.marker, "a") as fh:
             fh.write("started\n")
+        with open(args.marker) as fh:
+            if args.fail_on_start and len(fh.read().splitlines()) == args.fail_on_start:
+                print("kw-match: licence server unreachable", file=sys.stderr)
+                sys.exit(5)
     items = [json.loads(line) for line in sys.stdin.read().splitlines() if line.strip()]
     print(f"kw-match 1.4: {len(items)} request lines", file=sys.stderr)
     if args.sleep:
