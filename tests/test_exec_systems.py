@@ -401,6 +401,18 @@ def test_a_python_package_is_found_in_its_file_list_and_its_upgrade_is_exit_3(tm
     pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True), want.sort_values(key).reset_index(drop=True))
     assert "vendor_sdk" not in sys.modules  # scored in a child process
 
+    # a module the distribution's file list lacks: a located error naming the modules it installs
+    from compiler import compile_spec
+    from compiler.errors import SpecError
+
+    (work / "spec.yaml").write_text(SPEC.format(job=JOB, system=system.replace("vendor_sdk.scoring", "vendor_sdk.rank")))
+    with pytest.raises(SpecError) as err:
+        compile_spec(work / "spec.yaml")
+    assert str(err.value).endswith("systems[0].package: package 'vendor-sdk' 3.1 has no module 'vendor_sdk.rank' in "
+                                   "its file list (looked for vendor_sdk/rank.py or vendor_sdk/rank/__init__.py); "
+                                   "modules it installs: vendor_sdk, vendor_sdk.scoring")
+    assert "vendor_sdk" not in sys.modules
+
     (work / "spec.yaml").write_text(SPEC.format(job=JOB, system=system))
     _site(tmp_path, "3.2")  # the vendor upgrades its SDK: the spec no longer matches its lock
     proc = run_cli("execute", "spec.yaml", "--quiet", "--allow-exec", cwd=work)

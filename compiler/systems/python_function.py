@@ -29,7 +29,7 @@ _MODULE_FORM = re.compile(rf"^(?P<module>{_NAME}(?:\.{_NAME})*):(?P<name>{_NAME}
 MSG_FUNCTION_FORM = ("function {value!r} is neither 'path/to/file.py:name' (a file in the spec's folder) nor "
                      "'module:name' (with package)")
 MSG_NO_DEF = "{where} has no top-level 'def {name}' (functions defined there: {found})"
-MSG_ASYNC = "{where}: {name} is an 'async def'; score_batch must be a plain def (it is called, not awaited)"
+MSG_ASYNC = "{where}: {name} is an 'async def'; the function must be a plain def (it is called, not awaited)"
 MSG_SYNTAX = "{where} is not valid Python: {err}"
 MSG_PACKAGE_NEEDED = "function {value!r} names a module; give package, the distribution that installs it"
 MSG_PACKAGE_WITH_FILE = "package is only for function: module:name; {value!r} names a file of the spec's folder"
