@@ -248,6 +248,8 @@ def test_every_kind_declares_what_it_requires_and_its_extra_installs_it():
         "llm_compare": ("llm", (), ("litellm", "tenacity")),
         "http": (None, (), ()),  # httpx, jmespath and tenacity are core dependencies (issue 35 §2)
         "applicant_file": (None, (), ()),  # a CSV read with the core (issue 34)
+        "command": (None, (), ()),  # subprocess (issue 36)
+        "python": (None, (), ()),  # a child process of this interpreter (issue 36)
         "design template": (None, (), ()),
         "design llm": ("llm", (), ("litellm", "tenacity")),
         "design population": (None, (), ()),
