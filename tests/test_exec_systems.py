@@ -353,6 +353,9 @@ def test_a_python_function_from_a_file_scores_as_the_program_and_is_never_import
     proc = run_cli("execute", "spec.yaml", "--quiet", cwd=work)
     assert proc.returncode == 2 and "system 'vendor' (python): function: tools/vendor.py:score_batch (kw-match 1.4); " \
         "tools/vendor.py sha256 " in proc.stderr
+    # export and gc read the lock and digests only (whatever they answer for this spec)
+    run_cli("export", "spec.yaml", "--for-vendor", "out", cwd=work)
+    run_cli("gc", ".", cwd=work)
     assert not (work / "imported.txt").exists()
 
     shutil.copy(MATCHER, work / "kw_match.py")  # the vendor module imports it from the spec's folder (its cwd)
