@@ -276,6 +276,8 @@ class RunRecord(Artifact):
     execution: dict[str, Any]
     spec_git: dict[str, Any] | None = None
     reproduce: list[str] = Field(default_factory=list)
+    allow_exec: bool = Field(False, description="audit execute --allow-exec: the run could run vendor code (systems "
+                             "of kind command or python; issue 36)")
     version_changes_since_lock: dict[str, dict[str, Any]] = Field(default_factory=dict)
     methods_version: int = Field(1, ge=1, description="the lock's methods version (since 1.1)")
     # written by later stages

@@ -506,12 +506,15 @@ class Thresholds(Strict):
 
 
 class SystemExecution(Strict):
-    """How one remote system (``kind: http``) is called: limits and retries, not hashed (issue 35 §2)."""
+    """How one remote system (``kind: http``) is called, or a vendor's program (``command``, ``python``) run:
+    limits and retries, not hashed (issue 35 §2, issue 36 §2). A key left out keeps the kind's default."""
 
-    concurrency: int = Field(default=4, ge=1, le=256, description="Requests in flight at once.")
+    concurrency: int = Field(default=4, ge=1, le=256, description="Requests in flight at once (http, default 4), or "
+                             "processes at once (command, python: default 1).")
     requests_per_s: float | None = Field(default=None, gt=0, le=10_000, description="Most requests started per "
                                          "second; default: no limit.")
-    timeout_s: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request.")
+    timeout_s: float = Field(default=60.0, gt=0, le=3600, description="Seconds per request (http), or per request "
+                             "batch's process (command, python).")
     retries: int = Field(default=6, ge=0, le=50, description="Retries of a request after 429 (waiting its "
                          "Retry-After), 5xx, timeouts and lost connections (backoff with jitter).")
 
@@ -521,7 +524,8 @@ class Execution(Strict):
 
     systems: dict[Id, SystemExecution] = Field(
         default_factory=dict, description="Per system id: how a remote system (kind: http) is called "
-        "(concurrency 4, requests_per_s none, timeout_s 60, retries 6).")
+        "(concurrency 4, requests_per_s none, timeout_s 60, retries 6), or a vendor's program (kind: command, "
+        "python) run (concurrency 1, timeout_s 60; requests_per_s and retries are http's).")
 
     out: str | None = Field(
         default=None,

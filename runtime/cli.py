@@ -588,13 +588,14 @@ def execute(
     accept_vendor_file: Annotated[Optional[str], typer.Option("--accept-vendor-file", help="Use a blind system's returned score file although it differs from the one first read; the reason, both digests and the time are recorded in the run and its report.", show_default=False, metavar="REASON")] = None,
     tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL: the report is signed PAdES B-LTA (trusted time, validation data embedded) and the manifest is timestamped; default \\[signing] tsa of the key directory's config.toml. Without one the report is PAdES B-B, dated by this machine's clock.", show_default=False, metavar="URL")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the run's summary.json on stdout (status counts, risk, validity, gate, exit code); every other line goes to stderr.")] = False,
+    allow_exec: Annotated[bool, typer.Option("--allow-exec", help="Let the spec's command and python systems run the vendor's code on this machine (without it such a spec exits 2 before any work, naming each program and its sha256). Recorded in run.json; not hashed.")] = False,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     import contextlib
 
     with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
         result = _execute(spec, out=out, store=store, quiet=quiet, fail_on=fail_on, tier=tier, key_dir=key_dir, resume=resume,
-                          accept_vendor_file=accept_vendor_file, tsa=tsa)
+                          accept_vendor_file=accept_vendor_file, tsa=tsa, allow_exec=allow_exec)
     if json_out:  # exactly the sealed file's object
         from runtime.pipeline.summary import SUMMARY
 
@@ -605,7 +606,8 @@ def execute(
 
 
 def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: bool, fail_on: Optional[Gate], tier: TierName,
-             key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str]):
+             key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str],
+             allow_exec: bool = False):
     """The run of `audit execute` and its messages (on stderr under --json); returns the RunResult."""
     from compiler.errors import AuditError
     from runtime.pipeline import execute as run_execute
@@ -621,7 +623,16 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
     from compiler.extras import check_extras
 
     # a missing extra stops the run before the keys are read or a TSA is asked (the pipeline checks again)
-    check_extras(load_spec(spec), "execute")
+    loaded = load_spec(spec)
+    check_extras(loaded, "execute")
+    if not allow_exec:  # vendor code (issue 36 §1): refused before the keys are read (the pipeline checks again)
+        from compiler.systems import kinds_of
+
+        if any(getattr(k, "runs_code", False) for k in kinds_of(loaded.spec.systems)):
+            from compiler import compile_spec
+            from runtime.pipeline.start import check_allow_exec
+
+            check_allow_exec(compile_spec(spec), allow_exec)
     # before any work: a broken key directory, or one named without keys, stops the run at once (exit 2)
     keys, tsa, kd = signing_options(key_dir, tsa, required="named", missing=MSG_NO_KEYS_NAMED,
                                     tsa_needs_keys=MSG_TSA_NEEDS_KEYS.format(what="a signature"))
@@ -647,7 +658,7 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
             "warning: UNSIGNED run", "bold red", f": no signing keys in {kd}. The report and manifest will not be "
             "signed and `audit verify` will fail on this run. Create keys with `audit keygen` (or pass --key-dir)."))
     result = run_execute(spec, out=out, store=store, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file,
-                         tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value)
+                         tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value, allow_exec=allow_exec)
     console = _console()
     reused = result.run.get("reused_tasks") or []
     if reused:

@@ -86,7 +86,8 @@ def test_registries():
         assert all(ids.index(other) < ids.index(fid) for other in fam.after), fid
     assert FAMILIES["effects"].after == FAMILIES["llm_validity"].after == ("metric_suite",)
     assert set(DESIGNS) == {"template", "llm", "population", "score_file", "applicants"}
-    assert set(SYSTEMS) == {"embedding", "precomputed", "llm_score", "llm_compare", "http", "applicant_file", "lexical"}
+    assert set(SYSTEMS) == {"embedding", "precomputed", "llm_score", "llm_compare", "http", "applicant_file", "command",
+                            "python", "lexical"}
     assert FAMILIES["metric_suite"].needs == FAMILIES["effects"].needs == Needs.of("paired")
     assert FAMILIES["causal"].needs == Needs.of("unpaired")
     assert FAMILIES["llm_validity"].needs == Needs.of("llm_answers") | Needs.of("llm_generation")
@@ -95,10 +96,11 @@ def test_registries():
         "score_file": {"paired"}, "population": {"unpaired"}, "applicants": {"applicants"}}
     assert DESIGNS["applicants"].keeps_rows is False and SYSTEMS["applicant_file"].needs_text is False
     assert SYSTEMS["llm_score"].provides == SYSTEMS["llm_compare"].provides == {"llm_answers"}
+    assert {k for k, d in SYSTEMS.items() if d.runs_code} == {"command", "python"}  # need --allow-exec (issue 36)
     from compiler.spec import LLM_SYSTEM_KINDS, SYSTEM_KINDS, SYSTEM_MODELS
     # one declaration per kind, in the spec's order, each with the spec model compiler.blocks declares
     assert tuple(SYSTEMS) == SYSTEM_KINDS == ("embedding", "precomputed", "llm_score", "llm_compare", "http", "applicant_file",
-                                              "lexical")
+                                              "command", "python", "lexical")
     assert all(SYSTEMS[k].model is SYSTEM_MODELS[k] for k in SYSTEMS) and LLM_SYSTEM_KINDS == ("llm_score", "llm_compare")
 
 

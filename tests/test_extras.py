@@ -249,6 +249,8 @@ def test_every_kind_declares_what_it_requires_and_its_extra_installs_it():
         "http": (None, (), ()),  # httpx, jmespath and tenacity are core dependencies (issue 35 §2)
         "applicant_file": (None, (), ()),  # a CSV read with the core (issue 34)
         "lexical": (None, (), ()),  # scikit-learn and PyStemmer are core dependencies (issue 36 §4)
+        "command": (None, (), ()),  # subprocess (issue 36)
+        "python": (None, (), ()),  # a child process of this interpreter (issue 36)
         "design template": (None, (), ()),
         "design llm": ("llm", (), ("litellm", "tenacity")),
         "design population": (None, (), ()),

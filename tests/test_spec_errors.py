@@ -29,6 +29,22 @@ def _http(*pairs: tuple[str, str], job: str = "- {id: data-analyst, description:
     return (TINY_SPEC.replace("jobs:", "candidates: {base_per_job: 4, matching_per_job: 2}\njobs:")
             .replace("- {id: j1}", job).replace("{id: vendor, kind: precomputed, path: scores.csv}", system))
 
+#: A valid ``kind: command`` and ``kind: python`` system (issue 36 §2-§3), as :data:`HTTP_SYSTEM`.
+COMMAND_SYSTEM = "{id: vendor, kind: command, argv: [python3, tools/kw.py], version: kw 1.4, score_range: [0, 100]}"
+PYTHON_SYSTEM = "{id: vendor, kind: python, function: 'tools/kw.py:score_batch', version: sdk 3.1, score_range: [0, 1]}"
+#: The vendor's file both name (validate reads its AST and sha256; it never runs it).
+VENDOR_PY = "import sys\n\n\ndef score_batch(items):\n    return {}\n\n\nasync def score_async(items):\n    return {}\n"
+
+
+def _exec(system: str, *pairs: tuple[str, str]) -> str:
+    """The tiny spec with a generator, a job text and ``system`` (:data:`COMMAND_SYSTEM` or :data:`PYTHON_SYSTEM`),
+    each (old, new) of ``pairs`` replaced in it."""
+    for old, new in pairs:
+        assert old in system, old
+        system = system.replace(old, new)
+    return _http().replace(HTTP_SYSTEM, system)
+
+
 _CONTROLS = "    V01: {{sex_gender: F}}\n  negative_controls:\n{}"
 #: TINY_SPEC with the template generator and an embedding system (the tool writes the résumés).
 _GEN_SPEC = TINY_SPEC.replace("jobs:\n  - {id: j1}", "candidates: {base_per_job: 4, matching_per_job: 2}\njobs:\n  - "
@@ -146,6 +162,18 @@ CASES = {
                                   "headers: {Accept: application/json, X-Api-Key: abc123}")), {}),
     "http_execution_of_another_system": (_http() + "execution:\n  systems:\n    minilm: {concurrency: 2}\n", {}),
     "http_batch_too_large": (_http(("response: {score: score}", "response: {score: score}, batch_size: 65")), {}),
+    # issue 36 §2-§3: kind command and kind python (validate never runs or imports vendor code)
+    "command_empty_argv": (_exec(COMMAND_SYSTEM, ("[python3, tools/kw.py]", "[]")), {"tools__kw.py": VENDOR_PY}),
+    "command_argv_leaves": (_exec(COMMAND_SYSTEM, ("tools/kw.py", "../tools/kw.py")), {"tools__kw.py": VENDOR_PY}),
+    "python_function_form": (_exec(PYTHON_SYSTEM, ("'tools/kw.py:score_batch'", "score_batch")), {"tools__kw.py": VENDOR_PY}),
+    "python_no_def": (_exec(PYTHON_SYSTEM, ("score_batch'", "score'")), {"tools__kw.py": VENDOR_PY}),
+    "python_async_def": (_exec(PYTHON_SYSTEM, ("score_batch'", "score_async'")), {"tools__kw.py": VENDOR_PY}),
+    "python_file_missing": (_exec(PYTHON_SYSTEM, ("tools/kw.py", "tools/sdk.py")), {"tools__kw.py": VENDOR_PY}),
+    "python_package_with_file": (_exec(PYTHON_SYSTEM, ("version:", "package: vendor-sdk, version:")),
+                                 {"tools__kw.py": VENDOR_PY}),
+    "python_module_without_package": (_exec(PYTHON_SYSTEM, ("'tools/kw.py:score_batch'", "vendor_sdk.scoring:score_batch")), {}),
+    "python_package_not_installed": (_exec(PYTHON_SYSTEM, ("'tools/kw.py:score_batch'", "vendor_sdk.scoring:score_batch, "
+                                                           "package: no-such-vendor-sdk")), {}),
     # issue 38 §1: negative controls (placebo variants of the reference résumé)
     "control_id_is_variant_repeated_no_description": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
         "    - {id: V01, description: dates as MM/YYYY}\n    - {id: P1}\n    - {id: P1, description: glyphs}\n")), {}),

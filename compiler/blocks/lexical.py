@@ -12,7 +12,7 @@ from compiler.spectypes import Id, Strict
 #: The ``systems[].kind`` this model declares.
 KIND = "lexical"
 #: Position among the built-in kinds (the ``systems`` union and every list of kinds follow it).
-ORDER = 8
+ORDER = 9
 
 
 class LexicalTokens(Strict):

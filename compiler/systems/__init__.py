@@ -3,7 +3,7 @@ fingerprint, what it provides, its share of the plan's counts and LLM estimate).
 
 Each kind is declared once, here, by a :class:`~compiler.systems.base.SystemKind` registered with
 :func:`~compiler.systems.base.system_kind` (``embedding``, ``precomputed``, ``llm_score``,
-``llm_compare``, ``http``; an installed plug-in declares its own in its ``compiler`` module). Its spec model is
+``llm_compare``, ``http``, ``applicant_file``, ``command``, ``python``; an installed plug-in declares its own in its ``compiler`` module). Its spec model is
 a module of :mod:`compiler.blocks`; the runtime's adapter binds to the declaration
 (``runtime.systems``). Adding a kind adds those files; nothing else in the compiler branches on a kind.
 
@@ -30,6 +30,8 @@ from compiler.systems.llm import (LLM_MODULES, MSG_BAD_TEMPLATE, MSG_DUP_CONDITI
                                   MSG_REFERENCE_NEEDED, LlmCompare, LlmScore, LlmScreener)
 from compiler.systems.http import Http, http_fingerprint
 from compiler.systems.applicant_file import ApplicantFile, read_applicants
+from compiler.systems.command import Command, command_fingerprint
+from compiler.systems.python_function import Python, python_fingerprint
 from compiler.systems.lexical import Lexical
 
 MSG_UNDECLARED = ("system kind {kind!r} has a spec model but no compiler declaration (declared: {known}); "
@@ -96,7 +98,7 @@ def kinds_of(systems: list[Any]) -> tuple[SystemKind, ...]:
 
 
 __all__ = [
-    "ApplicantFile", "read_applicants", "BLIND_FINGERPRINT", "CORE", "DEFAULT_EMBEDDING_NAME", "DEFAULT_EMBEDDING_PACKAGE", "LLM_MODULES",
+    "ApplicantFile", "read_applicants", "Command", "command_fingerprint", "Python", "python_fingerprint", "BLIND_FINGERPRINT", "CORE", "DEFAULT_EMBEDDING_NAME", "DEFAULT_EMBEDDING_PACKAGE", "LLM_MODULES",
     "MSG_BAD_TEMPLATE", "MSG_BLIND_COLUMNS", "MSG_BLIND_DESIGN", "MSG_DUP_CONDITION", "MSG_NEEDS_EXTRA",
     "MSG_NO_DEFAULT_MODEL", "MSG_REFERENCE_JOB", "MSG_REFERENCE_NEEDED", "MSG_RESOLUTION", "MSG_SCORE_RANGE",
     "MSG_UNDECLARED", "SYSTEMS", "SYSTEM_KINDS_REGISTRY", "Undeclared", "Embedding", "FileRef", "Http", "Lexical", "http_fingerprint", "LlmCompare", "LlmScore",

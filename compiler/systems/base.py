@@ -138,8 +138,13 @@ class SystemKind:
         True (the default) when the system scores candidate text (so the spec needs a generator and
         job texts); False for scores read from a file.
     remote : bool
-        True for a system called over the network whose calls ``execution.systems.<id>`` tunes
-        (``concurrency``, ``requests_per_s``, ``timeout_s``, ``retries``; issue 35 §2). Default False.
+        True for a system whose calls ``execution.systems.<id>`` tunes: one called over the network
+        (``concurrency``, ``requests_per_s``, ``timeout_s``, ``retries``; issue 35 §2), or a vendor's program
+        run per request batch (``timeout_s``, ``concurrency``; issue 36). Default False.
+    runs_code : bool
+        True for a kind that runs vendor code on the auditor's machine (``command``, ``python``; issue 36
+        §1): ``audit execute`` refuses it without ``--allow-exec`` (:meth:`program` names what would run);
+        validate, compile, ``verify --spec``, export and gc read its files' digests only. Default False.
     model : type of pydantic.BaseModel or None
         The spec model of ``systems[i]`` for this kind (a ``System`` of :mod:`compiler.blocks`).
         Default: the model :mod:`compiler.blocks` declares for :attr:`id` (None when none does).
@@ -149,6 +154,7 @@ class SystemKind:
     provides: ClassVar[frozenset[str]] = frozenset()
     needs_text: ClassVar[bool] = True
     remote: ClassVar[bool] = False
+    runs_code: ClassVar[bool] = False
     model: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self) -> None:
@@ -188,6 +194,11 @@ class SystemKind:
         """What a resolved system scores with, in words for the report (the model's name or folder, the
         endpoint, or the score file). Default: the kind itself."""
         return self.id
+
+    def program(self, resolved: dict[str, Any]) -> str:
+        """What a kind that :attr:`runs_code` would run, with its sha256 (the ``--allow-exec`` refusal names
+        it). Default: :meth:`source`."""
+        return self.source(resolved)
 
     def llm_model(self, system: Any) -> str | None:
         """The litellm model string of an LLM screener, else None (same-family advisory)."""

@@ -21,7 +21,7 @@ OUT_BY_DEFAULT = "operator's working directory (reports/)"
 
 def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, generated_at: str,
                timings: dict[str, float], root: Path, git: dict[str, Any] | None,
-               reproduce: list[str], operator_out: bool = False) -> dict[str, Any]:
+               reproduce: list[str], operator_out: bool = False, allow_exec: bool = False) -> dict[str, Any]:
     """The first ``run.json`` of a run (``status: running``); stages fill in counts and artifacts.
 
     Built and validated as a :class:`compiler.artifacts.RunRecord` (schema 1.1) and returned as its
@@ -30,6 +30,7 @@ def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, 
     (the stage timers fill it in after this call). ``execution.out_root`` is the output root relative
     to the spec's folder when it lies inside it, else :data:`OUT_BY_OPERATOR` (``operator_out``: the
     operator's ``--out``) or :data:`OUT_BY_DEFAULT` (issue 41: no ``..`` path in a signed artifact).
+    ``allow_exec`` records ``audit execute --allow-exec`` (issue 36 §1; not hashed).
     """
     r = compiled.resolved
     run: dict[str, Any] = {
@@ -42,7 +43,7 @@ def run_record(*, compiled: Any, lock: dict[str, Any], run_id: str, shown: str, 
         "status": "running",
         "execution": {"out_root": recorded(root, compiled.loaded.folder,
                                            outside=OUT_BY_OPERATOR if operator_out else OUT_BY_DEFAULT)},
-        "spec_git": git, "reproduce": reproduce,
+        "spec_git": git, "reproduce": reproduce, "allow_exec": allow_exec,
     }
     locked = lock.get("versions") or {}
     run["version_changes_since_lock"] = {

@@ -101,7 +101,7 @@ class RunResult:
 
 def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = None, quiet: bool = False, keys=None,
             resume: Path | None = None, accept_vendor_file: str | None = None, tsa: str | None = None,
-            fail_on: Gate | None = None, tier: Tier = "research") -> RunResult:
+            fail_on: Gate | None = None, tier: Tier = "research", allow_exec: bool = False) -> RunResult:
     """Run a locked spec end to end and write the run folder; or complete a killed or failed one.
 
     With ``keys`` (:class:`runtime.provenance.keys.SigningKeys`) the PDF is signed and the manifest is signed
@@ -127,6 +127,9 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
         The spec is invalid (exit 2).
     compiler.systems.MissingExtra
         A system or the generator needs an extra that is not installed (exit 2, before any work).
+    runtime.pipeline.start.ExecNotAllowed
+        A system runs vendor code (``command``, ``python``) and ``allow_exec`` (``--allow-exec``) is False
+        (exit 2, before any work).
     compiler.errors.LockError
         No lock, or the spec no longer matches it, or ``resume`` was run under another lock (exit 3).
     compiler.errors.InputDataError
@@ -138,7 +141,7 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
     """
     from runtime.provenance.sign import seal_run
 
-    locked = open_run(spec_path, store=store, keys=keys, tsa=tsa, out=out, resume=resume)
+    locked = open_run(spec_path, store=store, keys=keys, tsa=tsa, out=out, resume=resume, allow_exec=allow_exec)
     compiled, lock, folder, git, timings = locked.compiled, locked.lock, locked.folder, locked.git, locked.timings
     run, run_dir, r = folder.run, folder.path, compiled.resolved
 

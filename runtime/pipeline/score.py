@@ -90,7 +90,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                batches=score_batches(ctx, sys_resolved["id"], resumes),
                                accept_vendor_file=ctx.accept_vendor_file,
                                headings=tuple(design_for(r).section_headings), disclosure=r.get("disclosure"),
-                               system_settings={sid: s.model_dump() for sid, s in ex.systems.items()},
+                               system_settings={sid: s.model_dump(exclude_unset=True) for sid, s in ex.systems.items()},
                                controls=[] if own_batches else control_ids,
                                control_resumes=None if own_batches else ctx.control_candidates)
         adapter = adapter_for(sys_resolved["kind"])(sys_resolved)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler import Compiled, compile_spec
+from compiler.errors import AuditError
 from compiler.lock import check_lock, read_lock, utc_now
 from runtime.pipeline.metadata import run_record
 from runtime.pipeline.summary import SUMMARY
@@ -23,6 +24,11 @@ from runtime.progress import stage_timer
 from runtime.provenance.locksign import record_lock
 from runtime.run.folder import OutputError, RunFolder, new_run_dir, run_state
 from runtime.store import DEFAULT_STORE
+
+#: ``audit execute`` without ``--allow-exec`` on a spec whose systems run vendor code (issue 36 §1; exit 2).
+MSG_EXEC_NOT_ALLOWED = ("{spec} runs vendor code on this machine, which `audit execute` does only with --allow-exec "
+                        "(nothing was run):\n{systems}\nRead what these programs do; then run `audit execute "
+                        "--allow-exec {spec}`")
 
 
 @dataclass
@@ -56,9 +62,37 @@ class Locked:
     git: dict[str, Any] | None = None
 
 
+class ExecNotAllowed(AuditError):
+    """A system of the spec runs vendor code (``command``, ``python``) and ``--allow-exec`` was not given
+    (exit 2, before any work)."""
+
+    exit_code = 2
+
+
+def exec_systems(resolved_systems: list[dict[str, Any]]) -> list[str]:
+    """One line per resolved system whose kind runs vendor code: ``system 'id' (kind): <program and sha256>``."""
+    from compiler.systems import kinds_of
+
+    return [f"  system {s['id']!r} ({s['kind']}): {k.program(s)}"
+            for s, k in zip(resolved_systems, kinds_of(resolved_systems)) if getattr(k, "runs_code", False)]
+
+
+def check_allow_exec(compiled: Compiled, allow_exec: bool) -> None:
+    """Refuse (exit 2) a spec whose systems run vendor code unless ``allow_exec`` (issue 36 §1).
+
+    Raises
+    ------
+    ExecNotAllowed
+        Naming each such system, its program and sha256 (or package version), and the flag.
+    """
+    lines = exec_systems(compiled.resolved["systems"])
+    if lines and not allow_exec:
+        raise ExecNotAllowed(MSG_EXEC_NOT_ALLOWED.format(spec=compiled.loaded.shown, systems="\n".join(lines)))
+
+
 def open_run(spec_path: Path, *, store: Path | None = None, keys=None, tsa: str | None = None,
              out: Path | None = None, resume: Path | None = None, folder: bool = True,
-             stage: str = "execute") -> Locked:
+             stage: str = "execute", allow_exec: bool = False) -> Locked:
     """Compile ``spec_path``, check it against its lock, and open its run folder.
 
     Parameters
@@ -76,6 +110,9 @@ def open_run(spec_path: Path, *, store: Path | None = None, keys=None, tsa: str 
         False for ``audit export``: compile and lock checks only, no run folder.
     stage : str
         Which modules of the extras are checked before any work (``"execute"``: every module the run imports).
+    allow_exec : bool
+        ``audit execute --allow-exec``: a run folder (``folder``) of a spec whose systems run vendor code is
+        refused without it (:func:`check_allow_exec`), before any work.
 
     Raises
     ------
@@ -86,6 +123,8 @@ def open_run(spec_path: Path, *, store: Path | None = None, keys=None, tsa: str 
     OutputError
         ``resume`` names a folder that cannot be resumed, ``store`` is the spec's folder or above it,
         or the run folder cannot be written (exit 2).
+    ExecNotAllowed
+        A system runs vendor code and ``allow_exec`` is False (exit 2, before any work).
     """
     from compiler.extras import check_extras
 
@@ -93,6 +132,8 @@ def open_run(spec_path: Path, *, store: Path | None = None, keys=None, tsa: str 
     with stage_timer(timings, "compile"):
         compiled = compile_spec(spec_path)
         check_extras(compiled.loaded, stage, compiled.parts)  # every module the run imports, before any work
+        if folder:  # a run scores: vendor code runs only with --allow-exec (issue 36 §1)
+            check_allow_exec(compiled, allow_exec)
         store_dir = store_root(compiled, store)  # an operator's --store above the spec: refused before any write
         if keys is not None:  # revoked: refused before any work; the status is recorded (issue 27 §2)
             from runtime.provenance.revocation import check_keys
@@ -103,11 +144,11 @@ def open_run(spec_path: Path, *, store: Path | None = None, keys=None, tsa: str 
         check_lock(lock, compiled.resolved, shown)
     locked = Locked(compiled, lock, shown, store_dir, timings)
     if folder:
-        _open_folder(locked, spec_path, keys=keys, tsa=tsa, out=out, resume=resume)
+        _open_folder(locked, spec_path, keys=keys, tsa=tsa, out=out, resume=resume, allow_exec=allow_exec)
     return locked
 
 
-def _open_folder(locked: Locked, spec_path: Path, *, keys, tsa, out, resume) -> None:
+def _open_folder(locked: Locked, spec_path: Path, *, keys, tsa, out, resume, allow_exec: bool = False) -> None:
     """Resume ``resume`` (checked: killed or failed, same lock) or make a new run folder with its run
     record and the signed lock; hold it and write ``run.json``."""
     from compiler.errors import LockError
@@ -131,7 +172,7 @@ def _open_folder(locked: Locked, spec_path: Path, *, keys, tsa, out, resume) -> 
             leftover.unlink()
         (run_dir / SUMMARY).unlink(missing_ok=True)  # an unfinished run has no outcome; this run writes it
         git = old.get("spec_git")
-        run = {**old, "timings": timings, "artifacts": [], "status": "running", "stage": None,
+        run = {**old, "timings": timings, "artifacts": [], "status": "running", "stage": None, "allow_exec": allow_exec,
                "resumed": [*(old.get("resumed") or []), {"at": utc_now(), "previous_status": state,
                                                           "stage": old.get("stage")}]}
         run.pop("error", None)
@@ -147,8 +188,9 @@ def _open_folder(locked: Locked, spec_path: Path, *, keys, tsa, out, resume) -> 
         generated_at = utc_now()
         run_id, run_dir = new_run_dir(root, compiled.resolved["audit"], generated_at)
         run = run_record(compiled=compiled, lock=lock, run_id=run_id, shown=recorded_as, generated_at=generated_at,
-                         timings=timings, root=root, git=git, operator_out=out is not None,
-                         reproduce=reproduce_commands(spec_shown=recorded_as, git=git, tool_version=tool_version()))
+                         timings=timings, root=root, git=git, operator_out=out is not None, allow_exec=allow_exec,
+                         reproduce=reproduce_commands(spec_shown=recorded_as, git=git, tool_version=tool_version(),
+                                                      allow_exec=bool(exec_systems(compiled.resolved["systems"]))))
     run["reused_tasks"], run["computed_tasks"] = [], []
     folder = RunFolder(run_dir, run, keys, tsa=tsa)
     try:

@@ -148,11 +148,13 @@ def git_info(spec_path: Path) -> dict[str, Any] | None:
     return {"commit": commit, "dirty": dirty, "spec_path": rel}
 
 
-def reproduce_commands(*, spec_shown: str, git: dict[str, Any] | None, tool_version: str) -> list[str]:
+def reproduce_commands(*, spec_shown: str, git: dict[str, Any] | None, tool_version: str,
+                       allow_exec: bool = False) -> list[str]:
     """Shell lines that re-run the audit with the same spec and seed (metrics.csv byte-identical).
 
     With git: check out the recorded commit and run from the repository root; without: run from
     the spec's folder (``spec_shown`` is then the spec's file name). The spec's lock pins everything else.
+    ``allow_exec``: the spec's systems run vendor code, so the command carries ``--allow-exec`` (issue 36 §1).
     """
     lines = [f"pip install 'audit-compiler=={tool_version}'"]
     spec = spec_shown
@@ -160,7 +162,7 @@ def reproduce_commands(*, spec_shown: str, git: dict[str, Any] | None, tool_vers
         lines.append(f"git checkout {git['commit']}   # from the root of the spec's repository")
         spec = git["spec_path"]
     q = spec if all(c.isalnum() or c in "/._-" for c in spec) else "'" + spec.replace("'", "'\\''") + "'"
-    lines.append(f"audit compile {q} && audit execute {q}")
+    lines.append(f"audit compile {q} && audit execute {'--allow-exec ' if allow_exec else ''}{q}")
     return lines
 
 

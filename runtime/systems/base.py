@@ -50,7 +50,8 @@ class ScoreRequest:
         The reason given with ``audit execute --accept-vendor-file`` (blind ``precomputed`` systems).
     system_settings : dict
         System id -> ``execution.systems.<id>`` (``concurrency``, ``requests_per_s``, ``timeout_s``,
-        ``retries``) of the remote systems (non-semantic: not hashed).
+        ``retries``) of the remote systems and vendor programs (non-semantic: not hashed): only the keys the
+        spec writes; each adapter fills in its kind's defaults (http: concurrency 4; command, python: 1).
     controls : list of str
         The ids of the spec's negative controls (issue 38) when the system reads its scores from a file that
         holds the placebo rows: the adapter returns the variants' rows and puts the placebo rows under

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import hashlib
 import json
 import os
 import sys
@@ -35,17 +34,15 @@ import pandas as pd
 
 from compiler.errors import AuditError
 from runtime.systems import system
-from runtime.systems.base import ScoreRequest, SystemAdapter
+from runtime.systems.base import ScoreRequest
+from runtime.systems.requests import Item, RequestAdapter
 
 #: The store entries' kind of an answer (and its id prefix): ``http-<sha256>``.
 KIND = "http"
-#: The store id prefix of a system's request key.
+#: The store id prefix of a system's request key (:func:`runtime.systems.requests.request_key_id`).
 KEY_PREFIX = "http-key-"
 #: The longest ``Retry-After`` waited for, seconds.
 MAX_RETRY_AFTER_S = 300.0
-#: Columns of ``answers_<system>.csv`` (one row per item and attempt).
-ANSWER_COLUMNS = ("system", "job_id", "cv_id", "variant", "resume_id", "attempt", "cached", "valid", "score",
-                  "reason", "raw_text")
 #: Settings of ``execution.systems.<id>`` when the spec gives none.
 DEFAULT_SETTINGS = {"concurrency": 4, "requests_per_s": None, "timeout_s": 60.0, "retries": 6}
 
@@ -102,17 +99,6 @@ class _Transient(Exception):
         self.retry_after = retry_after
 
 
-@dataclass(frozen=True)
-class Item:
-    """One résumé to score: its opaque id and where it belongs (never sent but ``rid``)."""
-
-    rid: str
-    job_id: str
-    cv_id: str
-    variant: str
-    text: str
-
-
 def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
     """Seconds of a ``Retry-After`` header (delta-seconds or an HTTP date), or None when absent or unreadable."""
     if value is None:
@@ -140,14 +126,6 @@ def render(template: Any, values: dict[str, Any]) -> Any:
     if isinstance(template, list):
         return [render(v, values) for v in template]
     return template
-
-
-def request_key_id(resumes: pd.DataFrame, system_id: str) -> str:
-    """Store id of a system's request key: :data:`KEY_PREFIX` + 20 hex digits of the sha256 over the
-    résumés' :func:`runtime.blind.key_id` and the system id."""
-    from runtime.blind import key_id
-
-    return KEY_PREFIX + hashlib.sha256(f"{key_id(resumes)}\x1f{system_id}".encode()).hexdigest()[:20]
 
 
 def read_answer(text: str, items: list[Item], response: dict[str, Any], *, lo: float, hi: float):
@@ -211,10 +189,8 @@ def read_answer(text: str, items: list[Item], response: dict[str, Any], *, lo: f
 
 
 @system("http")
-class HttpSystem(SystemAdapter):
+class HttpSystem(RequestAdapter):
     """POSTs every résumé under an opaque id to the vendor's API and reads its scores (module docstring)."""
-
-    storable = False  # every answer is kept as it arrives: a re-run resends nothing answered
 
     def score(self, request: ScoreRequest) -> pd.DataFrame:
         """Scores ``job_id, cv_id, variant, score, is_true_match`` of every résumé with a valid answer
@@ -238,31 +214,14 @@ class HttpSystem(SystemAdapter):
             headers[header] = value
             secrets.append(value)
         headers.setdefault("Content-Type", "application/json")
-        resumes = request.resumes
-        if resumes is None or not request.paired:
-            raise ValueError(f"the http system {self.id!r} needs generated résumés of a paired design")
         settings = {**DEFAULT_SETTINGS, **(request.system_settings.get(self.id) or {})}
         store = request.store
-        key = self._key(request)
-        request.artifacts[f"request_key_{self.id}.csv"] = key.sort_values("resume_id").reset_index(drop=True)
-        rid_of = {(k.job_id, k.cv_id, k.variant): k.resume_id for k in key.itertuples(index=False)}
-        order = {rid: n for n, rid in enumerate(key["resume_id"])}
-        text_of = {(row.job_id, row.cv_id, row.variant): row.text for row in resumes.itertuples(index=False)}
-        groups: list[tuple[list[str], list[Item]]] = []
-        batches = request.batches or [type("B", (), {"task_id": t, "job_id": j, "cv_ids": tuple(c)})()
-                                      for t, (j, c) in enumerate(resumes.groupby("job_id", sort=False)["cv_id"]
-                                                                 .unique().items())]
-        for b in batches:
-            cvs = set(b.cv_ids)
-            items = [Item(rid_of[(j, c, v)], j, c, v, t) for (j, c, v), t in text_of.items()
-                     if j == b.job_id and c in cvs]
-            items.sort(key=lambda it: order[it.rid])
-            groups.append(([b.task_id] if request.batches else list(request.plan_tasks), items))
+        groups, order = self.groups(request)
         counters = RequestCounters()
         observed: dict[str, dict[str, int]] = {}
         info = request.info.setdefault(self.id, {})
         info.update({"url": r["url"], "version": r["version"], "batch_size": r["batch_size"],
-                     "items": int(sum(len(g[1]) for g in groups)), "request_key": request_key_id(resumes, self.id),
+                     "items": int(sum(len(g[1]) for g in groups)),
                      "settings": {k: settings[k] for k in DEFAULT_SETTINGS}})
         info["requests"] = counters.__dict__  # live: run.json keeps partial counts when a request fails
         info["observed_versions"] = observed
@@ -326,35 +285,12 @@ class HttpSystem(SystemAdapter):
             asyncio.run(run_all())
         finally:  # every answer received is kept, also when a later request fails
             info["requests"] = {**asdict(counters), "waited_s": round(counters.waited_s, 3)}
-            answers = pd.DataFrame(log, columns=list(ANSWER_COLUMNS)).sort_values(
-                ["job_id", "cv_id", "variant", "attempt"], kind="mergesort").reset_index(drop=True)
-            request.artifacts[f"answers_{self.id}.csv"] = answers
+            answers = self.answers_frame(request, log)
         versions = sorted({f"{v} ({path})" for path, vals in observed.items() for v in vals})
         if len({v for vals in observed.values() for v in vals}) > 1:
             info["version_warning"] = MSG_VERSIONS.format(system=self.id, n=len(versions), versions=", ".join(versions))
             print(info["version_warning"], file=sys.stderr)
-        from runtime.systems.llm import aggregate
-
-        responses = answers.assign(condition="default", replicate=0)
-        scored, validity = aggregate(responses, resumes, system_id=self.id, conditions=["default"], replicates=1)
-        info["answers"] = {k: validity[0][k] for k in ("answers", "valid", "invalid", "valid_response_rate",
-                                                        "cells_without_valid_answer", "excluded_base_candidates")}
-        return scored.drop(columns=["condition", "replicate"]).reset_index(drop=True)
-
-    def _key(self, request: ScoreRequest) -> pd.DataFrame:
-        """The system's request key (opaque id per résumé): from the task store, else drawn and kept there."""
-        from runtime.blind import key_id, new_key
-        from runtime.store import frame_bytes, frame_from
-
-        kid = request_key_id(request.resumes, self.id)
-        stored = request.store.get(kid) if request.store is not None else None
-        if stored is not None:
-            return frame_from(stored["key"])
-        key = new_key(request.resumes)
-        if request.store is not None:
-            request.store.put(kid, "http_key", {"key": frame_bytes(key)},
-                              key={"resumes": key_id(request.resumes), "system": self.id}, refs=request.plan_tasks)
-        return key
+        return self.finish(request, answers)
 
     def _body(self, items: list[Item], request: ScoreRequest) -> Any:
         """The POST body of ``items`` (all of one job)."""

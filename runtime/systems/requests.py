@@ -1,0 +1,128 @@
+"""What the systems that are sent résumés under opaque ids share (``http``, ``command``, ``python``; issues 35, 36).
+
+- **The request key.** Each résumé is sent under an opaque id (:func:`runtime.blind.new_key`: one per résumé,
+  drawn once from the spec's seed and kept in the task store under :func:`request_key_id`, so later runs send the
+  same requests; sealed into the run as ``request_key_<system>.csv``). No cv_id, variant or axis level is sent.
+- **Request batches.** Items go in the key's shuffled order, ``batch_size`` per request, a request never leaving
+  one plan score batch (one job): :meth:`RequestAdapter.groups`.
+- **Answers.** Every item's reading (valid score, or invalid with its reason and raw answer) is one row of
+  ``answers_<system>.csv`` (:data:`ANSWER_COLUMNS`); :meth:`RequestAdapter.finish` writes it and turns the valid
+  scores into the system's scores (a base candidate left unscored is excluded with all its variants and listed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from runtime.systems.base import ScoreRequest, SystemAdapter
+
+#: Columns of ``answers_<system>.csv`` (one row per item and attempt).
+ANSWER_COLUMNS = ("system", "job_id", "cv_id", "variant", "resume_id", "attempt", "cached", "valid", "score",
+                  "reason", "raw_text")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One résumé to score: its opaque id and where it belongs (never sent but ``rid``)."""
+
+    rid: str
+    job_id: str
+    cv_id: str
+    variant: str
+    text: str
+
+
+def request_key_id(resumes: pd.DataFrame, system_id: str, prefix: str = "http-key-") -> str:
+    """Store id of a system's request key: ``prefix`` + 20 hex digits of the sha256 over the résumés'
+    :func:`runtime.blind.key_id` and the system id."""
+    from runtime.blind import key_id
+
+    return prefix + hashlib.sha256(f"{key_id(resumes)}\x1f{system_id}".encode()).hexdigest()[:20]
+
+
+class RequestAdapter(SystemAdapter):
+    """An adapter that sends résumés under opaque ids in request batches (module docstring)."""
+
+    storable = False  # every answer is kept as it arrives: a re-run asks nothing answered
+
+    @property
+    def key_prefix(self) -> str:
+        """The store id prefix of the system's request key: ``<kind>-key-``."""
+        return f"{self.kind}-key-"
+
+    def request_key(self, request: ScoreRequest) -> pd.DataFrame:
+        """The system's request key (opaque id per résumé): from the task store, else drawn and kept there."""
+        from runtime.blind import key_id, new_key
+        from runtime.store import frame_bytes, frame_from
+
+        kid = request_key_id(request.resumes, self.id, self.key_prefix)
+        stored = request.store.get(kid) if request.store is not None else None
+        if stored is not None:
+            return frame_from(stored["key"])
+        key = new_key(request.resumes)
+        if request.store is not None:
+            request.store.put(kid, f"{self.kind}_key", {"key": frame_bytes(key)},
+                              key={"resumes": key_id(request.resumes), "system": self.id}, refs=request.plan_tasks)
+        return key
+
+    def groups(self, request: ScoreRequest) -> tuple[list[tuple[list[str], list[Item]]], dict[str, int]]:
+        """The items of each plan score batch, in the request key's order, with the plan task ids they serve.
+
+        Also seals the key (``artifacts["request_key_<id>.csv"]``) and records its store id in ``info``.
+
+        Returns
+        -------
+        (list, dict)
+            ``[(plan task ids, items)]`` (one entry per plan score batch; without batches, one per job) and
+            ``rid -> position`` in the key's order.
+
+        Raises
+        ------
+        ValueError
+            The design gives no generated résumés of a paired design.
+        """
+        resumes = request.resumes
+        if resumes is None or not request.paired:
+            raise ValueError(f"the {self.kind} system {self.id!r} needs generated résumés of a paired design")
+        key = self.request_key(request)
+        request.artifacts[f"request_key_{self.id}.csv"] = key.sort_values("resume_id").reset_index(drop=True)
+        rid_of = {(k.job_id, k.cv_id, k.variant): k.resume_id for k in key.itertuples(index=False)}
+        order = {rid: n for n, rid in enumerate(key["resume_id"])}
+        text_of = {(row.job_id, row.cv_id, row.variant): row.text for row in resumes.itertuples(index=False)}
+        out: list[tuple[list[str], list[Item]]] = []
+        batches = request.batches or [type("B", (), {"task_id": t, "job_id": j, "cv_ids": tuple(c)})()
+                                      for t, (j, c) in enumerate(resumes.groupby("job_id", sort=False)["cv_id"]
+                                                                 .unique().items())]
+        for b in batches:
+            cvs = set(b.cv_ids)
+            items = [Item(rid_of[(j, c, v)], j, c, v, t) for (j, c, v), t in text_of.items()
+                     if j == b.job_id and c in cvs]
+            items.sort(key=lambda it: order[it.rid])
+            out.append(([b.task_id] if request.batches else list(request.plan_tasks), items))
+        request.info.setdefault(self.id, {})["request_key"] = request_key_id(resumes, self.id, self.key_prefix)
+        return out, order
+
+    def answers_frame(self, request: ScoreRequest, log: list[dict[str, Any]]) -> pd.DataFrame:
+        """``answers_<id>.csv`` from the log rows (sorted by job, cv, variant, attempt), put in the artifacts."""
+        answers = pd.DataFrame(log, columns=list(ANSWER_COLUMNS)).sort_values(
+            ["job_id", "cv_id", "variant", "attempt"], kind="mergesort").reset_index(drop=True)
+        request.artifacts[f"answers_{self.id}.csv"] = answers
+        return answers
+
+    def finish(self, request: ScoreRequest, answers: pd.DataFrame) -> pd.DataFrame:
+        """Scores ``job_id, cv_id, variant, score, is_true_match`` from the valid answers (the LLM screeners'
+        aggregation: a base candidate without a valid answer in some cell is excluded with all its variants);
+        ``info["answers"]`` counts them."""
+        from runtime.systems.llm import aggregate
+
+        responses = answers.assign(condition="default", replicate=0)
+        scored, validity = aggregate(responses, request.resumes, system_id=self.id, conditions=["default"],
+                                     replicates=1)
+        request.info.setdefault(self.id, {})["answers"] = {
+            k: validity[0][k] for k in ("answers", "valid", "invalid", "valid_response_rate",
+                                        "cells_without_valid_answer", "excluded_base_candidates")}
+        return scored.drop(columns=["condition", "replicate"]).reset_index(drop=True)
