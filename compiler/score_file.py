@@ -657,7 +657,7 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
     header = out.header
     delim = f"{DELIMITER_NAMES.get(out.delimiter, repr(out.delimiter))} {out.delimiter!r}"
     found = _plain(out.delimiter.join(header))
-    if fm.decimal == out.delimiter:
+    if fm.decimal == out.delimiter and delimiter is None:  # a written delimiter: the spec check says it
         out.add(MSG_DECIMAL_DELIMITER.format(decimal=fm.decimal), ("decimal",))
     mapped_names = set((columns or {}).values()) | set(fm.variant_from.values())
     ignored = []
