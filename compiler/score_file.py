@@ -819,7 +819,7 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
                 r[product] = t
         if bad:
             vals = [r[product] for r in bad]
-            report(MSG_VALUES_UNMAPPED, bad, ("values", col), column=col, values=_with_hint(vals, allowed or []),
+            report(MSG_VALUES_UNMAPPED, bad, ("values", col), column=col, values=_with_hint(vals, [*(fm.values.get(col) or {}), *(allowed or [])]),
                    verb="is" if len(set(vals)) == 1 else "are", what=what, allowed=", ".join(allowed or []))
     if variant_from:
         by_levels: dict[tuple, list[str]] = {}
@@ -842,7 +842,7 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
                 vs = [records[rows.index(r)][j].strip() for r in bad] if len(bad) < 50 else \
                     [records[lines.index(r["line"])][j].strip() for r in bad[:50]]
                 where = ("values", col) if col in fm.values else ("variant_from", axis)
-                report(MSG_VALUES_UNMAPPED, bad, where, column=col, values=_with_hint(vs, levels.get(axis, [])),
+                report(MSG_VALUES_UNMAPPED, bad, where, column=col, values=_with_hint(vs, [*(fm.values.get(col) or {}), *levels.get(axis, [])]),
                        verb="is" if len(set(vs)) == 1 else "are", what=f"a level of axis {axis!r}",
                        allowed=", ".join(levels.get(axis, [])))
         combos: dict[tuple, list[dict[str, Any]]] = {}
@@ -854,7 +854,8 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
             hit = by_levels.get(combo, [])
             if len(hit) == 1:
                 r["variant"] = hit[0]
-                r["raw"]["variant"] = " / ".join(records[n][header.index(variant_from[a])].strip() for a in axes)
+                for a in axes:
+                    r["raw"][f"axis:{a}"] = records[n][header.index(variant_from[a])].strip()
                 keep.append(r)
             else:
                 combos.setdefault(combo, []).append(r)
@@ -897,20 +898,21 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         for r in group:
             cell = (r["job_id"], r["cv_id"], r["variant"])
             mates = [m for m in group if (m["job_id"], m["cv_id"], m["variant"]) == cell]
-            differ = [p for p in ("job_id", "cv_id", "variant")
-                      if len({m["raw"].get(p, m[p]) for m in mates}) > 1]
+            keys = ["job_id", "cv_id", *([f"axis:{a}" for a in variant_from] if variant_from else ["variant"])]
+            differ = [p for p in keys if len({m["raw"].get(p, m.get(p)) for m in mates}) > 1]
             if differ:
                 collide.setdefault(differ[0], []).append(r)
             else:
                 plain_dup.append(r)
         report(MSG_DUPLICATE, plain_dup)
         for product, bad in collide.items():
-            col = mapping.get(product) if product != "variant" or not variant_from else None
+            col = variant_from[product[5:]] if product.startswith("axis:") else mapping.get(product)
             pairs = ", ".join(f"{_quote(v)} (line {ln})" for v, ln in dict.fromkeys(
-                (r["raw"].get(product, r[product]), r["line"]) for r in bad))
-            where = ("values", col) if col in fm.values else ("variant_from",) if col is None else None
-            report(MSG_VALUES_COLLIDE, bad, where, column=col or "+".join(variant_from.values()), pairs=pairs,
-                   product=product)
+                (r["raw"].get(product, r.get(product)), r["line"]) for r in bad))
+            where = ("values", col) if col in fm.values else ("variant_from", product[5:]) \
+                if product.startswith("axis:") else None
+            report(MSG_VALUES_COLLIDE, bad, where, column=col, pairs=pairs,
+                   product="variant" if product.startswith("axis:") else product)
     valid = [r for r in rows if r["job_id"] in job_set and r["cv_id"]
              and (variants is None or r["variant"] in var_set)]
     bases: dict[str, dict[str, None]] = {}

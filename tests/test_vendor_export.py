@@ -138,3 +138,95 @@ def test_the_vendors_export_audits_unedited_with_the_same_metrics_and_the_digest
     plain_system = json.loads((plain / "spec.lock.json").read_text())["resolved_spec"]["systems"][0]
     assert not set(plain_system) & {"ignore_columns", "values", "case_insensitive", "variant_from", "decimal",
                                     "thousands"}
+
+
+def test_a_bad_file_gives_all_five_problems_with_their_lines_in_one_validate(tmp_path):
+    """Issue 37 §2: an unknown label, an empty score, 11.0 on 0-10, a duplicated row and a row one field
+    short: all five, each with its line, exit 2, no lock."""
+    rows = scores()
+    text = vendor_text(rows).removeprefix("\ufeff").split("\r\n")
+    text[3] = text[3].replace("Black American", "Blak American")   # line 4: an unknown label
+    parts = text[6].split(";")
+    parts[4] = ""
+    text[6] = ";".join(parts)                                      # line 7: an empty score
+    parts = text[9].split(";")
+    parts[4] = "11,0"
+    text[9] = ";".join(parts)                                      # line 10: 11.0 on a 0-10 scale
+    text.insert(12, text[11])                                      # line 13: line 12 again
+    text[20] = text[20].rsplit(";", 2)[0] + ";"                    # line 21: one field short
+    (tmp_path / "spec.yaml").write_text(SPEC % MAPPING)
+    (tmp_path / "export.csv").write_text("\r\n".join(text))
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    err = proc.stderr
+    assert ("spec.yaml:29:13: systems[0].values.Race: export.csv: values.Race: 'Blak American' (did you mean "
+            "'Black American'?) at line 4 is not mapped and is not a level of axis 'race' of the spec") in err
+    assert "score is empty or missing ('') at line 7" in err
+    assert "score outside score_range [0, 10] at line 10 (values '11,0')" in err
+    assert "duplicate (job_id, cv_id, variant) at lines 12, 13" in err
+    assert "line 21 has 7 field(s), the header has 8" in err and "the row is left out" in err
+    assert not (tmp_path / "spec.lock.json").exists()
+    assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 2
+    assert not (tmp_path / "spec.lock.json").exists()
+
+
+@pytest.mark.parametrize(("value", "allowed", "said"), [
+    ("BLACK_FEMALE", ["WHITE_M", "WHITE_F", "BLACK_M", "BLACK_F"], ["BLACK_F"]),
+    ("white_m", ["WHITE_M", "WHITE_F", "BLACK_M", "BLACK_F"], ["WHITE_M"]),
+    ("WHITE_FM", ["WHITE_M", "WHITE_F", "BLACK_M", "BLACK_F"], ["WHITE_M", "WHITE_F"]),
+    ("White Male", ["WHITE_M", "WHITE_F", "BLACK_M", "BLACK_F"], ["WHITE_M"]),
+    ("REQ-40117", JOBS, ["req-40117"]),
+    ("zzz", JOBS, []),
+])
+def test_hints_case_first_then_spelled_out_then_every_closest(value, allowed, said):
+    assert closest(value, allowed) == said
+
+
+def test_an_empty_cell_is_quoted_empty_and_two_candidates_are_both_named():
+    assert hint("", ["a"]) == "''"
+    assert hint("WHITE_FM", ["WHITE_M", "WHITE_F"]) == "'WHITE_FM' (did you mean 'WHITE_M' or 'WHITE_F'?)"
+
+
+@pytest.mark.parametrize(("cell", "decimal", "thousands", "value"), [
+    ("6,4", ",", "", 6.4), ("6.4", ",", "", None), ("1.234,5", ",", ".", 1234.5), ("12.34,5", ",", ".", None),
+    ("1,234.5", ".", ",", 1234.5), ("-0,5e1", ",", "", -5.0), ("6,4", ".", "", None), ("1 234", ".", " ", 1234.0),
+])
+def test_decimal_commas_and_thousands_separators(cell, decimal, thousands, value):
+    assert parse_number(cell, decimal, thousands) == value
+
+
+def test_every_mapping_key_is_checked_with_its_location(tmp_path):
+    """Issue 37 bad input: an ignored column absent from the header, a values map of a column that does
+    not exist, a variant_from axis that is no axis, a map onto an id not in the spec, two file values onto
+    one id making duplicates (named with their lines), decimal equal to the delimiter."""
+    rows = scores(6)
+    text = vendor_text(rows)
+    lines = text.split("\r\n")
+    lines.insert(5, lines[4].replace("Black American", "black american"))  # line 6: line 5 spelled another way
+    (tmp_path / "export.csv").write_text("\r\n".join(lines))
+    mapping = (MAPPING.replace("[Model Version]", "[Model Version, Region]")
+               .replace("      Gender: {Male: M, Female: F}", "      Gender: {Male: M, Female: F, Femme: W}\n"
+                        "      Sex: {Male: M}\n      Race: {White American: WHITE, Black American: BLACK, "
+                        "black american: BLACK}")
+               .replace("      Race: {White American: WHITE, Black American: BLACK}\n", "")
+               .replace("variant_from: {race: Race, sex: Gender}", "variant_from: {race: Race, sex: Gender, "
+                        "age: Age}")
+               .replace('delimiter: ";"', 'delimiter: ","').replace('decimal: ","', 'decimal: ","'))
+    (tmp_path / "spec.yaml").write_text(SPEC % mapping)
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    err = proc.stderr
+    assert "systems[0].variant_from.age: 'age' is not an axis of the spec; axes: race, sex" in err
+    assert "systems[0].decimal: the decimal mark ',' is the delimiter" in err
+    # with ',' as the delimiter the file is one column: read it with ';' for the rest
+    (tmp_path / "spec.yaml").write_text(SPEC % mapping.replace('delimiter: ","', 'delimiter: ";"')
+                                        .replace(", age: Age", ""))
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    err = proc.stderr
+    assert "systems[0].ignore_columns[1]: export.csv: ignore_columns: the file has no column 'Region'" in err
+    assert "systems[0].values.Sex: export.csv: values: the file has no column 'Sex'" in err
+    assert ("systems[0].values.Gender.Femme: export.csv: values.Gender: 'Femme' maps to 'W', which is not a "
+            "level of axis 'sex' in the spec; allowed: M, F") in err
+    assert ("systems[0].values.Race: export.csv: values.Race: 'Black American' (line 5), 'black american' "
+            "(line 6) map to the same variant, which makes duplicate (job_id, cv_id, variant) rows at lines 5, 6") in err
