@@ -600,7 +600,8 @@ def _check_scores(rows: list[dict[str, Any]], score_range: tuple[float, float], 
                smax=max(vals), key=key)
         scale = likely_scale(vals) if len(bad) > len(scores) / 2 else None
         if scale is not None and scale != (lo, hi):
-            out.problems[-1] += f". Every score lies in [{scale[0]:g}, {scale[1]:g}]: {key}: [{scale[0]:g}, {scale[1]:g}]?"
+            out.problems[-1] += (f". Every score lies in [{scale[0]:g}, {scale[1]:g}], the tightest common scale "
+                                 f"holding them all: {key}: [{scale[0]:g}, {scale[1]:g}]")
 
 
 def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] | None,
