@@ -58,11 +58,11 @@ MSG_NO_HEADER = "the file is empty (no header line)"
 MSG_NO_ROWS = "the CSV has a header but no rows"
 MSG_COLUMNS_MISSING = ("missing column(s) {missing}; the header found (delimiter {delim}) is: {header}; "
                        "required: {required} (optional: is_true_match)")
-MSG_SUGGEST = ("the columns look like {pairs}: map them with `columns: {{{mapping}}}` under {key} "
+MSG_SUGGEST = ("the columns look like {pairs}: map them with {mapping} under {key} "
                "(the rows below were checked with this guess)")
 MSG_MAPPED_ABSENT = "{key}.{column}: the file has no column {name!r}; the header found (delimiter {delim}) is: {header}"
 MSG_COLUMNS_UNKNOWN = ("unknown column(s) {unknown}; allowed: {allowed} (a column under another name is mapped "
-                       "with {key}; remove any other column)")
+                       "with {key}; name any other column in {ignore} to skip it)")
 MSG_EMPTY_KEY = "empty {column} at {rows}"
 MSG_UNKNOWN_JOB = "unknown job_id {values} at {rows}; jobs in the spec: {allowed}"
 MSG_UNKNOWN_VARIANT = "unknown variant {values} at {rows}; variants in the spec: {allowed}"
@@ -94,8 +94,10 @@ MSG_VALUES_ABSENT = "values: the file has no column {name!r}; the header found (
 MSG_VALUES_UNUSED = ("values: column {name!r} is not read as job_id, variant, is_true_match or an axis of "
                      "variant_from, so its values cannot be mapped")
 MSG_VALUES_TARGET = "values.{column}: {value!r} maps to {target!r}, which is not {what} in the spec; allowed: {allowed}"
-MSG_VALUES_UNMAPPED = ("values.{column}: {values} at {rows} {verb} not mapped and {verb} not {what} of the spec; "
-                       "allowed: {allowed}")
+MSG_VALUES_UNMAPPED = ("{column}: {values} at {rows} {verb} not mapped and {verb} not {what} of the spec; "
+                       "allowed: {allowed}{suggest}")
+MSG_DECIMAL_COMMA = "; these are written with a decimal comma: write decimal: ',' under {key}"
+MSG_CASE_ONLY = "; these differ from the spec's ids by case only: write case_insensitive: true under {key}"
 MSG_VALUES_COLLIDE = ("values.{column}: {pairs} map to the same {product}, which makes duplicate (job_id, cv_id, "
                       "variant) rows at {rows}")
 MSG_VARIANT_FROM_ABSENT = ("variant_from.{axis}: the file has no column {name!r}; the header found (delimiter "
@@ -508,6 +510,28 @@ def guess_columns(header: Sequence[str], records: Sequence[Sequence[str]], *, jo
     return out
 
 
+def _level_of(value: str, levels: Sequence[str]) -> str | None:
+    """The one level a cell names, for guessing only: equal but for case, or one of the cell's words equal
+    to it or spelling it out (``Black American`` -> BLACK, ``Female`` -> F); None when none or several."""
+    words = [w for w in re.split(r"[_\-.\s]+", value.casefold()) if w]
+    hits = [lv for lv in levels if lv.casefold() == value.casefold()
+            or any(w == lv.casefold() or (len(w) >= 3 and w.startswith(lv.casefold())) for w in words)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _values_suggestion(column: str, values: Sequence[str], allowed: Sequence[str], key: str) -> str:
+    """``; map them with `values: {Race: {White American: WHITE, …}}` under systems[0]`` when every
+    distinct value names one allowed id (:func:`_level_of`); '' otherwise."""
+    distinct = list(dict.fromkeys(v for v in values if v))
+    if not distinct or len(distinct) > 20:
+        return ""
+    pairs = {v: _level_of(v, allowed) for v in distinct}
+    if any(t is None for t in pairs.values()):
+        return ""
+    shown = ", ".join(f"{_plain(v)}: {t}" for v, t in pairs.items())
+    return f"; map them with `values: {{{_plain(column)}: {{{shown}}}}}` under {key}"
+
+
 def guess_variant_from(header: Sequence[str], records: Sequence[Sequence[str]], *,
                        table: Mapping[str, Mapping[str, str]], skip: Sequence[str] = ()) -> dict[str, str]:
     """Axis -> file column for an export that writes the variant in several columns (issue 37 §1): per axis
@@ -528,7 +552,7 @@ def guess_variant_from(header: Sequence[str], records: Sequence[Sequence[str]], 
         def share(col: str) -> float:
             j = header.index(col)
             vals = [r[j].strip() for r in sample]
-            return sum(len(closest(v, levels)) == 1 for v in vals) / max(len(vals), 1)
+            return sum(_level_of(v, levels) is not None for v in vals) / max(len(vals), 1)
 
         best = max((h for h in free if h not in out.values()), key=share, default=None)
         if best is None or share(best) < 0.9:
@@ -592,6 +616,8 @@ def _check_scores(rows: list[dict[str, Any]], score_range: tuple[float, float], 
     report(MSG_SCORE_EMPTY, empty, values=values_text([r["score"] for r in empty]))
     mark = "" if decimal == "." else f" with the decimal mark {decimal!r}"
     report(MSG_SCORE_NAN, nan, values=values_text([r["score"] for r in nan]), column=column, mark=mark)
+    if nan and decimal == "." and all(parse_number(r["score"], ",") is not None for r in nan):
+        out.problems[-1] += MSG_DECIMAL_COMMA.format(key=key.rsplit(".", 1)[0])
     lo, hi = score_range
     bad = [r for r in scores if not lo <= r["score_value"] <= hi]
     if bad:
@@ -699,15 +725,16 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
     if missing:
         out.problems.append(MSG_COLUMNS_MISSING.format(missing=", ".join(missing), delim=delim, header=found,
                                                        required=", ".join(REQUIRED)))
-        guess = guess_columns(header, records, jobs=jobs, variants=variants or [], skip=skip)
-        guess = {**guess, **mapping}
-        if "variant" not in guess and not fm.variant_from and table:
-            vf = guess_variant_from(header, records, table=table, skip=[*skip, *guess.values()])
-            if vf:
-                out.guessed_variant_from = vf
-                variant_from = vf
+        if "variant" not in mapping and not fm.variant_from and table:
+            vf = guess_variant_from(header, records, table=table, skip=skip)
+            if vf:  # the variant is in several columns (race and sex apart)
+                out.guessed_variant_from = variant_from = vf
                 required = [c for c in REQUIRED if c != "variant"]
                 skip = [*skip, *vf.values()]
+        guess = guess_columns(header, records, jobs=jobs, variants=variants or [], skip=skip)
+        guess = {**guess, **mapping}
+        if out.guessed_variant_from:
+            guess.pop("variant", None)
         new = {p: n for p, n in guess.items() if mapping.get(p) != n}
         if new or out.guessed_variant_from:
             pairs = ", ".join([f"{p} ← {_plain(new[p])}" for p in COLUMNS if p in new]
@@ -726,7 +753,8 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         free = [c for c in COLUMNS if c not in mapping]
         out.problems.append(MSG_COLUMNS_UNKNOWN.format(unknown=_with_hint(unknown, free) if free else
                                                        ", ".join(_quote(u) for u in unknown),
-                                                       allowed=", ".join(COLUMNS), key=f"{key}.columns"))
+                                                       allowed=", ".join(COLUMNS), key=f"{key}.columns",
+                                                       ignore=f"{key}.ignore_columns"))
     out.mapping = mapping
     if not records:
         out.problems.append(MSG_NO_ROWS)
@@ -820,8 +848,10 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
                 r[product] = t
         if bad:
             vals = [r[product] for r in bad]
-            report(MSG_VALUES_UNMAPPED, bad, ("values", col), column=col, values=_with_hint(vals, [*(fm.values.get(col) or {}), *(allowed or [])]),
-                   verb="is" if len(set(vals)) == 1 else "are", what=what, allowed=", ".join(allowed or []))
+            report(MSG_VALUES_UNMAPPED, bad, ("values", col), column=f"values.{col}",
+                   values=_with_hint(vals, [*(fm.values.get(col) or {}), *(allowed or [])]),
+                   verb="is" if len(set(vals)) == 1 else "are", what=what, allowed=", ".join(allowed or []),
+                   suggest=_values_suggestion(col, vals, allowed or [], key))
     if variant_from:
         by_levels: dict[tuple, list[str]] = {}
         axes = list(variant_from)
@@ -843,34 +873,38 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
                 vs = [records[rows.index(r)][j].strip() for r in bad] if len(bad) < 50 else \
                     [records[lines.index(r["line"])][j].strip() for r in bad[:50]]
                 where = ("values", col) if col in fm.values else ("variant_from", axis)
-                report(MSG_VALUES_UNMAPPED, bad, where, column=col, values=_with_hint(vs, [*(fm.values.get(col) or {}), *levels.get(axis, [])]),
+                report(MSG_VALUES_UNMAPPED, bad, where, column=f"values.{col}" if col in fm.values else
+                       f"column {_quote(col)} (variant_from.{axis})",
+                       values=_with_hint(vs, [*(fm.values.get(col) or {}), *levels.get(axis, [])]),
                        verb="is" if len(set(vs)) == 1 else "are", what=f"a level of axis {axis!r}",
-                       allowed=", ".join(levels.get(axis, [])))
+                       allowed=", ".join(levels.get(axis, [])),
+                       suggest=_values_suggestion(col, vs, levels.get(axis, []), key))
         combos: dict[tuple, list[dict[str, Any]]] = {}
-        keep = []
         for n, r in enumerate(rows):
+            r["variant"], r["no_variant"] = "", True  # until its levels name one variant of the table
             combo = tuple(got[a][n] for a in axes)
             if None in combo:
                 continue
             hit = by_levels.get(combo, [])
             if len(hit) == 1:
                 r["variant"] = hit[0]
+                r["no_variant"] = False
                 for a in axes:
                     r["raw"][f"axis:{a}"] = records[n][header.index(variant_from[a])].strip()
-                keep.append(r)
             else:
                 combos.setdefault(combo, []).append(r)
         for combo, bad in combos.items():
             report(MSG_VARIANT_FROM_COMBINATION, bad, ("variant_from",),
                    combo=", ".join(f"{a}={_quote(v)}" for a, v in zip(axes, combo)), allowed=", ".join(table))
-        rows = keep
         out.mapping = {**mapping, "variant": "variant_from(" + ", ".join(variant_from.values()) + ")"}
     for col in ("job_id", "cv_id", "variant"):
-        if col in mapping or col != "variant":
-            report(MSG_EMPTY_KEY, [r for r in rows if r[col] == ""], column=col)
+        report(MSG_EMPTY_KEY, [r for r in rows if r[col] == "" and not r.get("no_variant")], column=col)
     job_set = set(jobs)
     bad = [r for r in rows if r["job_id"] and r["job_id"] not in job_set and (r["line"], "job_id") not in unmapped]
-    report(MSG_UNKNOWN_JOB, bad, values=_with_hint([r["job_id"] for r in bad], jobs), allowed=", ".join(jobs))
+    folded = {j.casefold() for j in jobs}
+    case_only = bool(bad) and not fm.case_insensitive and all(r["job_id"].casefold() in folded for r in bad)
+    report(MSG_UNKNOWN_JOB, bad, values=_with_hint([r["job_id"] for r in bad], jobs),
+           allowed=", ".join(jobs) + (MSG_CASE_ONLY.format(key=key) if case_only else ""))
     var_set, control_set = set(variants or ()), set(controls)
     if variants is not None:
         bad = [r for r in rows if r["variant"] and r["variant"] not in var_set | control_set
@@ -888,6 +922,8 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
     dup = []
     for r in rows:
         cell = (r["job_id"], r["cv_id"], r["variant"])
+        if r.get("no_variant"):
+            continue
         if cell in cells:
             dup.append(r)
         cells.setdefault(cell, r["line"])

@@ -230,3 +230,26 @@ def test_every_mapping_key_is_checked_with_its_location(tmp_path):
             "level of axis 'sex' in the spec; allowed: M, F") in err
     assert ("systems[0].values.Race: export.csv: values.Race: 'Black American' (line 5), 'black american' "
             "(line 6) map to the same variant, which makes duplicate (job_id, cv_id, variant) rows at lines 5, 6") in err
+
+
+def test_validate_guesses_is_true_match_and_variant_from(tmp_path):
+    """Issue 37 §1: without a mapping, validate offers columns (is_true_match from `Meets Min Quals`) and
+    variant_from when race and sex are in two columns."""
+    (tmp_path / "spec.yaml").write_text(SPEC % "")
+    (tmp_path / "export.csv").write_bytes(vendor_text(scores(6)).encode())
+    proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert ("the columns look like job_id ← Requisition, cv_id ← Candidate, score ← Score, is_true_match ← Meets "
+            "Min Quals, race ← Race, sex ← Gender: map them with `columns: {job_id: Requisition, cv_id: Candidate, "
+            "score: Score, is_true_match: Meets Min Quals}` and `variant_from: {race: Race, sex: Gender}` under "
+            "systems[0]") in proc.stderr
+    assert "unknown column(s) 'Model Version'" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["Meets Min Quals", "qualified", "meets_requirements"])
+def test_the_match_flag_is_guessed_from_its_name(name):
+    from compiler.score_file import guess_columns
+
+    header = ["job_id", "cv_id", "variant", "score", name]
+    records = [["j1", "c1", "BASE", "0.5", "Yes"], ["j1", "c1", "V01", "0.4", "No"]]
+    assert guess_columns(header, records, jobs=["j1"], variants=["BASE", "V01"])["is_true_match"] == name
