@@ -54,7 +54,7 @@ source:
   contact: liaison@acme.example
 analysis:
   k: {counterfactual: 5, group: 5, merit: 5}
-  bootstrap: 200
+  bootstrap: 100
 """
 MAPPING = """\
     columns: {job_id: Requisition, cv_id: Candidate, score: Score, is_true_match: Meets Min Quals}
