@@ -783,9 +783,6 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
     read_by = {n: p for p, n in mapping.items() if p != "score"}
     for axis, n in variant_from.items():
         read_by[n] = f"axis:{axis}"
-    for axis in fm.variant_from:
-        if axis not in levels and table:
-            pass  # an axis that is no axis: reported by the spec check (compiler.systems.precomputed)
     for col, vmap in fm.values.items():
         if col not in header:
             out.add(MSG_VALUES_ABSENT.format(name=col, delim=delim, header=found), ("values", col))
@@ -861,17 +858,16 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         for axis, col in variant_from.items():
             j = header.index(col)
             to = mapper(col, levels.get(axis, []))
-            vals, bad = [], []
+            vals, bad, vs = [], [], []
             for r, rec in zip(rows, records):
                 v = rec[j].strip()
                 t = to(v)
                 if t is None:
                     bad.append(r)
+                    vs.append(v)
                 vals.append(t)
             got[axis] = vals
             if bad:
-                vs = [records[rows.index(r)][j].strip() for r in bad] if len(bad) < 50 else \
-                    [records[lines.index(r["line"])][j].strip() for r in bad[:50]]
                 where = ("values", col) if col in fm.values else ("variant_from", axis)
                 report(MSG_VALUES_UNMAPPED, bad, where, column=f"values.{col}" if col in fm.values else
                        f"column {_quote(col)} (variant_from.{axis})",

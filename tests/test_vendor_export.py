@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from compiler.score_file import FileMapping, closest, hint, parse_number, read_score_file
+from compiler.score_file import closest, hint, parse_number
 from conftest import run_cli
 
 JOBS = ["req-40117", "req-40118", "req-40119"]
