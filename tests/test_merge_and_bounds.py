@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 from compiler.errors import MAX_PER_KIND, Issue, SpecError, bounded
 from compiler.load import load_spec
 from conftest import TINY_SCORES, TINY_SPEC, run_cli
+from spec_fuzz import BASES as FUZZ_BASES
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Specs whose every mapping is a merge target: the tiny score-file spec and the shipped specs.
 BASES = {"tiny": TINY_SPEC, **{p.name: p.read_text() for p in sorted((ROOT / "specs").glob("*.yaml"))}}
+BASES |= {f"fuzz-{n}": text for n, text in enumerate(FUZZ_BASES)}  # the fuzzer's seeds too
 UNKNOWN = "zz_unknown"
 
 
@@ -85,7 +87,7 @@ def read_yaml_text(text: str):
 CASES = _cases()
 
 
-@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(CASES), st.data())
 def test_an_unknown_key_merged_in_from_an_anchor_is_located_where_it_is_written(tmp_path_factory, case, data):
     name, block = case
