@@ -105,7 +105,7 @@ MSG_VARIANT_FROM_ABSENT = ("variant_from.{axis}: the file has no column {name!r}
 MSG_VARIANT_FROM_COMBINATION = ("variant_from: the combination {combo} at {rows} is no variant of the spec's "
                                 "table; variants: {allowed}")
 MSG_DECIMAL_DELIMITER = "decimal: the decimal mark {decimal!r} is the file's delimiter; a decimal comma needs delimiter ';', tab or '|'"
-MSG_TRAILING = ("note: every line of the file ends with the delimiter {delim!r} (an empty last column); "
+MSG_TRAILING = ("every line of the file ends with the delimiter {delim!r} (an empty last column); "
                 "that column is left out")
 MSG_RAGGED = "{rows} {have} {n} field(s), the header has {m} ({header}); {left} left out"
 #: Most lines printed per kind of problem; the rest are counted (issue 37 §2).
