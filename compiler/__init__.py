@@ -62,7 +62,7 @@ def compile_spec(path: str | Path) -> Compiled:
 def score_files(ls: LoadedSpec) -> list[str]:
     """One line per ``precomputed`` system: the file as read (rows, delimiter, column mapping) and the
     score range in force, said when it is the default (issue 15)."""
-    from compiler.score_file import DELIMITER_NAMES
+    from compiler.score_file import DELIMITER_NAMES, mapping_text
     from compiler.systems import read_system_file
 
     out = []
@@ -73,13 +73,14 @@ def score_files(ls: LoadedSpec) -> list[str]:
         if found is None or found.problems:
             continue
         mapped = ", ".join(f"{p} ← {n}" for p, n in found.mapping.items() if p != n)
+        read_as = mapping_text({k: v for k, v in found.read_as.items() if k != "variant_from"})  # issue 37 §1
         lo, hi = s.score_range
         default = "score_range" not in s.model_fields_set
         out.append(f"system {s.id!r}: {s.path}, {len(found.rows)} rows, "
                    f"{sum(found.base_per_job.values())} base candidates over {len(found.base_per_job)} "
                    f"job{'' if len(found.base_per_job) == 1 else 's'}, "
                    f"delimiter {DELIMITER_NAMES.get(found.delimiter, repr(found.delimiter))}"
-                   + (f", columns {mapped}" if mapped else "")
+                   + (f", columns {mapped}" if mapped else "") + (f"; read as: {read_as}" if read_as else "")
                    + f"; score_range [{lo:g}, {hi:g}]"
                    + (f" (the default: set systems[{i}].score_range if the file's scale differs)" if default else ""))
     return out

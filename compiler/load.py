@@ -141,11 +141,9 @@ def locate(doc: Any, loc: tuple, *, key: bool = False) -> tuple[int | None, int 
             if part not in node:
                 continue  # e.g. a pydantic union tag such as "embedding"
             owner = _key_owner(node, part)  # a merged key (<<: *anchor) is located where it is written
-            if last and key:
-                ln, cl = owner.lc.key(part)
-            else:
-                ln, cl = owner.lc.value(part) if owner[part] is not None else owner.lc.key(part)
-            pos = (ln + 1, cl + 1)
+            where = _key_position(owner, part, key=last and key)
+            if where is not None:
+                pos = (where[0] + 1, where[1] + 1)
             node = node[part]
         elif isinstance(node, CommentedSeq) and isinstance(part, int):
             if part >= len(node):
@@ -158,16 +156,34 @@ def locate(doc: Any, loc: tuple, *, key: bool = False) -> tuple[int | None, int 
     return pos
 
 
+def _lc_keys(node: Any) -> dict:
+    """The keys ruamel recorded positions for in ``node`` (none for a mapping that holds only a merge key,
+    whose ``lc.data`` is None)."""
+    return getattr(getattr(node, "lc", None), "data", None) or {}
+
+
 def _key_owner(node: Any, part: Any) -> Any:
     """The mapping in which ``part`` is written: ``node`` itself, or (for a key that comes from a YAML
-    merge key ``<<: *anchor``) the merged mapping that holds it, searched in merge order."""
-    if part in getattr(node.lc, "data", {}) or not hasattr(node, "merge"):
+    merge key ``<<: *anchor`` or ``<<: [*a, *b]``) the merged mapping that holds it, searched in merge
+    order and through merges of merges, at any depth (issue 37 §2)."""
+    if part in _lc_keys(node):
         return node
-    for source in getattr(node, "merge", ()):
-        source = source[1] if isinstance(source, tuple) else source
-        if hasattr(source, "lc") and part in source:
+    for source in getattr(node, "merge", None) or ():
+        source = source[1] if isinstance(source, tuple) else source  # (position, mapping) in older ruamel
+        if isinstance(source, dict) and part in source:
             return _key_owner(source, part)
     return node
+
+
+def _key_position(owner: Any, part: Any, *, key: bool) -> tuple[int, int] | None:
+    """0-based (line, col) of ``part``'s key (``key``) or of its value (a null value: its key) in
+    ``owner``; None when ruamel recorded none."""
+    data = _lc_keys(owner)
+    if part not in data:
+        return None
+    if key or owner[part] is None:
+        return owner.lc.key(part)
+    return owner.lc.value(part)
 
 
 def _plain(node: Any) -> Any:

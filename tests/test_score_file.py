@@ -189,11 +189,17 @@ def test_too_few_base_candidates_for_k_is_found_before_the_lock(tmp_path):
                               f"(merit: 6); every shortlist would hold the whole pool" for j in (1, 2, 3)]
 
 
-def test_scores_on_a_wider_scale_than_declared_get_the_likely_scale_and_the_rows_still_outside():
+def test_the_suggested_scale_is_the_tightest_round_range_holding_every_score():
+    """Issue 37 §3: 0-1, 1-5, 0-5, 1-7, 1-10, 0-10, 0-100, the first (tightest) holding every score."""
     assert likely_scale([0.2, 0.9]) == (0.0, 1.0)
     assert likely_scale([3, 4, 5, 1]) == (1.0, 5.0)
-    assert likely_scale([37, 28, 52, 105, 64, 70, 71, 72, 73, 74, 75]) == (0.0, 100.0)
-    assert likely_scale([-500, 2000]) is None
+    assert likely_scale([0, 4, 5]) == (0.0, 5.0)
+    assert likely_scale([1, 6.5, 7]) == (1.0, 7.0)
+    assert likely_scale([1, 2, 8, 9]) == (1.0, 10.0)
+    assert likely_scale([0, 6.4, 9.5, 1, 10]) == (0.0, 10.0)  # a 0-10 export: not "most lie in [1, 10]"
+    assert likely_scale([37, 28, 52, 100, 64]) == (0.0, 100.0)
+    assert likely_scale([37, 28, 52, 105]) is None  # no round scale holds 105
+    assert likely_scale([-500, 2000]) is None and likely_scale([]) is None
 
 
 def test_columns_are_guessed_from_contents_and_names():

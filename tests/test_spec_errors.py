@@ -51,6 +51,39 @@ _GEN_SPEC = TINY_SPEC.replace("jobs:\n  - {id: j1}", "candidates: {base_per_job:
                               "{id: data-analyst, description: Analyse data}").replace(
     "{id: vendor, kind: precomputed, path: scores.csv}", "{id: minilm, kind: embedding}")
 
+#: A score-file spec whose variants are race x sex (issue 37 §3: the hints of an unknown label).
+_HINT_SPEC = TINY_SPEC.replace("""  sex_gender:
+    slot: name
+    levels: [M, F]
+    cues: {M: [John Smith], F: [Jane Smith]}
+""", """  race:
+    levels: [WHITE, BLACK]
+  sex:
+    levels: [M, F]
+""").replace("""  reference: BASE
+  table:
+    BASE: {sex_gender: M}
+    V01: {sex_gender: F}
+""", """  reference: WHITE_M
+  table:
+    WHITE_M: {race: WHITE, sex: M}
+    WHITE_F: {race: WHITE, sex: F}
+    BLACK_M: {race: BLACK, sex: M}
+    BLACK_F: {race: BLACK, sex: F}
+""")
+
+
+def _hint_scores(label: str, score: str = "0.4", scale: float = 1.0) -> str:
+    """Scores of 2 candidates x 4 variants of job j1 (on 0-``scale``), the first BLACK_F row's label
+    replaced by ``label`` and its score by ``score``."""
+    rows = ["job_id,cv_id,variant,score,is_true_match"]
+    for c in range(1, 3):
+        for v, variant in enumerate(["WHITE_M", "WHITE_F", "BLACK_M", "BLACK_F"]):
+            rows.append(f"j1,c{c},{variant},{(0.5 + 0.1 * v) * scale:g},{int(c == 1)}")
+    rows[4] = f"j1,c1,{label},{score},1"
+    return "\n".join(rows) + "\n"
+
+
 CASES = {
     "syntax_error": (TINY_SPEC.replace("levels: [M, F]", "levels: [M, F"), {}),
     "unknown_key": (TINY_SPEC.replace("seed: 7", "seed: 7\ncolour: blue"), {}),
@@ -206,6 +239,11 @@ CASES = {
                                                   "{id: tf, kind: lexical, method: tfidf, bm25: {k1: 1.2}}"), {}),
     "lexical_job_without_text": (_GEN_SPEC.replace("{id: minilm, kind: embedding}", "{id: bm25, kind: lexical, method: bm25}")
                                  .replace("{id: data-analyst, description: Analyse data}", "{id: data-analyst}"), {}),
+    # issue 37 §3: a spelled-out label and an empty score; a case-only miss; two labels as close, on a 0-10
+    # file without score_range (the tightest round scale holding every score is suggested)
+    "hint_spelled_out_and_empty_score": (_HINT_SPEC, {"scores.csv": _hint_scores("BLACK_FEMALE", score="")}),
+    "hint_case_only": (_HINT_SPEC, {"scores.csv": _hint_scores("white_m")}),
+    "hint_equally_close_and_scale": (_HINT_SPEC, {"scores.csv": _hint_scores("WHITE_FM", score="0.4", scale=10)}),
     "multiplicity_unknown": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
                                                "  k: {counterfactual: 2, group: 2, merit: 2}\n  multiplicity: bonferroni"), {}),
 }

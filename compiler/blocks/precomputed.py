@@ -30,6 +30,22 @@ class PrecomputedSystem(Strict):
         "differently, e.g. {job_id: requisition_id, cv_id: candidate_id, variant: persona, score: match_score}.")
     delimiter: Literal[",", ";", "\t", "|"] | None = Field(
         default=None, description="Field delimiter; default: sniffed from the file (comma, semicolon, tab or pipe).")
+    ignore_columns: list[str] | None = Field(
+        default=None, description="File columns read and skipped (e.g. [Model Version]); they still count in "
+        "the file's sha256, which is always the digest of the file as received.")
+    values: dict[str, dict[str, str]] | None = Field(
+        default=None, description="Per file column, the file's values mapped to spec ids or axis levels, e.g. "
+        "{Requisition: {REQ-40117: req-40117}, Persona: {White Male: WHITE_M}}.")
+    case_insensitive: bool | None = Field(
+        default=None, description="Match ids (and keys of values) that differ by case only.")
+    variant_from: dict[str, str] | None = Field(
+        default=None, description="Axis -> file column, e.g. {race: Race, sex: Gender}: the variant is the row "
+        "of the spec's variant table with those levels (instead of columns.variant).")
+    decimal: Literal[".", ","] | None = Field(
+        default=None, description="Decimal mark of the scores; default '.'.")
+    thousands: Literal[",", ".", " ", "'"] | None = Field(
+        default=None, description="Thousands separator of the scores (only between groups of three digits); "
+        "default: none.")
     score_range: tuple[float, float] = Field(
         default=(0.0, 1.0), description="[low, high] of the score scale; score_delta uses (s-low)/(high-low)."
     )

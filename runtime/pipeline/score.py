@@ -92,7 +92,8 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                headings=tuple(design_for(r).section_headings), disclosure=r.get("disclosure"),
                                system_settings={sid: s.model_dump(exclude_unset=True) for sid, s in ex.systems.items()},
                                controls=[] if own_batches else control_ids,
-                               control_resumes=None if own_batches else ctx.control_candidates)
+                               control_resumes=None if own_batches else ctx.control_candidates,
+                               variant_table=dict((r.get("variants") or {}).get("table") or {}) if paired else {})
         adapter = adapter_for(sys_resolved["kind"])(sys_resolved)
         scored = _score_one(ctx, adapter, request)
         if "replicate" not in scored.columns:

@@ -102,8 +102,22 @@ def _systems(meta: ReportMeta) -> list[dict[str, Any]]:
                     "score_range": rng_text,
                     "diagnostic": _diagnostic(meta.systems_info.get(s.id) or {}),
                     "remote": remote_text(meta.systems_info.get(s.id) or {}),
-                    "sections": sections_text(meta.systems_info.get(s.id) or {})})
+                    "sections": sections_text(meta.systems_info.get(s.id) or {}),
+                    "read_as": read_as_text(meta.systems_info.get(s.id) or {})})
     return out
+
+
+def read_as_text(info: Mapping[str, Any]) -> str:
+    """How a score file was read as the vendor sent it (issue 37 §1: the column map, ignored columns, value
+    maps, decimal mark, a trailing delimiter), so that a reader can replay it from the file whose sha256
+    the lock names; '' for a file in the product's own format or another kind of system."""
+    from compiler.score_file import mapping_text
+
+    record = dict(info.get("read_as") or {})
+    if not record:
+        return ""
+    cols = {p: n for p, n in (info.get("columns") or {}).items() if p != n and not str(n).startswith("variant_from(")}
+    return fmt_text(mapping_text({"columns": cols, **record}))
 
 
 def _amendments(meta: ReportMeta) -> list[dict[str, Any]]:

@@ -64,6 +64,9 @@ class ScoreRequest:
         :data:`runtime.generate.render.HEADINGS`; the population résumé's); empty when the design does not
         fix them (LLM-written résumés). An encoder with a token window says which of them it never reads
         (issue 31 §5).
+    variant_table : dict
+        The resolved variant table (variant id -> {axis: level}): a score file's ``variant_from`` finds each
+        row's variant in it (issue 37 §1); empty for designs without variants.
     """
 
     jobs: dict[str, str | None]
@@ -87,6 +90,7 @@ class ScoreRequest:
     disclosure: dict[str, Any] | None = None
     controls: list[str] = field(default_factory=list)
     control_resumes: pd.DataFrame | None = None
+    variant_table: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

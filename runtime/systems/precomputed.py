@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from compiler.errors import InputDataError, LockError
-from compiler.score_file import (lines_text, missing_cells, parse_number, read_blind_scores, read_csv_records,
-                                 read_score_file, values_text)
+from compiler.score_file import (FileMapping, lines_text, missing_cells, parse_number, read_blind_scores,
+                                 read_csv_records, read_score_file, values_text)
 from runtime.systems import system
 from runtime.systems.base import ScoreRequest, SystemAdapter
 
@@ -66,7 +66,8 @@ class PrecomputedSystem(SystemAdapter):
             found = read_score_file(path, jobs=list(request.jobs), variants=list(request.variants),
                                     score_range=tuple(self.resolved["score_range"]),
                                     columns=self.resolved.get("columns"), delimiter=self.resolved.get("delimiter"),
-                                    key=f"systems[id={self.id}]", controls=list(request.controls))
+                                    key=f"systems[id={self.id}]", controls=list(request.controls),
+                                    file_mapping=FileMapping.of(self.resolved), table=request.variant_table)
         problems = list(found.problems)
         if not problems and gen is not None:
             known = set(zip(gen["job_id"], gen["cv_id"]))
@@ -101,7 +102,8 @@ class PrecomputedSystem(SystemAdapter):
                                                                         "is_true_match"]].reset_index(drop=True)
             df = df.loc[~placebo].reset_index(drop=True)
         request.info[self.id] = {"rows": int(len(df)), "file": rel, "delimiter": found.delimiter,
-                                 "columns": found.mapping, **({"blind": blind} if blind else {})}
+                                 "columns": found.mapping, **({"read_as": found.read_as} if found.read_as else {}),
+                                 **({"blind": blind} if blind else {})}
         return df[["job_id", "cv_id", "variant", "score", "is_true_match"]].reset_index(drop=True)
 
 
