@@ -90,8 +90,15 @@ MSG_NO_SOURCE = ("no source block: the report cannot say who produced the scores
                  "contact}")
 
 
+MSG_PAIRED_ONLY = ("kind {kind!r} scores the résumés of a paired design (template, llm or a score file): the "
+                   "{design} design gives profiles without variants; use kind embedding or lexical")
+
+
 def _system_issues(ls: LoadedSpec, parts: Parts) -> Found:
     out: Found = [issue for i, s in enumerate(ls.spec.systems) for issue in parts.kinds[i].issues(ls, i, s)]
+    if "unpaired" in parts.design.provides:
+        out += [Finding(("systems", i, "kind"), MSG_PAIRED_ONLY.format(kind=s.kind, design=parts.design.id))
+                for i, s in enumerate(ls.spec.systems) if getattr(parts.kinds[i], "paired_only", False)]
     if ls.spec.source is not None and all(parts.needs_text):
         out.append(Finding(("source",), MSG_SOURCE_UNUSED, key=True))
     return out

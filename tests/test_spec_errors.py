@@ -84,7 +84,28 @@ def _hint_scores(label: str, score: str = "0.4", scale: float = 1.0) -> str:
     return "\n".join(rows) + "\n"
 
 
+#: A population design (issue 23) scored by a kind that needs paired résumés (``paired_only``).
+POP_HTTP = """\
+audit: pop-http
+title: Population scored by an API
+seed: 11
+jobs:
+  - {id: accountant, title: Accountant, description: Prepare and examine financial records.}
+candidates:
+  generator: population
+  profiles_per_job: 120
+  roles:
+    x: {attribute: gender, x0: female, x1: male}
+    z: [age, race]
+    b: [education, experience]
+    r: [first_name, surname, region]
+systems:
+  - {id: minilm, kind: embedding}
+  - {id: kw, kind: command, argv: [python3, kw.py], version: kw 1.4, score_range: [0, 100]}
+"""
+
 CASES = {
+    "paired_only_kind_on_population": (POP_HTTP, {"kw.py": "print()\n"}),
     "syntax_error": (TINY_SPEC.replace("levels: [M, F]", "levels: [M, F"), {}),
     "unknown_key": (TINY_SPEC.replace("seed: 7", "seed: 7\ncolour: blue"), {}),
     "wrong_type": (TINY_SPEC.replace("seed: 7", "seed: seven"), {}),

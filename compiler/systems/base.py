@@ -145,6 +145,10 @@ class SystemKind:
         True for a kind that runs vendor code on the auditor's machine (``command``, ``python``; issue 36
         §1): ``audit execute`` refuses it without ``--allow-exec`` (:meth:`program` names what would run);
         validate, compile, ``verify --spec``, export and gc read its files' digests only. Default False.
+    paired_only : bool
+        True for a kind that sends each résumé under an opaque id with its variants in one plan batch
+        (``http``, ``command``, ``python``): it scores the résumés of a paired design only, and validation
+        refuses it, located, on a design that provides ``unpaired`` (population profiles). Default False.
     model : type of pydantic.BaseModel or None
         The spec model of ``systems[i]`` for this kind (a ``System`` of :mod:`compiler.blocks`).
         Default: the model :mod:`compiler.blocks` declares for :attr:`id` (None when none does).
@@ -155,6 +159,7 @@ class SystemKind:
     needs_text: ClassVar[bool] = True
     remote: ClassVar[bool] = False
     runs_code: ClassVar[bool] = False
+    paired_only: ClassVar[bool] = False
     model: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self) -> None:

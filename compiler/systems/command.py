@@ -76,6 +76,7 @@ class Command(SystemKind):
     model = block.System
     remote = True  # execution.systems.<id> tunes it: timeout_s per batch, concurrency (processes)
     runs_code = True
+    paired_only = True  # résumés under opaque ids, variants in one plan batch
 
     def requires(self, system: Any) -> Requires:
         """Nothing beyond the core install (subprocess)."""

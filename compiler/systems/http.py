@@ -77,6 +77,7 @@ class Http(SystemKind):
     id = "http"
     model = block.System
     remote = True
+    paired_only = True  # résumés under opaque ids, variants in one plan batch
 
     def requires(self, system: Any) -> Requires:
         """httpx, jmespath and tenacity are part of the core install."""

@@ -99,6 +99,7 @@ class Python(SystemKind):
     model = block.System
     remote = True  # execution.systems.<id> tunes it: timeout_s per call, concurrency (processes)
     runs_code = True
+    paired_only = True  # résumés under opaque ids, variants in one plan batch
 
     def requires(self, system: Any) -> Requires:
         """Nothing beyond the core install (the child process is this interpreter)."""
