@@ -50,10 +50,11 @@ T = TypeVar("T")
 
 #: What a run can provide to an audit family: a design or a system kind provides it, a family needs it
 #: (:class:`Needs`). ``tool_text``: the tool wrote the text the systems scored; ``llm_generation``: LLM
-#: agents wrote it; ``llm_answers``: an LLM screener's answers; ``applicants``: historical applicants read
+#: agents wrote it; ``answers``: the answers of a system read by the one answer reader (LLM screeners; ``http``,
+#: ``command`` and ``python`` systems: issues 35, 36); ``applicants``: historical applicants read
 #: from the employer's file (sex, race/ethnicity, outcome per person; issue 34).
-PAIRED, UNPAIRED, LLM_ANSWERS, LLM_GENERATION, TOOL_TEXT, APPLICANTS = (
-    "paired", "unpaired", "llm_answers", "llm_generation", "tool_text", "applicants")
+PAIRED, UNPAIRED, ANSWERS, LLM_GENERATION, TOOL_TEXT, APPLICANTS = (
+    "paired", "unpaired", "answers", "llm_generation", "tool_text", "applicants")
 
 
 class PluginError(AuditError):
@@ -261,7 +262,7 @@ class Declared(Mapping[str, T]):
 @dataclass(frozen=True)
 class Needs:
     """What an audit family needs from the design and the systems of a run: any one of several
-    alternatives, each a set of provided words (``paired``, ``unpaired``, ``llm_answers``...), all of
+    alternatives, each a set of provided words (``paired``, ``unpaired``, ``answers``...), all of
     whose words must be provided.
 
     ``Needs.of("paired")`` needs paired candidates; ``Needs.of("paired") | Needs.of("unpaired")`` needs

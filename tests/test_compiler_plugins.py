@@ -90,12 +90,13 @@ def test_registries():
                             "python", "lexical"}
     assert FAMILIES["metric_suite"].needs == FAMILIES["effects"].needs == Needs.of("paired")
     assert FAMILIES["causal"].needs == Needs.of("unpaired")
-    assert FAMILIES["llm_validity"].needs == Needs.of("llm_answers") | Needs.of("llm_generation")
+    assert FAMILIES["llm_validity"].needs == Needs.of("answers") | Needs.of("llm_generation")
     assert {d.id: d.provides for d in DESIGNS.values()} == {
         "template": {"paired", "tool_text"}, "llm": {"paired", "tool_text", "llm_generation"},
         "score_file": {"paired"}, "population": {"unpaired"}, "applicants": {"applicants"}}
     assert DESIGNS["applicants"].keeps_rows is False and SYSTEMS["applicant_file"].needs_text is False
-    assert SYSTEMS["llm_score"].provides == SYSTEMS["llm_compare"].provides == {"llm_answers"}
+    assert SYSTEMS["llm_score"].provides == SYSTEMS["llm_compare"].provides == {"answers"}
+    assert SYSTEMS["http"].provides == SYSTEMS["command"].provides == SYSTEMS["python"].provides == {"answers"}
     assert {k for k, d in SYSTEMS.items() if d.runs_code} == {"command", "python"}  # need --allow-exec (issue 36)
     from compiler.spec import LLM_SYSTEM_KINDS, SYSTEM_KINDS, SYSTEM_MODELS
     # one declaration per kind, in the spec's order, each with the spec model compiler.blocks declares

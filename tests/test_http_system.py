@@ -199,6 +199,12 @@ def test_a_vendor_api_is_audited_resumed_and_never_asked_twice(tmp_path, vendor,
     assert "Declared version: kw-matcher 2.3; observed: kw-matcher 2.3 (body:model, 6 answers)" in words
     assert "A remote system cannot be fingerprinted beyond what it declares." in words
     assert not [p for p in outputs if SECRET in p.stdout or SECRET in p.stderr]
+    # the answers are reported (the llm_validity family covers http: issue 35 §2), not appended to metrics.csv
+    assert "Answers of the systems under test" in words
+    table = words[words.find("Answers of the systems sent résumés"):]
+    assert "System Kind Answers Valid Invalid Valid-response rate" in table and "vendor http 24 24 0 100.0% 0" in table
+    assert "Model calls" not in table[:table.find("Amendments")]  # no LLM was called
+    assert "llm_validity" not in set(metrics["family"])
 
 
 def test_a_refused_request_exits_7_and_an_unset_variable_exits_2(tmp_path, vendor, monkeypatch):

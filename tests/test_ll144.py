@@ -141,7 +141,7 @@ def test_needs_are_any_of_paired_or_unpaired(write_spec, tmp_path):
     # issue 34 adds historical applicants as the third alternative
     assert FAMILIES["ll144"].needs == Needs.of("paired") | Needs.of("unpaired") | Needs.of("applicants")
     assert FAMILIES["ll144"].needs.met({"paired"}) and FAMILIES["ll144"].needs.met({"unpaired", "tool_text"})
-    assert not FAMILIES["ll144"].needs.met({"llm_answers"})
+    assert not FAMILIES["ll144"].needs.met({"answers"})
     ls = load_spec(write_spec(SPEC + "  ll144:\n" + WHY + SEX, **{"scores.csv": SCORES}))
     parts = parts_of(ls)
     bare = type("Bare", (type(parts.design),), {"provides": frozenset()})()

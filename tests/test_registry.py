@@ -117,9 +117,9 @@ def test_an_installed_plugin_that_fails_to_import_is_skipped_with_a_warning(tmp_
 
 def test_any_of_needs():
     either = Needs.of("paired") | Needs.of("unpaired")
-    assert either.met({"unpaired"}) and either.met({"paired", "tool_text"}) and not either.met({"llm_answers"})
-    assert Needs.of("paired", "llm_answers").met({"paired", "llm_answers"})
-    assert not Needs.of("paired", "llm_answers").met({"paired"})
+    assert either.met({"unpaired"}) and either.met({"paired", "tool_text"}) and not either.met({"answers"})
+    assert Needs.of("paired", "answers").met({"paired", "answers"})
+    assert not Needs.of("paired", "answers").met({"paired"})
     assert either.describe() == "paired or unpaired"
     assert Needs.of().met(set())
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from compiler.designs.base import Design, design, registry
-from compiler.registry import APPLICANTS, Declared, LLM_ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED
+from compiler.registry import ANSWERS, APPLICANTS, Declared, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED
 from compiler.systems import SystemKind, kinds_of
 
 #: The design of a spec without ``candidates`` (a score-file audit: every system is precomputed).
@@ -38,7 +38,7 @@ def _in_order(declared: Iterable[Design]) -> dict[str, Design]:
 DESIGNS: Mapping[str, Design] = Declared(registry(), _in_order)
 
 #: How each thing a design or system provides (and a family needs) reads in a message.
-PROVIDES_WORDS = {PAIRED: "paired candidates", UNPAIRED: "unpaired profiles", LLM_ANSWERS: "LLM answers",
+PROVIDES_WORDS = {PAIRED: "paired candidates", UNPAIRED: "unpaired profiles", ANSWERS: "answers read from a system (an LLM screener, an API, a program)",
                   LLM_GENERATION: "LLM generation", TOOL_TEXT: "text the tool wrote",
                   APPLICANTS: "historical applicants"}
 

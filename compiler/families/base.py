@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 from compiler.errors import Issue
 from compiler.load import LoadedSpec
 from compiler.designs import provided
-from compiler.registry import LLM_ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED, Needs, Registry
+from compiler.registry import ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED, Needs, Registry
 
-__all__ = ["Family", "LLM_ANSWERS", "LLM_GENERATION", "PAIRED", "TOOL_TEXT", "UNPAIRED", "Needs", "family",
+__all__ = ["ANSWERS", "Family", "LLM_GENERATION", "PAIRED", "TOOL_TEXT", "UNPAIRED", "Needs", "family",
            "provided", "registry"]
 
 

@@ -7,7 +7,8 @@ Each kind is declared once, here, by a :class:`~compiler.systems.base.SystemKind
 a module of :mod:`compiler.blocks`; the runtime's adapter binds to the declaration
 (``runtime.systems``). Adding a kind adds those files; nothing else in the compiler branches on a kind.
 
-What a kind provides is a set drawn from ``{"llm_answers"}``: an LLM screener's answers, which the
+What a kind provides is a set drawn from ``{"answers"}``: answers read by the one reader (an LLM screener's, an
+API's, a program's), which the
 ``llm_validity`` audit family checks (seed 003 §3.7).
 """
 

@@ -132,7 +132,7 @@ class SystemKind:
     id : str
         The ``systems[].kind`` it handles.
     provides : frozenset of str
-        What the system adds to what the design provides (``{"llm_answers"}`` for LLM screeners,
+        What the system adds to what the design provides (``{"answers"}`` for LLM screeners and the ``http``, ``command`` and ``python`` kinds,
         which the ``llm_validity`` audit family checks, seed 003 §3.7). Default: nothing.
     needs_text : bool
         True (the default) when the system scores candidate text (so the spec needs a generator and

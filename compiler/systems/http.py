@@ -78,6 +78,7 @@ class Http(SystemKind):
     model = block.System
     remote = True
     paired_only = True  # résumés under opaque ids, variants in one plan batch
+    provides = frozenset({"answers"})  # read by the one answer reader; the llm_validity family reports them
 
     def requires(self, system: Any) -> Requires:
         """httpx, jmespath and tenacity are part of the core install."""

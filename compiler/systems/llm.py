@@ -36,7 +36,7 @@ class LlmScreener(SystemKind):
     endpoint, replicates. Fingerprint: the model string and server (a hosted model has no weights
     file to hash). Only the *name* of the API-key variable is resolved, never its value."""
 
-    provides = frozenset({"llm_answers"})
+    provides = frozenset({"answers"})
 
     def requires(self, system: Any) -> Requires:
         """litellm and tenacity to call the model; resolution needs neither (without litellm the

@@ -100,6 +100,7 @@ class Python(SystemKind):
     remote = True  # execution.systems.<id> tunes it: timeout_s per call, concurrency (processes)
     runs_code = True
     paired_only = True  # résumés under opaque ids, variants in one plan batch
+    provides = frozenset({"answers"})  # read by the one answer reader; the llm_validity family reports them
 
     def requires(self, system: Any) -> Requires:
         """Nothing beyond the core install (the child process is this interpreter)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from compiler.families.base import registry as declarations
 from compiler.registry import Registry
-from runtime.families.base import (LLM_ANSWERS, LLM_GENERATION, PAIRED, STATUS_COLUMNS, TOOL_TEXT, UNPAIRED,
+from runtime.families.base import (ANSWERS, LLM_GENERATION, PAIRED, STATUS_COLUMNS, TOOL_TEXT, UNPAIRED,
                                    AuditFamily, FamilyResult, status_frame)
 
 _FAMILIES: Registry[type[AuditFamily]] = Registry("audit family half", __name__, side="runtime")
@@ -44,6 +44,6 @@ def family_ids() -> list[str]:
     return list(registered())
 
 
-__all__ = ["AuditFamily", "FamilyResult", "LLM_ANSWERS", "LLM_GENERATION", "PAIRED", "STATUS_COLUMNS", "TOOL_TEXT",
+__all__ = ["ANSWERS", "AuditFamily", "FamilyResult", "LLM_GENERATION", "PAIRED", "STATUS_COLUMNS", "TOOL_TEXT",
            "UNPAIRED", "family",
            "family_ids", "registered", "status_frame"]

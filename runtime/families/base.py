@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 STATUS_COLUMNS = ("family", "system", "condition", "item", "status", "status_operational")
 
 #: What a run can provide to a family (:mod:`compiler.registry`; the family's declaration needs it).
-from compiler.registry import LLM_ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED  # noqa: E402
+from compiler.registry import ANSWERS, LLM_GENERATION, PAIRED, TOOL_TEXT, UNPAIRED  # noqa: E402
 
 
 def status_frame(rows: list[dict[str, Any]] | pd.DataFrame | None = None) -> pd.DataFrame:

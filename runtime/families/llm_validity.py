@@ -1,4 +1,4 @@
-"""LLM response validity: how often each LLM screener gave a usable answer (seed 003 §3.4).
+"""Answer validity: how often each LLM screener, vendor API or vendor program gave a usable answer (seed 003 §3.4).
 
 One ``llm_validity / valid_response_rate`` row per system x condition: appended to ``metrics.csv``
 when the metric suite ran (paired designs), else written as ``llm_validity.csv``. The rows qualify
@@ -18,19 +18,28 @@ VALIDITY_COLUMNS = ("family", "metric", "system", "condition", "variant", "refer
 
 
 def llm_report_meta(run: dict[str, Any], resolved: dict[str, Any]) -> dict[str, Any] | None:
-    """What the report's LLM section shows (valid-response rates, call counts, manipulation check,
-    flagging trail), or None when the spec uses no LLM."""
+    """What the report's answers section shows (valid-response rates, call counts, manipulation check,
+    flagging trail; the answers of http, command and python systems), or None when the run read no answer
+    and generated nothing with an LLM.
+
+    ``answers``: per system sent résumés under opaque ids, ``run.json`` ``systems_info.<id>.answers``
+    (answers, valid, invalid, valid_response_rate, cells_without_valid_answer, excluded_base_candidates).
+    They are shown, not appended to ``metrics.csv``: a vendor's API or program scored once per résumé has
+    no replicates or conditions, and its ``metrics.csv`` stays byte-identical to the same scores read from a
+    score file (issue 35 §2); ``answers_<system>.csv`` keeps every answer and reason."""
     info = run["systems_info"]
     validity = [v for s in resolved["systems"] for v in info.get(s["id"], {}).get("validity", [])]
+    answers = [{"system": s["id"], "kind": s["kind"], **info[s["id"]]["answers"]} for s in resolved["systems"]
+               if "validity" not in info.get(s["id"], {}) and "answers" in info.get(s["id"], {})]
     calls = {s["id"]: info[s["id"]]["llm_calls"] for s in resolved["systems"]
              if "llm_calls" in info.get(s["id"], {})}
     gen = run.get("generator_info")
-    if not validity and not gen:
+    if not validity and not gen and not answers:
         return None
     if gen and "llm_calls" in gen:
         calls["generator"] = gen["llm_calls"]
     replicates = {s["id"]: s["replicates"] for s in resolved["systems"] if "replicates" in s}
-    return {"validity": validity, "calls": calls, "generator": gen, "replicates": replicates}
+    return {"validity": validity, "answers": answers, "calls": calls, "generator": gen, "replicates": replicates}
 
 
 def validity_rows(llm_meta: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -72,7 +72,7 @@ def _suggested_design(kind: str) -> str:
     """The design that audits a system of this kind: score_file for a kind that reads scores from a
     file, llm for an LLM kind, else template (the tool writes the résumés it scores)."""
     from compiler.designs import DEFAULT_GENERATOR, SCORE_FILE
-    from compiler.registry import LLM_ANSWERS
+    from compiler.spec import LLM_SYSTEM_KINDS
     from compiler.systems import SYSTEMS
 
     hook = SYSTEMS.get(kind)
@@ -80,7 +80,7 @@ def _suggested_design(kind: str) -> str:
         return "applicants"
     if hook is not None and not hook.needs_text:
         return SCORE_FILE
-    return "llm" if hook is not None and LLM_ANSWERS in hook.provides else DEFAULT_GENERATOR
+    return "llm" if kind in LLM_SYSTEM_KINDS else DEFAULT_GENERATOR
 
 
 def check_design(name: str) -> str:

@@ -57,6 +57,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
         scores under prompt conditions). Historical applicants (issue 34): ``system, condition, replicate``
         and the columns of :data:`runtime.systems.applicant_file.COLUMNS` (personal data: never written).
     """
+    from compiler.spec import LLM_SYSTEM_KINDS
     from runtime.systems import JobInfo, LlmSettings, ScoreRequest, adapter_for
 
     r = ctx.resolved
@@ -64,7 +65,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     applicants = "applicants" in ctx.provides  # historical applicants (issue 34): no candidates, no texts
     paired = "unpaired" not in ctx.provides and not applicants
     llm = None
-    if "llm_answers" in ctx.provides:
+    if any(s["kind"] in LLM_SYSTEM_KINDS for s in r["systems"]):  # an LLM screener: the response cache, limits
         from runtime.llm import response_cache
 
         llm = LlmSettings(cache=response_cache(ex, ctx.compiled.loaded.folder, ctx.store), concurrency=dict(ex.llm_concurrency),

@@ -34,7 +34,7 @@ class RunContext:
         column per axis); population designs one row per profile with its attributes and ``text``;
         None for a score-file audit (the scores bring their own cells).
     provides : frozenset of str
-        What the design and the systems provide (``paired`` or ``unpaired``, ``llm_answers``).
+        What the design and the systems provide (``paired`` or ``unpaired``, ``answers``).
     scores : pandas.DataFrame or None
         Every system's scores, long: ``system, condition, replicate, job_id, cv_id, [variant,] score``.
     paired : pandas.DataFrame or None

@@ -173,7 +173,7 @@ class SystemAdapter:
     #: The ``systems[].kind`` it scores (the declaration's ``id``).
     kind: ClassVar[str] = _FromDeclaration("id", "")  # type: ignore[assignment]
     #: What the system adds to a run for the audit families (the declaration's ``provides``; LLM
-    #: screeners: ``{"llm_answers"}``).
+    #: screeners and http, command, python: ``{"answers"}``).
     provides: ClassVar[frozenset[str]] = _FromDeclaration("provides", frozenset())  # type: ignore[assignment]
     #: Whether a finished scoring is kept in the task store and reused (False for LLM screeners:
     #: their per-request response cache already makes a re-run call no model).

@@ -25,7 +25,7 @@ FAMILY_RESULTS = {
     "effects": ("effects", "standardised effects (Cohen's d) against a smallest effect size of interest"),
     "causal": ("causal", "natural direct and indirect effects (seed 001)"),
     "descriptives": ("descriptives", "descriptive statistics of the scores"),
-    "llm_validity": ("llm", "the validity of an LLM screener's answers"),
+    "llm_validity": ("llm", "the validity of the systems' answers (LLM screeners, APIs, programs)"),
 }
 
 SIGNED = "signed at sealing"

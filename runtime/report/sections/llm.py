@@ -22,7 +22,8 @@ def _pct(x: Any) -> str:
 
 def llm_sections(llm_meta: Mapping[str, Any] | None, *,
                  label: Callable[[Any, str], str] | None = None) -> list[Section]:
-    """The "LLM screeners and generation agents" section, or none when the run used no LLM.
+    """The "LLM screeners and generation agents" section (titled "Answers of the systems under test" when
+    only http, command or python systems answered), or none when the run read no answer and used no LLM.
 
     Parameters
     ----------
@@ -44,6 +45,12 @@ def llm_sections(llm_meta: Mapping[str, Any] | None, *,
         "excluded": ", ".join(v["excluded_base_candidates"]) or "none",
         "low": v["valid_response_rate"] < 1.0,
     } for v in llm.get("validity") or []]
+    answers = [{
+        "system": a["system"], "kind": a["kind"], "answers": fmt_int(a["answers"]), "valid": fmt_int(a["valid"]),
+        "invalid": fmt_int(a["invalid"]), "rate": _pct(a["valid_response_rate"]),
+        "unscored": fmt_int(a["cells_without_valid_answer"]),
+        "excluded": ", ".join(a["excluded_base_candidates"]) or "none", "low": a["valid_response_rate"] < 1.0,
+    } for a in llm.get("answers") or []]
     calls = [{"who": who, **{k: fmt_int(c.get(k, 0)) for k in ("calls", "from_cache", "retries", "invalid",
                                                                 "tokens_in", "tokens_out")}}
              for who, c in (llm.get("calls") or {}).items()]
@@ -57,9 +64,11 @@ def llm_sections(llm_meta: Mapping[str, Any] | None, *,
     phase_a = [{"job": j, "requested": fmt_int(p["requested_matching"]), "labelled": fmt_int(p["labelled_matching"])}
                for j, p in (gen.get("phase_a") or {}).items() if p]
     reps = [f"{s} {int(r)}" for s, r in (llm.get("replicates") or {}).items()]
-    data = {"validity": validity, "calls": calls, "manipulation": manip, "generator": bool(gen),
+    data = {"validity": validity, "answers": answers, "calls": calls, "manipulation": manip, "generator": bool(gen),
             "generator_model": gen.get("model", ""), "flags": gen.get("flags", 0),
             "followups": gen.get("followups", 0), "phase_a": phase_a,
             "replicates": ", ".join(reps) or "—"}
-    return [Section(id="llm", title="LLM screeners and generation agents", template="sections/llm.html.j2",
-                    context=data, order=ORDER["llm"])]
+    llm_used = bool(validity or calls or gen)
+    data["title"] = ("LLM screeners and generation agents" + (" and systems' answers" if answers else "")
+                     if llm_used else "Answers of the systems under test")
+    return [Section(id="llm", title=data["title"], template="sections/llm.html.j2", context=data, order=ORDER["llm"])]
