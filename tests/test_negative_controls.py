@@ -445,3 +445,28 @@ def test_a_blind_export_mixes_the_placebo_resumes_in_under_opaque_ids(tmp_path):
     assert {r["variant"] for r in read_csv(run / "paired.csv")} == {"BASE", "V01"}
     assert hashlib.sha256((run / "blind_scores_vendor.csv").read_bytes()).hexdigest() == hashlib.sha256(
         (tmp_path / "vendor-scores.csv").read_bytes()).hexdigest()
+
+
+def test_the_noise_floor_section_labels_unread_controls_and_draws_one_chart_per_system():
+    """§6 on frames: the chart (deterministic inline SVG), the sentence of page 1 and the window-share labels."""
+    from runtime.families.negative_controls import noise_floor_section
+
+    placebo = pd.DataFrame({"system": ["m"] * 4, "condition": ["default"] * 4,
+                            "metric": ["score_delta", "score_delta", "flip_rate", "flip_rate"],
+                            "variant": ["P01", "P03", "P01", "P03"], "value": [0.004, 0.0, 0.05, 0.0],
+                            "window_share": [1.0, 0.0, 1.0, 0.0]})
+    metrics = pd.DataFrame({"system": ["m"] * 4, "condition": ["default"] * 4,
+                            "metric": ["score_delta", "score_delta", "flip_rate", "flip_rate"],
+                            "variant": ["V01", "V02", "V01", "V02"], "value": [-0.01, 0.002, 0.02, 0.1]})
+    floor = noise_floor(metrics, placebo, reference="BASE")
+    controls = [{"id": "P01", "perturbation": "summary_synonyms"}, {"id": "P03", "perturbation": "line_breaks"}]
+    a, b = (noise_floor_section(floor, placebo, controls) for _ in range(2))
+    (system,) = a.context["systems"]
+    assert system["sentence"] == ("m: its largest placebo deviation is flip_rate 0.05000 (P01); 2 of 4 demographic "
+                                  "rows lie above the floor.")
+    assert system["chart"] == b.context["systems"][0]["chart"]  # the same bytes
+    assert system["chart"].startswith("<svg") and "<title>Noise floor of m (default)" in system["chart"]
+    assert "deviation from no effect" in system["chart"]
+    assert a.context["controls"] == [
+        {"id": "P01", "what": "synonyms in the professional summary", "shares": ["1.000"]},
+        {"id": "P03", "what": "extra blank lines", "shares": ["0 (not read by the encoder)"]}]
