@@ -155,7 +155,8 @@ class NegativeControl(Strict):
         "(regenerate, the same base generated again, is declared but not yet available: refused at validate).")
     description: str | None = Field(
         default=None, min_length=1, max_length=MAX_CONTROL_DESCRIPTION,
-        description="What the vendor changed, in words (a score-file audit; 1 to 400 characters).")
+        description="What the vendor changed, in words (a score-file audit, required; 1 to 400 characters); for a "
+        "control the tool makes, an optional note on the design (why this control), printed beside it in the report.")
 
 
 class Variants(Strict):

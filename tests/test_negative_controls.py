@@ -158,28 +158,29 @@ from pathlib import Path  # noqa: E402
 from conftest import reduced_example_spec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-THREE_CONTROLS = ("  negative_controls:\n    - {id: P01, perturbation: summary_synonyms}\n"
-                  "    - {id: P02, perturbation: date_format}\n    - {id: P03, perturbation: line_breaks}\n")
+#: The example's three negative controls (specs/example.yaml, issue 38 §7), so the shared reduced example's too.
+THREE_CONTROLS = "".join(line + "\n" for line in (REPO / "specs" / "example.yaml").read_text(encoding="utf-8").split(
+    "\n") if line.startswith("  negative_controls:") or line.startswith("    - {id: P0"))
 #: The tables the demographic analysis writes: a spec with controls must leave every byte of them unchanged.
 SAME_BYTES = ("metrics.csv", "metrics_by_job.csv", "risk.csv", "effects.csv", "paired.csv", "resumes.csv")
 
 
 @pytest.fixture(scope="module")
 def runs(reduced_example, tmp_path_factory):
-    """The shared reduced example (2 jobs, K = 20, the real model) and the same spec with three negative
-    controls, executed once here."""
+    """The shared reduced example (2 jobs, K = 20, the real model, the example's three negative controls) and the
+    same spec without its controls, executed once here."""
     text = reduced_example_spec()
-    at = text.index("jobs:\n")
-    root = tmp_path_factory.mktemp("controls")
+    assert text.count(THREE_CONTROLS) == 1, "specs/example.yaml's negative controls changed"
+    root = tmp_path_factory.mktemp("plain")
     shutil.copytree(REPO / "specs" / "jobs", root / "jobs")
-    (root / "spec.yaml").write_text(text[:at] + THREE_CONTROLS + text[at:], encoding="utf-8")
+    (root / "spec.yaml").write_text(text.replace(THREE_CONTROLS, ""), encoding="utf-8")
     for args in (("compile", "spec.yaml"), ("execute", "spec.yaml", "--quiet")):
         proc = run_cli(*args, cwd=root)
         assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (root / "reports" / "example-ats-audit").iterdir()
-    plain = reduced_example["root"]
-    return {"plain": {"run": reduced_example["run_dir"], "plan": json.loads((plain / "spec.plan.json").read_text())},
-            "controls": {"run": run_dir, "plan": json.loads((root / "spec.plan.json").read_text())}}
+    ctl = reduced_example["root"]
+    return {"plain": {"run": run_dir, "plan": json.loads((root / "spec.plan.json").read_text())},
+            "controls": {"run": reduced_example["run_dir"], "plan": json.loads((ctl / "spec.plan.json").read_text())}}
 
 
 @pytest.mark.xdist_group("report")
@@ -214,15 +215,24 @@ def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
         assert row.is_true_match == ref["is_true_match"]
         head = ref["text"][:ref["text"].index("PROFESSIONAL SUMMARY")]
         assert row.text.startswith(head) and row.text != ref["text"]
-    # the encoder reads the summary and the first role's dates, never a line break: window shares 1, 1, 0
+    # the encoder reads every summary, some of the swapped sections (the window ends inside the résumé), never a line
+    # break: window shares 1, in (0, 1), 0
     nc = pd.read_csv(ctl["run"] / "negative_controls.csv", keep_default_na=False)
     shares = nc.drop_duplicates("variant").set_index("variant")
-    assert shares["window_share"].astype(float).to_dict() == {"P01": 1.0, "P02": 1.0, "P03": 0.0}
-    assert shares["perturbation"].to_dict() == {"P01": "summary_synonyms", "P02": "date_format", "P03": "line_breaks"}
+    share = shares["window_share"].astype(float)
+    assert share["P01"] == 1.0 and 0.0 < share["P02"] < 1.0 and share["P03"] == 0.0
+    assert shares["perturbation"].to_dict() == {"P01": "summary_synonyms", "P02": "section_order", "P03": "line_breaks"}
     line_breaks = nc[(nc["variant"] == "P03") & (nc["metric"] == "score_delta")]
     assert float(line_breaks["value"].iloc[0]) == 0.0  # the same tokens: the same embedding, to the bit
     nf = pd.read_csv(ctl["run"] / "noise_floor.csv", keep_default_na=False)
     assert len(nf) == 7 * 9 and set(nf["floor_control"]) <= {"P01", "P02"}  # P03 is not read: no floor
+    # the floor of each metric is the larger of the two read placebos' deviations
+    for r in nf.drop_duplicates("metric").itertuples():
+        read = nc[(nc["metric"] == r.metric) & (nc["variant"] != "P03")]
+        assert float(r.floor) == max(deviation(r.metric, v) for v in read["value"]), r.metric
+    html = (ctl["run"] / "report.html").read_text(encoding="utf-8")
+    assert "0 (not read by the encoder)" in html and "EDUCATION and SKILLS swapped. In place of date_format" in html
+    assert "Noise floor (negative controls), minilm: its largest placebo deviation is " in html  # page 1
     for name in ("metrics.csv", "paired.csv"):
         assert not {"P01", "P02", "P03"} & set(pd.read_csv(ctl["run"] / name)["variant"].astype(str)), name
 

@@ -145,7 +145,9 @@ def noise_floor_section(floor: pd.DataFrame, placebo: pd.DataFrame, controls: li
             w = shares.loc[(shares["system"] == s) & (shares["variant"] == c["id"]), "window_share"]
             v = float(w.iloc[0]) if len(w) else float("nan")
             cells.append("0 (not read by the encoder)" if v == 0 else fmt_sig(v))
-        rows.append({"id": c["id"], "what": WHAT.get(c.get("perturbation", ""), c.get("description", "")),
+        what = WHAT.get(c.get("perturbation", ""), "")
+        note = c.get("description", "")
+        rows.append({"id": c["id"], "what": f"{what}. {note}" if what and note else what or note,
                      "shares": cells})
     return Section(id="noise-floor", title="Noise floor", template="sections/noise_floor.html.j2",
                    order=ORDER["noise_floor"], context={"systems": systems, "controls": rows,
