@@ -401,6 +401,7 @@ def noise_floor_chart_svg(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
 
     def _finite(xs: Sequence[float]) -> list[float]:
         out = []
@@ -438,6 +439,8 @@ def noise_floor_chart_svg(
                 ax.plot([f[0], f[0]], [y - 0.38, y + 0.38], color=FLOOR_LINE, linewidth=1.6, zorder=4)
         ax.set_xscale("symlog", linthresh=FLOOR_LINTHRESH)
         ax.set_xlim(0.0, max(top * 1.5, 0.01))
+        # plain tick labels (0.001, not 10 with a superscript -3: a superscript prints under the report's 6.5 pt minimum)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))
         ax.set_yticks(ys)
         ax.set_yticklabels(list(metrics), fontsize=7.5)
         ax.set_ylim(-0.7, n - 0.3)
