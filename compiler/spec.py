@@ -151,11 +151,12 @@ class NegativeControl(Strict):
         description="The control's id (letters, digits, _ and -), not a variant id.")
     perturbation: Perturbation | None = Field(
         default=None, description="What the tool changes in the reference résumé. template: summary_synonyms, "
-        "date_format, bullet_glyph, section_order, typos, line_breaks; llm: regenerate, date_format, "
-        "bullet_glyph, typos.")
+        "date_format, bullet_glyph, section_order, typos, line_breaks; llm: date_format, bullet_glyph, typos "
+        "(regenerate, the same base generated again, is declared but not yet available: refused at validate).")
     description: str | None = Field(
         default=None, min_length=1, max_length=MAX_CONTROL_DESCRIPTION,
-        description="What the vendor changed, in words (a score-file audit; 1 to 400 characters).")
+        description="What the vendor changed, in words (a score-file audit, required; 1 to 400 characters); for a "
+        "control the tool makes, an optional note on the design (why this control), printed beside it in the report.")
 
 
 class Variants(Strict):

@@ -26,8 +26,12 @@ def test_the_example_plan_batches_whole_base_candidates():
     c = compile_spec(REPO / "specs" / "example.yaml")
     assert SCORE_BATCH_RESUMES == 64
     assert score_batches(c.resolved) == [(0, 6), (6, 12), (12, 18), (18, 24), (24, 30), (30, 36), (36, 40)]
-    tasks = _score_tasks(c.plan)
+    tasks = [t for t in _score_tasks(c.plan) if "base_candidates" in t["inputs"]["batch"]]
     assert len(tasks) == 5 * 7  # 5 jobs x 7 batches, one system
+    # its three negative controls (issue 38) are scored in batches of their own: 64 // 3 = 21 bases a batch
+    controls = [t for t in _score_tasks(c.plan) if "controls" in t["inputs"]["batch"]]
+    assert [t["inputs"]["batch"]["controls"] for t in controls] == [[0, 21], [21, 40]] * 5
+    assert len(_score_tasks(c.plan)) == 5 * 7 + 5 * 2
     by_job: dict[str, list] = {}
     for t in tasks:
         by_job.setdefault(t["inputs"]["job"]["id"], []).append(t["inputs"]["batch"])

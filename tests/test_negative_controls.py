@@ -158,28 +158,29 @@ from pathlib import Path  # noqa: E402
 from conftest import reduced_example_spec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-THREE_CONTROLS = ("  negative_controls:\n    - {id: P01, perturbation: summary_synonyms}\n"
-                  "    - {id: P02, perturbation: date_format}\n    - {id: P03, perturbation: line_breaks}\n")
+#: The example's three negative controls (specs/example.yaml, issue 38 §7), so the shared reduced example's too.
+THREE_CONTROLS = "".join(line + "\n" for line in (REPO / "specs" / "example.yaml").read_text(encoding="utf-8").split(
+    "\n") if line.startswith("  negative_controls:") or line.startswith("    - {id: P0"))
 #: The tables the demographic analysis writes: a spec with controls must leave every byte of them unchanged.
 SAME_BYTES = ("metrics.csv", "metrics_by_job.csv", "risk.csv", "effects.csv", "paired.csv", "resumes.csv")
 
 
 @pytest.fixture(scope="module")
 def runs(reduced_example, tmp_path_factory):
-    """The shared reduced example (2 jobs, K = 20, the real model) and the same spec with three negative
-    controls, executed once here."""
+    """The shared reduced example (2 jobs, K = 20, the real model, the example's three negative controls) and the
+    same spec without its controls, executed once here."""
     text = reduced_example_spec()
-    at = text.index("jobs:\n")
-    root = tmp_path_factory.mktemp("controls")
+    assert text.count(THREE_CONTROLS) == 1, "specs/example.yaml's negative controls changed"
+    root = tmp_path_factory.mktemp("plain")
     shutil.copytree(REPO / "specs" / "jobs", root / "jobs")
-    (root / "spec.yaml").write_text(text[:at] + THREE_CONTROLS + text[at:], encoding="utf-8")
+    (root / "spec.yaml").write_text(text.replace(THREE_CONTROLS, ""), encoding="utf-8")
     for args in (("compile", "spec.yaml"), ("execute", "spec.yaml", "--quiet")):
         proc = run_cli(*args, cwd=root)
         assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (root / "reports" / "example-ats-audit").iterdir()
-    plain = reduced_example["root"]
-    return {"plain": {"run": reduced_example["run_dir"], "plan": json.loads((plain / "spec.plan.json").read_text())},
-            "controls": {"run": run_dir, "plan": json.loads((root / "spec.plan.json").read_text())}}
+    ctl = reduced_example["root"]
+    return {"plain": {"run": run_dir, "plan": json.loads((root / "spec.plan.json").read_text())},
+            "controls": {"run": reduced_example["run_dir"], "plan": json.loads((ctl / "spec.plan.json").read_text())}}
 
 
 @pytest.mark.xdist_group("report")
@@ -214,15 +215,24 @@ def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
         assert row.is_true_match == ref["is_true_match"]
         head = ref["text"][:ref["text"].index("PROFESSIONAL SUMMARY")]
         assert row.text.startswith(head) and row.text != ref["text"]
-    # the encoder reads the summary and the first role's dates, never a line break: window shares 1, 1, 0
+    # the encoder reads every summary, some of the swapped sections (the window ends inside the résumé), never a line
+    # break: window shares 1, in (0, 1), 0
     nc = pd.read_csv(ctl["run"] / "negative_controls.csv", keep_default_na=False)
     shares = nc.drop_duplicates("variant").set_index("variant")
-    assert shares["window_share"].astype(float).to_dict() == {"P01": 1.0, "P02": 1.0, "P03": 0.0}
-    assert shares["perturbation"].to_dict() == {"P01": "summary_synonyms", "P02": "date_format", "P03": "line_breaks"}
+    share = shares["window_share"].astype(float)
+    assert share["P01"] == 1.0 and 0.0 < share["P02"] < 1.0 and share["P03"] == 0.0
+    assert shares["perturbation"].to_dict() == {"P01": "summary_synonyms", "P02": "section_order", "P03": "line_breaks"}
     line_breaks = nc[(nc["variant"] == "P03") & (nc["metric"] == "score_delta")]
     assert float(line_breaks["value"].iloc[0]) == 0.0  # the same tokens: the same embedding, to the bit
     nf = pd.read_csv(ctl["run"] / "noise_floor.csv", keep_default_na=False)
     assert len(nf) == 7 * 9 and set(nf["floor_control"]) <= {"P01", "P02"}  # P03 is not read: no floor
+    # the floor of each metric is the larger of the two read placebos' deviations
+    for r in nf.drop_duplicates("metric").itertuples():
+        read = nc[(nc["metric"] == r.metric) & (nc["variant"] != "P03")]
+        assert float(r.floor) == max(deviation(r.metric, v) for v in read["value"]), r.metric
+    html = (ctl["run"] / "report.html").read_text(encoding="utf-8")
+    assert "0 (not read by the encoder)" in html and "EDUCATION and SKILLS swapped. In place of date_format" in html
+    assert "Noise floor (negative controls), minilm: its largest placebo deviation is " in html  # page 1
     for name in ("metrics.csv", "paired.csv"):
         assert not {"P01", "P02", "P03"} & set(pd.read_csv(ctl["run"] / name)["variant"].astype(str)), name
 
@@ -234,11 +244,13 @@ import pandas as pd  # noqa: E402
 
 from runtime.analysis.noise_floor import deviation, floors, noise_floor  # noqa: E402
 
-#: A 2-job x 4-candidate score file: BASE, one demographic variant and two placebo variants.
+#: A 2-job x 4-candidate score file: BASE, one demographic variant and two placebo variants; c1 and c2 of each
+#: job are the true matches, K = 2 for every metric family.
 BASE = {"j1": [0.9, 0.7, 0.5, 0.3], "j2": [0.8, 0.6, 0.4, 0.2]}
 V01 = {"j1": [0.8, 0.75, 0.45, 0.6], "j2": [0.7, 0.65, 0.4, 0.1]}
-P01 = {"j1": [0.91, 0.7, 0.5, 0.3], "j2": [0.8, 0.62, 0.4, 0.2]}   # +0.01, +0.02: score_delta 0.03 / 8
-P02 = {"j1": [0.9, 0.68, 0.5, 0.3], "j2": [0.8, 0.6, 0.4, 0.26]}   # -0.02, +0.06: score_delta 0.04 / 8
+#: A placebo that moves shortlists: j1's c2 drops to 0.4 and c3 rises to 0.6; j2's c3 rises to 0.7, c4 drops to 0.08.
+P01 = {"j1": [0.9, 0.4, 0.6, 0.3], "j2": [0.8, 0.6, 0.7, 0.08]}    # -0.3 +0.1 +0.3 -0.12: score_delta -0.02 / 8
+P02 = {"j1": [0.9, 0.68, 0.5, 0.3], "j2": [0.8, 0.6, 0.4, 0.26]}   # -0.02, +0.06: score_delta 0.04 / 8, no rank moves
 FLOOR_SPEC = TINY_SPEC.replace("  - {id: j1}", "  - {id: j1}\n  - {id: j2}")
 
 
@@ -277,15 +289,21 @@ def test_the_floor_is_the_largest_deviation_of_the_controls_the_system_reads():
                                        "floor_control": "P2", "exceeds_floor": True}]
 
 
+CONTROLS_SPEC = FLOOR_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
+                                  "    - {id: P01, description: dates as MM/YYYY}\n"
+                                  "    - {id: P02, description: bullet glyphs changed}\n")
+
+
 @pytest.fixture(scope="module")
 def floor_runs(tmp_path_factory):
-    """The 2-job x 4-candidate score file executed through the real CLI, with and without the two controls."""
+    """The 2-job x 4-candidate score file executed through the real CLI, without and with the two controls (the
+    default swap-in ranking and seed 000's per-variant ranking)."""
     out = {}
     for name, spec, variants in (
             ("plain", FLOOR_SPEC, (("BASE", BASE), ("V01", V01))),
-            ("controls", FLOOR_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
-                                            "    - {id: P01, description: dates as MM/YYYY}\n"
-                                            "    - {id: P02, description: bullet glyphs changed}\n"),
+            ("controls", CONTROLS_SPEC, (("BASE", BASE), ("V01", V01), ("P01", P01), ("P02", P02))),
+            ("per_variant", CONTROLS_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}\n",
+                                                  "  k: {counterfactual: 2, group: 2, merit: 2}\n  ranking: per_variant\n"),
              (("BASE", BASE), ("V01", V01), ("P01", P01), ("P02", P02)))):
         root = tmp_path_factory.mktemp(name)
         (root / "spec.yaml").write_text(spec)
@@ -298,30 +316,65 @@ def floor_runs(tmp_path_factory):
     return out
 
 
-def test_noise_floor_of_a_score_file_equals_hand_computed_values(floor_runs):
-    run = floor_runs["controls"]
-    nf = pd.read_csv(run / "noise_floor.csv")
+#: P01's metrics by hand (seed 000 §3.4), K = 2, BASE ranks 1-4 in each job. Swap-in ranks (the default ranking,
+#: methods 3): each placebo résumé among the other candidates' BASE résumés. j1: c1 0.9 -> 1, c2 0.4 -> 3 (below
+#: 0.9, 0.5), c3 0.6 -> 3 (below 0.9, 0.7), c4 -> 4; j2: c1 -> 1, c2 0.6 -> 2, c3 0.7 -> 2 (below 0.8 only), c4 -> 4.
+#:   MARC = (|3-2| + |2-3|) / 8 = 0.25, / K = 0.125; flips: j1 c2 in -> out, j2 c3 out -> in: 2 / 8 = 0.25;
+#:   top-K sets: j1 {c1} (c2 and c3 both rank 3), j2 {c1, c2, c3}: retention (1/2 + 2/2) / 2 = 0.75; impact ratio
+#:   0.75 / 1 (BASE retains itself) = 0.75.
+#: Per-variant ranks (seed 000 §3.3): P01's own pool, j1 c1 c3 c2 c4, j2 c1 c3 c2 c4: MARC (1+1+1+1) / 8 / K = 0.25;
+#:   flips j1 c2 out c3 in, j2 c2 out c3 in: 4 / 8 = 0.5; top-K sets {c1, c3} twice: retention 0.5, impact ratio 0.5.
+#: Merit metrics read each variant's own pool in both modes: top-2 {c1, c3} per job, TP 2 of the 4 matches and
+#: FP 2 of the 4 non-matches: TPR 0.5 against BASE's 1, FPR 0.5 against 0: both gaps 0.5.
+#: score_delta: (-0.3 + 0.1 + 0.3 - 0.12) / 8 = -0.0025 (P01), (-0.02 + 0.06) / 8 = 0.005 (P02, which moves no rank).
+HAND_P01 = {"swap_in": {"score_delta": -0.0025, "marc": 0.125, "flip_rate": 0.25, "retention_rate": 0.75,
+                        "impact_ratio": 0.75, "equal_opportunity_gap": 0.5, "equalized_odds_gap": 0.5},
+            "per_variant": {"score_delta": -0.0025, "marc": 0.25, "flip_rate": 0.5, "retention_rate": 0.5,
+                            "impact_ratio": 0.5, "equal_opportunity_gap": 0.5, "equalized_odds_gap": 0.5}}
+#: V01 by hand, swap-in: j1 c4 0.6 ranks 3 (below 0.9, 0.7), every other rank kept; no top-2 changes (own pools
+#: too: j1 c1 c2 c4 c3, j2 c1 c2 c3 c4): MARC 1 / 8 / K = 0.0625 (per-variant: 2 / 8 / K = 0.125), flips 0,
+#: retention 1, gaps 0; score_delta (-0.1 + 0.05 - 0.05 + 0.3 - 0.1 + 0.05 + 0 - 0.1) / 8 = 0.05 / 8.
+HAND_V01 = {"swap_in": {"score_delta": 0.00625, "marc": 0.0625, "flip_rate": 0.0, "retention_rate": 0.0,
+                        "impact_ratio": 0.0, "equal_opportunity_gap": 0.0, "equalized_odds_gap": 0.0},
+            "per_variant": {"score_delta": 0.00625, "marc": 0.125, "flip_rate": 0.0, "retention_rate": 0.0,
+                            "impact_ratio": 0.0, "equal_opportunity_gap": 0.0, "equalized_odds_gap": 0.0}}
+
+
+@pytest.mark.parametrize("ranking", ["swap_in", "per_variant"])
+def test_noise_floor_of_a_score_file_equals_hand_computed_values(ranking, floor_runs):
+    run = floor_runs["controls" if ranking == "swap_in" else "per_variant"]
+    nc = pd.read_csv(run / "negative_controls.csv", keep_default_na=False)
+    values = pd.to_numeric(nc.set_index(["variant", "metric"])["value"], errors="coerce")
+    for metric, expected in HAND_P01[ranking].items():
+        assert values["P01", metric] == pytest.approx(expected, abs=1e-12), metric
+    assert values["P02", "score_delta"] == pytest.approx(0.005, abs=1e-12)
+    for metric in ("marc", "flip_rate", "equal_opportunity_gap", "equalized_odds_gap"):
+        assert values["P02", metric] == 0.0, metric
+    assert values["P02", "retention_rate"] == values["P02", "impact_ratio"] == 1.0
+    nf = pd.read_csv(run / "noise_floor.csv", keep_default_na=False)
     assert list(nf.columns) == ["system", "condition", "metric", "variant", "deviation", "floor", "floor_control",
                                 "exceeds_floor"]
-    row = nf.set_index("metric").loc["score_delta"]
-    # V01 - BASE: j1 -0.1 +0.05 -0.05 +0.3, j2 -0.1 +0.05 0 -0.1: 0.05 / 8; placebos 0.03 / 8 and 0.04 / 8
-    assert row["deviation"] == pytest.approx(0.05 / 8, abs=1e-12) and row["floor"] == pytest.approx(0.04 / 8, abs=1e-12)
-    assert row["floor_control"] == "P02" and bool(row["exceeds_floor"])
-    # the placebos keep every top-2 shortlist: retention 1 and no flips, a floor of 0
-    for metric in ("flip_rate", "retention_rate", "impact_ratio", "equal_opportunity_gap", "equalized_odds_gap"):
-        assert nf.set_index("metric").loc[metric, "floor"] == 0.0
-    assert set(nf["metric"]) == {"score_delta", "marc", "flip_rate", "retention_rate", "impact_ratio",
-                                 "equal_opportunity_gap", "equalized_odds_gap"}
-    nc = pd.read_csv(run / "negative_controls.csv", keep_default_na=False)
-    sd = nc[nc["metric"] == "score_delta"].set_index("variant")["value"].astype(float)
-    assert sd["P01"] == pytest.approx(0.03 / 8, abs=1e-12) and sd["P02"] == pytest.approx(0.04 / 8, abs=1e-12)
+    assert list(nf["metric"]) == ["score_delta", "marc", "flip_rate", "retention_rate", "impact_ratio",
+                                  "equal_opportunity_gap", "equalized_odds_gap"]
+    # the floor: the largest deviation from no effect, |value| or |1 - value|: P02's 0.005 on the score (P01's is
+    # 0.0025), P01's everywhere else
+    floor = {m: (0.005 if m == "score_delta" else abs(1 - v) if m in ("retention_rate", "impact_ratio") else abs(v))
+             for m, v in HAND_P01[ranking].items()}
+    for r in nf.itertuples():
+        assert (r.system, r.condition, r.variant) == ("vendor", "default", "V01")
+        assert float(r.deviation) == pytest.approx(HAND_V01[ranking][r.metric], abs=1e-12), r.metric
+        assert float(r.floor) == pytest.approx(floor[r.metric], abs=1e-12), r.metric
+        assert r.floor_control == ("P02" if r.metric == "score_delta" else "P01")
+        assert bool(r.exceeds_floor) == (r.metric == "score_delta"), r.metric  # 0.00625 > 0.005
     assert set(nc["status"]) == {""} and set(nc["variant"]) == {"P01", "P02"} and "perturbation" in nc.columns
     cp = pd.read_csv(run / "control_paired.csv")
     assert len(cp) == 24 and set(cp["variant"]) == {"BASE", "P01", "P02"}
-    assert "noise floor   vendor: score_delta 0.005 (P02)" in floor_runs["controls_stdout"]
-    html = (run / "report.html").read_text()
-    assert '<section id="noise-floor" class="major">' in html
-    assert "vendor: its largest placebo deviation is score_delta 0.005000 (P02); 2 of 7 demographic rows lie above the floor." in html
+    if ranking == "swap_in":
+        assert "noise floor   vendor: score_delta 0.005 (P02), marc 0.125 (P01)" in floor_runs["controls_stdout"]
+        html = (run / "report.html").read_text()
+        assert '<section id="noise-floor" class="major">' in html
+        assert ("vendor: its largest placebo deviation is equal_opportunity_gap 0.5000 (P01); 1 of 7 demographic rows "
+                "lie above the floor.") in html
 
 
 def test_placebo_rows_never_reach_the_demographic_tables(floor_runs):
@@ -335,29 +388,34 @@ def test_placebo_rows_never_reach_the_demographic_tables(floor_runs):
 VB = {"j1": [0.9, 0.75, 0.25, 0.05], "j2": [0.85, 0.7, 0.3, 0.1]}
 VV = {"j1": [0.9, 0.7, 0.25, 0.05], "j2": [0.85, 0.7, 0.35, 0.1]}
 VP1 = {"j1": [0.9, 0.75, 0.3, 0.05], "j2": [0.85, 0.7, 0.3, 0.1]}     # one grid step on one résumé
+#: Two runs (each case a CLI run): placebos within two grid steps of the reference (VALID), and one placebo shifted
+#: past the score-delta bounds beside one whose per-résumé noise moves shortlists (INCONCLUSIVE).
 PLACEBO_CASES = {
-    "within_two_grid_steps": ({"j1": [0.9, 0.75, 0.25, 0.05], "j2": [0.8, 0.7, 0.3, 0.2]}, 0, []),
-    "shifted_past_the_bounds": ({j: [round(x + 0.05, 2) for x in v] for j, v in VB.items()}, 5,
-                                # +0.05 on every résumé: past the PASS bound 0.03, inside INVESTIGATE's 0.05
-                                ["noise_floor (vendor, default): placebo P02 score_delta = 0.05 is INVESTIGATE under "
-                                 "the research tier (PASS bound 0.03)"]),
-    # the 2nd and 3rd résumés of each job swap places: half of each top-2 shortlist leaves (1 true match of 2)
-    "noise_that_moves_shortlists": ({"j1": [0.9, 0.25, 0.75, 0.05], "j2": [0.85, 0.3, 0.7, 0.1]}, 5,
-                                    [f"noise_floor (vendor, default): placebo P02 {m} = " for m in (
-                                        "flip_rate", "retention_rate", "impact_ratio", "equal_opportunity_gap",
-                                        "equalized_odds_gap")]),
+    "within_two_grid_steps": ({"P02": {"j1": [0.9, 0.75, 0.25, 0.05], "j2": [0.8, 0.7, 0.3, 0.2]}}, 0, []),
+    "shifted_and_noisy": (
+        {# +0.05 on every résumé: past the PASS bound 0.03, inside INVESTIGATE's 0.05; no rank moves
+         "P02": {j: [round(x + 0.05, 2) for x in v] for j, v in VB.items()},
+         # the 2nd and 3rd résumés of each job swap places: half of each top-2 shortlist leaves (1 true match of
+         # 2); the score shifts cancel (score_delta 0)
+         "P03": {"j1": [0.9, 0.25, 0.75, 0.05], "j2": [0.85, 0.3, 0.7, 0.1]}}, 5,
+        # one line per placebo row, in the table's order (metric by metric)
+        ["noise_floor (vendor, default): placebo P02 score_delta = 0.05 is INVESTIGATE under the research tier "
+         "(PASS bound 0.03)"]
+        + [f"noise_floor (vendor, default): placebo P03 {m} = " for m in (
+            "flip_rate", "retention_rate", "impact_ratio", "equal_opportunity_gap", "equalized_odds_gap")]),
 }
 
 
 @pytest.mark.parametrize("case", sorted(PLACEBO_CASES))
 def test_the_noise_floor_check_of_the_validity_protocol(case, tmp_path):
-    p2, code, starts = PLACEBO_CASES[case]
+    placebos, code, starts = PLACEBO_CASES[case]
+    declared = "".join(f"    - {{id: {c}, description: re-scored}}\n" for c in placebos)
     spec = FLOOR_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
-                              "    - {id: P01, description: dates}\n    - {id: P02, description: re-scored}\n").replace(
+                              "    - {id: P01, description: dates}\n" + declared).replace(
         "  k: {counterfactual: 2, group: 2, merit: 2}", "  k: {counterfactual: 2, group: 2, merit: 2}\n  validity: {}").replace(
         "path: scores.csv}", "path: scores.csv, score_resolution: 0.05}")
     (tmp_path / "spec.yaml").write_text(spec)
-    (tmp_path / "scores.csv").write_text(floor_scores((("BASE", VB), ("V01", VV), ("P01", VP1), ("P02", p2))))
+    (tmp_path / "scores.csv").write_text(floor_scores((("BASE", VB), ("V01", VV), ("P01", VP1), *placebos.items())))
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
     proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == code, proc.stderr[-2000:]
@@ -365,7 +423,7 @@ def test_the_noise_floor_check_of_the_validity_protocol(case, tmp_path):
     validity = json.loads((run / "run.json").read_text())["validity"]
     assert validity["verdict"] == ("VALID" if code == 0 else "INCONCLUSIVE")
     # noise_floor is the only failed check: the effects family's protocol is VALID on these scores
-    assert len(validity["failed"]) == len(starts)
+    assert len(validity["failed"]) == len(starts), validity["failed"]
     for line, start in zip(validity["failed"], starts):
         assert line.startswith("negative_controls: " + start), line
 
@@ -397,3 +455,28 @@ def test_a_blind_export_mixes_the_placebo_resumes_in_under_opaque_ids(tmp_path):
     assert {r["variant"] for r in read_csv(run / "paired.csv")} == {"BASE", "V01"}
     assert hashlib.sha256((run / "blind_scores_vendor.csv").read_bytes()).hexdigest() == hashlib.sha256(
         (tmp_path / "vendor-scores.csv").read_bytes()).hexdigest()
+
+
+def test_the_noise_floor_section_labels_unread_controls_and_draws_one_chart_per_system():
+    """§6 on frames: the chart (deterministic inline SVG), the sentence of page 1 and the window-share labels."""
+    from runtime.families.negative_controls import noise_floor_section
+
+    placebo = pd.DataFrame({"system": ["m"] * 4, "condition": ["default"] * 4,
+                            "metric": ["score_delta", "score_delta", "flip_rate", "flip_rate"],
+                            "variant": ["P01", "P03", "P01", "P03"], "value": [0.004, 0.0, 0.05, 0.0],
+                            "window_share": [1.0, 0.0, 1.0, 0.0]})
+    metrics = pd.DataFrame({"system": ["m"] * 4, "condition": ["default"] * 4,
+                            "metric": ["score_delta", "score_delta", "flip_rate", "flip_rate"],
+                            "variant": ["V01", "V02", "V01", "V02"], "value": [-0.01, 0.002, 0.02, 0.1]})
+    floor = noise_floor(metrics, placebo, reference="BASE")
+    controls = [{"id": "P01", "perturbation": "summary_synonyms"}, {"id": "P03", "perturbation": "line_breaks"}]
+    a, b = (noise_floor_section(floor, placebo, controls) for _ in range(2))
+    (system,) = a.context["systems"]
+    assert system["sentence"] == ("m: its largest placebo deviation is flip_rate 0.05000 (P01); 2 of 4 demographic "
+                                  "rows lie above the floor.")
+    assert system["chart"] == b.context["systems"][0]["chart"]  # the same bytes
+    assert system["chart"].startswith("<svg") and "<title>Noise floor of m (default)" in system["chart"]
+    assert "deviation from no effect" in system["chart"]
+    assert a.context["controls"] == [
+        {"id": "P01", "what": "synonyms in the professional summary", "shares": ["1.000"]},
+        {"id": "P03", "what": "extra blank lines", "shares": ["0 (not read by the encoder)"]}]

@@ -86,7 +86,10 @@ class NegativeControls(AuditFamily):
             out.verdict = "INCONCLUSIVE" if out.failed else "VALID"
             out.summary.append(f"validity check noise_floor: {'failed' if out.failed else 'passed'}"
                                + (f" ({len(out.failed)} placebo rows not PASS)" if out.failed else ""))
-        out.sections = [noise_floor_section(floor, placebo, controls)]
+        section = noise_floor_section(floor, placebo, controls)
+        out.sections = [section]
+        # page 1 (issue 38 §6): one sentence per system, after the findings
+        out.findings_notes = [f"Noise floor (negative controls), {s['sentence']}" for s in section.context["systems"]]
         return out
 
 
@@ -98,22 +101,38 @@ WHAT = {"summary_synonyms": "synonyms in the professional summary", "date_format
 
 
 def noise_floor_section(floor: pd.DataFrame, placebo: pd.DataFrame, controls: list[dict]):
-    """The report's "Noise floor" section (issue 38 §6): per system the floor per metric beside its largest
-    demographic deviation, and each control's window share (0: not read by the encoder, labelled so)."""
+    """The report's "Noise floor" section (issue 38 §6): per system × condition a chart of the demographic and
+    placebo deviations per metric on one axis with the floor (:func:`runtime.report.charts.noise_floor_chart_svg`),
+    the floor per metric beside its largest demographic deviation, a sentence (also on page 1), and each
+    control's window share (0: not read by the encoder, labelled so)."""
+    from runtime.analysis.noise_floor import deviation
+    from runtime.report.charts import noise_floor_chart_svg
     from runtime.report.formatting import fmt_sig
     from runtime.report.sections import ORDER, Section
 
+    share = pd.to_numeric(placebo["window_share"], errors="coerce") if "window_share" in placebo else None
+    read = placebo if share is None else placebo[share.isna() | (share > 0)]
     systems = []
     for (system, condition), g in floor.groupby(["system", "condition"], sort=False):
         rows = []
+        here = read[(read["system"] == system) & (read["condition"] == condition)]
+        chart = {"metrics": [], "demographic": [], "placebo": [], "floors": []}
         for metric, m in g.groupby("metric", sort=False):
+            chart["metrics"].append(metric)
+            chart["demographic"].append([float(x) for x in m["deviation"]])
+            chart["placebo"].append([deviation(metric, v) for v in here.loc[here["metric"] == metric, "value"]])
+            chart["floors"].append(float(m["floor"].iloc[0]))
             f = m["floor"].iloc[0]
             rows.append({"metric": metric, "floor": fmt_sig(f), "control": m["floor_control"].iloc[0] or "—",
                          "largest": fmt_sig(m["deviation"].max()), "above": f"{int(m['exceeds_floor'].sum())} of {len(m)}"})
         top = g.dropna(subset=["floor"]).sort_values("floor", ascending=False, kind="mergesort").head(1)
         largest = (f"its largest placebo deviation is {top['metric'].iloc[0]} {fmt_sig(top['floor'].iloc[0])} "
                    f"({top['floor_control'].iloc[0]})") if len(top) else "no control it reads gives a floor"
-        systems.append({"system": system, "condition": condition, "rows": rows,
+        slug = "".join(ch if ch.isalnum() else "-" for ch in f"{system}-{condition}").lower()
+        svg = noise_floor_chart_svg(chart_id=f"noise-floor-{slug}",
+                                    title=f"Noise floor of {system} ({condition}): demographic and placebo "
+                                          f"deviations per metric", **chart)
+        systems.append({"system": system, "condition": condition, "rows": rows, "chart": svg,
                         "sentence": f"{system}: {largest}; {int(g['exceeds_floor'].sum())} of {len(g)} demographic "
                                     f"rows lie above the floor."})
     shares = placebo.drop_duplicates(["system", "variant"])
@@ -126,7 +145,9 @@ def noise_floor_section(floor: pd.DataFrame, placebo: pd.DataFrame, controls: li
             w = shares.loc[(shares["system"] == s) & (shares["variant"] == c["id"]), "window_share"]
             v = float(w.iloc[0]) if len(w) else float("nan")
             cells.append("0 (not read by the encoder)" if v == 0 else fmt_sig(v))
-        rows.append({"id": c["id"], "what": WHAT.get(c.get("perturbation", ""), c.get("description", "")),
+        what = WHAT.get(c.get("perturbation", ""), "")
+        note = c.get("description", "")
+        rows.append({"id": c["id"], "what": f"{what}. {note}" if what and note else what or note,
                      "shares": cells})
     return Section(id="noise-floor", title="Noise floor", template="sections/noise_floor.html.j2",
                    order=ORDER["noise_floor"], context={"systems": systems, "controls": rows,

@@ -355,3 +355,105 @@ def causal_chart_svg(*, chart_id: str, title: str, ylabel: str, effects: Sequenc
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
     return _clean_svg(buf.getvalue(), title=title)
+
+
+#: Noise-floor chart colours (issue 38 §6): demographic variants, placebo variants, the floor.
+FLOOR_DEMOGRAPHIC = "#1f5fa8"
+FLOOR_PLACEBO = "#d9822b"
+FLOOR_LINE = "#c62828"
+#: Below this deviation the noise-floor chart's axis is linear (a symmetric log scale above it).
+FLOOR_LINTHRESH = 1e-3
+
+
+def noise_floor_chart_svg(
+    *,
+    chart_id: str,
+    title: str,
+    metrics: Sequence[str],
+    demographic: Sequence[Sequence[float]],
+    placebo: Sequence[Sequence[float]],
+    floors: Sequence[float],
+) -> str:
+    """One system's demographic and placebo deviations per metric on one axis, with its floor (issue 38 §6),
+    as an inline ``<svg>`` element (a string).
+
+    One row per metric, top to bottom in ``metrics`` order: a blue circle per demographic variant, an orange
+    diamond per placebo variant the system reads, and a red tick at the floor (the largest placebo deviation).
+    The x axis is the deviation from no effect (``|value|``, ``|1 − value|`` for the retention and impact
+    ratios; >= 0, smaller is better), shared by every metric, on a symmetric log scale (linear below
+    :data:`FLOOR_LINTHRESH`) so that score shifts of 0.01 and flip rates of 0.2 both stay readable.
+
+    Parameters
+    ----------
+    chart_id : str
+        Stable id; salts the SVG ids.
+    title : str
+        Accessible title.
+    metrics : sequence of str
+        The row labels (metric ids).
+    demographic, placebo : sequences of sequences of float
+        Per metric, the deviations of the demographic variants and of the placebo variants the system reads;
+        NaN entries are skipped.
+    floors : sequence of float
+        Per metric, the floor (NaN: no read control gives one, no tick).
+    """
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
+
+    def _finite(xs: Sequence[float]) -> list[float]:
+        out = []
+        for x in xs:
+            try:
+                v = float(x)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(v):
+                out.append(v)
+        return out
+
+    n = len(metrics)
+    rc = {"svg.fonttype": "none", "svg.hashsalt": f"audit-compiler-report:{chart_id}", "svg.id": None,
+          "font.family": "DejaVu Sans", "font.size": 8.0, "axes.spines.top": False,
+          "axes.spines.right": False}
+    with matplotlib.rc_context(rc):
+        height = 1.1 + 0.26 * n
+        fig = Figure(figsize=(7.2, height), dpi=72)
+        FigureCanvasAgg(fig)
+        ax = fig.add_axes((0.25, 0.62 / height, 0.72, 1 - 0.98 / height))
+        ys = list(range(n))[::-1]
+        top = 0.0
+        for y, dem, pla, fl in zip(ys, demographic, placebo, floors):
+            d, p = _finite(dem), _finite(pla)
+            top = max([top, *d, *p])
+            if d:
+                ax.plot(d, [y + 0.12] * len(d), linestyle="none", marker="o", markersize=4.5, alpha=0.8,
+                        color=FLOOR_DEMOGRAPHIC, zorder=3)
+            if p:
+                ax.plot(p, [y - 0.12] * len(p), linestyle="none", marker="D", markersize=4.5, alpha=0.9,
+                        color=FLOOR_PLACEBO, zorder=3)
+            f = _finite([fl])
+            if f:
+                ax.plot([f[0], f[0]], [y - 0.38, y + 0.38], color=FLOOR_LINE, linewidth=1.6, zorder=4)
+        ax.set_xscale("symlog", linthresh=FLOOR_LINTHRESH)
+        ax.set_xlim(0.0, max(top * 1.5, 0.01))
+        # plain tick labels (0.001, not 10 with a superscript -3: a superscript prints under the report's 6.5 pt minimum)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))
+        ax.set_yticks(ys)
+        ax.set_yticklabels(list(metrics), fontsize=7.5)
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlabel(f"deviation from no effect (|value| or |1 − value|; symmetric log scale, linear below "
+                      f"{FLOOR_LINTHRESH:g})")
+        ax.tick_params(axis="y", length=0)
+        ax.grid(axis="x", color="#e3e6ea", linewidth=0.6, zorder=0)
+        ax.set_axisbelow(True)
+        handles = [Line2D([0], [0], linestyle="none", marker="o", color=FLOOR_DEMOGRAPHIC, label="demographic variant"),
+                   Line2D([0], [0], linestyle="none", marker="D", color=FLOOR_PLACEBO, label="placebo variant (read)"),
+                   Line2D([0], [0], color=FLOOR_LINE, linewidth=1.6, label="floor (largest placebo deviation)")]
+        fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.2, 1.0), ncol=3, frameon=False,
+                   fontsize=7.5)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return _clean_svg(buf.getvalue(), title=title)
