@@ -39,7 +39,7 @@ LOCK_SCHEMA_VERSION = "1.1"
 PLAN_SCHEMA_VERSION = "1.1"
 RUN_SCHEMA_VERSION = "1.1"
 MANIFEST_SCHEMA_VERSION = "1.1"
-SUMMARY_SCHEMA_VERSION = "1.1"
+SUMMARY_SCHEMA_VERSION = "1.2"
 
 #: Run states of ``run.json``: ``interrupted`` is a run whose process died (written by --resume,
 #: ``verify`` and ``audit status`` when they find a stale process id or lock file).
@@ -396,8 +396,9 @@ class Summary(Artifact):
     risk: list[dict[str, Any]] = Field(description="the rows of risk.csv (empty when the run has none)")
     validity: SummaryValidity | None = Field(description="the validity protocol's verdict; null without one")
     gate: SummaryGate
-    exit_code: Literal[0, 4, 5] = Field(description="the exit code of `audit execute`: 0 done, 4 the gate "
-                                                    "tripped, 5 the verdict is INCONCLUSIVE (before 4)")
+    exit_code: Literal[0, 4, 5, 8] = Field(description="the exit code of `audit execute`: 0 done, 4 the gate "
+                                                       "tripped, 5 the verdict is INCONCLUSIVE (before 4), 8 sealed "
+                                                       "but unsigned without --unsigned (after 4; since 1.2)")
 
     def dump(self) -> dict[str, Any]:
         """As :meth:`Artifact.dump`, with the status key ``N/A`` written by its alias."""

@@ -22,6 +22,7 @@ EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_LOCK, EXIT_GATE = 0, 1, 2, 3, 4
 EXIT_INCONCLUSIVE = 5
 EXIT_VERIFY = 6  # `audit verify` found a failure
 EXIT_UNAVAILABLE = 7  # a system under test could not be reached (runtime.llm.client.LlmUnavailable)
+EXIT_UNSIGNED = 8  # `audit execute` sealed the run without signing keys and without --unsigned (issue 37 §3)
 
 def _flags_without_a_type() -> None:
     """Typer 0.29's rich help prints a flag's type (``--quiet -q <bool>``) as if it took a value;
@@ -281,6 +282,11 @@ def compile_(
 
 #: The messages of :func:`signing_options` (the tests assert them).
 MSG_TSA_URL = "--tsa {tsa!r}: give the time-stamping authority's http(s) URL"
+MSG_UNSIGNED_WITH_KEYS = ("--unsigned runs without signing keys; it cannot be given with {option}: drop one of "
+                          "them")
+MSG_EXIT_UNSIGNED = ("sealed but UNSIGNED (exit {code}): {run} holds a complete run, but no key signs its report or "
+                     "manifest (an unsigned run cannot be signed afterwards): create keys with `audit keygen` and run `audit execute` "
+                     "again (finished tasks are reused from the task store), or pass --unsigned to run unsigned on purpose")
 MSG_TSA_NEEDS_KEYS = "--tsa timestamps {what}: it needs signing keys (see `audit keygen`)"
 MSG_NO_KEYS = "no signing keys in {kd}; create them with `audit keygen --key-dir {kd}`"
 MSG_NO_KEYS_NAMED = "no signing keys in {kd} (named by {by}); create them with `audit keygen --key-dir {kd}`"
@@ -588,13 +594,14 @@ def execute(
     accept_vendor_file: Annotated[Optional[str], typer.Option("--accept-vendor-file", help="Use a blind system's returned score file although it differs from the one first read; the reason, both digests and the time are recorded in the run and its report.", show_default=False, metavar="REASON")] = None,
     tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL: the report is signed PAdES B-LTA (trusted time, validation data embedded) and the manifest is timestamped; default \\[signing] tsa of the key directory's config.toml. Without one the report is PAdES B-B, dated by this machine's clock.", show_default=False, metavar="URL")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the run's summary.json on stdout (status counts, risk, validity, gate, exit code); every other line goes to stderr.")] = False,
+    unsigned: Annotated[bool, typer.Option("--unsigned", help="Seal the run without signing keys on purpose (no key directory is read): exit 0, not 8. Without it a run sealed without keys exits 8 (sealed but unsigned).")] = False,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     import contextlib
 
     with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
         result = _execute(spec, out=out, store=store, quiet=quiet, fail_on=fail_on, tier=tier, key_dir=key_dir, resume=resume,
-                          accept_vendor_file=accept_vendor_file, tsa=tsa)
+                          accept_vendor_file=accept_vendor_file, tsa=tsa, unsigned=unsigned)
     if json_out:  # exactly the sealed file's object
         from runtime.pipeline.summary import SUMMARY
 
@@ -605,13 +612,16 @@ def execute(
 
 
 def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: bool, fail_on: Optional[Gate], tier: TierName,
-             key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str]):
+             key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str],
+             unsigned: bool = False):
     """The run of `audit execute` and its messages (on stderr under --json); returns the RunResult."""
     from compiler.errors import AuditError
     from runtime.pipeline import execute as run_execute
 
     if accept_vendor_file is not None and not accept_vendor_file.strip():
         raise AuditError("--accept-vendor-file needs a reason (it is printed in the report)")
+    if unsigned and (key_dir is not None or tsa is not None):
+        raise AuditError(MSG_UNSIGNED_WITH_KEYS.format(option="--key-dir" if key_dir is not None else "--tsa"))
     if fail_on is Gate.INVESTIGATE:  # the old name (issue 29 §1): statuses come from intervals since methods 7
         fail_on = Gate.INCONCLUSIVE
         _console(stderr=True).print("note: --fail-on INVESTIGATE is read as --fail-on INCONCLUSIVE (trips on every "
@@ -623,8 +633,9 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
     # a missing extra stops the run before the keys are read or a TSA is asked (the pipeline checks again)
     check_extras(load_spec(spec), "execute")
     # before any work: a broken key directory, or one named without keys, stops the run at once (exit 2)
-    keys, tsa, kd = signing_options(key_dir, tsa, required="named", missing=MSG_NO_KEYS_NAMED,
-                                    tsa_needs_keys=MSG_TSA_NEEDS_KEYS.format(what="a signature"))
+    keys, tsa, kd = (None, None, None) if unsigned else signing_options(
+        key_dir, tsa, required="named", missing=MSG_NO_KEYS_NAMED,
+        tsa_needs_keys=MSG_TSA_NEEDS_KEYS.format(what="a signature"))
     if tsa:  # before any work: the TSA answers and the signer's chain is valid and not revoked, now
         from runtime.provenance.trusted_time import preflight
 
@@ -642,12 +653,17 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
             "note: no time-stamping authority: the report will be signed PAdES B-B, dated by this machine's clock, "
             "and cannot be validated after the certificate expires; pass --tsa URL (or set [signing] tsa in "
             f"{kd / 'config.toml'}) for a trusted time and long-term validation (PAdES B-LTA)", markup=False)
-    if keys is None:
+    if unsigned:
+        _console(stderr=True).print("note: unsigned run (--unsigned): the report and manifest will not be signed and "
+                                    "`audit verify` will fail on this run", markup=False)
+    elif keys is None:
         _console(stderr=True).print(_styled(
             "warning: UNSIGNED run", "bold red", f": no signing keys in {kd}. The report and manifest will not be "
-            "signed and `audit verify` will fail on this run. Create keys with `audit keygen` (or pass --key-dir)."))
+            f"signed, `audit verify` will fail on this run, and audit execute exits {EXIT_UNSIGNED} (sealed but "
+            "unsigned). Create keys with `audit keygen` (or pass --key-dir), or pass --unsigned to run unsigned "
+            "on purpose."))
     result = run_execute(spec, out=out, store=store, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file,
-                         tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value)
+                         tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value, allow_unsigned=unsigned)
     console = _console()
     reused = result.run.get("reused_tasks") or []
     if reused:
@@ -674,6 +690,8 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
         err.print(f"--fail-on {fail_on.value} ({tier.value} tier) tripped by {len(hits)} row(s):", markup=False)
         for h in hits[:20]:
             err.print(f"  {h}", markup=False)
+    if result.exit_code == EXIT_UNSIGNED:
+        _console(stderr=True).print(MSG_EXIT_UNSIGNED.format(code=EXIT_UNSIGNED, run=result.run_dir), markup=False)
     verdict = result.verdict
     if verdict and verdict[0] == "INCONCLUSIVE":
         err = _console(stderr=True)

@@ -400,6 +400,8 @@ def test_verify_spec_option(signed_run, key_dir, tmp_path):
 # -------------------------------------------------------------------------------------- unsigned
 
 def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write_spec):
+    """Issue 37 §3: a run sealed without keys exits 8 (sealed but unsigned) unless --unsigned says it is
+    meant; summary.json records the same code; --unsigned with --key-dir or --tsa is a usage error."""
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     env = _cli_env(XDG_CONFIG_HOME=str(tmp_path / "config"))  # an empty default key directory
     env.pop("AUDIT_KEY_DIR", None)
@@ -412,11 +414,32 @@ def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write
                               capture_output=True, text=True)
         assert proc.returncode == 2 and f"error: no signing keys in nokeys (named by {named})" in proc.stderr
         assert not (tmp_path / "reports").exists()
-    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0, proc.stderr
+    for extra in (["--key-dir", "nokeys"], ["--tsa", "http://tsa.example"]):
+        proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--unsigned", *extra], cwd=tmp_path, env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 2 and f"it cannot be given with {extra[0]}" in proc.stderr, proc.stderr
+        assert not (tmp_path / "reports").exists()
+    # without keys and without --unsigned: sealed, unsigned, exit 8
+    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--out", "a"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 8, proc.stderr
     assert "UNSIGNED run" in proc.stderr and "audit keygen" in proc.stderr
+    assert "sealed but UNSIGNED (exit 8)" in proc.stderr and "Traceback" not in proc.stderr
+    run_a = next((tmp_path / "a" / "tiny-audit").iterdir())
+    assert json.loads((run_a / "summary.json").read_text())["exit_code"] == 8
+    # --fail-on keeps its code: a tripped gate exits 4, not 8
+    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--out", "g", "--fail-on", "INCONCLUSIVE"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    run_g = next((tmp_path / "g" / "tiny-audit").iterdir())
+    summary_g = json.loads((run_g / "summary.json").read_text())
+    assert proc.returncode == summary_g["exit_code"] == (4 if summary_g["gate"]["tripped"] else 8)
+    # --unsigned: the same run on purpose, exit 0
+    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--unsigned"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "unsigned run (--unsigned)" in proc.stderr and "sealed but UNSIGNED" not in proc.stderr
     run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
+    assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 0
     assert (run_dir / MANIFEST).exists() and not (run_dir / ENVELOPE).exists()
     assert json.loads((run_dir / "run.json").read_text())["signed"] is False
     assert "This run is not signed" in (run_dir / "report.html").read_text()
