@@ -300,6 +300,11 @@ class RunRecord(Artifact):
         None, description="the lock's signature as checked by execute: keyid, signer, timestamp time and TSA")
     lock_recreated: list[dict[str, Any]] = Field(
         default_factory=list, description="earlier locks of the same audit id this lock does not descend from")
+    # the engagement's history (issue 37 §3)
+    engagement: dict[str, Any] | None = Field(
+        None, description="runs sealed under each lock the amendments superseded (superseded: amendment, "
+                          "created_at, spec_digest, runs) and under this lock before this run (this_lock: "
+                          "created_at, runs, run_number); each run: run_id, sealed_at, signer (null: unsigned)")
 
 
 class Manifest(Artifact):

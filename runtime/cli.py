@@ -260,6 +260,7 @@ def compile_(
         from compiler.families.metric_suite import decision_text
 
         console.print(decision_text(compiled.resolved), markup=False)
+    _print_thresholds(console, lock["thresholds"])
     _print_power(console, compiled, known)
     if known is not None and known[2] is not None and unchanged and old.get("pilot") != known[2]:
         console.print("note: the spec matches its lock, which is kept as it is: this pilot's sha256 is not "
@@ -557,6 +558,40 @@ def _print_power(console, compiled, known) -> None:
         table.add_row(f"{r.system} · {r.condition}", str(r.category), str(r.n), _sig(r.sd_diff), _sig(r.level),
                       _sig(r.power), _sig(r.n_for_80), _sig(r.mde_shift), _sig(r.mde_ratio), _sig(r.mde_d))
     console.print(table)
+def threshold_bands(metric: str, bounds: dict) -> tuple[str, str, str]:
+    """The PASS, INVESTIGATE and FAIL bands of one pre-registered threshold as ``audit compile`` prints
+    them, in the direction :func:`runtime.analysis.classify.classify` reads them (seed 000 Table 3):
+    ``≤`` for a lower-is-better metric (``|v|`` where the catalogue classifies the absolute value),
+    ``≥`` for a higher-is-better one, ``[b, 1/b]`` for ``selection_ratio``; a metric outside the
+    catalogue shows its two numbers as written."""
+    from compiler import catalog
+
+    p, i = bounds.get("pass"), bounds.get("investigate")
+    info = catalog.METRICS.get(metric)
+    if info is None or not isinstance(p, (int, float)) or not isinstance(i, (int, float)):
+        return f"pass {p}", f"investigate {i}", "otherwise"
+    if metric == "selection_ratio":
+        return (f"[{p:g}, {1 / p:.4g}]" if p else "—", f"[{i:g}, {1 / i:.4g}]" if i else "—", "outside")
+    v = "|v| " if info.classify_abs else "v "
+    if info.direction == "lower":
+        return f"{v}≤ {p:g}", f"{v}≤ {i:g}", f"{v}> {i:g}"
+    return f"{v}≥ {p:g}", f"{v}≥ {i:g}", f"{v}< {i:g}"
+
+
+def _print_thresholds(console, thresholds: dict) -> None:
+    """The thresholds the lock pre-registers, one table: tier, metric, PASS, INVESTIGATE and FAIL bands
+    (issue 37 §3). A status comes from the value's 95% interval against these bands (methods 7)."""
+    from rich.table import Table
+
+    table = Table(title="pre-registered thresholds (a status compares the 95% interval with these bands)")
+    for col in ("tier", "metric", "PASS", "INVESTIGATE", "FAIL"):
+        table.add_column(col, no_wrap=True)
+    for tier, metrics in thresholds.items():
+        for metric, bounds in metrics.items():
+            table.add_row(str(tier), str(metric), *threshold_bands(str(metric), dict(bounds)))
+    console.print(table)
+
+
 def _tokens_cost(c: dict) -> str:
     cost = c["estimated_cost_usd"]
     return f"{c['estimated_tokens']} / " + ("unknown (see below)" if cost is None else f"${cost:.4f}")

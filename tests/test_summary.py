@@ -298,6 +298,10 @@ def test_status_counts_gate_and_exit_code_rules():
         {"family": "causal", "system": "a", "condition": "default", "item": "j1", "status": "FAIL"}]
     assert gate.gate_tripped(status, None) == [] and len(gate.gate_rows(status, None)) == 0
     assert gate.exit_code(tripped=False, verdict=None) == 0
+    # issue 37 §3: sealed but unsigned is 8, after the gate's codes (--fail-on keeps 4 and 5)
+    assert gate.exit_code(tripped=False, verdict=None, unsigned=True) == gate.EXIT_UNSIGNED == 8
+    assert gate.exit_code(tripped=True, verdict=None, unsigned=True) == 4
+    assert gate.exit_code(tripped=True, verdict="INCONCLUSIVE", unsigned=True) == 5
     assert gate.exit_code(tripped=True, verdict="VALID") == 4
     assert gate.exit_code(tripped=True, verdict="INCONCLUSIVE") == gate.exit_code(tripped=False,
                                                                                    verdict="INCONCLUSIVE") == 5

@@ -174,6 +174,7 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
                                        allow_unsigned=allow_unsigned)
         folder.stage("seal")
         seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings, tsa=tsa)
+        _record_seal(ctx.store, lock, run["run_id"], keys)
     except BaseException as err:
         run["status"] = "failed"
         run["error"] = f"{type(err).__name__}: {err}"
@@ -187,6 +188,25 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
             raise output_error(err, run_dir, locked.shown) from None
         raise
     return result
+
+
+def _record_seal(store: TaskStore, lock: dict[str, Any], run_id: str, keys) -> None:
+    """The seal in the task store's ledger (issue 37 §3): later runs of the audit list it under this lock
+    (:func:`runtime.provenance.locksign.engagement`)."""
+    from compiler.lock import utc_now
+    from runtime.provenance.keys import describe_person
+    from runtime.provenance.locksign import record_seal
+
+    import sys
+
+    from runtime.store import StoreError
+
+    signer = describe_person(keys.signer()) if keys is not None else None
+    try:
+        record_seal(store, lock, run_id, sealed_at=utc_now(), signer=signer)
+    except StoreError as err:  # the run is sealed: a ledger that cannot be written does not unseal it
+        print(f"warning: the seal of run {run_id} is not in the task store's ledger ({err}): later reports of "
+              "this audit will not list it", file=sys.stderr)
 
 
 def _drop_summary(folder: RunFolder) -> None:

@@ -40,7 +40,7 @@ def table_rows(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
 
 def build_summary(*, run: dict[str, Any], lock: dict[str, Any], status: pd.DataFrame,
                   risk: pd.DataFrame | None, verdict: tuple[str, list[str]] | None, signed: bool,
-                  fail_on: Gate | None, tier: Tier) -> dict[str, Any]:
+                  fail_on: Gate | None, tier: Tier, allow_unsigned: bool = False) -> dict[str, Any]:
     """The ``summary.json`` object of a run.
 
     Parameters
