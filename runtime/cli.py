@@ -689,7 +689,7 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
             "and cannot be validated after the certificate expires; pass --tsa URL (or set [signing] tsa in "
             f"{kd / 'config.toml'}) for a trusted time and long-term validation (PAdES B-LTA)", markup=False)
     if unsigned:
-        _console(stderr=True).print("note: unsigned run (--unsigned): the report and manifest will not be signed and "
+        _console(stderr=True).print("note: UNSIGNED run (--unsigned): the report and manifest will not be signed and "
                                     "`audit verify` will fail on this run", markup=False)
     elif keys is None:
         _console(stderr=True).print(_styled(

@@ -431,7 +431,7 @@ def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write
     proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--unsigned"], cwd=tmp_path, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "unsigned run (--unsigned)" in proc.stderr and "sealed but UNSIGNED" not in proc.stderr
+    assert "UNSIGNED run (--unsigned)" in proc.stderr and "sealed but UNSIGNED" not in proc.stderr
     run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
     assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 0
     assert (run_dir / MANIFEST).exists() and not (run_dir / ENVELOPE).exists()
