@@ -170,3 +170,35 @@ def test_compile_prints_the_pre_registered_thresholds_in_one_table(work, capsys)
     assert bands["research", "score_delta"] == ["|v| ≤ 0.03", "|v| ≤ 0.05", "|v| > 0.05"]  # the spec's own
     assert bands["operational", "score_delta"] == ["|v| ≤ 0.04", "|v| ≤ 0.05", "|v| > 0.05"]  # Table 3's
     assert bands["research", "impact_ratio"] == ["v ≥ 0.8", "v ≥ 0.7", "v < 0.7"]  # higher is better
+
+
+def test_the_ledger_lists_sealed_runs_once_per_lock_and_audit(tmp_path):
+    """Started-but-never-sealed runs are not listed, a resumed run sealed twice is listed once (its first
+    seal), other audits' runs and torn lines are ignored, and this run is not its own earlier run."""
+    from runtime.provenance.locksign import LEDGER, engagement, sealed_runs
+
+    def line(**kw):
+        return json.dumps({"audit": "a", "spec_digest": "d", **kw})
+
+    old, new = "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"
+    (tmp_path / LEDGER).write_text("\n".join([
+        line(created_at=old, run_id="r1"),  # started ...
+        line(created_at=old, run_id="r1", event="sealed", sealed_at="2026-01-02T00:00:00Z", signer="Jane"),
+        line(created_at=old, run_id="r2"),  # started, never sealed (failed)
+        line(created_at=old, run_id="r3", event="sealed", sealed_at="2026-01-03T00:00:00Z", signer=None),
+        line(created_at=old, run_id="r3", event="sealed", sealed_at="2026-01-04T00:00:00Z", signer=None),
+        json.dumps({"audit": "b", "created_at": old, "run_id": "x", "event": "sealed", "sealed_at": "t"}),
+        line(created_at=new, run_id="r4", event="sealed", sealed_at="2026-02-02T00:00:00Z", signer="Jane"),
+        '{"audit": "a", "created_at": "2026-02-01T00:00:00Z", "run_id": "torn', ""]))
+    assert sealed_runs(tmp_path, "a") == {
+        old: [{"run_id": "r1", "sealed_at": "2026-01-02T00:00:00Z", "signer": "Jane"},
+              {"run_id": "r3", "sealed_at": "2026-01-03T00:00:00Z", "signer": None}],
+        new: [{"run_id": "r4", "sealed_at": "2026-02-02T00:00:00Z", "signer": "Jane"}]}
+    lock = {"audit": "a", "created_at": new,
+            "amendments": [{"previous": {"created_at": old, "spec_digest": {"algorithm": "sha256", "digest": "d"}}}]}
+    got = engagement(lock, store_root=tmp_path, run_id="r5")
+    assert [r["run_id"] for r in got["superseded"][0]["runs"]] == ["r1", "r3"]
+    assert (got["superseded"][0]["amendment"], got["superseded"][0]["spec_digest"]) == (1, "d")
+    assert got["this_lock"]["run_number"] == 2 and [r["run_id"] for r in got["this_lock"]["runs"]] == ["r4"]
+    assert engagement(lock, store_root=tmp_path, run_id="r4")["this_lock"]["run_number"] == 1  # not its own
+    assert engagement(lock, store_root=tmp_path / "none", run_id="r5")["superseded"][0]["runs"] == []
