@@ -131,7 +131,8 @@ def init(
         console.print("next: start the local model server (python -m runtime.llm.serve --port 8765 &; needs the "
                       "llm extra), then", markup=False)
     console.print(f"next: read the comments in {spec}, then `audit validate {spec}`, `audit compile {spec}` and "
-                  f"`audit execute {spec}`", markup=False)
+                  f"`audit execute {spec}` (signed with the keys of `audit keygen`; without keys it exits "
+                  f"{EXIT_UNSIGNED}, sealed but unsigned: pass --unsigned for a trial run)", markup=False)
 
 
 @app.command()

@@ -95,6 +95,9 @@ def test_the_fourth_report_lists_the_runs_sealed_under_the_superseded_lock(work,
     for rid, rec in zip(ids, superseded["runs"]):
         assert f"{rid} {rec['sealed_at']} {rec['signer']}" in section.replace("\u00ad", "")
     assert "This lock: No earlier run: this is the first run sealed under it." in section
+    # the sealed run verifies with its new run.json fields
+    code, _out, err = _cli(capsys, "verify", str(fourth), "--key-dir", str(key_dir))
+    assert code == 0, err
     # a run folder carried elsewhere keeps its list: the report reads run.json, not the store
     shutil.rmtree(work / ".audit-store")
     assert json.loads((fourth / "run.json").read_text())["engagement"]["superseded"][0]["runs"] == \
