@@ -5,7 +5,7 @@
   third runs say "this lock already has sealed run(s)" and "run N under this lock";
 - two runs in a clean git repository (no ``.gitignore`` for the run folders or the store) are both clean;
   editing a tracked input makes the next one dirty, naming the file;
-- every file of a run folder follows the umask (0644 under 022);
+- every file of those run folders follows the umask (0644 under 022);
 - ``audit compile`` prints the pre-registered thresholds in one table.
 
 The CLI runs in this process (``runtime.cli.main``) to keep the file fast; the unsigned exit code (8) is
@@ -52,7 +52,14 @@ def work(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_the_fourth_report_lists_the_runs_sealed_under_the_superseded_lock(work, capsys, key_dir):
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_the_fourth_report_lists_the_runs_sealed_under_the_superseded_lock(work, capsys, key_dir, umask_022):
     assert _cli(capsys, "compile", "spec.yaml")[0] == 0
     errs = []
     for _ in range(3):
@@ -98,6 +105,13 @@ def test_the_fourth_report_lists_the_runs_sealed_under_the_superseded_lock(work,
     # the sealed run verifies with its new run.json fields
     code, _out, err = _cli(capsys, "verify", str(fourth), "--key-dir", str(key_dir))
     assert code == 0, err
+    # issue 37 §4: every file of every run follows the umask, 0644 under 022 (none 0600, which a shared
+    # folder or an upload tool cannot read)
+    files = [p for run_dir in _runs(work / "reports") for p in run_dir.rglob("*") if p.is_file()]
+    assert {"run.json", "report.pdf", "manifest.json", "manifest.dsse.json", "lock.json", "signer.crt",
+            "metrics.csv", "summary.json"} <= {p.name for p in files}
+    modes = {p.relative_to(work).as_posix(): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
+    assert modes == dict.fromkeys(modes, "0o644")
     # a run folder carried elsewhere keeps its list: the report reads run.json, not the store
     shutil.rmtree(work / ".audit-store")
     assert json.loads((fourth / "run.json").read_text())["engagement"]["superseded"][0]["runs"] == \
@@ -139,22 +153,6 @@ def test_dirty_counts_tracked_changes_and_named_inputs_only(work, capsys):
     assert (git["dirty"], git["changed"]) == (True, ["spec.yaml"])
     html = (last / "report.html").read_text()
     assert '<span id="git-changed"><code class="wrap">spec.yaml</code></span>' in html
-
-
-def test_every_file_of_a_run_follows_the_umask(work, capsys, key_dir):
-    """Issue 37 §4: 0644 under umask 022 (no 0600 file a shared folder or an upload tool cannot read)."""
-    old = os.umask(0o022)
-    try:
-        assert _cli(capsys, "compile", "spec.yaml")[0] == 0
-        assert _cli(capsys, "execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir))[0] == 0
-    finally:
-        os.umask(old)
-    (run_dir,) = _runs(work / "reports")
-    files = [p for p in run_dir.rglob("*") if p.is_file()]
-    assert {"run.json", "report.pdf", "manifest.json", "manifest.dsse.json", "lock.json", "signer.crt",
-            "metrics.csv", "summary.json"} <= {p.name for p in files}
-    modes = {p.relative_to(run_dir).as_posix(): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
-    assert modes == dict.fromkeys(modes, "0o644")
 
 
 def test_compile_prints_the_pre_registered_thresholds_in_one_table(work, capsys):
