@@ -56,7 +56,7 @@ def run_dirs(folder: Path) -> list[Path]:
 
 def execute(folder: Path, *extra: str) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
-    proc = subprocess.run(cli("execute", "example.yaml", "--quiet", "--out", "out", *extra, cwd=folder),
+    proc = subprocess.run(cli("execute", "example.yaml", "--quiet", "--unsigned", "--out", "out", *extra, cwd=folder),
                           cwd=folder, env=ENV, capture_output=True, text=True)
     return time.perf_counter() - t0, proc
 
@@ -90,7 +90,7 @@ def main() -> int:
         for i in range(args.kills):
             at = rng.uniform(0.0, cold)
             folder = fresh(root, f"kill{i}")
-            p = subprocess.Popen(cli("execute", "example.yaml", "--quiet", "--out", "out", cwd=folder), cwd=folder,
+            p = subprocess.Popen(cli("execute", "example.yaml", "--quiet", "--unsigned", "--out", "out", cwd=folder), cwd=folder,
                                  env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 p.wait(timeout=at)

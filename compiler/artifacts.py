@@ -39,7 +39,7 @@ LOCK_SCHEMA_VERSION = "1.1"
 PLAN_SCHEMA_VERSION = "1.1"
 RUN_SCHEMA_VERSION = "1.1"
 MANIFEST_SCHEMA_VERSION = "1.1"
-SUMMARY_SCHEMA_VERSION = "1.1"
+SUMMARY_SCHEMA_VERSION = "1.2"
 
 #: Run states of ``run.json``: ``interrupted`` is a run whose process died (written by --resume,
 #: ``verify`` and ``audit status`` when they find a stale process id or lock file).
@@ -302,6 +302,11 @@ class RunRecord(Artifact):
         None, description="the lock's signature as checked by execute: keyid, signer, timestamp time and TSA")
     lock_recreated: list[dict[str, Any]] = Field(
         default_factory=list, description="earlier locks of the same audit id this lock does not descend from")
+    # the engagement's history (issue 37 §3)
+    engagement: dict[str, Any] | None = Field(
+        None, description="runs sealed under each lock the amendments superseded (superseded: amendment, "
+                          "created_at, spec_digest, runs) and under this lock before this run (this_lock: "
+                          "created_at, runs, run_number); each run: run_id, sealed_at, signer (null: unsigned)")
 
 
 class Manifest(Artifact):
@@ -398,8 +403,9 @@ class Summary(Artifact):
     risk: list[dict[str, Any]] = Field(description="the rows of risk.csv (empty when the run has none)")
     validity: SummaryValidity | None = Field(description="the validity protocol's verdict; null without one")
     gate: SummaryGate
-    exit_code: Literal[0, 4, 5] = Field(description="the exit code of `audit execute`: 0 done, 4 the gate "
-                                                    "tripped, 5 the verdict is INCONCLUSIVE (before 4)")
+    exit_code: Literal[0, 4, 5, 8] = Field(description="the exit code of `audit execute`: 0 done, 4 the gate "
+                                                       "tripped, 5 the verdict is INCONCLUSIVE (before 4), 8 sealed "
+                                                       "but unsigned without --unsigned (after 4; since 1.2)")
 
     def dump(self) -> dict[str, Any]:
         """As :meth:`Artifact.dump`, with the status key ``N/A`` written by its alias."""

@@ -22,6 +22,7 @@ EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_LOCK, EXIT_GATE = 0, 1, 2, 3, 4
 EXIT_INCONCLUSIVE = 5
 EXIT_VERIFY = 6  # `audit verify` found a failure
 EXIT_UNAVAILABLE = 7  # a system under test could not be reached (runtime.llm.client.LlmUnavailable)
+EXIT_UNSIGNED = 8  # `audit execute` sealed the run without signing keys and without --unsigned (issue 37 §3)
 
 def _flags_without_a_type() -> None:
     """Typer 0.29's rich help prints a flag's type (``--quiet -q <bool>``) as if it took a value;
@@ -130,7 +131,8 @@ def init(
         console.print("next: start the local model server (python -m runtime.llm.serve --port 8765 &; needs the "
                       "llm extra), then", markup=False)
     console.print(f"next: read the comments in {spec}, then `audit validate {spec}`, `audit compile {spec}` and "
-                  f"`audit execute {spec}`", markup=False)
+                  f"`audit execute {spec}` (signed with the keys of `audit keygen`; without keys it exits "
+                  f"{EXIT_UNSIGNED}, sealed but unsigned: pass --unsigned for a trial run)", markup=False)
 
 
 @app.command()
@@ -259,6 +261,7 @@ def compile_(
         from compiler.families.metric_suite import decision_text
 
         console.print(decision_text(compiled.resolved), markup=False)
+    _print_thresholds(console, lock["thresholds"])
     _print_power(console, compiled, known)
     if known is not None and known[2] is not None and unchanged and old.get("pilot") != known[2]:
         console.print("note: the spec matches its lock, which is kept as it is: this pilot's sha256 is not "
@@ -281,6 +284,11 @@ def compile_(
 
 #: The messages of :func:`signing_options` (the tests assert them).
 MSG_TSA_URL = "--tsa {tsa!r}: give the time-stamping authority's http(s) URL"
+MSG_UNSIGNED_WITH_KEYS = ("--unsigned runs without signing keys; it cannot be given with {option}: drop one of "
+                          "them")
+MSG_EXIT_UNSIGNED = ("sealed but UNSIGNED (exit {code}): {run} holds a complete run, but no key signs its report or "
+                     "manifest (an unsigned run cannot be signed afterwards): create keys with `audit keygen` and run `audit execute` "
+                     "again (finished tasks are reused from the task store), or pass --unsigned to run unsigned on purpose")
 MSG_TSA_NEEDS_KEYS = "--tsa timestamps {what}: it needs signing keys (see `audit keygen`)"
 MSG_NO_KEYS = "no signing keys in {kd}; create them with `audit keygen --key-dir {kd}`"
 MSG_NO_KEYS_NAMED = "no signing keys in {kd} (named by {by}); create them with `audit keygen --key-dir {kd}`"
@@ -551,6 +559,40 @@ def _print_power(console, compiled, known) -> None:
         table.add_row(f"{r.system} · {r.condition}", str(r.category), str(r.n), _sig(r.sd_diff), _sig(r.level),
                       _sig(r.power), _sig(r.n_for_80), _sig(r.mde_shift), _sig(r.mde_ratio), _sig(r.mde_d))
     console.print(table)
+def threshold_bands(metric: str, bounds: dict) -> tuple[str, str, str]:
+    """The PASS, INVESTIGATE and FAIL bands of one pre-registered threshold as ``audit compile`` prints
+    them, in the direction :func:`runtime.analysis.classify.classify` reads them (seed 000 Table 3):
+    ``≤`` for a lower-is-better metric (``|v|`` where the catalogue classifies the absolute value),
+    ``≥`` for a higher-is-better one, ``[b, 1/b]`` for ``selection_ratio``; a metric outside the
+    catalogue shows its two numbers as written."""
+    from compiler import catalog
+
+    p, i = bounds.get("pass"), bounds.get("investigate")
+    info = catalog.METRICS.get(metric)
+    if info is None or not isinstance(p, (int, float)) or not isinstance(i, (int, float)):
+        return f"pass {p}", f"investigate {i}", "otherwise"
+    if metric == "selection_ratio":
+        return (f"[{p:g}, {1 / p:.4g}]" if p else "—", f"[{i:g}, {1 / i:.4g}]" if i else "—", "outside")
+    v = "|v| " if info.classify_abs else "v "
+    if info.direction == "lower":
+        return f"{v}≤ {p:g}", f"{v}≤ {i:g}", f"{v}> {i:g}"
+    return f"{v}≥ {p:g}", f"{v}≥ {i:g}", f"{v}< {i:g}"
+
+
+def _print_thresholds(console, thresholds: dict) -> None:
+    """The thresholds the lock pre-registers, one table: tier, metric, PASS, INVESTIGATE and FAIL bands
+    (issue 37 §3). A status comes from the value's 95% interval against these bands (methods 7)."""
+    from rich.table import Table
+
+    table = Table(title="pre-registered thresholds (a status compares the 95% interval with these bands)")
+    for col in ("tier", "metric", "PASS", "INVESTIGATE", "FAIL"):
+        table.add_column(col, no_wrap=True)
+    for tier, metrics in thresholds.items():
+        for metric, bounds in metrics.items():
+            table.add_row(str(tier), str(metric), *threshold_bands(str(metric), dict(bounds)))
+    console.print(table)
+
+
 def _tokens_cost(c: dict) -> str:
     cost = c["estimated_cost_usd"]
     return f"{c['estimated_tokens']} / " + ("unknown (see below)" if cost is None else f"${cost:.4f}")
@@ -589,13 +631,15 @@ def execute(
     tsa: Annotated[Optional[str], typer.Option("--tsa", help="RFC 3161 time-stamping authority URL: the report is signed PAdES B-LTA (trusted time, validation data embedded) and the manifest is timestamped; default \\[signing] tsa of the key directory's config.toml. Without one the report is PAdES B-B, dated by this machine's clock.", show_default=False, metavar="URL")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the run's summary.json on stdout (status counts, risk, validity, gate, exit code); every other line goes to stderr.")] = False,
     allow_exec: Annotated[bool, typer.Option("--allow-exec", help="Let the spec's command and python systems run the vendor's code on this machine (without it such a spec exits 2 before any work, naming each program and its sha256). Recorded in run.json; not hashed.")] = False,
+    unsigned: Annotated[bool, typer.Option("--unsigned", help="Seal the run without signing keys on purpose (no key directory is read): exit 0, not 8. Without it a run sealed without keys exits 8 (sealed but unsigned).")] = False,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     import contextlib
 
     with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
         result = _execute(spec, out=out, store=store, quiet=quiet, fail_on=fail_on, tier=tier, key_dir=key_dir, resume=resume,
-                          accept_vendor_file=accept_vendor_file, tsa=tsa, allow_exec=allow_exec)
+                          accept_vendor_file=accept_vendor_file, tsa=tsa, allow_exec=allow_exec,
+                          unsigned=unsigned)
     if json_out:  # exactly the sealed file's object
         from runtime.pipeline.summary import SUMMARY
 
@@ -607,13 +651,15 @@ def execute(
 
 def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: bool, fail_on: Optional[Gate], tier: TierName,
              key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str],
-             allow_exec: bool = False):
+             allow_exec: bool = False, unsigned: bool = False):
     """The run of `audit execute` and its messages (on stderr under --json); returns the RunResult."""
     from compiler.errors import AuditError
     from runtime.pipeline import execute as run_execute
 
     if accept_vendor_file is not None and not accept_vendor_file.strip():
         raise AuditError("--accept-vendor-file needs a reason (it is printed in the report)")
+    if unsigned and (key_dir is not None or tsa is not None):
+        raise AuditError(MSG_UNSIGNED_WITH_KEYS.format(option="--key-dir" if key_dir is not None else "--tsa"))
     if fail_on is Gate.INVESTIGATE:  # the old name (issue 29 §1): statuses come from intervals since methods 7
         fail_on = Gate.INCONCLUSIVE
         _console(stderr=True).print("note: --fail-on INVESTIGATE is read as --fail-on INCONCLUSIVE (trips on every "
@@ -634,8 +680,9 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
 
             check_allow_exec(compile_spec(spec), allow_exec)
     # before any work: a broken key directory, or one named without keys, stops the run at once (exit 2)
-    keys, tsa, kd = signing_options(key_dir, tsa, required="named", missing=MSG_NO_KEYS_NAMED,
-                                    tsa_needs_keys=MSG_TSA_NEEDS_KEYS.format(what="a signature"))
+    keys, tsa, kd = (None, None, None) if unsigned else signing_options(
+        key_dir, tsa, required="named", missing=MSG_NO_KEYS_NAMED,
+        tsa_needs_keys=MSG_TSA_NEEDS_KEYS.format(what="a signature"))
     if tsa:  # before any work: the TSA answers and the signer's chain is valid and not revoked, now
         from runtime.provenance.trusted_time import preflight
 
@@ -653,12 +700,18 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
             "note: no time-stamping authority: the report will be signed PAdES B-B, dated by this machine's clock, "
             "and cannot be validated after the certificate expires; pass --tsa URL (or set [signing] tsa in "
             f"{kd / 'config.toml'}) for a trusted time and long-term validation (PAdES B-LTA)", markup=False)
-    if keys is None:
+    if unsigned:
+        _console(stderr=True).print("note: UNSIGNED run (--unsigned): the report and manifest will not be signed and "
+                                    "`audit verify` will fail on this run", markup=False)
+    elif keys is None:
         _console(stderr=True).print(_styled(
             "warning: UNSIGNED run", "bold red", f": no signing keys in {kd}. The report and manifest will not be "
-            "signed and `audit verify` will fail on this run. Create keys with `audit keygen` (or pass --key-dir)."))
+            f"signed, `audit verify` will fail on this run, and audit execute exits {EXIT_UNSIGNED} (sealed but "
+            "unsigned). Create keys with `audit keygen` (or pass --key-dir), or pass --unsigned to run unsigned "
+            "on purpose."))
     result = run_execute(spec, out=out, store=store, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file,
-                         tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value, allow_exec=allow_exec)
+                         tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value, allow_exec=allow_exec,
+                         allow_unsigned=unsigned)
     console = _console()
     reused = result.run.get("reused_tasks") or []
     if reused:
@@ -685,6 +738,8 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
         err.print(f"--fail-on {fail_on.value} ({tier.value} tier) tripped by {len(hits)} row(s):", markup=False)
         for h in hits[:20]:
             err.print(f"  {h}", markup=False)
+    if result.exit_code == EXIT_UNSIGNED:
+        _console(stderr=True).print(MSG_EXIT_UNSIGNED.format(code=EXIT_UNSIGNED, run=result.run_dir), markup=False)
     verdict = result.verdict
     if verdict and verdict[0] == "INCONCLUSIVE":
         err = _console(stderr=True)

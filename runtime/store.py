@@ -23,7 +23,7 @@ import hashlib
 import io
 import json
 import os
-import tempfile
+import errno
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -48,8 +48,25 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path`` (``.NAME.RANDOM.tmp``), opened for writing with mode 0666 less
+    the process's umask, as ``open()`` makes a file: 0644 under umask 022 (issue 37 §4). ``tempfile.mkstemp``
+    makes 0600 whatever the umask, so a run folder's files could not be read from a shared folder or by an
+    upload tool, unlike the files copied into it; it takes no mode, hence this function."""
+    import secrets
+
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file beside it, fsync, rename over.
+    """Write ``data`` to ``path`` atomically: a temporary file beside it (mode 0666 less the umask), fsync,
+    rename over.
 
     Raises
     ------
@@ -59,7 +76,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

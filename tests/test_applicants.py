@@ -115,7 +115,8 @@ def _run(folder: Path, spec: str, frame: pd.DataFrame, *, args: tuple = (), to_r
     env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
     if not to_report:
         env["AUDIT_TEST_KILL_AT"] = "report"
-    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml",
+    signing = () if "--key-dir" in args else ("--unsigned",)  # --unsigned with keys is a usage error (exit 2)
+    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", *signing, "spec.yaml",
                            "--quiet", "--out", "out", *args], cwd=folder, env=env, capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode == (0 if to_report else -9), proc.stderr
@@ -223,7 +224,7 @@ def test_scoring_tables_match_pandas_with_median_ties(tmp_path):
     # same spec + seed -> same bytes: a second run of the same lock (stopped after its tables and documents)
     env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200", AUDIT_TEST_KILL_AT="report")
     folder = run.parent.parent.parent
-    subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml", "--quiet",
+    subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "--unsigned", "spec.yaml", "--quiet",
                     "--out", "again"], cwd=folder, env=env, capture_output=True, text=True, timeout=900)
     again = next((folder / "again" / "acme-hist").iterdir())
     assert (again / "ll144.csv").read_bytes() == (run / "ll144.csv").read_bytes()
@@ -319,7 +320,7 @@ def test_file_changed_after_the_lock_exits_3_with_both_digests(tmp_path):
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
     frame.iloc[:59].to_csv(tmp_path / "applicants.csv", index=False)
     new = hashlib.sha256((tmp_path / "applicants.csv").read_bytes()).hexdigest()
-    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     assert old in proc.stderr and new in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -472,7 +473,7 @@ def test_example_spec_runs_and_matches_pandas(tmp_path):
     shutil.copytree(SPECS / "ll144", folder / "ll144")
     assert run_cli("compile", "spec.yaml", cwd=folder).returncode == 0
     env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200", AUDIT_TEST_KILL_AT="report")  # no PDF (CI time)
-    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml",
+    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "--unsigned", "spec.yaml",
                            "--quiet", "--out", "out"], cwd=folder, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == -9, proc.stderr
     run = next((folder / "out" / "ll144-historical").iterdir())

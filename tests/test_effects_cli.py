@@ -67,7 +67,7 @@ def scores_csv(kind: str, *, seed: int, k: int = 60) -> str:
 def _run(write_spec, tmp_path, kind, seed=2024):
     spec = write_spec(SPEC, **{"scores.csv": scores_csv(kind, seed=seed)})
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", spec.name, "-q", "--out", "out", cwd=tmp_path)
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
     return proc, run_dir
 
@@ -129,7 +129,7 @@ def test_planted_shift_detected_by_score_delta_at_a_larger_shift(write_spec, tmp
     comp = run_cli("compile", spec.name, cwd=tmp_path)
     assert comp.returncode == 0, comp.stderr
     assert "sesoi {selection_ratio: 0.8} at the decision rule, from the score files" in comp.stdout
-    proc = run_cli("execute", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", spec.name, "-q", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
     effects = pd.read_csv(run_dir / "effects.csv")
@@ -182,7 +182,7 @@ def test_ceiling_effect_system_is_inconclusive_with_every_default(write_spec, tm
     spec = write_spec(SPEC.replace("  validity:\n    positive_control: {contrast: match, min_d: 0.5}\n", "  validity: {}\n"),
                       **{"scores.csv": scores.to_csv(index=False)})
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", spec.name, "-q", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 5, proc.stderr
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
     effects = pd.read_csv(run_dir / "effects.csv")

@@ -97,7 +97,7 @@ def test_tiny_embedding_audit_end_to_end(tmp_path):
     (tmp_path / "spec.yaml").write_text(SPEC)
     proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    proc = run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "reports" / "tiny-embedding-audit").iterdir())
     metrics = pd.read_csv(run_dir / "metrics.csv")

@@ -86,7 +86,7 @@ def test_precomputed_audit_matches_independent_computation(tmp_path, monkeypatch
     csv.to_csv(tmp_path / "data" / "vendor.csv", index=False)
     (tmp_path / "spec.yaml").write_text(SPEC)
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "vendor-ranker-check").iterdir())
     metrics = pd.read_csv(run_dir / "metrics.csv")
@@ -135,7 +135,7 @@ def test_same_spec_and_seed_give_byte_identical_metrics(tmp_path):
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
     outs = []
     for out in ("a", "b"):
-        assert run_cli("execute", "spec.yaml", "--quiet", "--out", out, cwd=tmp_path).returncode == 0
+        assert run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", out, cwd=tmp_path).returncode == 0
         run_dir = next((tmp_path / out / "vendor-ranker-check").iterdir())
         outs.append([(run_dir / f).read_bytes()
                      for f in ("metrics.csv", "metrics_by_job.csv", "paired.csv", "risk.csv")])
@@ -147,8 +147,8 @@ def test_fail_on_gate_exits_4(tmp_path):
     make_csv(11).to_csv(tmp_path / "data" / "vendor.csv", index=False)
     (tmp_path / "spec.yaml").write_text(SPEC)
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--fail-on", "INCONCLUSIVE", "--out", "o", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--fail-on", "INCONCLUSIVE", "--out", "o", cwd=tmp_path)
     assert proc.returncode == 4, proc.stderr
     assert "--fail-on INCONCLUSIVE (research tier) tripped by" in proc.stderr
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--fail-on", "MAYBE", "--out", "o", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--fail-on", "MAYBE", "--out", "o", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

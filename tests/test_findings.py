@@ -150,7 +150,7 @@ def test_uniform_loss_under_per_variant_page_one(tmp_path):
     (tmp_path / "spec.yaml").write_text(spec)
     (tmp_path / "scores.csv").write_text(_scores())
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "uniform-penalty").iterdir())
     m = pd.read_csv(run_dir / "metrics.csv", keep_default_na=False, na_values=[""])

@@ -277,7 +277,7 @@ def _run(tmp_path: Path, name: str, spec: str, scores: str, *, to_report: bool =
     env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200")
     if not to_report:
         env["AUDIT_TEST_KILL_AT"] = "report"
-    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml",
+    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "--unsigned", "spec.yaml",
                            "--quiet", "--out", "out", *args], cwd=folder, env=env, capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode in ((0, 4) if to_report else (-9,)), proc.stderr
@@ -533,7 +533,7 @@ def test_population_profiles_match_pandas(tmp_path):
     resolved = json.dumps(lock)
     assert '"black": "black_or_african_american"' in resolved and '"hispanic": "hispanic_or_latino"' in resolved
     env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="200", AUDIT_TEST_KILL_AT="report")
-    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml",
+    proc = subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "--unsigned", "spec.yaml",
                            "--quiet", "--out", "out"], cwd=folder, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == -9, proc.stderr
     run = next((folder / "out" / "pop-audit").iterdir())

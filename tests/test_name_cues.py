@@ -149,7 +149,7 @@ def test_blind_export_of_three_requisitions_in_the_us_market_states_market_occup
     env_before = os.environ.get("AUDIT_TEST_KILL_AT")
     os.environ["AUDIT_TEST_KILL_AT"] = "report"
     try:
-        run_cli("execute", "spec.yaml", "--quiet", cwd=tmp_path)
+        run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
     finally:
         if env_before is None:
             del os.environ["AUDIT_TEST_KILL_AT"]

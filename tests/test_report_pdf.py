@@ -375,7 +375,7 @@ def test_the_replayed_llm_specs_pdf_keeps_every_cell_and_fits_its_pages(tmp_path
     llm_replay.store(tmp_path / "agents-store")
     env = _env(AUDIT_TEST_KEY=FAKE_KEY)
     assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
-    proc = llm_replay.cli("execute", str(spec), "--quiet", cwd=tmp_path, env=env)
+    proc = llm_replay.cli("execute", "--unsigned", str(spec), "--quiet", cwd=tmp_path, env=env)
     llm_replay.check(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = _run_dirs(tmp_path)

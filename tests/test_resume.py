@@ -92,7 +92,7 @@ def _execute(folder: Path, *extra: str, kill: str | None = None) -> subprocess.C
     env.pop("AUDIT_TEST_KILL_AT", None)
     if kill:
         env["AUDIT_TEST_KILL_AT"] = kill
-    return subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml",
+    return subprocess.run([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "--unsigned", "spec.yaml",
                            "--quiet", "--out", "out", *extra], cwd=folder, env=env, capture_output=True, text=True,
                           timeout=900)
 

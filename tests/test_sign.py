@@ -400,6 +400,8 @@ def test_verify_spec_option(signed_run, key_dir, tmp_path):
 # -------------------------------------------------------------------------------------- unsigned
 
 def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write_spec):
+    """Issue 37 §3: a run sealed without keys exits 8 (sealed but unsigned) unless --unsigned says it is
+    meant; summary.json records the same code; --unsigned with --key-dir or --tsa is a usage error."""
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     env = _cli_env(XDG_CONFIG_HOME=str(tmp_path / "config"))  # an empty default key directory
     env.pop("AUDIT_KEY_DIR", None)
@@ -412,11 +414,26 @@ def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write
                               capture_output=True, text=True)
         assert proc.returncode == 2 and f"error: no signing keys in nokeys (named by {named})" in proc.stderr
         assert not (tmp_path / "reports").exists()
-    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0, proc.stderr
+    for extra in (["--key-dir", "nokeys"], ["--tsa", "http://tsa.example"]):
+        proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--unsigned", *extra], cwd=tmp_path, env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 2 and f"it cannot be given with {extra[0]}" in proc.stderr, proc.stderr
+        assert not (tmp_path / "reports").exists()
+    # without keys and without --unsigned: sealed, unsigned, exit 8
+    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--out", "a"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 8, proc.stderr
     assert "UNSIGNED run" in proc.stderr and "audit keygen" in proc.stderr
+    assert "sealed but UNSIGNED (exit 8)" in proc.stderr and "Traceback" not in proc.stderr
+    run_a = next((tmp_path / "a" / "tiny-audit").iterdir())
+    assert json.loads((run_a / "summary.json").read_text())["exit_code"] == 8
+    # --unsigned: the same run on purpose, exit 0
+    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--unsigned"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "UNSIGNED run (--unsigned)" in proc.stderr and "sealed but UNSIGNED" not in proc.stderr
     run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
+    assert json.loads((run_dir / "summary.json").read_text())["exit_code"] == 0
     assert (run_dir / MANIFEST).exists() and not (run_dir / ENVELOPE).exists()
     assert json.loads((run_dir / "run.json").read_text())["signed"] is False
     assert "This run is not signed" in (run_dir / "report.html").read_text()
@@ -566,6 +583,8 @@ def test_keygen_rejects_a_key_that_does_not_match_the_certificate(tmp_path):
 # ------------------------------------------------------------------------------------------ git
 
 def test_git_commit_and_dirty_flag_are_recorded(tmp_path, write_spec, key_dir):
+    """An untracked file the spec does not name leaves the tree clean (issue 37 §3); a changed tracked
+    file makes it dirty, named in spec_git.changed and in the report."""
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
     subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
@@ -576,17 +595,23 @@ def test_git_commit_and_dirty_flag_are_recorded(tmp_path, write_spec, key_dir):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
     assert run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), "--out", "reports/a",
                    cwd=tmp_path).returncode == 0
-    (tmp_path / "notes.md").write_text("uncommitted")
+    (tmp_path / "notes.md").write_text("uncommitted")  # untracked, not named by the spec: still clean
     assert run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), "--out", "reports/b",
                    cwd=tmp_path).returncode == 0
-    clean = json.loads(next((tmp_path / "reports/a/tiny-audit").glob("*/manifest.json")).read_text())
-    dirty = json.loads(next((tmp_path / "reports/b/tiny-audit").glob("*/manifest.json")).read_text())
-    assert clean["spec_git"] == {"commit": head, "dirty": False, "spec_path": "spec.yaml"}
-    assert dirty["spec_git"] == {"commit": head, "dirty": True, "spec_path": "spec.yaml"}
+    (tmp_path / ".gitignore").write_text("reports/\n.keys/\n")  # a tracked file changed: dirty
+    assert run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), "--out", "reports/c",
+                   cwd=tmp_path).returncode == 0
+    clean, notes, dirty = (json.loads(next((tmp_path / f"reports/{x}/tiny-audit").glob("*/manifest.json")).read_text())
+                           for x in "abc")
+    assert clean["spec_git"] == notes["spec_git"] == {"commit": head, "dirty": False, "changed": [],
+                                                      "spec_path": "spec.yaml"}
+    assert dirty["spec_git"] == {"commit": head, "dirty": True, "changed": [".gitignore"], "spec_path": "spec.yaml"}
     assert clean["reproduce"][-2:] == [f"git checkout {head}   # from the root of the spec's repository",
                                        "audit compile spec.yaml && audit execute spec.yaml"]
-    html = next((tmp_path / "reports/b/tiny-audit").glob("*/report.html")).read_text()
+    html = next((tmp_path / "reports/c/tiny-audit").glob("*/report.html")).read_text()
     assert "uncommitted changes" in html and head[:12] in html
+    assert '<span id="git-changed"><code class="wrap">.gitignore</code></span>' in html
+    assert "working tree clean" in next((tmp_path / "reports/b/tiny-audit").glob("*/report.html")).read_text()
 
 
 def _verify_exit(run_dir: Path, key_dir: Path) -> int:

@@ -19,8 +19,9 @@ Gate = Literal["FAIL", "INCONCLUSIVE"]
 GATE_ALIASES = {"INVESTIGATE": "INCONCLUSIVE"}
 Tier = Literal["research", "operational"]
 
-#: Exit codes of a finished run, as ``runtime.cli`` names them (EXIT_OK, EXIT_GATE, EXIT_INCONCLUSIVE).
-EXIT_OK, EXIT_GATE, EXIT_INCONCLUSIVE = 0, 4, 5
+#: Exit codes of a finished run, as ``runtime.cli`` names them (EXIT_OK, EXIT_GATE, EXIT_INCONCLUSIVE,
+#: EXIT_UNSIGNED: sealed but unsigned without ``--unsigned``, issue 37 §3).
+EXIT_OK, EXIT_GATE, EXIT_INCONCLUSIVE, EXIT_UNSIGNED = 0, 4, 5, 8
 #: The statuses ``summary.json`` counts; any other value (empty, ``N/A``) counts as ``N/A``.
 STATUSES = ("PASS", "INCONCLUSIVE", "INVESTIGATE", "FAIL", "N/A")
 #: The statuses ``--fail-on INCONCLUSIVE`` trips on: anything decided and not PASS.
@@ -101,9 +102,14 @@ def status_counts(status: pd.DataFrame) -> dict[str, dict[str, int]]:
     return out
 
 
-def exit_code(*, tripped: bool, verdict: str | None) -> int:
-    """The exit code of a finished run: :data:`EXIT_INCONCLUSIVE` when the validity verdict is
-    INCONCLUSIVE (it takes precedence), :data:`EXIT_GATE` when the gate tripped, else :data:`EXIT_OK`."""
+def exit_code(*, tripped: bool, verdict: str | None, unsigned: bool = False) -> int:
+    """The exit code of a finished run, first that applies: :data:`EXIT_INCONCLUSIVE` when the validity
+    verdict is INCONCLUSIVE, :data:`EXIT_GATE` when the gate tripped, :data:`EXIT_UNSIGNED` when ``unsigned``
+    (the run was sealed without signing keys and the operator did not pass ``--unsigned``; issue 37 §3),
+    else :data:`EXIT_OK`. The gate's codes win over 8, so a CI job that reads 4 or 5 keeps reading them;
+    every one of them is non-zero."""
     if verdict == "INCONCLUSIVE":
         return EXIT_INCONCLUSIVE
-    return EXIT_GATE if tripped else EXIT_OK
+    if tripped:
+        return EXIT_GATE
+    return EXIT_UNSIGNED if unsigned else EXIT_OK

@@ -101,6 +101,7 @@ def report_meta(resolved: dict[str, Any], lock: dict[str, Any], run: dict[str, A
         timings=dict(run["timings"]), versions=dict(run["versions"]), systems_info=dict(run["systems_info"]),
         resumed=tuple(run.get("resumed") or ()), reused_tasks=tuple(run.get("reused_tasks") or ()),
         lock_signature=run.get("lock_signature"), lock_recreated=tuple(run.get("lock_recreated") or ()),
+        engagement=run.get("engagement"),
         market=_market(r),
     )
 

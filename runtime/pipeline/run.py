@@ -63,7 +63,8 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """The exit code of ``audit execute``: 0, 4 (the gate tripped) or 5 (INCONCLUSIVE)."""
+        """The exit code of ``audit execute``: 0, 4 (the gate tripped), 5 (INCONCLUSIVE) or 8 (sealed but
+        unsigned, without ``--unsigned``)."""
         return int(self.outcome.get("exit_code", 0))
 
     @property
@@ -101,7 +102,8 @@ class RunResult:
 
 def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = None, quiet: bool = False, keys=None,
             resume: Path | None = None, accept_vendor_file: str | None = None, tsa: str | None = None,
-            fail_on: Gate | None = None, tier: Tier = "research", allow_exec: bool = False) -> RunResult:
+            fail_on: Gate | None = None, tier: Tier = "research", allow_exec: bool = False,
+            allow_unsigned: bool = False) -> RunResult:
     """Run a locked spec end to end and write the run folder; or complete a killed or failed one.
 
     With ``keys`` (:class:`runtime.provenance.keys.SigningKeys`) the PDF is signed and the manifest is signed
@@ -119,7 +121,9 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
     run takes ``fail_on`` and ``tier`` from this call. A run that fails writes none (one written before
     a failing envelope timestamp is removed). ``store`` (the operator's ``--store``) replaces the spec's
     task store (:func:`store_root`); ``run.json`` records it, and the output root, relative to the spec's
-    folder only when they lie inside it (issue 41).
+    folder only when they lie inside it (issue 41). A run without ``keys`` is sealed unsigned and its exit
+    code is 8 (:data:`runtime.pipeline.gate.EXIT_UNSIGNED`, after 5 and 4) unless ``allow_unsigned`` (the
+    operator's ``--unsigned``; issue 37 §3).
 
     Raises
     ------
@@ -170,9 +174,11 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
         result = RunResult(run_dir, dict(ctx.tables), status, dict(ctx.results), timings, run)
         # the gate and the exit code before the seal; finish() writes them into summary.json
         result.outcome = build_summary(run=run, lock=lock, status=status, risk=ctx.tables.get("risk"),
-                                       verdict=result.verdict, signed=keys is not None, fail_on=fail_on, tier=tier)
+                                       verdict=result.verdict, signed=keys is not None, fail_on=fail_on, tier=tier,
+                                       allow_unsigned=allow_unsigned)
         folder.stage("seal")
         seal_run(folder, lock=lock, resolved=r, keys=keys, git=git, finish=finish, timings=timings, tsa=tsa)
+        _record_seal(ctx.store, lock, run["run_id"], keys)
     except BaseException as err:
         run["status"] = "failed"
         run["error"] = f"{type(err).__name__}: {err}"
@@ -186,6 +192,25 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
             raise output_error(err, run_dir, locked.shown) from None
         raise
     return result
+
+
+def _record_seal(store: TaskStore, lock: dict[str, Any], run_id: str, keys) -> None:
+    """The seal in the task store's ledger (issue 37 §3): later runs of the audit list it under this lock
+    (:func:`runtime.provenance.locksign.engagement`)."""
+    from compiler.lock import utc_now
+    from runtime.provenance.keys import describe_person
+    from runtime.provenance.locksign import record_seal
+
+    import sys
+
+    from runtime.store import StoreError
+
+    signer = describe_person(keys.signer()) if keys is not None else None
+    try:
+        record_seal(store, lock, run_id, sealed_at=utc_now(), signer=signer)
+    except StoreError as err:  # the run is sealed: a ledger that cannot be written does not unseal it
+        print(f"warning: the seal of run {run_id} is not in the task store's ledger ({err}): later reports of "
+              "this audit will not list it", file=sys.stderr)
 
 
 def _drop_summary(folder: RunFolder) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from compiler.lock import check_lock, read_lock, utc_now
 from runtime.pipeline.metadata import run_record
 from runtime.pipeline.summary import SUMMARY
 from runtime.progress import stage_timer
-from runtime.provenance.locksign import record_lock
+from runtime.provenance.locksign import engagement, record_lock
 from runtime.run.folder import OutputError, RunFolder, new_run_dir, run_state
 from runtime.store import DEFAULT_STORE
 
@@ -153,7 +154,7 @@ def _open_folder(locked: Locked, spec_path: Path, *, keys, tsa, out, resume, all
     record and the signed lock; hold it and write ``run.json``."""
     from compiler.errors import LockError
     from compiler.lock import tool_version
-    from runtime.provenance.sign import git_info, reproduce_commands
+    from runtime.provenance.sign import git_info, reproduce_commands, spec_inputs
 
     compiled, lock, shown, timings = locked.compiled, locked.lock, locked.shown, locked.timings
     if resume is not None:
@@ -179,12 +180,14 @@ def _open_folder(locked: Locked, spec_path: Path, *, keys, tsa, out, resume, all
         run["counts"] = dict(compiled.plan["counts"])
         run["systems_info"] = {}
     else:
-        git = git_info(spec_path)  # before the run folder exists: it must not make the tree dirty
+        knob = compiled.loaded.spec.execution.out
+        root = out or (compiled.loaded.folder / knob if knob else Path("reports"))
+        # before the run folder exists; only tracked changes and the spec's own inputs count, never run
+        # folders or the task store (issue 37 §3)
+        git = git_info(spec_path, spec_inputs(compiled.resolved), exclude=(root, locked.store_dir))
         # recorded paths never name the machine's folders (issue 14): the spec as the repository
         # knows it, else its file name; the output root and the store relative to the spec's folder
         recorded_as = git["spec_path"] if git else Path(spec_path).name
-        knob = compiled.loaded.spec.execution.out
-        root = out or (compiled.loaded.folder / knob if knob else Path("reports"))
         generated_at = utc_now()
         run_id, run_dir = new_run_dir(root, compiled.resolved["audit"], generated_at)
         run = run_record(compiled=compiled, lock=lock, run_id=run_id, shown=recorded_as, generated_at=generated_at,
@@ -196,6 +199,11 @@ def _open_folder(locked: Locked, spec_path: Path, *, keys, tsa, out, resume, all
     try:
         if resume is None:
             record_lock(run, run_dir, spec_path, lock, keys, locked.store_dir)  # the signed pre-registration
+            run["engagement"] = history = engagement(lock, store_root=locked.store_dir, run_id=run["run_id"])
+            earlier = history["this_lock"]["runs"]
+            if earlier:  # not an error: said on stderr and on the report's first page (issue 37 §3)
+                print(MSG_SEALED_BEFORE.format(n=len(earlier), ids=", ".join(r["run_id"] for r in earlier),
+                                               number=history["this_lock"]["run_number"]), file=sys.stderr)
         folder.hold()
         folder.save()
     except OSError as err:
@@ -203,6 +211,11 @@ def _open_folder(locked: Locked, spec_path: Path, *, keys, tsa, out, resume, all
             raise output_error(err, run_dir, shown) from None
         raise
     locked.folder, locked.git = folder, git
+
+
+#: Said on stderr when the lock already has sealed runs (issue 37 §3); not an error.
+MSG_SEALED_BEFORE = ("note: this lock already has sealed run(s) ({n}: {ids}); this is run {number} under this lock, "
+                     "and its report says so on the first page")
 
 
 #: ``run.json`` ``store`` of an operator's ``--store`` outside the spec's folder (issue 41).

@@ -40,7 +40,7 @@ def table_rows(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
 
 def build_summary(*, run: dict[str, Any], lock: dict[str, Any], status: pd.DataFrame,
                   risk: pd.DataFrame | None, verdict: tuple[str, list[str]] | None, signed: bool,
-                  fail_on: Gate | None, tier: Tier) -> dict[str, Any]:
+                  fail_on: Gate | None, tier: Tier, allow_unsigned: bool = False) -> dict[str, Any]:
     """The ``summary.json`` object of a run.
 
     Parameters
@@ -59,6 +59,9 @@ def build_summary(*, run: dict[str, Any], lock: dict[str, Any], status: pd.DataF
         Whether the run is sealed with signing keys.
     fail_on, tier
         The ``--fail-on`` gate and the tier it reads.
+    allow_unsigned : bool
+        The operator accepted an unsigned run (``audit execute --unsigned``): an unsigned run then exits
+        0, not 8 (:func:`runtime.pipeline.gate.exit_code`).
 
     Returns
     -------
@@ -74,7 +77,8 @@ def build_summary(*, run: dict[str, Any], lock: dict[str, Any], status: pd.DataF
         "status_counts": status_counts(status), "risk": table_rows(risk),
         "validity": None if verdict is None else {"verdict": verdict[0], "failed": list(verdict[1])},
         "gate": {"fail_on": fail_on, "tier": tier, "tripped": bool(rows), "rows": rows},
-        "exit_code": exit_code(tripped=bool(rows), verdict=verdict[0] if verdict else None),
+        "exit_code": exit_code(tripped=bool(rows), verdict=verdict[0] if verdict else None,
+                               unsigned=not signed and not allow_unsigned),
     }).dump()
 
 

@@ -317,3 +317,71 @@ def git_lock_history(lock_path: Path, limit: int = 200) -> list[tuple[dict[str, 
         except (OSError, subprocess.SubprocessError, ValueError):
             continue  # deleted in that commit, or not JSON
     return out
+
+
+# ------------------------------------------------------------------------------ the engagement's history
+
+#: The ledger line's ``event`` of a sealed run (issue 37 §3); a line without ``event`` is a run's start.
+SEALED = "sealed"
+
+
+def record_seal(store, lock: dict[str, Any], run_id: str, *, sealed_at: str, signer: str | None) -> None:
+    """Append this run's seal to the ledger of ``store`` (a :class:`runtime.store.TaskStore`): the lock's
+    identity, the run id, the seal time (UTC) and the signer (None for an unsigned run).
+
+    Raises
+    ------
+    runtime.store.StoreError
+        The store cannot be written.
+    """
+    store.append_line(LEDGER, json.dumps({"audit": lock.get("audit"), **lock_identity(lock), "run_id": run_id,
+                                          "event": SEALED, "sealed_at": sealed_at, "signer": signer},
+                                         sort_keys=True))
+
+
+def sealed_runs(store_root: Path | None, audit: str | None) -> dict[str, list[dict[str, Any]]]:
+    """The runs of audit ``audit`` sealed under each lock, from the task store's ledger (:data:`LEDGER`).
+
+    Returns
+    -------
+    dict
+        Lock creation time -> the runs sealed under it, oldest seal first, each ``{run_id, sealed_at,
+        signer}`` (``signer`` None: unsigned); a run sealed twice (a resumed seal) is listed once, at
+        its first seal. Runs started but never sealed are not listed.
+    """
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for entry in read_ledger(store_root) if store_root else []:
+        if entry.get("event") != SEALED or entry.get("audit") != audit:
+            continue
+        when, run_id = entry.get("created_at"), entry.get("run_id")
+        if not isinstance(when, str) or not isinstance(run_id, str):
+            continue
+        out.setdefault(when, {}).setdefault(run_id, {"run_id": run_id, "sealed_at": entry.get("sealed_at"),
+                                                     "signer": entry.get("signer")})
+    return {k: sorted(v.values(), key=lambda r: (str(r["sealed_at"]), r["run_id"])) for k, v in out.items()}
+
+
+def engagement(lock: dict[str, Any], *, store_root: Path | None, run_id: str) -> dict[str, Any]:
+    """The engagement's history as a new run starts (issue 37 §3; written into ``run.json`` before the
+    seal, so a run folder carried elsewhere keeps it): the runs sealed under each lock this lock's
+    amendments superseded, and the runs already sealed under this lock.
+
+    Returns
+    -------
+    dict
+        ``superseded``: one entry per amendment, oldest first: ``amendment`` (1-based), ``created_at``
+        and ``spec_digest`` (hex) of the superseded lock, ``runs`` (:func:`sealed_runs`; [] for none);
+        ``this_lock``: ``created_at``, ``runs`` sealed under it before this run, ``run_number`` (this
+        run's place under the lock, 1 for the first).
+    """
+    runs = sealed_runs(store_root, lock.get("audit"))
+    superseded = []
+    for i, a in enumerate(lock.get("amendments") or [], start=1):
+        prev = a.get("previous") or {}
+        digest = prev.get("spec_digest")
+        superseded.append({"amendment": i, "created_at": prev.get("created_at"),
+                           "spec_digest": digest.get("digest") if isinstance(digest, dict) else digest,
+                           "runs": runs.get(prev.get("created_at"), [])})
+    mine = [r for r in runs.get(lock.get("created_at"), []) if r["run_id"] != run_id]
+    return {"superseded": superseded,
+            "this_lock": {"created_at": lock.get("created_at"), "runs": mine, "run_number": len(mine) + 1}}

@@ -27,7 +27,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from compiler.artifacts import MANIFEST_SCHEMA_VERSION, Manifest
 from compiler.hashing import canonical_json, file_digest
@@ -121,31 +121,106 @@ def _git(folder: Path, *args: str) -> str:
                           timeout=30, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"}).stdout.strip()
 
 
-def git_info(spec_path: Path) -> dict[str, Any] | None:
+def git_info(spec_path: Path, inputs: Iterable[str] = (), exclude: Iterable[Path] = ()) -> dict[str, Any] | None:
     """Commit and dirty flag of the git repository holding the spec; None outside git (or no git).
+
+    ``dirty`` says whether the commit alone may not reproduce the run (issue 37 §3): a tracked file
+    changed (modified, staged, deleted or renamed against HEAD), or the spec or an input it names is not
+    in the commit (untracked). Other untracked files (notes, run folders, the task store) do not count,
+    and neither does anything under ``exclude`` (the run's output root and task store). Ignored files
+    never count.
+
+    Parameters
+    ----------
+    spec_path : Path
+        The spec.
+    inputs : iterable of str
+        The files the spec names, relative to the spec's folder (:func:`spec_inputs`).
+    exclude : iterable of Path
+        Folders whose files never count (the output root, the task store).
 
     Returns
     -------
     dict or None
-        ``commit`` (hex, None before the first commit), ``dirty`` (any uncommitted change in the
-        repository, untracked files included, ignored ones not), ``spec_path`` (the spec relative to
-        the repository root, POSIX form).
+        ``commit`` (hex, None before the first commit), ``dirty`` (bool), ``changed`` (the files that
+        make it dirty, relative to the repository root, POSIX form, sorted; at most
+        :data:`MAX_CHANGED` named), ``spec_path`` (the spec relative to the repository root, POSIX form).
     """
     folder = Path(spec_path).resolve().parent
     try:
-        root = Path(_git(folder, "rev-parse", "--show-toplevel"))
+        root = Path(_git(folder, "rev-parse", "--show-toplevel")).resolve()
         try:
             commit = _git(folder, "rev-parse", "--verify", "HEAD")
         except subprocess.CalledProcessError:
             commit = None
-        dirty = bool(_git(folder, "status", "--porcelain"))
+        status = _git_raw(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
     except (OSError, subprocess.SubprocessError):
         return None
     try:
-        rel = Path(spec_path).resolve().relative_to(root.resolve()).as_posix()
+        rel = Path(spec_path).resolve().relative_to(root).as_posix()
     except ValueError:
         rel = Path(spec_path).name
-    return {"commit": commit, "dirty": dirty, "spec_path": rel}
+    named = {rel}
+    for ref in inputs:
+        try:
+            named.add((folder / ref).resolve().relative_to(root).as_posix())
+        except (ValueError, OSError, RuntimeError):
+            continue
+    skip = []
+    for path in exclude:
+        try:
+            skip.append(Path(path).resolve().relative_to(root).as_posix().rstrip("/") + "/")
+        except (ValueError, OSError, RuntimeError):
+            continue
+    changed = set()
+    entries = status.split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":  # a rename or copy: the next field is its source
+            i += 1
+        if any(path.startswith(s) for s in skip):
+            continue
+        if code == "??":
+            if path in named:
+                changed.add(path)
+            continue
+        changed.add(path)
+    changed = sorted(changed)
+    return {"commit": commit, "dirty": bool(changed), "changed": changed[:MAX_CHANGED], "spec_path": rel}
+
+
+#: At most this many changed files are named in ``spec_git.changed`` (the flag counts them all).
+MAX_CHANGED = 50
+
+
+def _git_raw(folder: Path, *args: str) -> str:
+    """``git`` output as it is (not stripped: ``-z`` output keeps its separators)."""
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=True,
+                          timeout=30, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"}).stdout
+
+
+def spec_inputs(resolved: dict[str, Any]) -> list[str]:
+    """The files a resolved spec names, relative to the spec's folder: every ``{"path", "sha256"}``
+    reference that resolution hashed (score files, job descriptions, microdata, prompts, ...)."""
+    out: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("path"), str) and isinstance(value.get("sha256"), str):
+                out.add(value["path"])
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(resolved)
+    return sorted(out)
 
 
 def reproduce_commands(*, spec_shown: str, git: dict[str, Any] | None, tool_version: str,

@@ -135,6 +135,25 @@ def _amendments(meta: ReportMeta) -> list[dict[str, Any]]:
     return out
 
 
+def _runs(runs: Any) -> list[dict[str, str]]:
+    """Sealed runs as the report prints them: run id, seal time, signer ("unsigned" for none)."""
+    return [{"run_id": fmt_text(r.get("run_id")), "sealed_at": fmt_text(r.get("sealed_at")),
+             "signer": fmt_text(r.get("signer"), "unsigned")} for r in runs or [] if isinstance(r, Mapping)]
+
+
+def _engagement(meta: ReportMeta) -> dict[str, Any] | None:
+    """The engagement's history (issue 37 §3): the runs sealed under each superseded lock, and this run's
+    place under its lock (``run_number``, the earlier runs); None when ``run.json`` has none."""
+    e = meta.engagement
+    if not isinstance(e, Mapping):
+        return None
+    this = e.get("this_lock") if isinstance(e.get("this_lock"), Mapping) else {}
+    return {"superseded": [{"amendment": s.get("amendment"), "created_at": fmt_text(s.get("created_at")),
+                            "spec_digest": fmt_text(s.get("spec_digest")), "runs": _runs(s.get("runs"))}
+                           for s in e.get("superseded") or [] if isinstance(s, Mapping)],
+            "run_number": this.get("run_number") or 1, "earlier": _runs(this.get("runs"))}
+
+
 def build_core(meta: ReportMeta, *, provenance: Mapping[str, Any] | None = None,
                kind: str = DEFAULT_KIND) -> dict[str, Any]:
     """The shared data of the report (``core`` in every template).
@@ -176,6 +195,7 @@ def build_core(meta: ReportMeta, *, provenance: Mapping[str, Any] | None = None,
                      "stage": fmt_text(r.get("stage"))} for r in meta.resumed],
         "reused_tasks": [str(t) for t in meta.reused_tasks],
         "lock_signature": dict(meta.lock_signature or {}) or None,
+        "engagement": _engagement(meta),
         "lock_recreated": [{"created_at": fmt_text(e.get("created_at")), "spec_digest": fmt_text(e.get("spec_digest")),
                             "source": fmt_text(e.get("source"))} for e in meta.lock_recreated],
     }

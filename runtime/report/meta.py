@@ -122,6 +122,10 @@ class ReportMeta:
         The lock signature's record in ``run.json``.
     lock_recreated : tuple of Mapping
         Earlier locks of the same audit that this one replaced.
+    engagement : Mapping or None
+        ``run.json`` ``engagement`` (issue 37 §3): the runs sealed under each superseded lock and under
+        this lock before this run (:func:`runtime.provenance.locksign.engagement`); None for a run made
+        before it was recorded.
     market : str or None
         The labour market the template generator wrote the résumés for (``candidates.market``, issue 32
         §2: ``fr`` or ``us``); None when the tool wrote no résumé from a template.
@@ -160,6 +164,7 @@ class ReportMeta:
     reused_tasks: tuple[str, ...] = ()
     lock_signature: Mapping[str, Any] | None = None
     lock_recreated: tuple[Mapping[str, Any], ...] = ()
+    engagement: Mapping[str, Any] | None = None
     market: str | None = None
 
     @property

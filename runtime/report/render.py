@@ -72,7 +72,8 @@ def core_sections(core: Mapping[str, Any]) -> list[Section]:
     out = [
         Section(id="amendments", title="Amendments", template="_amendments.html.j2",
                 context={"amendments": core["amendments"], "lock_signature": core.get("lock_signature"),
-                         "lock_recreated": core.get("lock_recreated") or []}, order=ORDER["amendments"]),
+                         "lock_recreated": core.get("lock_recreated") or [],
+                         "engagement": core.get("engagement")}, order=ORDER["amendments"]),
         Section(id="run-record", title="Timings and software versions", template="_run_record.html.j2",
                 context={"timings": core["timings"], "total_time": core["total_time"],
                          "versions": core["versions"], "resumed": core.get("resumed") or [],
