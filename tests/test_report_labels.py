@@ -78,15 +78,15 @@ def _rows(sections, metric: str) -> dict[str, dict]:
 def test_an_interval_straddling_a_bound_says_so_and_one_inside_gets_nothing(sections):
     sd = _rows(sections, "score_delta")
     # seed 000's point-estimate PASS of V02, interval [0.0098, 0.0222] against 0.02 (the issue's V04)
-    assert sd["V02"]["seed000_text"] == {"research": "PASS (interval crosses 0.02)", "operational": "PASS"}
+    assert sd["V02"]["seed000_text"] == {"research": "PASS (point estimate; its interval crosses 0.02)", "operational": "PASS"}
     # the interval status INCONCLUSIVE names the bound it straddles; the operational PASS crosses none
     assert sd["V02"]["status_text"] == "INCONCLUSIVE (interval crosses 0.02)"
     assert sd["V02"]["status_operational_text"] == "PASS"
     # |Δ|: a negative interval crosses the negative bounds, both tiers
     assert sd["V01"]["status_text"] == "FAIL"
     assert sd["V01"]["status_operational_text"] == "INCONCLUSIVE (interval crosses −0.04)"
-    assert sd["V01"]["seed000_text"] == {"research": "INVESTIGATE (interval crosses −0.05)",
-                                         "operational": "INVESTIGATE (interval crosses −0.05 and −0.04)"}
+    assert sd["V01"]["seed000_text"] == {"research": "INVESTIGATE (point estimate; its interval crosses −0.05)",
+                                         "operational": "INVESTIGATE (point estimate; its interval crosses −0.05 and −0.04)"}
     # inside every band: nothing added
     assert sd["V03"]["status_text"] == "PASS"
     assert sd["V03"]["seed000_text"] == {"research": "PASS", "operational": "PASS"}
@@ -96,7 +96,19 @@ def test_an_interval_straddling_a_bound_says_so_and_one_inside_gets_nothing(sect
     # its own interval [0.71, 0.79] lies between seed 000's bounds 0.7 and 0.8: a bare INVESTIGATE
     assert ir["V03"]["seed000_text"]["research"] == "INVESTIGATE"
     # V01's [0.78, 0.97] straddles 0.8 while its point estimate 0.9 reads PASS
-    assert ir["V01"]["seed000_text"]["research"] == "PASS (interval crosses 0.8)"
+    assert ir["V01"]["seed000_text"]["research"] == "PASS (point estimate; its interval crosses 0.8)"
+
+
+def test_a_status_decided_on_the_selection_ratio_names_that_interval():
+    """A regulator read "flip rate 0.120 [0.082, 0.172]: INCONCLUSIVE (interval crosses 1.25)": the interval that
+    crosses 1.25 is the selection ratio's, on which issue 30 §2 decides the flip rate; the cell says so."""
+    from runtime.report.sections.metric_suite.units import decided_on_text, with_crossing
+
+    row = {"decision_on": "selection_ratio"}
+    assert with_crossing("INCONCLUSIVE", [1.25], decided_on_text(row, "flip_rate")) == \
+        "INCONCLUSIVE (the selection ratio's interval crosses 1.25)"
+    assert decided_on_text({"decision_on": ""}, "score_delta") == "interval"
+    assert decided_on_text({"decision_on": "value"}, "marc") == "interval"
 
 
 def test_the_rendered_cells_read_crosses(sections):
@@ -105,7 +117,7 @@ def test_the_rendered_cells_read_crosses(sections):
     v02 = re.search(r"<strong>V02</strong>.*?</tr>", unit, re.S).group(0)
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", v02))
     assert "INCONCLUSIVE (interval crosses 0.02)" in text
-    assert "research PASS (interval crosses 0.02) operational PASS" in text
+    assert "research PASS (point estimate; its interval crosses 0.02) operational PASS" in text
     v03 = re.search(r"<strong>V03</strong>.*?</tr>", unit, re.S).group(0)
     assert "crosses" not in v03
 

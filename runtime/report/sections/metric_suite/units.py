@@ -126,11 +126,25 @@ def crossed(low: Any, high: Any, bounds_: list[float]) -> list[float]:
     return [b for b in bounds_ if math.isfinite(b) and lo < round_significant(b) < hi]
 
 
-def with_crossing(st: str, bounds_crossed: list[float]) -> str:
-    """A status cell that says which bounds its 95% interval crosses: "PASS (interval crosses 0.02)"."""
+def with_crossing(st: str, bounds_crossed: list[float], what: str = "interval") -> str:
+    """A status cell that says which bounds a 95% interval crosses: "PASS (interval crosses 0.02)";
+    ``what`` names the interval when it is not the row's own decision interval ("the selection ratio's
+    interval", "point estimate; its interval")."""
     if not bounds_crossed or st == "N/A":
         return st
-    return f"{st} (interval crosses {' and '.join(fmt_threshold(b) for b in bounds_crossed)})"
+    return f"{st} ({what} crosses {' and '.join(fmt_threshold(b) for b in bounds_crossed)})"
+
+
+def decided_on_text(r: Mapping[str, Any], metric: str) -> str:
+    """Which interval a row's status was decided on, for :func:`with_crossing`: "interval" for its own,
+    "the selection ratio's interval" for a row decided on another statistic (issue 30 §2: flip rate,
+    retention and the shortlist retention ratio are decided on the selection ratio at the same cutoff)."""
+    on = r.get("decision_on")
+    if not isinstance(on, str) or on in ("", "value", metric):
+        return "interval"
+    info = METRICS.get(on)
+    name = info.label.split(" (")[0].lower() if info is not None else on.replace("_", " ")
+    return f"the {name}'s interval"
 
 
 def _tier_bounds(metric: str, tier_bounds: Mapping[str, float], classify_abs: bool) -> list[float]:
@@ -192,7 +206,8 @@ def _metric_rows(
         # interval statuses: the decision interval against the PASS band of its tier (issue 29 §1)
         dlo = r.get("decision_low") if not is_missing(r.get("decision_low")) else r.get("ci_low")
         dhi = r.get("decision_high") if not is_missing(r.get("decision_high")) else r.get("ci_high")
-        st = {tier: with_crossing(status(r.get(col)), crossed(dlo, dhi, _band_bounds(r, info["id"], tier, thresholds)))
+        st = {tier: with_crossing(status(r.get(col)), crossed(dlo, dhi, _band_bounds(r, info["id"], tier, thresholds)),
+                                  decided_on_text(r, info["id"]))
               for tier, col in (("research", "status"), ("operational", "status_operational"))}
         # seed 000 Table 3's statuses of the point estimate, when the run has them: the row's own interval
         # against the tier's pass and investigate bounds (|Δ| for score_delta)
@@ -200,7 +215,8 @@ def _metric_rows(
         if "status_seed000" in r:
             seed000 = {tier: with_crossing(status(r.get(col)), crossed(
                 r.get("ci_low"), r.get("ci_high"),
-                _tier_bounds(info["id"], (thresholds.get(tier) or {}).get(info["id"]) or {}, info["classify_abs"])))
+                _tier_bounds(info["id"], (thresholds.get(tier) or {}).get(info["id"]) or {}, info["classify_abs"])),
+                "point estimate; its interval")
                 for tier, col in (("research", "status_seed000"), ("operational", "status_seed000_operational"))}
         out.append({
             "variant": v,
