@@ -99,6 +99,7 @@ def threshold_table(thresholds: Mapping[str, Any], metric_ids: list[str],
         rows.append({
             "label": info["label"],
             "direction": ("1 is best (two-sided)" if metric == "selection_ratio"
+                          else "0 is best (two-sided: |Δ| lower is better)" if info["classify_abs"]
                           else "lower is better" if info["direction"] == "lower" else "higher is better"),
             "research_pass": show(res, "pass"),
             "research_investigate": show(res, "investigate"),

@@ -306,6 +306,8 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         "ci_approximate": ci_coverage.startswith("approximate"),
         "direction_text": ("1 is best: a ratio below pass disfavours the variant, above 1/pass the reference"
                            if metric == "selection_ratio"
+                           else "0 is best: judged on |Δ|, a shift either way counts (lower |Δ| is better)"
+                           if info["classify_abs"]
                            else "lower is better" if info["direction"] == "lower" else "higher is better"),
         "research_text": criteria(info["direction"], research, info["classify_abs"],
                                   ratio_bounds=_ratio_bounds(meta, "research", metric, research) if on_ratio else None),
