@@ -38,18 +38,24 @@ def round_significant(value: float, digits: int = catalog.CLASSIFY_SIGNIFICANT_D
     return float(f"{value:.{digits - 1}e}")
 
 
-def meets_threshold(scores, threshold: float, digits: int = catalog.CLASSIFY_SIGNIFICANT_DIGITS):
+def _round_significant_array(x, digits: int) -> np.ndarray:
+    """:func:`round_significant` elementwise (numpy; nan, inf and 0 unchanged)."""
+    x = np.asarray(x, dtype=float)
+    out = x.copy()
+    finite = np.isfinite(x) & (x != 0)
+    e = np.floor(np.log10(np.abs(x[finite])))
+    scale = 10.0 ** (digits - 1 - e)
+    out[finite] = np.round(x[finite] * scale) / scale
+    return out
+
+
+def meets_threshold(scores, threshold, digits: int = catalog.CLASSIFY_SIGNIFICANT_DIGITS):
     """``score >= threshold`` after rounding both to ``digits`` significant digits (seed 000 §3.4.4),
     elementwise: a score one float step below the threshold (``60 - 7e-15``) meets it, as it would
-    have had it been computed another way (methods 10). Returns a boolean array of the scores' shape;
-    nan never meets."""
-    s = np.asarray(scores, dtype=float)
-    out = s.copy()
-    finite = np.isfinite(s) & (s != 0)
-    e = np.floor(np.log10(np.abs(s[finite])))
-    scale = 10.0 ** (digits - 1 - e)
-    out[finite] = np.round(s[finite] * scale) / scale
-    return out >= round_significant(float(threshold), digits)
+    have had it been computed another way (methods 10). ``threshold``: a number, or one per score (a
+    per-system threshold mapped onto the rows). Returns a boolean array of the scores' shape; nan never
+    meets."""
+    return _round_significant_array(scores, digits) >= _round_significant_array(threshold, digits)
 
 
 def classify(value: float, *, metric_id: str, bounds: Mapping[str, float]) -> str:
