@@ -153,15 +153,17 @@ def selected_run(tmp_path_factory, key_dir):
 
 
 def test_selection_tables_match_pandas(selected_run):
-    """Selection rates by group (r1, r2) with unknowns counted in the 2% rule's N: Asian at exactly 2% of r1
-    stays, NHPI (1%) is excluded; Fisher's test on independent applicants."""
+    """Selection rates by group (r1, r2) with unknowns counted in the 2% rule's N, which is the audit's (250
+    applicants, both requisitions; 6 RCNY §5-301(d)): Asian, exactly 2% of r1 but 4 of 250 (1.6%) of the audit,
+    is excluded from both groups, as is NHPI (2 of 250); Fisher's test on independent applicants."""
     run, frame = selected_run
     got = _read(run)
     want = expected(individuals(frame, "selected"), basis="selection", rule=True)
     assert_tables_equal(got, want, scoring=False)
     assert set(got["group"]) == {"r1", "r2"} and set(got["basis"]) == {"selection"}
     r1 = got[(got["group"] == "r1") & (got["table"] == "race_ethnicity")].set_index("category")
-    assert r1.loc["asian", "n"] == 2 and not r1.loc["asian", "excluded"]  # 2 of 100: exactly 2% is kept
+    assert r1.loc["asian", "n"] == 2 and r1.loc["asian", "excluded"]  # 2% of r1, 1.6% of the audit
+    assert "1.6% of the audit's individuals" in r1.loc["asian", "reason"]
     assert r1.loc["native_hawaiian_or_pacific_islander", "excluded"]      # 1 of 100: under 2%
     assert r1.loc["unknown", "n"] == 7
     # Fisher's exact test against the reference, recomputed

@@ -164,29 +164,32 @@ VARIANT_CATS = {"BASE": ("male", "white"), "V01": ("female", "white"), "V02": ("
 
 
 def expected(ind: pd.DataFrame, *, basis: str, rule: bool, tables=("sex", "race_ethnicity", "intersectional")):
-    """Rates and impact ratios by the definitions of 6 RCNY §5-300, written again with pandas."""
+    """Rates and impact ratios by the definitions of 6 RCNY §5-300, written again with pandas; the
+    small-category rule (§5-301(d)) on the share of the system x condition's individuals, every group together."""
     out = []
     for (system, condition, group), g in ind.groupby(["system", "condition", "group"]):
-        big_n = len(g)
+        audit = ind[(ind["system"] == system) & (ind["condition"] == condition)]
         if basis == "scoring":
             med = g["score"].median()
             g = g.assign(pos=(g["score"] > med).astype(float), at=(g["score"] == med).astype(int))
         else:
             g = g.assign(pos=g["selected"].astype(float), at=0)
         for table in tables:
-            if table == "intersectional":
-                cat = np.where((g["sex"] == "unknown") | (g["race_ethnicity"] == "unknown"), "unknown",
-                               g["sex"] + "/" + g["race_ethnicity"])
-                ids = [f"{s}/{r}" for s in SEX_IDS for r in RACE_IDS]
-            else:
-                cat = g[table].to_numpy()
-                ids = SEX_IDS if table == "sex" else RACE_IDS
+            def cats(f):
+                if table == "intersectional":
+                    return np.where((f["sex"] == "unknown") | (f["race_ethnicity"] == "unknown"), "unknown",
+                                    f["sex"] + "/" + f["race_ethnicity"])
+                return f[table].to_numpy()
+            cat = cats(g)
+            ids = [f"{s}/{r}" for s in SEX_IDS for r in RACE_IDS] if table == "intersectional" else \
+                (SEX_IDS if table == "sex" else RACE_IDS)
+            share = pd.Series(cats(audit)).value_counts().reindex(ids + ["unknown"], fill_value=0) / len(audit)
             agg = (g.assign(cat=cat).groupby("cat").agg(n=("pos", "size"), n_positive=("pos", "sum"),
                                                          n_at_median=("at", "sum"))
                    .reindex(ids + ["unknown"], fill_value=0))
             agg["rate"] = (agg["n_positive"] / agg["n"]).where(agg["n"] > 0)
             agg.loc["unknown", "rate"] = np.nan
-            agg["excluded"] = (agg["n"] == 0) | (agg.index == "unknown") | (rule & (agg["n"] / big_n < 0.02))
+            agg["excluded"] = (agg["n"] == 0) | (agg.index == "unknown") | (rule & (share < 0.02))
             top = agg.loc[~agg["excluded"], "rate"].max()
             agg["impact_ratio"] = (agg["rate"] / top).where(~agg["excluded"] & (top > 0))
             agg = agg.reset_index(names="category").assign(system=system, condition=condition, group=group,
@@ -430,6 +433,33 @@ def test_small_category_rule_moves_the_reference(rule):
         assert race.loc["asian", "impact_ratio"] == 1.0 and race.loc["white", "impact_ratio"] == 0.5
     assert race.loc["black_or_african_american", "impact_ratio"] == pytest.approx((10 / 37) / (0.5 if rule else 1.0),
                                                                                    abs=1e-12)
+
+
+def test_small_category_rule_reads_the_audit_not_the_requisition():
+    """6 RCNY §5-301(d): "less than 2% of the data being used for the bias audit". Two requisitions of 100 and
+    400 profiles: asian is 3 of 100 in the first (3%) but 3 of 500 in the audit (0.6%): excluded from both
+    tables; hispanic is 1 of 100 in the first (1%) but 12 of 500 (2.4%): eligible in both."""
+    from runtime.analysis.ll144 import ll144_rows
+
+    def req(group, counts, start):
+        race = [r for r, k in counts.items() for _ in range(k)]
+        sel = [float(i % 2 == 0) for i in range(len(race))]
+        return pd.DataFrame({"system": "s", "condition": "default", "group": group,
+                             "unit": [f"{group}{i}" for i in range(len(race))], "sex": ["male", "female"] * (len(race) // 2),
+                             "race_ethnicity": race, "score": np.arange(start, start + len(race), dtype=float),
+                             "selected": sel})
+
+    frame = pd.concat([req("j1", {"asian": 3, "hispanic_or_latino": 1, "white": 96}, 0),
+                       req("j2", {"hispanic_or_latino": 11, "white": 389}, 100)], ignore_index=True)
+    got = ll144_rows(frame, basis="selection", sex=SEX_IDS, race=RACE_IDS, small_rule="too few", n_bootstrap=0, seed=1)
+    assert_tables_equal(got, expected(frame, basis="selection", rule=True), scoring=False)
+    race = got[got["table"] == "race_ethnicity"].set_index(["group", "category"])
+    assert race.loc[("j1", "asian"), "excluded"] and math.isnan(race.loc[("j1", "asian"), "impact_ratio"])
+    assert "0.6% of the audit's individuals" in race.loc[("j1", "asian"), "reason"]
+    assert not race.loc[("j1", "hispanic_or_latino"), "excluded"]
+    # asian (rate 2/3) would be j1's reference under a per-requisition rule (white 0.75); excluded, white is it
+    assert race.loc[("j1", "white"), "impact_ratio"] == 1.0 and race.loc[("j1", "hispanic_or_latino"), "impact_ratio"] == 0.0
+    assert not race.loc[("j2", "hispanic_or_latino"), "excluded"]
 
 
 def test_independent_individuals_get_a_test_and_intervals_hold_the_ratio():

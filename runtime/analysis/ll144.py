@@ -12,8 +12,9 @@ Definitions (6 RCNY §5-300):
 - **impact ratio** = a category's rate / the highest rate among the eligible categories.
 
 A category is *eligible* when it has individuals, is known, and, under the small-category rule
-(6 RCNY §5-301(d)), holds at least 2% of the group's individuals ("less than 2%" is strict:
-exactly 2% stays). An excluded category is never the reference; its n and rate stay. Undefined is
+(6 RCNY §5-301(d)), holds at least 2% of "the data being used for the bias audit": the individuals of
+the system and condition over every group (requisition) together, never one group's alone ("less than
+2%" is strict: exactly 2% stays). A category excluded so is excluded from every group's table. An excluded category is never the reference; its n and rate stay. Undefined is
 never 0 or 1: with no eligible rate above 0 every ratio is empty, with the reason.
 
 This ratio is not seed 000's ``impact_ratio`` metric (a shortlist retention ratio, seed 000
@@ -50,7 +51,8 @@ SMALL_SHARE_DENOMINATOR = 50  # n / N >= 1/50, compared on integers
 
 REASON_UNKNOWN = "category unknown: counted, never rated"
 REASON_EMPTY = "no individual in this category"
-REASON_SMALL = "{share} of the individuals (under 2%): excluded by the small-category rule ({justification})"
+REASON_SMALL = ("{share} of the audit's individuals (under 2%, every group together): excluded by the "
+                "small-category rule ({justification})")
 REASON_ALL_ZERO = "no eligible category has a {basis} rate above 0: every impact ratio is undefined"
 REASON_NO_ELIGIBLE = "no eligible category: every impact ratio is undefined"
 
@@ -126,7 +128,9 @@ def ll144_rows(individuals: pd.DataFrame, *, basis: str, sex: Sequence[str] | No
         The category ids of the sex and race/ethnicity tables (None: no such table; the intersectional
         table needs both).
     small_rule : str or None
-        The justification of the small-category rule (6 RCNY §5-301(d)); None: the rule is off.
+        The justification of the small-category rule (6 RCNY §5-301(d)); None: the rule is off. The 2% share
+        is of the system x condition's individuals over every group together (the audit's data), so a
+        category is excluded from all of its groups or from none.
     thresholds : mapping or None
         ``{"research": {"pass": p, "investigate": i}, "operational": {...}}``: status bounds (not in the
         law); None: no status.
@@ -173,17 +177,27 @@ def ll144_rows(individuals: pd.DataFrame, *, basis: str, sex: Sequence[str] | No
               or (t == "intersectional" and sex and race)]
     rows: list[dict] = []
     keys = ["system", "condition", "group"]
+    shares = {key: {t: _shares(a, t, sex or [], race or []) for t in tables}
+              for key, a in individuals.groupby(["system", "condition"], sort=True)} if small_rule else {}
     for (system, condition, group), g in individuals.groupby(keys, sort=True):
         g = _canonical(g)
         rows += _group_rows(g, system=system, condition=condition, group=group, basis=basis, tables=tables,
                             sex=list(sex or []), race=list(race or []), small_rule=small_rule,
+                            shares=shares.get((system, condition), {}),
                             thresholds=thresholds, n_bootstrap=n_bootstrap, seed=seed, independent=independent,
                             declared=(resolution or {}).get(system))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+def _shares(frame: pd.DataFrame, table: str, sex: Sequence[str], race: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Category id -> (its individuals, all individuals) of ``frame`` in ``table``: the small-category rule's
+    share over the audit's data (6 RCNY §5-301(d))."""
+    cat = _cat_of(frame, table).to_numpy()
+    return {c: (int(np.sum(cat == c)), len(frame)) for c in categories(table, list(sex), list(race))}
+
+
 def _group_rows(g: pd.DataFrame, *, system, condition, group, basis, tables, sex, race, small_rule, thresholds,
-                n_bootstrap, seed, independent, declared=None) -> list[dict]:
+                n_bootstrap, seed, independent, declared=None, shares=None) -> list[dict]:
     raw = g["score"].to_numpy(float)
     big_n = len(g)
     step = score_grid(declared, raw) if basis == "scoring" else 0.0
@@ -202,7 +216,9 @@ def _group_rows(g: pd.DataFrame, *, system, condition, group, basis, tables, sex
         n = {c: int(np.sum(cat == c)) for c in ids + [UNKNOWN]}
         pos = {c: float(np.sum(positive[cat == c])) for c in ids + [UNKNOWN]}
         rate = {c: pos[c] / n[c] if n[c] else math.nan for c in ids}
-        small = {c: bool(small_rule) and 0 < n[c] and n[c] * SMALL_SHARE_DENOMINATOR < big_n for c in ids}
+        share = (shares or {}).get(table, {})
+        small = {c: bool(small_rule) and 0 < share.get(c, (0, 1))[0]
+                 and share[c][0] * SMALL_SHARE_DENOMINATOR < share[c][1] for c in ids}
         eligible = [c for c in ids if n[c] > 0 and not small[c]]
         top = max((rate[c] for c in eligible), default=math.nan)
         ref = next((c for c in eligible if rate[c] == top), None) if eligible and top > 0 else None
@@ -216,7 +232,8 @@ def _group_rows(g: pd.DataFrame, *, system, condition, group, basis, tables, sex
             elif n[c] == 0:
                 reason, excluded = REASON_EMPTY, True
             elif small[c]:
-                reason, excluded = REASON_SMALL.format(share=f"{100 * n[c] / big_n:.3g}%", justification=small_rule), True
+                reason, excluded = REASON_SMALL.format(share=f"{100 * share[c][0] / share[c][1]:.3g}%",
+                                                       justification=small_rule), True
             elif ref is None:
                 reason = REASON_ALL_ZERO.format(basis=basis) if eligible else REASON_NO_ELIGIBLE
             else:

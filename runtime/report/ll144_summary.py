@@ -37,6 +37,10 @@ def summary_context(table: pd.DataFrame, *, resolved: dict[str, Any], run: dict[
     data = d.get("data") or {}
     rule = (block.get("small_category_rule") or {}).get("justification")
     groups = []
+    # the small-category rule's share is of the audit's data: the system x condition over every group
+    audit_n = table.groupby(["system", "condition", "table", "category"], sort=False)["n"].sum()
+    first = table.groupby(["system", "condition"], sort=False)["table"].first()
+    audit_total = {k: int(audit_n.loc[(*k, first[k])].sum()) for k in first.index}
     for (system, condition, group), g in table.groupby(["system", "condition", "group"], sort=False):
         tables, unknowns = [], []
         total = int(g[g["table"] == g["table"].iloc[0]]["n"].sum())
@@ -44,7 +48,8 @@ def summary_context(table: pd.DataFrame, *, resolved: dict[str, Any], run: dict[
             rows = [{"category": labels.get(r["category"], r["category"]) if "/" not in r["category"] else
                      " / ".join(labels.get(c, c) for c in r["category"].split("/")),
                      "n": fmt_int(r["n"]), "rate": fmt_sig(r["rate"]), "ratio": fmt_sig(r["impact_ratio"]),
-                     "note": "; ".join(x for x in (_note(r, rule, total), "n ≤ 2: could identify individuals"
+                     "note": "; ".join(x for x in (_note(r, rule, int(audit_n[(system, condition, name, r["category"])]),
+                                                                 audit_total[(system, condition)]), "n ≤ 2: could identify individuals"
                                                    if name == "intersectional" and 0 < r["n"] <= IDENTIFYING_N else "")
                                        if x),
                      "excluded": bool(r["excluded"])}
@@ -77,13 +82,14 @@ def _parts(tables: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return ([short] if short else []) + [[t] for t in tables if t["name"] == "intersectional"]
 
 
-def _note(row: dict[str, Any], rule: str | None, total: int) -> str:
+def _note(row: dict[str, Any], rule: str | None, n_audit: int, total: int) -> str:
     """A row's note, short (the page is posted): the rule's justification is printed once, with the
-    definitions, as is the reference (the ratio of 1.000); an excluded category's share of the group's individuals to two decimals (``0.60%``), whatever
-    ``ll144.csv``'s reason prints."""
+    definitions, as is the reference (the ratio of 1.000); an excluded category's share of the audit's
+    individuals (``n_audit`` of ``total``, every group together: 6 RCNY §5-301(d)) to two decimals (``0.60%``),
+    whatever ``ll144.csv``'s reason prints."""
     reason = row["reason"] if isinstance(row["reason"], str) else ""
     if rule and reason.endswith(f"({rule})"):
-        return f"excluded: {100 * row['n'] / total:.2f}%"
+        return f"excluded: {100 * n_audit / total:.2f}% of the audit"
     return reason
 
 
