@@ -9,6 +9,7 @@ made here) whose version bump is exit 3 naming the key."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -379,6 +380,37 @@ def test_a_python_function_from_a_file_scores_as_the_program_and_is_never_import
                                      "score_batch raised on request lines 1-8 (request line 1: id R")
     assert str(err.value).endswith("): ValueError: licence expired. Every answer received so far is kept in the task "
                                    "store; re-run `audit execute --allow-exec` to continue from there")
+
+
+def test_the_spec_folders_modules_a_python_file_imports_are_locked(tmp_path):
+    """The vendor's code runs in the spec's folder, so ``tools/vendor.py`` can import ``kw_match`` (and what that
+    imports) from it: those modules are locked with the file (read from the ASTs); editing one is exit 3 naming
+    the system, like editing the file; the standard library and installed packages are not the folder's."""
+    from compiler.systems.python_function import local_modules
+
+    work = _folder(tmp_path / "py", "")
+    (work / "helpers").mkdir()
+    (work / "helpers" / "__init__.py").write_text("")
+    (work / "helpers" / "weights.py").write_text("WEIGHT = 1.0\n")
+    shutil.copy(MATCHER, work / "kw_match.py")
+    (work / "kw_match.py").write_text((work / "kw_match.py").read_text() + "\nfrom helpers import weights  # noqa\n")
+    (work / "tools" / "vendor.py").write_text(
+        "import json, os.path\nimport numpy\nfrom kw_match import score_batch as _s\n\n\n"
+        "def score_batch(items):\n    return _s(items)\n")
+    assert local_modules(work, (work / "tools" / "vendor.py").read_bytes(), own="tools/vendor.py") == [
+        "helpers/__init__.py", "helpers/weights.py", "kw_match.py"]
+    resolved = _resolve(work, PYTHON.format(function="tools/vendor.py:score_batch", package=""))
+    assert [m["path"] for m in resolved["modules"]] == ["helpers/__init__.py", "helpers/weights.py", "kw_match.py"]
+    assert resolved["modules"][1]["sha256"] == hashlib.sha256(b"WEIGHT = 1.0\n").hexdigest()
+    proc = run_cli("compile", "spec.yaml", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    (work / "helpers" / "weights.py").write_text("WEIGHT = 2.0\n")  # the vendor's helper changed after the lock
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--allow-exec", cwd=work)
+    assert proc.returncode == 3, proc.stderr
+    assert "systems[0].modules[1].sha256: the input file helpers/weights.py changed" in proc.stderr
+    # a file that imports nothing of the folder keeps the resolved form (and digest) it had before
+    plain = _resolve(work, PYTHON.format(function="tools/kw_match.py:score_batch", package=""))
+    assert "modules" not in plain
 
 
 def test_a_python_package_is_found_in_its_file_list_and_its_upgrade_is_exit_3(tmp_path, monkeypatch):

@@ -6,6 +6,11 @@ locked and the function is found in its AST (a top-level ``def``, not ``async de
 names a module of the installed distribution ``package``: the module's file is found in the distribution's file
 list (``importlib.metadata``), the function in its AST, and the distribution's version is in the resolved
 system, so an upgrade changes the spec digest (``audit execute`` exits 3 naming the key), never silently.
+
+The vendor's code runs in the spec's folder (its working directory, first on ``sys.path``), so a file can import
+modules of that folder: every module of the spec's folder that the file imports, directly or through another such
+module, is locked too (``modules``: path and sha256 of each, read from the ASTs, never run), so editing a helper
+module changes the spec digest like editing the file itself.
 """
 
 from __future__ import annotations
@@ -64,6 +69,43 @@ def find_def(source: bytes, name: str, where: str) -> str | None:
     return None
 
 
+def _imported(source: bytes) -> list[str]:
+    """Dotted names a module's source imports at level 0 (``import a.b`` -> ``a.b``; ``from a import b`` -> ``a``
+    and ``a.b``), from its AST; [] when it does not parse (its own issue)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names += [node.module] + [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+    return names
+
+
+def local_modules(folder: Path, source: bytes, own: str | None = None) -> list[str]:
+    """The modules of the spec's ``folder`` that ``source`` imports, transitively, as paths relative to it
+    (posix, sorted): for a dotted name ``a.b``, ``a.py`` or ``a/__init__.py`` and ``a/b.py`` or
+    ``a/b/__init__.py`` where they exist inside the folder. ``own`` (the vendor's file itself) is left out.
+    Modules found elsewhere (the standard library, installed packages) are not the folder's and are left out:
+    a package's version is locked through ``package``."""
+    found: set[str] = set()
+    todo = [source]
+    while todo:
+        for name in _imported(todo.pop()):
+            parts = name.split(".")
+            for depth in range(1, len(parts) + 1):
+                base = "/".join(parts[:depth])
+                for ref in (f"{base}.py", f"{base}/__init__.py"):
+                    path, err = resolve_inside(folder, ref)
+                    if err is None and path.is_file() and ref != own and ref not in found:
+                        found.add(ref)
+                        todo.append(path.read_bytes())
+    return sorted(found)
+
+
 def module_file(package: str, module: str) -> tuple[str, Path | None, str | None]:
     """(version, file of ``module`` in the distribution's file list, problem) of an installed distribution."""
     from importlib import metadata
@@ -86,9 +128,11 @@ def module_file(package: str, module: str) -> tuple[str, Path | None, str | None
 
 
 def python_fingerprint(resolved: dict[str, Any]) -> dict[str, str]:
-    """``{algorithm, digest}`` of function, version, batch_size and the file's sha256 or the package's version."""
+    """``{algorithm, digest}`` of function, version, batch_size and the file's sha256 or the package's version, and
+    of the spec folder's modules the file imports (``modules``, when there are any)."""
     return digest({"function": resolved["function"], "version": resolved["version"],
-                   "batch_size": resolved["batch_size"], "file": resolved["file"], "package": resolved["package"]})
+                   "batch_size": resolved["batch_size"], "file": resolved["file"], "package": resolved["package"],
+                   **({"modules": resolved["modules"]} if resolved.get("modules") else {})})
 
 
 @system_kind
@@ -141,8 +185,12 @@ class Python(SystemKind):
     def resolve(self, system: Any, ls: LoadedSpec) -> dict[str, Any]:
         form, where, _ = parse_function(system.function)  # validate() ran first
         file = package = None
+        modules: list[dict[str, str]] = []
         if form == "file":
             file = file_ref(ls.folder, where)
+            path, _ = resolve_inside(ls.folder, where)
+            own = Path(where).as_posix()
+            modules = [file_ref(ls.folder, ref) for ref in local_modules(ls.folder, path.read_bytes(), own=own)]
         else:
             version, _, _ = module_file(system.package, where)
             package = {"name": system.package, "version": version}
@@ -151,6 +199,7 @@ class Python(SystemKind):
             "batch_size": system.batch_size, "file": file, "package": package,
             "max_invalid_retries": system.max_invalid_retries,
             "score_range": list(system.score_range), **score_resolution(system),
+            **({"modules": modules} if modules else {}),  # absent without any: earlier locks keep their digest
         }
         resolved["fingerprint"] = python_fingerprint(resolved)
         return resolved
@@ -162,5 +211,6 @@ class Python(SystemKind):
         """``function: tools/x.py:score_batch (sdk 3.1); tools/x.py sha256 <hex>`` or the package and its version."""
         text = f"function: {resolved['function']} ({resolved['version']})"
         if resolved["file"]:
-            return f"{text}; {resolved['file']['path']} sha256 {resolved['file']['sha256']}"
+            mods = "".join(f"; imports {m['path']} sha256 {m['sha256']}" for m in resolved.get("modules") or [])
+            return f"{text}; {resolved['file']['path']} sha256 {resolved['file']['sha256']}{mods}"
         return f"{text}; package {resolved['package']['name']} {resolved['package']['version']}"
