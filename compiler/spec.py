@@ -526,7 +526,7 @@ class Execution(Strict):
     systems: dict[Id, SystemExecution] = Field(
         default_factory=dict, description="Per system id: how a remote system (kind: http) is called "
         "(concurrency 4, requests_per_s none, timeout_s 60, retries 6), or a vendor's program (kind: command, "
-        "python) run (concurrency 1, timeout_s 60; requests_per_s and retries are http's).")
+        "python) run (concurrency 1, timeout_s 60; requests_per_s and retries are http's: refused at validate for a program).")
 
     out: str | None = Field(
         default=None,

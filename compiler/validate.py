@@ -203,13 +203,25 @@ def _execution_issues(ls: LoadedSpec) -> Found:
     if ex.systems:  # issue 35 §2: how a remote system is called
         from compiler.systems import kinds_of
 
-        remote = [s.id for s, k in zip(ls.spec.systems, kinds_of(ls.spec.systems)) if getattr(k, "remote", False)]
-        for sid in ex.systems:
+        kinds = dict(zip([s.id for s in ls.spec.systems], kinds_of(ls.spec.systems)))
+        remote = [sid for sid, k in kinds.items() if getattr(k, "remote", False)]
+        for sid, setting in ex.systems.items():
             if sid not in remote:
                 out.append(Finding(("execution", "systems", sid), MSG_EXEC_SYSTEM.format(
                     id=sid, allowed=", ".join(remote) or "none (no system of the spec is remote, e.g. kind: http)"),
                     key=True))
+            elif getattr(kinds[sid], "runs_code", False):  # a vendor's program: no requests to pace or retry
+                out += [Finding(("execution", "systems", sid, key), MSG_EXEC_PROGRAM_KEY.format(
+                    key=key, what=what, id=sid, kind=kinds[sid].id), key=True)
+                    for key, what in HTTP_ONLY_KEYS.items() if getattr(setting, key, None) is not None]
     return out
+
+
+#: ``execution.systems.<id>`` keys that pace or retry HTTP requests: a program (command, python) has neither.
+HTTP_ONLY_KEYS = {"requests_per_s": "paces HTTP requests", "retries": "repeats failed HTTP requests"}
+MSG_EXEC_PROGRAM_KEY = ("{key} {what} and applies to kind: http only; system {id!r} "
+                        "({kind}) runs a program, which a failure stops (its answers so far are kept); allowed "
+                        "here: concurrency, timeout_s")
 
 
 #: ``execution.systems`` names a system that is not a remote system of the spec (issue 35 §2).

@@ -217,6 +217,9 @@ CASES = {
     "http_execution_of_another_system": (_http() + "execution:\n  systems:\n    minilm: {concurrency: 2}\n", {}),
     "http_batch_too_large": (_http(("response: {score: score}", "response: {score: score}, batch_size: 65")), {}),
     # issue 36 §2-§3: kind command and kind python (validate never runs or imports vendor code)
+    # requests_per_s and retries pace and retry HTTP requests: a program has neither (they were accepted, ignored)
+    "program_with_http_settings": (_exec(COMMAND_SYSTEM) + "execution:\n  systems:\n    vendor: {concurrency: 2, "
+                                   "requests_per_s: 5, retries: 3}\n", {"tools__kw.py": VENDOR_PY}),
     "command_empty_argv": (_exec(COMMAND_SYSTEM, ("[python3, tools/kw.py]", "[]")), {"tools__kw.py": VENDOR_PY}),
     "command_argv_leaves": (_exec(COMMAND_SYSTEM, ("tools/kw.py", "../tools/kw.py")), {"tools__kw.py": VENDOR_PY}),
     "python_function_form": (_exec(PYTHON_SYSTEM, ("'tools/kw.py:score_batch'", "score_batch")), {"tools__kw.py": VENDOR_PY}),
