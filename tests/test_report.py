@@ -302,7 +302,7 @@ def test_contents_list_every_section_in_order_and_front_matter_comes_first(html,
     toc = html.split('<nav class="toc">', 1)[1].split("</nav>", 1)[0]
     anchors = re.findall(r'href="#([^"]+)"', toc)
     assert anchors == ["fail-variants", "design", "u-minilm-neutral", "drift", "amendments", "risk", "appendix",
-                       "run-record"]
+                       "glossary", "run-record"]
     body = html.split("</nav>", 1)[1]
     assert [a for a in re.findall(r'<section[^>]* id="([^"]+)"', body) if a in anchors] == anchors
     # the design's key settings are front matter: between the header and the contents, not listed
@@ -373,7 +373,9 @@ def test_both_risk_tiers_are_shown_and_labelled(html, context):
     text = _text(html)
     assert "Research tier (primary)" in text and "Operational tier" in text
     assert "RiskScore = (3 · n_FAIL + 1 · n_INVESTIGATE) / (3 · n_total)" in text
-    assert "band-low" in html or "band-medium" in html or "band-high" in html
+    # seed 000's band is named as Eq. 6's, in plain text: no status colour, no "Low risk" headline
+    assert re.search(r"Eq\. 6 band: (low|medium|high)", text)
+    assert "band-low" not in html and "Low risk" not in text and "High risk" not in text
 
 
 def test_kpis_count_research_statuses(context, inputs):
@@ -455,7 +457,7 @@ def test_every_kind_of_report_lists_amendments_with_their_reasons(inputs):
     assert "candidates.estimation.bootstrap: 100 -&gt; 200" in out and "2026-11-29T09:40:00Z" in out
     assert re.search(r"Amendment 2</strong>\s*<dl><dt>reason</dt><dd>\(none recorded\)</dd>", out)
     toc = out.split('<nav class="toc">', 1)[1].split("</nav>", 1)[0]
-    assert re.findall(r'href="#([^"]+)"', toc) == ["amendments", "run-record"]
+    assert re.findall(r'href="#([^"]+)"', toc) == ["amendments", "glossary", "run-record"]
     assert "Population audit report (causal decomposition)" in out
 
 

@@ -99,12 +99,30 @@ def render_report(core: Mapping[str, Any], sections: Iterable[Section]) -> str:
         Every family's sections; the shared parts (:func:`core_sections`) are added here. Sections
         with a negative ``order`` are front matter (between the header and the contents).
 
+    Returns
+    -------
+    str
+        The HTML; a "Terms used in this report" section (:mod:`runtime.report.glossary`) defines the terms
+        its text uses.
+
     Raises
     ------
     ValueError
         When two sections share an anchor.
     """
-    every = ordered([*sections, *core_sections(core)])
+    from runtime.report.glossary import used
+
+    given = [*sections, *core_sections(core)]
+    page = _render(core, ordered(given))
+    terms = used(page)  # the terms the report uses, defined once at its end (before the run record)
+    if not terms:
+        return page
+    return _render(core, ordered([*given, Section(id="glossary", title="Terms used in this report",
+                                                  template="_glossary.html.j2", context={"terms": terms},
+                                                  order=ORDER["glossary"])]))
+
+
+def _render(core: Mapping[str, Any], every: list[Section]) -> str:
     front = [s for s in every if s.order < 0]
     body = [s for s in every if s.order >= 0]
     toc = [{"anchor": s.id, "title": s.title} for s in body if s.toc]

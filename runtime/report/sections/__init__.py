@@ -65,7 +65,7 @@ class Section:
 ORDER = {
     "findings": -120, "headline": -115, "facts": -100, "source": -90, "verdict": -50,  # front matter (not in the contents)
     "summary": 100, "fail": 200, "design": 300, "results": 400, "systems_compared": 450, "effects": 500, "ll144": 550, "noise_floor": 560,
-    "drift": 600, "llm": 700, "amendments": 800, "appendix": 850, "annex_iv": 870, "run_record": 900, "provenance": 1000,
+    "drift": 600, "llm": 700, "amendments": 800, "appendix": 850, "glossary": 860, "annex_iv": 870, "run_record": 900, "provenance": 1000,
 }
 
 

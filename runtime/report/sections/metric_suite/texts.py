@@ -75,8 +75,11 @@ CI_TEXT: dict[str, str] = {
 #: Label of each threshold tier; what each tier means is in ``metric_suite_text.html.j2`` (seed 000 §3.7).
 TIER_LABELS: dict[str, str] = {"research": "Research tier", "operational": "Operational tier"}
 
-#: Label of each risk band (seed 000 §3.6).
-BAND_TEXT = {"low": "Low risk", "medium": "Medium risk", "high": "High risk"}
+#: Label of each risk band (seed 000 §3.6), in plain text beside the score: a regulator read a large green
+#: "Low risk" banner beside a FAIL verdict as the tool's conclusion. The band is seed 000's word for a value of
+#: Eq. 6, named as such; it is not coloured as a status.
+BAND_TEXT = {"low": "Eq. 6 band: low (under 0.15)", "medium": "Eq. 6 band: medium (0.15 to under 0.30)",
+             "high": "Eq. 6 band: high (0.30 or more)"}
 
 #: Labels of ``ReportMeta.counts`` keys (others are shown with underscores as spaces).
 COUNT_LABELS = {
