@@ -243,9 +243,6 @@ CASES = {
     "control_llm_cannot_make": (_GEN_SPEC.replace("candidates: {", "candidates: {generator: llm, model: ollama/qwen2.5, ")
                                 .replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
                                     "    - {id: P1, perturbation: section_order}\n")), {}),
-    "control_llm_regenerate_not_yet": (_GEN_SPEC.replace("candidates: {", "candidates: {generator: llm, model: ollama/qwen2.5, ")
-                                       .replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
-                                           "    - {id: P1, perturbation: typos}\n    - {id: P2, perturbation: regenerate}\n")), {}),
     "control_score_file_perturbation": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
         "    - {id: P1, perturbation: typos}\n")), {}),
     "control_score_file_rows": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
