@@ -433,10 +433,11 @@ def test_a_cached_answer_never_imports_litellm(tmp_path):
 
 def regenerate_spec(url: str) -> str:
     """The tiny spec with two negative controls (issue 38): ``regenerate`` (the reference résumé written
-    again by the generator) and ``typos``; one LLM screener, one condition, one replicate."""
+    again by the generator) and ``date_format`` (SmolLM2's résumés have no bullet lines for ``typos``); one LLM
+    screener, one condition, one replicate."""
     text = tiny_llm_spec(url, store="regen-store")
     text = text.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
-                        "    - {id: P1, perturbation: regenerate}\n    - {id: P2, perturbation: typos}\n")
+                        "    - {id: P1, perturbation: regenerate}\n    - {id: P2, perturbation: date_format}\n")
     text = text.replace("agents: {classifier: true}", "agents: {classifier: false}")
     text = text[:text.index("  - id: compare")] + text[text.index("analysis:"):]
     text = text.replace("replicates: 2", "replicates: 1").replace("conditions: [baseline, fairness]",
@@ -477,8 +478,8 @@ def test_regenerate_control_same_seed_same_text(tmp_path, llm_server):
     placebo = pd.read_csv(run1 / "control_resumes.csv")
     resumes = pd.read_csv(run1 / "resumes.csv")
     assert placebo[["cv_id", "variant", "perturbation"]].values.tolist() == [
-        ["data-analyst-cv001", "P1", "regenerate"], ["data-analyst-cv001", "P2", "typos"],
-        ["data-analyst-cv002", "P1", "regenerate"], ["data-analyst-cv002", "P2", "typos"]]
+        ["data-analyst-cv001", "P1", "regenerate"], ["data-analyst-cv001", "P2", "date_format"],
+        ["data-analyst-cv002", "P1", "regenerate"], ["data-analyst-cv002", "P2", "date_format"]]
     ref = resumes[resumes["variant"] == "BASE"].set_index("cv_id")["text"]
     regen = placebo[placebo["variant"] == "P1"].set_index("cv_id")["text"]
     assert (regen.str.len() > 40).all() and (regen != ref.loc[regen.index]).all()
@@ -489,7 +490,8 @@ def test_regenerate_control_same_seed_same_text(tmp_path, llm_server):
     r1, r2 = (json.loads((d / "run.json").read_text()) for d in (run1, run2))
     g1, g2 = r1["generator_info"], r2["generator_info"]
     assert g1["regenerated"] == 2
-    assert g1["llm_calls"]["calls"] == len(trail["calls"]) >= 5 and g1["llm_calls"]["from_cache"] == 0
+    # 1 phase-A + 2 phase-B + 2 regenerate calls at least (a retry or a follow-up adds one)
+    assert g1["llm_calls"]["calls"] >= len(trail["calls"]) >= 5 and g1["llm_calls"]["from_cache"] == 0
     # the placebo résumés are scored, in batches of their own, and measured against the reference
     floor = pd.read_csv(run1 / "negative_controls.csv")
     assert set(floor["variant"]) == {"P1", "P2"} and set(floor["system"]) == {"score"}

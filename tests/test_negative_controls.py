@@ -582,6 +582,11 @@ def test_placebo_resumes_take_the_regenerated_text_and_perturb_the_others():
                                     text.replace("Amina", "Ines").replace("Jul 2019", "07/2019")]
     with pytest.raises(AuditError, match=r"negative control 'P1' \(regenerate\): no regenerated résumé for j/c1"):
         placebo_resumes(cands, controls, reference="BASE", seed=3)
+    # a résumé without bullet lines cannot take typos: a clear error, no traceback (seen on SmolLM2's résumés)
+    flat = cands.assign(text=cands["text"].str.replace("- Automated monthly reports\n", "Automated reports.\n"))
+    with pytest.raises(AuditError, match=r"negative control 'P3' \(typos\): no word of the bullets can take a typo "
+                                         r"\(cv 'c1'\).*use regenerate, date_format or bullet_glyph instead"):
+        placebo_resumes(flat, [{"id": "P3", "perturbation": "typos"}], reference="BASE", seed=3)
 
 
 LLM_CONTROLS_SPEC = """\

@@ -81,6 +81,11 @@ class Design:
         ctx.folder.write_csv("control_resumes.csv", ctx.control_candidates)
 
 
+#: A generated résumé that a control's text edit cannot change (the generator wrote no bullet lines).
+MSG_CANNOT_PERTURB = ("negative control {id!r} ({p}): {why}; the generator's résumés must hold bullet lines for "
+                      "this perturbation: use regenerate, date_format or bullet_glyph instead")
+
+
 def placebo_resumes(candidates, controls: list[dict], *, reference: str, seed: int, regenerated=None):
     """The placebo résumés of a generated matrix (issue 38 §3): for each reference résumé of ``candidates``
     and each control, in that order, the résumé under the control's text-level perturbation
@@ -96,7 +101,8 @@ def placebo_resumes(candidates, controls: list[dict], *, reference: str, seed: i
     Raises
     ------
     compiler.errors.AuditError
-        A ``regenerate`` control without its regenerated résumé (a design that does not write them).
+        A ``regenerate`` control without its regenerated résumé (a design that does not write them); a
+        text edit the résumé cannot take (``typos`` on a résumé without bullet lines: :data:`MSG_CANNOT_PERTURB`).
     """
     import pandas as pd
 
@@ -119,7 +125,10 @@ def placebo_resumes(candidates, controls: list[dict], *, reference: str, seed: i
                     raise AuditError(f"negative control {c['id']!r} (regenerate): no regenerated résumé for "
                                      f"{r.job_id}/{r.cv_id}; only the llm generator writes the base again")
             else:
-                text = perturb_text(r.text, p, seed=seed, job_id=r.job_id, cv_id=r.cv_id, control_id=c["id"])
+                try:
+                    text = perturb_text(r.text, p, seed=seed, job_id=r.job_id, cv_id=r.cv_id, control_id=c["id"])
+                except ValueError as err:  # typos on a résumé the generator wrote without bullet lines
+                    raise AuditError(MSG_CANNOT_PERTURB.format(id=c["id"], p=p, why=err)) from None
             rows.append({"job_id": r.job_id, "cv_id": r.cv_id, "variant": c["id"], "perturbation": p,
                          "is_true_match": r.is_true_match, "text": text})
     return pd.DataFrame(rows, columns=list(CONTROL_COLUMNS))
