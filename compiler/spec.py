@@ -151,8 +151,9 @@ class NegativeControl(Strict):
         description="The control's id (letters, digits, _ and -), not a variant id.")
     perturbation: Perturbation | None = Field(
         default=None, description="What the tool changes in the reference résumé. template: summary_synonyms, "
-        "date_format, bullet_glyph, section_order, typos, line_breaks; llm: date_format, bullet_glyph, typos "
-        "(regenerate, the same base generated again, is declared but not yet available: refused at validate).")
+        "date_format, bullet_glyph, section_order, typos, line_breaks; llm: regenerate (the reference résumé of the "
+        "same base candidate written again by the generator, a call of its own per base candidate), date_format, "
+        "bullet_glyph, typos.")
     description: str | None = Field(
         default=None, min_length=1, max_length=MAX_CONTROL_DESCRIPTION,
         description="What the vendor changed, in words (a score-file audit, required; 1 to 400 characters); for a "

@@ -155,6 +155,7 @@ def validate(spec: SpecArg) -> None:
 
     compiled = compile_spec(spec)
     _print_warnings(compiled)
+    _print_design_warnings(compiled, _scores_if_known(compiled))
     c = compiled.plan["counts"]
     for line in compiled.score_files:
         _console().print(f"score file: {line}", markup=False)
@@ -168,6 +169,54 @@ def _print_warnings(compiled) -> None:
 
     for w in compiled.warnings:
         print(terminal_safe(f"warning: {w}", keep_lines=True), file=sys.stderr)
+
+
+def _scores_if_known(compiled):
+    """:func:`_known_scores` without a pilot for ``audit validate``: None where the scores are unknown or give
+    no SESOI shift (compile says so, exit 2)."""
+    from compiler.errors import AuditError
+
+    try:
+        return _known_scores(compiled, None)
+    except AuditError:
+        return None
+
+
+def _print_design_warnings(compiled, known) -> None:
+    """``warning:`` lines on what the design can decide (issue 39 §8,
+    :mod:`runtime.analysis.design_warnings`), located: the metric suite's intervals measured outside the
+    93–97% coverage target at the nearest simulated design (at ``jobs``), and, when the scores are known,
+    categories under the declared power at the SESOI (at ``analysis.effect_size``)."""
+    from compiler.text import terminal_safe
+
+    for w in design_warnings(compiled, known):
+        print(terminal_safe(f"warning: {w}", keep_lines=True), file=sys.stderr)
+
+
+def design_warnings(compiled, known) -> list:
+    """The located issues :func:`_print_design_warnings` prints (``known``: :func:`_known_scores`' result)."""
+    from compiler import catalog
+    from compiler.errors import Finding
+    from compiler.families import enabled_families
+    from runtime.analysis.design_warnings import coverage_warning, power_warning
+
+    r = compiled.resolved
+    out = []
+    if any(f.id == "metric_suite" for f in enabled_families(r)):
+        w = coverage_warning(catalog.METRIC_IDS, len(r["jobs"]))
+        if w:
+            out.append(Finding(("jobs",), w))
+    es = (r.get("analysis") or {}).get("effect_size")
+    if es and known is not None:
+        from runtime.analysis.power import power_table
+        from runtime.analysis.sesoi import sesoi_table
+
+        frame = known[0]
+        w = power_warning(power_table(frame, r, sesoi=sesoi_table(frame, r)), target=float(es["power"]),
+                          alpha=float(r["analysis"]["alpha"]))
+        if w:
+            out.append(Finding(("analysis", "effect_size"), w))
+    return compiled.loaded.locate(out)
 
 
 def _n(count: int, noun: str) -> str:
@@ -207,6 +256,7 @@ def compile_(
     # issue 30 §3: the SESOI and the power need scores (a pilot run, or the score files); checked
     # before anything is written
     known = _known_scores(compiled, pilot)
+    _print_design_warnings(compiled, known)
     lock = build_lock(compiled.resolved, compiled.plan, spec_file=spec.name)
     if known is not None and known[2] is not None:
         lock["pilot"] = known[2]

@@ -527,3 +527,17 @@ def test_argument_errors():
                               "(need 'pass' and 'investigate')")
     with pytest.raises(ValueError, match="is_true_match must be 0, 1 or missing"):
         run(df.assign(is_true_match=2), n_bootstrap=10)
+
+
+def test_the_catalogue_names_the_test_each_ranking_computes_for_the_impact_ratio():
+    """Issue 39 §8: the catalogue's test for the impact ratio is McNemar, what the default (swap-in) ranking
+    computes on the paired in/out table; Fisher's exact test runs only under per-variant ranking, where the row
+    says it is not informative (the reference's retention is 1 by construction) and leaves it out of BH."""
+    assert catalog.METRICS["impact_ratio"].test == "mcnemar"
+    swap = cell(run(tiny_frame(), ranking="swap_in", n_bootstrap=200), "impact_ratio", "V1")
+    assert swap["test"].startswith("mcnemar_")
+    per = cell(run(tiny_frame(), n_bootstrap=200), "impact_ratio", "V1")
+    assert per["test"] == "fisher_exact" and "not informative" in per["notes"] and pd.isna(per["p_adj"])
+    from runtime.report.sections.metric_suite.texts import TEST_TEXT
+
+    assert TEST_TEXT[swap["test"]].startswith("McNemar") and TEST_TEXT["fisher_exact"].startswith("Fisher")

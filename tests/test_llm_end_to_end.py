@@ -429,3 +429,79 @@ def test_a_cached_answer_never_imports_litellm(tmp_path):
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.splitlines() == ['{"score": 70} True False', "LlmUnavailable True"]
+
+
+def regenerate_spec(url: str) -> str:
+    """The tiny spec with two negative controls (issue 38): ``regenerate`` (the reference résumé written
+    again by the generator) and ``date_format`` (SmolLM2's résumés have no bullet lines for ``typos``); one LLM
+    screener, one condition, one replicate."""
+    text = tiny_llm_spec(url, store="regen-store")
+    text = text.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n  negative_controls:\n"
+                        "    - {id: P1, perturbation: regenerate}\n    - {id: P2, perturbation: date_format}\n")
+    text = text.replace("agents: {classifier: true}", "agents: {classifier: false}")
+    text = text[:text.index("  - id: compare")] + text[text.index("analysis:"):]
+    text = text.replace("replicates: 2", "replicates: 1").replace("conditions: [baseline, fairness]",
+                                                                  "conditions: [baseline]")
+    assert "perturbation: regenerate" in text and "compare" not in text.split("systems:")[1].split("analysis:")[0]
+    return text
+
+
+@pytest.mark.xdist_group("llm")
+def test_regenerate_control_same_seed_same_text(tmp_path, llm_server):
+    """Issue 38 ``regenerate`` on the real local model server: compile counts its calls (one per base
+    candidate); the run writes the regenerated reference résumés to control_resumes.csv (trail stage
+    ``regenerate``, labels job, cv_id, control) and the screener scores them in the control batches; a warm
+    re-run makes no call and writes the same bytes; a fresh store under the same seed asks the same requests
+    and gets the same text."""
+    import shutil
+
+    env = _env(AUDIT_TEST_KEY=FAKE_KEY)
+    first_dir, fresh_dir = tmp_path / "a", tmp_path / "b"
+    for d in (first_dir, fresh_dir):
+        d.mkdir()
+        (d / "spec.yaml").write_text(regenerate_spec(llm_server["url"]))
+        res = _cli("compile", "spec.yaml", cwd=d, env=env)
+        assert res.returncode == 0, res.stderr
+    plan = json.loads((first_dir / "spec.plan.json").read_text())
+    stages = {s["stage"]: s["calls"] for s in plan["llm_estimate"]["stages"]}
+    # K=2: 1 phase-A call, 2 phase-B calls, 2 regenerations; 4 résumés + 4 placebo résumés scored once
+    assert stages == {"generate: phase A base resumes": 1, "generate: phase B variants": 2,
+                      "generate: regenerate (negative controls)": 2, "score: score / baseline": 8}
+    for _ in range(2):
+        proc = _cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=first_dir, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=fresh_dir, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run1, run2 = _run_dirs(first_dir)
+    (run3,) = _run_dirs(fresh_dir)
+
+    placebo = pd.read_csv(run1 / "control_resumes.csv")
+    resumes = pd.read_csv(run1 / "resumes.csv")
+    assert placebo[["cv_id", "variant", "perturbation"]].values.tolist() == [
+        ["data-analyst-cv001", "P1", "regenerate"], ["data-analyst-cv001", "P2", "date_format"],
+        ["data-analyst-cv002", "P1", "regenerate"], ["data-analyst-cv002", "P2", "date_format"]]
+    ref = resumes[resumes["variant"] == "BASE"].set_index("cv_id")["text"]
+    regen = placebo[placebo["variant"] == "P1"].set_index("cv_id")["text"]
+    assert (regen.str.len() > 40).all() and (regen != ref.loc[regen.index]).all()
+    trail = json.loads((run1 / "generation_trail.json").read_text())
+    again = [c for c in trail["calls"] if c["stage"] == "regenerate"]
+    assert sorted({tuple(c["labels"]) for c in again}) == [("data-analyst", "data-analyst-cv001", "P1"),
+                                                           ("data-analyst", "data-analyst-cv002", "P1")]
+    r1, r2 = (json.loads((d / "run.json").read_text()) for d in (run1, run2))
+    g1, g2 = r1["generator_info"], r2["generator_info"]
+    assert g1["regenerated"] == 2
+    # 1 phase-A + 2 phase-B + 2 regenerate calls at least (a retry or a follow-up adds one)
+    assert g1["llm_calls"]["calls"] >= len(trail["calls"]) >= 5 and g1["llm_calls"]["from_cache"] == 0
+    # the placebo résumés are scored, in batches of their own, and measured against the reference
+    floor = pd.read_csv(run1 / "negative_controls.csv")
+    assert set(floor["variant"]) == {"P1", "P2"} and set(floor["system"]) == {"score"}
+    # warm re-run: every answer from the task store, the same bytes
+    assert g2["llm_calls"]["calls"] == 0 and g2["llm_calls"]["from_cache"] == g1["llm_calls"]["calls"]
+    assert r2["systems_info"]["score"]["llm_calls"]["calls"] == 0
+    for name in ("control_resumes.csv", "resumes.csv", "negative_controls.csv", "noise_floor.csv"):
+        assert (run1 / name).read_bytes() == (run2 / name).read_bytes(), name
+    # a fresh store, the same seed: the same requests, answered with the same text by the same server
+    r3 = json.loads((run3 / "run.json").read_text())
+    assert r3["generator_info"]["llm_calls"]["from_cache"] == 0
+    assert (run3 / "control_resumes.csv").read_bytes() == (run1 / "control_resumes.csv").read_bytes()
+    shutil.rmtree(fresh_dir / "regen-store", ignore_errors=True)

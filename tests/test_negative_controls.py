@@ -480,3 +480,166 @@ def test_the_noise_floor_section_labels_unread_controls_and_draws_one_chart_per_
     assert a.context["controls"] == [
         {"id": "P01", "what": "synonyms in the professional summary", "shares": ["1.000"]},
         {"id": "P03", "what": "extra blank lines", "shares": ["0 (not read by the encoder)"]}]
+
+
+# regenerate (llm design) -------------------------------------------------------------------------------------
+class _RecordingClient:
+    """Stands in for :class:`runtime.llm.client.LlmClient`: answers with a JSON array holding one item per
+    treatment the prompt lists, recording every request's messages, seed and schema."""
+
+    def __init__(self):
+        self.seen: list[dict] = []
+
+    async def complete(self, messages, **kw):
+        import json
+
+        self.seen.append({"messages": messages, **kw})
+        ids = re.findall(r"^- (\w+): ", messages[-1]["content"], flags=re.M)
+        return json.dumps([{"candidate_type": v, "full_resume_text": f"{v} written with seed {kw['seed']}"}
+                           for v in ids]), False
+
+
+def _regen_agents(client):
+    from types import SimpleNamespace
+
+    from compiler import llm as compiler_llm
+    from runtime.generate.llm import _Agents
+
+    templates = {s: compiler_llm.template_text(n) for s, n in compiler_llm.GENERATOR_TEMPLATES.items()}
+    resolved = {"seed": 5, "variants": {"reference": "BASE", "table": {"BASE": {"sex_gender": "M"},
+                                                                      "V01": {"sex_gender": "F"}}},
+                "candidates": {"templates": templates, "endpoint": {"max_tokens": 600, "response_format": "json_schema"}}}
+    return _Agents(SimpleNamespace(resolved=resolved), client, None, {"calls": []})
+
+
+def test_regenerate_asks_for_the_reference_alone_under_a_seed_of_its_own():
+    """Issue 38 §1 ``regenerate``: one Phase B call per (job, cv_id, control id) for the reference variant
+    alone, on the same base résumé, with the full call's length budget per résumé; its seed is
+    derive_seed(seed, "llm-generator", "regenerate", job, cv_id, control, attempt) mod 2^31, so each control and
+    base candidate asks a request of its own (and its own cache entry), the same one on every run."""
+    import asyncio
+
+    from runtime.seeding import derive_seed
+
+    client = _RecordingClient()
+    agents = _regen_agents(client)
+    desc = {"BASE": {"descriptor": "sex_gender = M"}, "V01": {"descriptor": "sex_gender = F"}}
+    job = {"id": "data-analyst", "title": "Data Analyst"}
+
+    async def calls():
+        b = await agents.phase_b(job, "data-analyst-cv001", "Base resume text", desc)
+        r1 = await agents.regenerate(job, "data-analyst-cv001", "Base resume text", desc, "P1")
+        r2 = await agents.regenerate(job, "data-analyst-cv001", "Base resume text", desc, "P2")
+        r1_again = await agents.regenerate(job, "data-analyst-cv001", "Base resume text", desc, "P1")
+        return b, r1, r2, r1_again
+
+    b, r1, r2, r1_again = asyncio.run(calls())
+    seeds = [s["seed"] for s in client.seen]
+    assert seeds == [derive_seed(5, "llm-generator", "phase_b", "data-analyst", "data-analyst-cv001", 0) % 2**31,
+                     derive_seed(5, "llm-generator", "regenerate", "data-analyst", "data-analyst-cv001", "P1", 0) % 2**31,
+                     derive_seed(5, "llm-generator", "regenerate", "data-analyst", "data-analyst-cv001", "P2", 0) % 2**31,
+                     derive_seed(5, "llm-generator", "regenerate", "data-analyst", "data-analyst-cv001", "P1", 0) % 2**31]
+    assert len(set(seeds)) == 3 and seeds[1] == seeds[3]
+    assert r1 == f"BASE written with seed {seeds[1]}" and r2 == f"BASE written with seed {seeds[2]}" and r1 == r1_again
+    assert b == {"BASE": f"BASE written with seed {seeds[0]}", "V01": f"V01 written with seed {seeds[0]}"}
+    full, again = client.seen[0], client.seen[1]
+    assert "Base resume text" in again["messages"][0]["content"]
+    assert "- BASE: sex_gender = M" in again["messages"][0]["content"]
+    assert "- V01:" not in again["messages"][0]["content"] and "- V01:" in full["messages"][0]["content"]
+    arr_full, arr_again = (c["schema"]["properties"]["variants"] for c in (full, again))
+    assert (arr_again["minItems"], arr_again["maxItems"]) == (1, 1)
+    assert arr_again["items"]["properties"]["candidate_type"]["enum"] == ["BASE"]
+    # the same length budget per résumé as the reference's own call: max(160, 600 * 2 // 2 - 60) characters
+    assert arr_again["items"]["properties"]["full_resume_text"]["maxLength"] == \
+        arr_full["items"]["properties"]["full_resume_text"]["maxLength"] == 540
+    trail = agents.trail["calls"]
+    assert [(c["stage"], c["labels"]) for c in trail[1:3]] == [
+        ("regenerate", ["data-analyst", "data-analyst-cv001", "P1"]),
+        ("regenerate", ["data-analyst", "data-analyst-cv001", "P2"])]
+
+
+def test_placebo_resumes_take_the_regenerated_text_and_perturb_the_others():
+    """The llm design's control_resumes.csv rows: per reference résumé and control (in that order) the
+    regenerated text for ``regenerate``, the seeded text edit otherwise; the columns of the template design's."""
+    import pandas as pd
+
+    from compiler.errors import AuditError
+    from runtime.designs import placebo_resumes
+    from runtime.generate.matrix import CONTROL_COLUMNS
+
+    text = "Amina Haddad\nBorn 1990\n\nSUMMARY\nAnalyst since Jul 2019.\n\nEXPERIENCE\n- Automated monthly reports\n"
+    cands = pd.DataFrame({"job_id": ["j"] * 4, "cv_id": ["c1", "c1", "c2", "c2"], "variant": ["BASE", "V01"] * 2,
+                          "is_true_match": [1, 1, 0, 0], "text": [text, "x", text.replace("Amina", "Ines"), "y"]})
+    again = pd.DataFrame({"job_id": ["j", "j"], "cv_id": ["c1", "c2"], "variant": ["P1", "P1"],
+                          "text": ["c1 again", "c2 again"]})
+    controls = [{"id": "P1", "perturbation": "regenerate"}, {"id": "P2", "perturbation": "date_format"}]
+    out = placebo_resumes(cands, controls, reference="BASE", seed=3, regenerated=again)
+    assert list(out.columns) == list(CONTROL_COLUMNS)
+    assert out[["cv_id", "variant", "perturbation", "is_true_match"]].values.tolist() == [
+        ["c1", "P1", "regenerate", 1], ["c1", "P2", "date_format", 1],
+        ["c2", "P1", "regenerate", 0], ["c2", "P2", "date_format", 0]]
+    assert out["text"].tolist() == ["c1 again", text.replace("Jul 2019", "07/2019"), "c2 again",
+                                    text.replace("Amina", "Ines").replace("Jul 2019", "07/2019")]
+    with pytest.raises(AuditError, match=r"negative control 'P1' \(regenerate\): no regenerated résumé for j/c1"):
+        placebo_resumes(cands, controls, reference="BASE", seed=3)
+    # a résumé without bullet lines cannot take typos: a clear error, no traceback (seen on SmolLM2's résumés)
+    flat = cands.assign(text=cands["text"].str.replace("- Automated monthly reports\n", "Automated reports.\n"))
+    with pytest.raises(AuditError, match=r"negative control 'P3' \(typos\): no word of the bullets can take a typo "
+                                         r"\(cv 'c1'\).*use regenerate, date_format or bullet_glyph instead"):
+        placebo_resumes(flat, [{"id": "P3", "perturbation": "typos"}], reference="BASE", seed=3)
+
+
+LLM_CONTROLS_SPEC = """\
+audit: regen
+title: Regenerated reference résumés
+seed: 11
+axes:
+  sex_gender:
+    slot: name
+    levels: [M, F]
+    cues: {M: [John Smith], F: [Fatima Rahmani]}
+variants:
+  reference: BASE
+  table:
+    BASE: {sex_gender: M}
+    V01: {sex_gender: F}
+  negative_controls:
+%s
+jobs:
+  - {id: data-analyst, title: Data Analyst, description: Writes SQL and builds dashboards.}
+  - {id: accountant, title: Accountant, description: Prepares and examines financial records.}
+candidates:
+  generator: llm
+  model: openai/smollm2-135m
+  api_base: http://127.0.0.1:9/v1
+  base_per_job: 3
+  matching_per_job: 1
+  max_tokens: 240
+  agents: {translate_to: French, classifier: false}
+systems:
+  - {id: score, kind: llm_score, model: openai/smollm2-135m, api_base: http://127.0.0.1:9/v1, replicates: 2,
+     max_tokens: 16, conditions: [baseline]}
+analysis:
+  k: {counterfactual: 1, group: 1, merit: 1}
+"""
+
+
+def test_the_estimate_counts_the_regenerate_calls(write_spec):
+    """compile's LLM estimate (issue 38 §3): each regenerate control adds one generation call per base candidate
+    (2 jobs x K=3) and, with translate_to, one translation of each; a text-level control adds no generation
+    call; the screener scores every placebo résumé (its calls count them); counts.model_calls is the sum."""
+    from compiler import compile_spec
+
+    two = LLM_CONTROLS_SPEC % "    - {id: P1, perturbation: regenerate}\n    - {id: P2, perturbation: typos}"
+    plain = LLM_CONTROLS_SPEC.replace("  negative_controls:\n%s\n", "")
+    stages = {}
+    for name, text in (("two", two), ("plain", plain)):
+        plan = compile_spec(write_spec(text)).plan
+        stages[name] = {s["stage"]: s["calls"] for s in plan["llm_estimate"]["stages"]}
+        assert plan["counts"]["model_calls"] == sum(stages[name].values())
+    assert stages["plain"] == {"generate: phase A base resumes": 2, "generate: phase B variants": 6,
+                               "generate: stage 2 translation": 12, "score: score / baseline": 24}
+    # 6 regenerated résumés, translated; 12 placebo résumés (2 controls x 6 base candidates) x 2 replicates
+    assert stages["two"] == {"generate: phase A base resumes": 2, "generate: phase B variants": 6,
+                             "generate: regenerate (negative controls)": 6, "generate: stage 2 translation": 18,
+                             "score: score / baseline": 24 + 24}

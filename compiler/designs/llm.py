@@ -54,8 +54,9 @@ class Llm(matrix.MatrixDesign):
                 "templates": {stage: llm.template_text(name) for stage, name in llm.GENERATOR_TEMPLATES.items()}}
 
     def estimate(self, resolved: dict[str, Any], est: llm.Estimate) -> None:
-        """Calls and tokens of every generation stage; the screeners' prompts are then counted with a
-        resume as long as the generator writes (its JSON schema's budget per resume)."""
+        """Calls and tokens of every generation stage (the ``regenerate`` negative controls' calls included,
+        issue 38); the screeners' prompts are then counted with a resume as long as the generator writes (its
+        JSON schema's budget per resume)."""
         cand, jobs = resolved["candidates"], resolved["jobs"]
         n_var = len(resolved["variants"]["table"])
         k = cand.get("base_per_job", 0) or 0
@@ -71,9 +72,15 @@ class Llm(matrix.MatrixDesign):
                            m=cand["matching_per_job"]), ep["max_tokens"])
         est.add("generate: phase B variants", ep, n_jobs * k, t["phase_b"] + resume + "v " * 30 * n_var,
                 ep["max_tokens"])
+        # issue 38: each regenerate control writes every base candidate's reference résumé again (one call each)
+        n_again = n_jobs * k * sum(1 for c in resolved["variants"].get("negative_controls") or []
+                                   if c.get("perturbation") == "regenerate")
+        if n_again:
+            est.add("generate: regenerate (negative controls)", ep, n_again, t["phase_b"] + resume + "v " * 30,
+                    ep["max_tokens"])
         n_res = n_jobs * k * n_var
         if cand["agents"]["translate_to"]:
-            est.add("generate: stage 2 translation", ep, n_res, t["translate"] + resume, ep["max_tokens"])
+            est.add("generate: stage 2 translation", ep, n_res + n_again, t["translate"] + resume, ep["max_tokens"])
         if cand["agents"]["flagging"]:
             est.add("generate: stage 3 flagging", ep, n_res, t["flagging"] + resume,
                     min(ep["max_tokens"], llm.FLAGGING_MAX_TOKENS))

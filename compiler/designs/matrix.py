@@ -61,10 +61,6 @@ MSG_CONTROL_REPEATED = "negative control id {id!r} is repeated; each control nee
 MSG_CONTROL_NO_PERTURBATION = ("negative control {id!r} needs a perturbation: the {design} generator makes the "
                                "placebo résumé; allowed: {allowed}")
 MSG_CONTROL_CANNOT_MAKE = ("the {design} generator cannot make perturbation {p!r}; allowed: {allowed}")
-#: Declared by the spec language for the llm generator (issue 38 §1) but not generated yet: refused at validate.
-NOT_YET_AVAILABLE: dict[str, str] = {"regenerate": "the same base candidate generated again"}
-MSG_CONTROL_NOT_YET = ("perturbation {p!r} ({what}) is not yet available for the {design} generator; "
-                       "allowed: {allowed}")
 MSG_CONTROL_SCORE_FILE_PERTURBATION = ("a score-file audit cannot perturb résumés (the vendor wrote them); "
                                        "give description instead: what the vendor changed, 1 to 400 characters")
 MSG_CONTROL_SCORE_FILE_DESCRIPTION = ("negative control {id!r} needs a description: what the vendor changed in "
@@ -73,9 +69,9 @@ MSG_CONTROL_SCORE_FILE_DESCRIPTION = ("negative control {id!r} needs a descripti
 
 def controls_issues(ls: LoadedSpec) -> list[Issue]:
     """Checks of ``variants.negative_controls`` (issue 38 §1): ids are not variant ids and not repeated;
-    the template and llm generators need a ``perturbation`` they can make (the llm generator's ``regenerate``
-    is refused as not yet available: :data:`NOT_YET_AVAILABLE`); a score-file audit gives a ``description``
-    instead (its file holds the placebo rows)."""
+    the template and llm generators need a ``perturbation`` they can make (``regenerate``, the same base
+    candidate generated again, only the llm generator); a score-file audit gives a ``description`` instead
+    (its file holds the placebo rows)."""
     from compiler.spec import LLM_PERTURBATIONS, TEMPLATE_PERTURBATIONS
 
     controls = ls.spec.variants.negative_controls
@@ -87,8 +83,7 @@ def controls_issues(ls: LoadedSpec) -> list[Issue]:
         variant_ids = list(ls.spec.variants.table) or [ls.spec.variants.reference]
     cand = ls.spec.candidates
     generator = None if cand is None else getattr(cand, "generator", "template")
-    allowed = {"template": TEMPLATE_PERTURBATIONS,
-               "llm": tuple(p for p in LLM_PERTURBATIONS if p not in NOT_YET_AVAILABLE)}.get(generator)
+    allowed = {"template": TEMPLATE_PERTURBATIONS, "llm": LLM_PERTURBATIONS}.get(generator)
     out: list[Issue] = []
     seen: set[str] = set()
     for i, c in enumerate(controls):
@@ -107,10 +102,6 @@ def controls_issues(ls: LoadedSpec) -> list[Issue]:
             if c.perturbation is None:
                 out.append(ls.issue(at, MSG_CONTROL_NO_PERTURBATION.format(id=c.id, design=generator,
                                                                            allowed=", ".join(allowed))))
-            elif c.perturbation in NOT_YET_AVAILABLE and c.perturbation in LLM_PERTURBATIONS and generator == "llm":
-                out.append(ls.issue((*at, "perturbation"), MSG_CONTROL_NOT_YET.format(
-                    p=c.perturbation, what=NOT_YET_AVAILABLE[c.perturbation], design=generator,
-                    allowed=", ".join(allowed))))
             elif c.perturbation not in allowed:
                 out.append(ls.issue((*at, "perturbation"), MSG_CONTROL_CANNOT_MAKE.format(
                     design=generator, p=c.perturbation, allowed=", ".join(allowed))))

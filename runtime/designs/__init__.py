@@ -63,36 +63,75 @@ class Design:
     def generate_controls(self, ctx: "RunContext") -> None:
         """Set ``ctx.control_candidates``, the placebo résumés of ``variants.negative_controls``, and write
         them (``control_resumes.csv``; issue 38 §3). Default: each reference résumé of ``ctx.candidates``
-        under the control's text-level perturbation (:func:`runtime.generate.perturb.perturb_text`, the llm
-        design's); None without generated résumés (a score file brings its placebo rows).
+        under the control's text-level perturbation (:func:`placebo_resumes`, the llm design's); None without
+        generated résumés (a score file brings its placebo rows).
 
         Raises
         ------
         compiler.errors.AuditError
-            ``regenerate``, which needs the generator's own calls (not made yet).
+            ``regenerate``, which needs the generator's own calls (the llm design makes it with its matrix).
         """
         controls = ctx.resolved["variants"].get("negative_controls")
         if not controls or ctx.candidates is None:
             ctx.control_candidates = None
             return
-        import pandas as pd
-
-        from compiler.errors import AuditError
-        from runtime.generate.matrix import CONTROL_COLUMNS
-        from runtime.generate.perturb import perturb_text
-
-        if any(c.get("perturbation") == "regenerate" for c in controls):
-            raise AuditError("negative control perturbation 'regenerate' is not made yet; use date_format, "
-                             "bullet_glyph or typos")
-        ref = ctx.candidates[ctx.candidates["variant"] == ctx.resolved["variants"]["reference"]]
-        seed = ctx.resolved["seed"]
-        rows = [{"job_id": r.job_id, "cv_id": r.cv_id, "variant": c["id"], "perturbation": c["perturbation"],
-                 "is_true_match": r.is_true_match,
-                 "text": perturb_text(r.text, c["perturbation"], seed=seed, job_id=r.job_id, cv_id=r.cv_id,
-                                      control_id=c["id"])}
-                for r in ref.itertuples() for c in controls]
-        ctx.control_candidates = pd.DataFrame(rows, columns=list(CONTROL_COLUMNS))
+        ctx.control_candidates = placebo_resumes(ctx.candidates, controls,
+                                                 reference=ctx.resolved["variants"]["reference"],
+                                                 seed=ctx.resolved["seed"])
         ctx.folder.write_csv("control_resumes.csv", ctx.control_candidates)
+
+
+#: A generated résumé that a control's text edit cannot change (the generator wrote no bullet lines).
+MSG_CANNOT_PERTURB = ("negative control {id!r} ({p}): {why}; the generator's résumés must hold bullet lines for "
+                      "this perturbation: use regenerate, date_format or bullet_glyph instead")
+
+
+def placebo_resumes(candidates, controls: list[dict], *, reference: str, seed: int, regenerated=None):
+    """The placebo résumés of a generated matrix (issue 38 §3): for each reference résumé of ``candidates``
+    and each control, in that order, the résumé under the control's text-level perturbation
+    (:func:`runtime.generate.perturb.perturb_text`, seeded by (job, cv_id, control id)), or for
+    ``regenerate`` the reference résumé the generator wrote again (``regenerated``: ``job_id, cv_id, variant,
+    text`` rows, ``variant`` = the control id; :class:`runtime.generate.llm.LlmMatrix`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`runtime.generate.matrix.CONTROL_COLUMNS`, ``variant`` = the control's id.
+
+    Raises
+    ------
+    compiler.errors.AuditError
+        A ``regenerate`` control without its regenerated résumé (a design that does not write them); a
+        text edit the résumé cannot take (``typos`` on a résumé without bullet lines: :data:`MSG_CANNOT_PERTURB`).
+    """
+    import pandas as pd
+
+    from compiler.errors import AuditError
+    from runtime.generate.matrix import CONTROL_COLUMNS
+    from runtime.generate.perturb import perturb_text
+
+    again: dict = {}
+    if regenerated is not None:
+        again = dict(zip(zip(regenerated["job_id"], regenerated["cv_id"], regenerated["variant"]),
+                         regenerated["text"]))
+    ref = candidates[candidates["variant"] == reference]
+    rows = []
+    for r in ref.itertuples():
+        for c in controls:
+            p = c["perturbation"]
+            if p == "regenerate":
+                text = again.get((r.job_id, r.cv_id, c["id"]))
+                if text is None:
+                    raise AuditError(f"negative control {c['id']!r} (regenerate): no regenerated résumé for "
+                                     f"{r.job_id}/{r.cv_id}; only the llm generator writes the base again")
+            else:
+                try:
+                    text = perturb_text(r.text, p, seed=seed, job_id=r.job_id, cv_id=r.cv_id, control_id=c["id"])
+                except ValueError as err:  # typos on a résumé the generator wrote without bullet lines
+                    raise AuditError(MSG_CANNOT_PERTURB.format(id=c["id"], p=p, why=err)) from None
+            rows.append({"job_id": r.job_id, "cv_id": r.cv_id, "variant": c["id"], "perturbation": p,
+                         "is_true_match": r.is_true_match, "text": text})
+    return pd.DataFrame(rows, columns=list(CONTROL_COLUMNS))
 
 
 _DESIGNS: Registry[type[Design]] = Registry("design half", __name__, side="runtime", skip=())
@@ -127,4 +166,4 @@ def design_for(resolved: dict[str, Any]) -> Design:
     return _DESIGNS.get(design_id(resolved))()
 
 
-__all__ = ["Design", "SCORE_FILE", "design", "design_for", "design_id", "registered"]
+__all__ = ["Design", "SCORE_FILE", "design", "design_for", "design_id", "placebo_resumes", "registered"]

@@ -14,7 +14,10 @@ Stages, each through :class:`runtime.llm.client.LlmClient` (cache, retries, conc
    :func:`runtime.llm.parsing.extract_array` (JSON, then a header-based split). A call whose answer
    still lacks items is asked again (new attempt number) up to ``MAX_ATTEMPTS`` times; then the
    run stops with a clear error: a short matrix is never padded.
-2. optional **translation** (§3.1.3), one call per resume.
+   **Regenerate** (issue 38, negative control ``regenerate``): one more Phase B call per base resume and
+   control, for the reference variant alone, seeded by (job, cv_id, control id): the reference résumé
+   written again, a placebo variant of it (``control_resumes.csv``).
+2. optional **translation** (§3.1.3), one call per resume (regenerated ones included).
 3. optional **flagging agent** (§3.1.4), one call per resume; its text goes into the audit trail.
 4. **axis classifier** (§3.2): temperature 0, one JSON object per resume with one value per axis;
    a missing or unknown value becomes the axis's safe default (its reference level) and is counted.
@@ -27,7 +30,8 @@ Every answer (raw text included) goes into ``generation_trail.json``; the manipu
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -178,12 +182,17 @@ class _Agents:
         return out
 
     async def phase_b(self, job: dict[str, Any], cv_id: str, base: str,
-                      descriptors: dict[str, dict[str, str]]) -> dict[str, str]:
+                      descriptors: dict[str, dict[str, str]], *, only: list[str] | None = None,
+                      stage: str = "phase_b", labels: tuple | None = None) -> dict[str, str]:
+        """variant -> text of one base candidate (Phase B). ``only`` asks for these variants alone (each
+        résumé keeps the length budget of the full table's call, so it is as long as the others); ``stage``
+        and ``labels`` name the call in the trail and derive its seed (default ``phase_b``, (job, cv_id))."""
         from runtime.llm.parsing import extract_array
 
-        table = list(self.r["variants"]["table"])
+        full = list(self.r["variants"]["table"])
+        table = full if only is None else list(only)
         budget = self.c["endpoint"]["max_tokens"]
-        max_chars = max(160, budget * CHARS_PER_TOKEN // len(table) - 60)
+        max_chars = max(160, budget * CHARS_PER_TOKEN // len(full) - 60)
         schema = resumes_schema(len(table), max_chars, key="variants",
                                 item={"candidate_type": {"type": "string", "enum": table}})
         if self.c["endpoint"]["response_format"] == "json_object_schema":
@@ -198,7 +207,7 @@ class _Agents:
             variants=[{"id": v, "descriptor": descriptors[v]["descriptor"]} for v in table])
         best: dict[str, str] = {}
         for attempt in range(MAX_ATTEMPTS):
-            rec = await self.ask("phase_b", prompt, (job["id"], cv_id), attempt=attempt, schema=schema)
+            rec = await self.ask(stage, prompt, labels or (job["id"], cv_id), attempt=attempt, schema=schema)
             items, method = extract_array(rec["raw_text"])
             got = _match_variants(items, table)
             rec["method"], rec["items"] = method, len(got)
@@ -207,9 +216,33 @@ class _Agents:
             if len(got) == len(table):
                 break
         if len(best) < len(table):
-            raise GenerationError(MSG_SHORT.format(job=job["id"], stage=f"phase B ({cv_id})", got=len(best),
+            where = f"phase B ({cv_id})" if stage == "phase_b" else f"{stage} ({', '.join(map(str, labels or ()))})"
+            raise GenerationError(MSG_SHORT.format(job=job["id"], stage=where, got=len(best),
                                                    want=len(table), what="variants", n=MAX_ATTEMPTS))
         return best
+
+    async def regenerate(self, job: dict[str, Any], cv_id: str, base: str,
+                         descriptors: dict[str, dict[str, str]], control_id: str) -> str:
+        """The reference résumé of base candidate ``cv_id`` written again: the negative control
+        ``regenerate`` (issue 38 §1; a placebo variant, the complement of seed 003's positive control).
+
+        A Phase B call of its own for the reference variant alone, on the same Phase A base résumé and the
+        same descriptor, with the length budget of the full call; its trail stage is ``regenerate`` and its
+        labels ``(job_id, cv_id, control_id)``, so its seed (:func:`runtime.seeding.derive_seed` of the spec's
+        seed and these labels) and its cache entry are its own: a warm re-run reads it from the task store and
+        the same seed asks the same request. What separates it from the reference résumé is the generator's
+        own variability between two writings of the same résumé, nothing that signals a protected
+        characteristic.
+
+        Raises
+        ------
+        GenerationError
+            The answers kept lacking the reference variant (``MAX_ATTEMPTS`` tries).
+        """
+        ref = self.r["variants"]["reference"]
+        got = await self.phase_b(job, cv_id, base, descriptors, only=[ref], stage="regenerate",
+                                 labels=(job["id"], cv_id, control_id))
+        return got[ref]
 
     async def per_resume(self, stage: str, prompt: str, labels: tuple, **kw) -> str:
         rec = await self.ask(stage, prompt, labels, **kw)
@@ -258,15 +291,41 @@ def _match_variants(items: list[Any], table: list[str]) -> dict[str, str]:
     return got
 
 
+#: Columns of the regenerated reference résumés (:class:`LlmMatrix`): ``variant`` is the control's id.
+REGENERATED_COLUMNS: tuple[str, ...] = ("job_id", "cv_id", "variant", "text")
+
+
+class LlmMatrix(NamedTuple):
+    """What the LLM generator writes: the matrix and the regenerated reference résumés."""
+
+    #: :data:`runtime.generate.matrix.MATRIX_COLUMNS` plus one column per axis (the intended level), one row
+    #: per résumé, sorted by job, cv_id, variant.
+    candidates: pd.DataFrame
+    #: :data:`REGENERATED_COLUMNS`, one row per base candidate and ``regenerate`` negative control (issue 38),
+    #: sorted by job, cv_id, control id; empty without such controls.
+    regenerated: pd.DataFrame
+
+
 def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str | None], store=None,
                         refs: list[str] | None = None) -> pd.DataFrame:
-    """The K x (1+N) matrix of every job written by LLM agents (see the module docstring).
+    """The K x (1+N) matrix of every job written by LLM agents (:func:`generate_llm_design`'s
+    ``candidates``, without negative controls)."""
+    return generate_llm_design(compiled, progress, folder=folder, jobs=jobs, store=store, refs=refs).candidates
+
+
+def generate_llm_design(compiled, progress, *, folder=None, jobs: dict[str, str | None], store=None,
+                        refs: list[str] | None = None, regenerate: Sequence[str] = ()) -> LlmMatrix:
+    """The K x (1+N) matrix of every job written by LLM agents (see the module docstring) and, for each
+    control id in ``regenerate``, every base candidate's reference résumé written again
+    (:meth:`_Agents.regenerate`; translated as the matrix is when ``agents.translate_to`` is set, neither
+    flagged nor classified: it is no variant). Every call goes through one client, so the run's
+    ``generator_info.llm_calls`` and ``generation_trail.json`` (stage ``regenerate``) count them.
 
     Returns
     -------
-    pandas.DataFrame
-        :data:`runtime.generate.matrix.MATRIX_COLUMNS` plus one column per axis (the intended
-        level), one row per resume, sorted by job, cv_id, variant.
+    LlmMatrix
+        ``candidates``: :data:`runtime.generate.matrix.MATRIX_COLUMNS` plus one column per axis (the intended
+        level), one row per resume, sorted by job, cv_id, variant; ``regenerated``: :data:`REGENERATED_COLUMNS`.
 
     Raises
     ------
@@ -296,6 +355,7 @@ def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str 
                        cache, counters)
     agents = _Agents(compiled, client, progress, trail)
     rows: list[dict[str, Any]] = []
+    regen_rows: list[dict[str, Any]] = []
     manip_rows: list[dict[str, Any]] = []
 
     async def run_all() -> None:
@@ -324,10 +384,22 @@ def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str 
             for v in table:
                 rows.append({"job_id": job["id"], "cv_id": cv, "variant": v, "is_true_match": base["match"],
                              "text": texts[v], "base_text": base["text"]})
+        if regenerate:  # issue 38: the reference résumé written again, one call per base candidate and control
+            again = [(job, cv, base, d, cid) for job, cv, base, d in todo for cid in regenerate]
+            adv = progress.task("LLM generator: regenerate (negative controls)", len(again))
+
+            async def g(job, cv, base, d, cid):
+                out = await agents.regenerate(job, cv, base["text"], d, cid)
+                adv(1)
+                return out
+
+            texts = await asyncio.gather(*[g(*t) for t in again])
+            regen_rows.extend({"job_id": job["id"], "cv_id": cv, "variant": cid, "text": text}
+                              for (job, cv, _, _, cid), text in zip(again, texts))
         env = _env()
         ag = c["agents"]
         if ag["translate_to"]:
-            adv = progress.task("LLM generator: translation", len(rows))
+            adv = progress.task("LLM generator: translation", len(rows) + len(regen_rows))
 
             async def tr(row):
                 row["text"] = (await agents.per_resume("translate", env.from_string(c["templates"]["translate"]).render(
@@ -335,7 +407,7 @@ def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str 
                     schema=None)).strip() or row["text"]
                 adv(1)
 
-            await asyncio.gather(*[tr(x) for x in rows])
+            await asyncio.gather(*[tr(x) for x in [*rows, *regen_rows]])
         if ag["flagging"]:
             adv = progress.task("LLM generator: flagging", len(rows))
 
@@ -386,12 +458,16 @@ def generate_llm_matrix(compiled, progress, *, folder=None, jobs: dict[str, str 
     gen_info["flags"] = sum(1 for row in rows if row.get("flag"))
     gen_info["phase_a"] = {j: t.get("phase_a") for j, t in trail["jobs"].items()}
     gen_info["followups"] = sum(1 for x in trail["calls"] if x["followup"])
+    regenerated = pd.DataFrame(regen_rows, columns=list(REGENERATED_COLUMNS)).sort_values(
+        ["job_id", "cv_id", "variant"], kind="mergesort").reset_index(drop=True)
+    if regenerate:
+        gen_info["regenerated"] = int(len(regenerated))
     if folder is not None:
         from compiler.lock import write_json
 
         write_json(folder.path / "generation_trail.json", trail)
         folder.save()
-    return frame
+    return LlmMatrix(frame, regenerated)
 
 
 def manipulation_check(rows: list[dict[str, Any]], table: dict[str, dict[str, str]]) -> pd.DataFrame:
@@ -417,4 +493,5 @@ def manipulation_check(rows: list[dict[str, Any]], table: dict[str, dict[str, st
     return pd.DataFrame(out, columns=list(MANIPULATION_COLUMNS))
 
 
-__all__ = ["generate_llm_matrix", "manipulation_check", "GenerationError"]
+__all__ = ["generate_llm_design", "generate_llm_matrix", "LlmMatrix", "manipulation_check", "GenerationError",
+           "REGENERATED_COLUMNS"]

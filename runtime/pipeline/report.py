@@ -31,7 +31,7 @@ def write_report(ctx: RunContext) -> None:
     sections = [s for fid, result in ctx.results.items() for s in families[fid]().sections(ctx, result, meta)]
     sections = with_verdict(sections, combined_verdict(ctx.results))
     sections.append(findings_section([f for r in ctx.results.values() for f in r.findings],
-                                     [n for r in ctx.results.values() for n in r.findings_notes],
+                                     [n for r in ctx.results.values() for n in r.findings_notes] + design_notes(ctx),
                                      label=meta.with_level_labels, reference=str(meta.reference or "the reference")))
     html = render_report(core, sections)
     folder.write_text("report.html", html)
@@ -39,6 +39,33 @@ def write_report(ctx: RunContext) -> None:
     kill_point("report")
     render_pdf(core, folder.path / "report.pdf", html=html)  # the same HTML, rendered once
     folder.listed("report.pdf")
+
+
+def design_notes(ctx: RunContext) -> list[str]:
+    """Page 1's design warnings (issue 39 §8), the sentences ``audit validate`` and ``audit compile`` print: a
+    job with fewer than :data:`compiler.validate.MIN_BASE_PER_JOB` base candidates (seed 000 §5), the metrics of
+    ``metrics.csv`` whose intervals were measured outside the coverage target at the nearest simulated design,
+    and the categories under the declared power at the SESOI (``power.csv``); each "Design warning: ...".
+    Empty for a run without a paired frame."""
+    from runtime.analysis.design_warnings import coverage_warning, power_warning, small_pool_warning
+
+    if ctx.paired is None or ctx.paired.empty:
+        return []
+    out = []
+    w = small_pool_warning(ctx.paired.drop_duplicates(["job_id", "cv_id"]).groupby("job_id", sort=False).size())
+    if w:
+        out.append(w)
+    metrics = ctx.tables.get("metrics")
+    if metrics is not None and len(metrics):
+        w = coverage_warning([m for m in metrics["metric"].astype(str)], len(ctx.resolved["jobs"]))
+        if w:
+            out.append(w)
+    es = (ctx.resolved.get("analysis") or {}).get("effect_size")
+    if es:
+        w = power_warning(ctx.tables.get("power"), target=float(es["power"]), alpha=float(ctx.resolved["analysis"]["alpha"]))
+        if w:
+            out.append(w)
+    return [f"Design warning: {w[0].upper()}{w[1:]}." for w in out]
 
 
 VERDICT_SECTION = "validity-verdict"

@@ -1,0 +1,124 @@
+"""Issue 39 §8: ``audit validate``, ``audit compile`` and page 1 warn when a metric's interval was measured
+outside the 93–97% coverage target at the nearest simulated design, or the level-1 score test has under the
+declared power at the SESOI (:mod:`runtime.analysis.design_warnings`), beside seed 000 §5's minimum-n warning."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from conftest import TINY_SCORES, TINY_SPEC, run_cli
+from runtime.analysis import coverage
+from runtime.analysis.design_warnings import coverage_outside, coverage_warning, power_warning, small_pool_warning
+
+METRICS = ("score_delta", "marc", "flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k",
+           "equal_opportunity_gap", "equalized_odds_gap", "selection_ratio")
+
+
+def _shipped() -> dict:
+    return json.loads(coverage.MEASURED.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("n_jobs, nearest", [(1, 2), (2, 2), (3, 2), (5, 5), (8, 5), (20, 20), (50, 20)])
+def test_coverage_outside_reads_the_nearest_simulated_design(n_jobs, nearest):
+    """The metrics named are exactly those whose shipped [low, high] at the nearest simulated job count (log
+    scale, within a factor 2.5) leaves [0.93, 0.97], read from coverage_measured.json here."""
+    table = _shipped()["metrics"]
+    want = [m for m in METRICS if m in table
+            and not (0.93 <= table[m][str(nearest)][0] and table[m][str(nearest)][1] <= 0.97)]
+    got = coverage_outside(METRICS, n_jobs)
+    assert [m for m, _ in got] == want
+    assert all(r["jobs"] == nearest and (r["low"], r["high"]) == tuple(table[m][str(nearest)]) for m, r in got)
+
+
+def test_no_coverage_warning_far_from_every_simulated_design():
+    assert coverage_outside(METRICS, 200) == [] and coverage_warning(METRICS, 200) is None
+    assert coverage_warning(["selection_ratio"], 2) is None  # not measured: nothing to say
+
+
+def test_the_coverage_warning_sentence():
+    table = _shipped()["metrics"]
+    lo, hi = table["retention_rate"]["2"]
+    assert coverage_warning(["retention_rate", "marc"], 3) == (
+        f"the 95% intervals of retention_rate ({100 * lo:.1f}–{100 * hi:.1f}%) were measured outside the 93–97% "
+        "coverage target in simulated audits with 2 jobs, the simulated design nearest this audit's 3 jobs (1,000 "
+        "per setting, bench/coverage_counterfactual.py): their intervals, and the statuses read from them, are "
+        "approximate")
+
+
+def test_power_warning_names_the_cells_under_the_target_at_alpha():
+    """Only the level-α rows are read (the α/m₁ rows are lower still); nan power is left out; n for the
+    target is the largest of the cells named."""
+    rows = [("s", "c", "V01", 0.05, 0.62, 57), ("s", "c", "V01", 0.025, 0.5, 70),
+            ("s", "c", "V02", 0.05, 0.91, 30), ("s", "c", "V02", 0.025, 0.79, 38),
+            ("s", "c", "V03", 0.05, 0.795, 41), ("s", "c", "V04", 0.05, math.nan, math.nan)]
+    frame = pd.DataFrame(rows, columns=["system", "condition", "category", "level", "power", "n_for_80"])
+    assert power_warning(frame, target=0.8, alpha=0.05) == (
+        "the level-1 score test has under 80% power at the SESOI (two-sided, level α = 0.05) for s · c · V01 (62%), "
+        "s · c · V03 (80%): a PASS there may be a bias this audit cannot see (seed 003 §3.7); more base candidates "
+        "raise it (n for 80%: 57 per variant)")
+    assert power_warning(frame, target=0.6, alpha=0.05) is None
+    assert power_warning(None, target=0.8, alpha=0.05) is None
+
+
+def test_small_pool_warning_on_a_runs_data():
+    assert small_pool_warning({"a": 40, "b": 24, "c": 39}) == (
+        "fewer than 40 base candidates in job(s) b (24), c (39): the rank and shortlist metrics degenerate at small "
+        "pools (every candidate near the top-K, few rank crossings possible) and their intervals and tests say "
+        "little (seed 000 §5)")
+    assert small_pool_warning({"a": 40}) is None
+
+
+def test_validate_and_compile_warn_on_power_with_a_score_file(tmp_path):
+    """A 1-job, 4-candidate score file with a SESOI of 0.05 on the score: power at α from statsmodels'
+    TTestPower with n · 3/π (the signed-rank test's ARE), computed here; validate and compile print the same
+    located lines, and validate still exits 0."""
+    import numpy as np
+    from statsmodels.stats.power import TTestPower
+
+    (tmp_path / "spec.yaml").write_text(TINY_SPEC.replace(
+        "thresholds:", "  effect_size: {sesoi: {score: 0.05}}\nthresholds:"))
+    (tmp_path / "scores.csv").write_text(TINY_SCORES)
+    diff = np.array([0.8 - 0.9, 0.75 - 0.7, 0.45 - 0.5, 0.6 - 0.3])
+    power = TTestPower().power(effect_size=0.05 / diff.std(ddof=1), nobs=4 * 3 / math.pi, alpha=0.05)
+    lines = {}
+    for cmd in ("validate", "compile"):
+        proc = run_cli(cmd, "spec.yaml", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        lines[cmd] = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning: spec.yaml:") and
+                      ("analysis.effect_size" in ln or " jobs: " in ln)]
+    assert lines["validate"] == lines["compile"]
+    cov, pw = lines["validate"]
+    assert cov.startswith("warning: spec.yaml:15:3: jobs: the 95% intervals of score_delta (")
+    assert cov.endswith("in simulated audits with 2 jobs, the simulated design nearest this audit's 1 job (1,000 "
+                        "per setting, bench/coverage_counterfactual.py): their intervals, and the statuses read from "
+                        "them, are approximate")
+    assert pw.startswith(f"warning: spec.yaml:20:16: analysis.effect_size: the level-1 score test has under 80% power "
+                         f"at the SESOI (two-sided, level α = 0.05) for vendor · default · V01 ({100 * power:.0f}%), ")
+
+
+def test_page_one_design_notes_from_a_runs_tables():
+    """Page 1 (runtime.pipeline.report.design_notes): the small pools counted on the paired frame, the coverage
+    of the metrics in metrics.csv at the run's job count, the power rows of power.csv; one "Design warning"
+    sentence each, in that order; none for a run without a paired frame."""
+    from types import SimpleNamespace
+
+    from runtime.pipeline.report import design_notes
+
+    paired = pd.DataFrame({"job_id": ["a"] * 6 + ["b"] * 2, "cv_id": ["c1", "c1", "c2", "c2", "c3", "c3", "d1", "d1"],
+                           "variant": ["BASE", "V01"] * 4})
+    power = pd.DataFrame([("s", "c", "V01", 0.05, 0.4, 90)],
+                         columns=["system", "condition", "category", "level", "power", "n_for_80"])
+    resolved = {"jobs": [{"id": "a"}, {"id": "b"}], "analysis": {"alpha": 0.05, "effect_size": {"power": 0.8}}}
+    ctx = SimpleNamespace(paired=paired, resolved=resolved,
+                          tables={"metrics": pd.DataFrame({"metric": ["retention_rate", "retention_rate", "marc"]}),
+                                  "power": power})
+    notes = design_notes(ctx)
+    assert notes == [f"Design warning: {w[0].upper()}{w[1:]}." for w in (
+        small_pool_warning({"a": 3, "b": 1}), coverage_warning(["retention_rate", "marc"], 2),
+        power_warning(power, target=0.8, alpha=0.05))]
+    assert notes[0].startswith("Design warning: Fewer than 40 base candidates in job(s) a (3), b (1): ")
+    assert design_notes(SimpleNamespace(paired=None, resolved=resolved, tables={})) == []
