@@ -371,7 +371,9 @@ class EffectSize(Strict):
     power: float = Field(default=0.8, gt=0, lt=1, description="Power of the minimum detectable effect.")
     planted_shift_se: float = Field(
         default=2.0, gt=0, le=100,
-        description="Self-test: shift planted per variant, in standard errors of its paired difference.")
+        description="Ignored (issue 39 §6): the self-test plants the SESOI's score shift delta* in one category "
+        "at a time; a shift in standard errors fixed the planted paired t. Kept so that earlier specs load; "
+        "validate warns.")
 
 
 class PositiveControl(Strict):

@@ -213,3 +213,13 @@ def test_shortlist_checks_under_a_threshold_rule_and_with_nobody_selected():
     rows = none.checks[none.checks["check"].str.endswith("_top2k")]
     assert len(rows) == 2 and not rows["passed"].any()
     assert rows["detail"].str.contains("selects no reference résumé").all()
+
+
+def test_planted_shift_se_is_ignored_with_a_located_warning(write_spec, tmp_path):
+    from conftest import run_cli
+    from test_effects_cli import SPEC, scores_csv
+
+    spec = write_spec(SPEC, **{"scores.csv": scores_csv("good", seed=1, k=40)})
+    proc = run_cli("validate", spec.name, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "spec.yaml:23:47: analysis.effect_size.planted_shift_se: is ignored (issue 39 §6)" in proc.stderr
