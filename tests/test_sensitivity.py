@@ -12,6 +12,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from runtime.analysis.sensitivity import NOTE_NO_SHIFT, plant_shift, planted_self_test
@@ -223,3 +225,36 @@ def test_planted_shift_se_is_ignored_with_a_located_warning(write_spec, tmp_path
     proc = run_cli("validate", spec.name, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "spec.yaml:23:47: analysis.effect_size.planted_shift_se: is ignored (issue 39 §6)" in proc.stderr
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 100, allow_nan=False), st.floats(-5, 5, allow_nan=False),
+                          st.floats(-5, 5, allow_nan=False)), min_size=3, max_size=12),
+       st.floats(0, 10, allow_nan=False), st.sampled_from(["V1", "V2"]),
+       st.floats(0.5, 4, allow_nan=False), st.floats(-50, 50, allow_nan=False))
+def test_plant_invariants(rows, delta, category, scale, offset):
+    """Whatever the data: the planted category's differences are its observed residuals minus δ*, the
+    other's its residuals (mean 0), the reference is untouched; rescaling the scores (and δ* with them)
+    leaves the planted t = δ*/SE unchanged."""
+    frame = pd.DataFrame([{"system": "s", "condition": "c", "replicate": 0, "job_id": "j", "cv_id": f"c{i:02d}",
+                           "variant": v, "score": b + (d1 if v == "V1" else d2 if v == "V2" else 0.0), "rank": 0}
+                          for i, (b, d1, d2) in enumerate(rows) for v in ("BASE", "V1", "V2")])
+
+    def diffs(f):
+        w = f.pivot_table(index="cv_id", columns="variant", values="score")
+        return {v: (w[v] - w["BASE"]).to_numpy() for v in ("V1", "V2")}
+
+    observed = diffs(frame)
+    planted, plants = plant_shift(frame, reference="BASE", shifts={("s", "c"): delta}, category=category)
+    now = diffs(planted)
+    for v in ("V1", "V2"):
+        resid = observed[v] - observed[v].mean()
+        assert np.allclose(now[v], resid - (delta if v == category else 0.0), atol=1e-9)
+    assert np.array_equal(planted[planted["variant"] == "BASE"].sort_values("cv_id")["score"].to_numpy(),
+                          frame[frame["variant"] == "BASE"].sort_values("cv_id")["score"].to_numpy())
+    rescaled = frame.assign(score=frame["score"] * scale + offset)
+    _, p2 = plant_shift(rescaled, reference="BASE", shifts={("s", "c"): delta * scale}, category=category)
+    t1 = plants.set_index("variant").loc[category]
+    t2 = p2.set_index("variant").loc[category]
+    if t1["se"] > 1e-6:
+        assert t2["shift"] / t2["se"] == pytest.approx(t1["shift"] / t1["se"], rel=1e-6)
