@@ -412,6 +412,10 @@ class DistributionCheck(Strict):
       moves the observed mean by the shift times the share below the ceiling
       (d/dδ E[min(Y + δ, c)] = P(Y + δ < c)): the share at the ceiling is the fraction of a bias the
       scores cannot show. At most 10% of it may be hidden.
+
+    Both criteria also run within each job's reference top-2K (K the shortlist: ``k.group``, or the
+    reference résumés meeting ``decision.threshold``; issue 39 §6): a ceiling at the shortlist hides a
+    bias where the selection is made, even when the share over all scores passes.
     """
 
     min_sd: float | None = Field(
