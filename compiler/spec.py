@@ -372,7 +372,9 @@ class EffectSize(Strict):
     power: float = Field(default=0.8, gt=0, lt=1, description="Power of the minimum detectable effect.")
     planted_shift_se: float = Field(
         default=2.0, gt=0, le=100,
-        description="Self-test: shift planted per variant, in standard errors of its paired difference.")
+        description="Ignored (issue 39 §6): the self-test plants the SESOI's score shift delta* in one category "
+        "at a time; a shift in standard errors fixed the planted paired t. Kept so that earlier specs load; "
+        "validate warns.")
 
 
 class PositiveControl(Strict):
@@ -411,6 +413,10 @@ class DistributionCheck(Strict):
       moves the observed mean by the shift times the share below the ceiling
       (d/dδ E[min(Y + δ, c)] = P(Y + δ < c)): the share at the ceiling is the fraction of a bias the
       scores cannot show. At most 10% of it may be hidden.
+
+    Both criteria also run within each job's reference top-2K (K the shortlist: ``k.group``, or the
+    reference résumés meeting ``decision.threshold``; issue 39 §6): a ceiling at the shortlist hides a
+    bias where the selection is made, even when the share over all scores passes.
     """
 
     min_sd: float | None = Field(

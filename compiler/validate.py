@@ -302,6 +302,9 @@ def _issues(ls: LoadedSpec, parts: Parts) -> tuple[Found, Found]:
 
 MSG_BATCH_SIZE_IGNORED = ("has no effect since methods version 2: the plan fixes every score batch (an "
                           "embedding's bytes depend on the texts encoded with it); remove the key")
+MSG_PLANTED_SHIFT_SE_IGNORED = ("is ignored (issue 39 §6): the self-test plants the SESOI's score shift δ* (sesoi.csv) "
+                                "in one category at a time, so the planted paired t comes from the data; a shift in "
+                                "standard errors fixed it; remove the key")
 MSG_LLM_CACHE_MOVED = ("LLM answers are now kept in the task store (execution.store); an SQLite cache of an "
                        "earlier release at this path is imported into it once; remove the key afterwards")
 
@@ -335,4 +338,8 @@ def spec_advisories(ls: LoadedSpec, parts: Parts) -> list[Issue]:
         out.append(Finding(("execution", "batch_size"), MSG_BATCH_SIZE_IGNORED))
     if isinstance(ex, dict) and "llm_cache" in ex:
         out.append(Finding(("execution", "llm_cache"), MSG_LLM_CACHE_MOVED))
+    an = ls.raw.get("analysis") if isinstance(ls.raw, dict) else None
+    es = an.get("effect_size") if isinstance(an, dict) else None
+    if isinstance(es, dict) and "planted_shift_se" in es:
+        out.append(Finding(("analysis", "effect_size", "planted_shift_se"), MSG_PLANTED_SHIFT_SE_IGNORED))
     return ls.locate(out)

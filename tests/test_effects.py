@@ -18,7 +18,6 @@ from scipy import optimize, stats
 from runtime.analysis.effect_size import effect_sizes, independent_contrast, paired_contrast
 from runtime.analysis.models import fit_models
 from runtime.analysis.pooling import pool_contrasts
-from runtime.analysis.sensitivity import plant_shift
 from runtime.analysis.validity import INCONCLUSIVE, VALID, check_validity
 
 
@@ -315,60 +314,6 @@ def test_ceiling_check_fails_when_scores_pile_up_at_the_top():
     res = _validity(paired)
     assert res.verdict == INCONCLUSIVE
     assert "distribution_ceiling" in set(res.checks.loc[~res.checks["passed"], "check"])
-
-
-def test_plant_shift_sets_paired_t_to_the_planted_se():
-    paired = _paired_frame(31, n_jobs=2, k=100, effects={"F": 3.0, "Older": -1.0})
-    planted, plants = plant_shift(paired, reference="BASE", shift_se=2.0)
-    out = effect_sizes(planted, contrasts=CONTRASTS[2:], axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
-    assert np.allclose(out["statistic"], 2.0)
-    assert (out["q_value"] < 0.05).all()  # n = 200: p = 2·t.sf(2, 199) = 0.047
-    base = paired[paired["variant"] == "BASE"].reset_index(drop=True)
-    assert np.array_equal(planted[planted["variant"] == "BASE"].sort_values(["job_id", "cv_id"])["score"].to_numpy(),
-                          base.sort_values(["job_id", "cv_id"])["score"].to_numpy())
-    assert set(plants.columns) >= {"system", "condition", "variant", "se", "shift"}
-
-
-
-
-
-def test_planted_self_test_table_shows_which_metrics_detect_2_se():
-    from compiler.catalog import default_thresholds
-    from runtime.analysis import analyse
-    from runtime.analysis.sensitivity import planted_self_test
-    from runtime.rank import rank_within_groups
-
-    paired = _paired_frame(37, n_jobs=2, k=60, effects={"F": 0.0, "Older": 0.0})
-    paired = rank_within_groups(paired.drop(columns=["rank"]))
-    settings = dict(reference="BASE", k={"counterfactual": 10, "group": 10, "merit": 10}, alpha=0.05,
-                    n_bootstrap=100, seed=1, thresholds=default_thresholds(), score_range={"s1": (0.0, 100.0)},
-                    ranking="per_variant")
-
-    def suite(frame, **kw):
-        return analyse(frame, **{**settings, **kw}).metrics
-
-    observed = suite(paired)
-    eff = effect_sizes(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2, alpha=0.05)
-    table = planted_self_test(paired, reference="BASE", shift_se=2.0, alpha=0.05, sesoi=0.2,
-                              axes=["sex_gender", "age_signal"], observed_metrics=observed,
-                              observed_effects=eff, analyse_metrics=suite)
-    assert len(table) == 3 * (1 + 10)  # 3 variants x (the paired contrast + the ten metrics of methods 8)
-    dz = table[table["metric"] == "effect_size_paired"]
-    assert dz["detected"].all() and np.allclose(dz["p_adj_null"], 1.0)  # null copy: t = 0 exactly
-    # a shift shared by every candidate of a variant moves no rank: rank metrics equal the null copy's
-    for metric in ("marc", "flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k"):
-        sub = table[table["metric"] == metric]
-        assert not sub["detected"].any(), metric
-        assert np.allclose(sub["value_planted"], sub["value_null"], equal_nan=True), metric
-    sd = table[table["metric"] == "score_delta"]
-    assert np.allclose(sd["value_planted"], sd["shift"] / 100.0)  # normalised by score_range
-    # under swap-in ranking the same shared shift moves every variant resume against the others'
-    # reference resumes: the rank metrics see it
-    swap = planted_self_test(paired, reference="BASE", shift_se=2.0, alpha=0.05, sesoi=0.2,
-                             axes=["sex_gender", "age_signal"], observed_metrics=suite(paired, ranking="swap_in"),
-                             observed_effects=eff, analyse_metrics=lambda f: suite(f, ranking="swap_in"))
-    marc = swap[swap["metric"] == "marc"]
-    assert not np.allclose(marc["value_planted"], marc["value_null"])
 
 
 def test_models_with_several_conditions_and_systems_use_the_controls():

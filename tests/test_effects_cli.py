@@ -105,13 +105,20 @@ def test_content_sensitive_system_is_valid_and_reports_everything(write_spec, tm
     v02 = contrasts[contrasts["contrast"] == "V02 vs BASE"].iloc[0]
     assert f"{v02['d']:+.3f}".replace("-", "−") in html
     assert "Forest plot of d" in html and "Validity protocol: VALID" in html
-    # planted 2 SE per variant, n = 120 base candidates: the paired t detects every plant
+    # issue 39 §6: sesoi.csv's δ* (0.2 pooled SD, ≈ 2.2 points) planted in each category alone; the
+    # planted paired t is δ*/SE of that category's differences (n = 120 base candidates), not a set number
     st = effects[effects["section"] == "self_test"]
     dz = st[st["metric"] == "effect_size_paired"]
+    sesoi = pd.read_csv(run_dir / "sesoi.csv")
+    delta = sesoi.loc[sesoi["job_id"] == "ALL", "shift"].iloc[0]
     assert len(dz) == 3 and dz["detected"].astype(bool).all()
-    assert np.allclose(dz["shift"], 2.0 * dz["se"])
+    assert np.allclose(dz["shift"], delta) and np.allclose(dz["shift_se"], delta / dz["se"])
+    assert dz["shift_se"].nunique() == 3
     assert {"score_delta", "marc", "flip_rate"} <= set(st["metric"])
-    assert "Variants detected" in html
+    assert "Metrics detecting" in html and "Planted t" in html
+    # the shortlist checks sit beside the all-score checks
+    checks = set(effects.loc[effects["section"] == "validity", "check"])
+    assert {"distribution_sd_top2k", "distribution_ceiling_top2k"} <= checks
     # one condition: DL says it cannot pool
     pool = effects[effects["section"] == "pooling"]
     assert pool["notes"].str.startswith("cannot pool").all()
@@ -122,9 +129,9 @@ def test_content_sensitive_system_is_valid_and_reports_everything(write_spec, tm
     assert (pd.read_csv(run_dir / "sesoi.csv")["job_id"] == "ALL").any()
 
 
-def test_planted_shift_detected_by_score_delta_at_a_larger_shift(write_spec, tmp_path):
+def test_planted_delta_star_of_a_selection_ratio(write_spec, tmp_path):
     # also issue 30 end to end: a SESOI at the decision rule, printed by compile (score file) and sealed
-    spec = write_spec(SPEC.replace("planted_shift_se: 2.0", "planted_shift_se: 5.0").replace(
+    spec = write_spec(SPEC.replace(", planted_shift_se: 2.0", "").replace(
         "sesoi: 0.2", "sesoi: {selection_ratio: 0.8}"), **{"scores.csv": scores_csv("good", seed=7)})
     comp = run_cli("compile", spec.name, cwd=tmp_path)
     assert comp.returncode == 0, comp.stderr
@@ -134,10 +141,25 @@ def test_planted_shift_detected_by_score_delta_at_a_larger_shift(write_spec, tmp
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
     effects = pd.read_csv(run_dir / "effects.csv")
     st = effects.query("section == 'self_test'")
-    for metric in ("effect_size_paired", "score_delta"):
-        assert st[st["metric"] == metric]["detected"].astype(bool).all(), metric
     sesoi = pd.read_csv(run_dir / "sesoi.csv")
     shift = sesoi.loc[sesoi["job_id"] == "ALL", "shift"].iloc[0]
+    assert np.allclose(st["shift"], shift)  # issue 39 §6: the self-test plants this δ*
+    # the planted paired t is δ* / SE of each category's own differences, by hand from scores.csv:
+    # 2.27, 2.06 and 1.94 here; each category planted alone, BH over the three variant contrasts (two
+    # null, p = 1) gives q = 3p > 0.05: a 0.8 selection ratio at top-5 is not detectable by the paired
+    # contrast at n = 120, and the self-test says so (it detected every plant by construction before)
+    from scipy import stats
+
+    scores = pd.read_csv(tmp_path / "scores.csv").sort_values(["job_id", "cv_id"])
+    base = scores.loc[scores["variant"] == "BASE", "score"].to_numpy()
+    dz = st[st["metric"] == "effect_size_paired"].set_index("variant")
+    for v in ("V01", "V02", "V03"):
+        diff = scores.loc[scores["variant"] == v, "score"].to_numpy() - base
+        t = shift / (diff.std(ddof=1) / np.sqrt(diff.size))
+        assert dz.loc[v, "shift_se"] == pytest.approx(t, rel=1e-9)
+        p = 2 * stats.t.sf(t, diff.size - 1)
+        assert float(dz.loc[v, "p_adj_planted"]) == pytest.approx(min(1.0, 3 * p), rel=1e-3)
+    assert dz["shift_se"].round(2).tolist() == [2.27, 2.06, 1.94] and not dz["detected"].astype(bool).any()
     contrasts = effects.query("section == 'contrast'")
     assert np.allclose(contrasts["sesoi_score"], shift) and (contrasts["standardiser_kind"] == "pooled").all()
     # compile printed the δ* (3 significant digits) that execute sealed; the report lists both tables' hashes
@@ -202,3 +224,28 @@ def test_ceiling_effect_system_is_inconclusive_with_every_default(write_spec, tm
     assert summary["validity"]["verdict"] == "INCONCLUSIVE"
     for check in ("distribution_sd", "distribution_ceiling"):
         assert any(check in line for line in summary["validity"]["failed"]), summary["validity"]
+
+
+def test_ceiling_in_each_shortlist_is_inconclusive_though_all_scores_pass(write_spec, tmp_path):
+    # issue 39 §6: 4 of each job's reference top-10 (2K, K = 5) at the ceiling, 40%, while 4 of 60
+    # candidates (6.7%) of all scores are: the all-score check passes, the shortlist check stops the audit
+    text = scores_csv("good", seed=2024)
+    scores = pd.read_csv(__import__("io").StringIO(text))
+    ref = scores[scores["variant"] == "BASE"].sort_values("score", ascending=False).groupby("job_id").head(4)
+    top = scores.set_index(["job_id", "cv_id"]).index.isin(ref.set_index(["job_id", "cv_id"]).index)
+    scores.loc[top, "score"] = 98.0 + (scores.loc[top, "variant"] == "V02") * 1.0  # F +1, as the rest
+    spec = write_spec(SPEC, **{"scores.csv": scores.to_csv(index=False)})
+    assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
+    proc = run_cli("execute", "--unsigned", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 5, proc.stderr
+    assert "Traceback" not in proc.stderr
+    run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
+    v = pd.read_csv(run_dir / "effects.csv").query("section == 'validity'").set_index("check")
+    assert v.loc["distribution_ceiling", "value"] == pytest.approx(4 / 60) and bool(v.loc["distribution_ceiling", "passed"])
+    assert v.loc["distribution_ceiling_top2k", "value"] == pytest.approx(0.4)
+    assert not bool(v.loc["distribution_ceiling_top2k", "passed"])
+    assert bool(v.loc["positive_control", "passed"]) and bool(v.loc["distribution_sd", "passed"])
+    assert "INCONCLUSIVE" in proc.stderr and "distribution_ceiling_top2k" in proc.stderr
+    assert "reference top-2K (2K = 10)" in proc.stderr
+    html = (run_dir / "report.html").read_text()
+    assert "Shortlist (top-2K): ceiling" in html

@@ -126,7 +126,9 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
                                 seed=derive_seed(resolved["seed"], "wild_bootstrap") % (2**32))
         out.pooling = pool_contrasts(paired, contrasts=es["contrasts"], axes=axes, sesoi=d_sesoi,
                                      pool_over=es["pool_over"], score_resolution=score_resolution, **kw)
-        out.self_test = planted_self_test(paired, reference=reference, shift_se=es["planted_shift_se"],
+        # issue 39 §6: δ* of the pooled rows (one shift per system x condition), one category at a time
+        pooled_shifts = {k: v for k, v in shifts_of(out.sesoi_table).items() if len(k) == 2}
+        out.self_test = planted_self_test(paired, reference=reference, shifts=pooled_shifts,
                                           alpha=alpha, sesoi=out.sesoi, axes=axes,
                                           observed_metrics=metrics, observed_effects=out.contrasts,
                                           analyse_metrics=analyse_metrics)
@@ -135,10 +137,12 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
         out.power = power_table(paired, resolved, sesoi=out.sesoi_table)
     if an.get("validity"):
         from runtime.analysis.effect_size import score_grids
+        from runtime.analysis.sesoi import rule_of
 
         v = check_validity(paired, config=an["validity"], reference=reference, axes=axes,
                            score_range=score_range, alpha=alpha,
                            score_step=score_grids(paired, score_resolution),
-                           sesoi=out.sesoi if es and math.isfinite(out.sesoi) and out.sesoi > 0 else DEFAULT_SESOI)
+                           sesoi=out.sesoi if es and math.isfinite(out.sesoi) and out.sesoi > 0 else DEFAULT_SESOI,
+                           rules={str(s): rule_of(resolved, str(s)) for s in paired["system"].unique()})
         out.validity, out.verdict, out.failed = v.checks, v.verdict, v.failed
     return out

@@ -18,6 +18,16 @@ Three kinds of check, each per system x condition unless stated:
   / SESOI, at least :data:`MIN_SD_FLOOR`, so that an effect of the SESOI moves scores by at least
   one step; ``max_ceiling_share`` = 0.1, the largest fraction of a latent shift that a ceiling may
   hide (a shift δ moves the mean of min(Y + δ, c) by δ · P(Y < c)).
+- **distribution check at the shortlist** (issue 39 §6): the same two criteria within each job's
+  **reference top-2K**, the 2K highest reference-variant scores of the job (replicates averaged; K
+  the shortlist size: ``analysis.k.group`` under top-K, the job's reference résumés meeting the
+  threshold under ``score >= t``; the whole job when it has at most 2K): the candidates who compete
+  for the K places and the K just below them, whom a bias moves across the cutoff. Resolution:
+  their SD within job (pooled over jobs, :func:`runtime.analysis.sesoi.within_sd`) is at least
+  ``min_sd`` (the row's detail gives their distinct values and the share tied with another of
+  their job's top-2K); ceiling: the share of them at or above ``ceiling``, pooled over jobs, is at
+  most ``max_ceiling_share``. A ceiling hides a bias where the selection is taken: 10% of all scores
+  at the ceiling can be 40% of a shortlist of a quarter of the pool, which the all-score check passes.
 
 Any failed check makes the verdict ``INCONCLUSIVE`` (exit 5 in the CLI); otherwise ``VALID``.
 No I/O.
@@ -78,9 +88,65 @@ def default_min_sd(step: float, lo: float, hi: float, sesoi: float) -> float:
     return max(MIN_SD_FLOOR, grid / sesoi)
 
 
+def reference_top2k(scores: np.ndarray, jobs: np.ndarray, *, k: int | None = None,
+                    threshold: float | None = None) -> dict[object, np.ndarray]:
+    """Each job's reference top-2K: its 2K highest scores (issue 39 §6).
+
+    Parameters
+    ----------
+    scores : numpy.ndarray of float, shape (n,)
+        Reference-variant scores, one per base candidate (score units; higher = better).
+    jobs : numpy.ndarray, shape (n,)
+        Job of each score.
+    k : int, optional
+        Top-K rule: K, the shortlist size of every job (≥ 1).
+    threshold : float, optional
+        Threshold rule: K of a job = its scores meeting ``threshold``
+        (:func:`runtime.analysis.classify.meets_threshold`). Exactly one of ``k`` and ``threshold``.
+
+    Returns
+    -------
+    dict
+        Job -> its top-2K scores, sorted from the highest (all of the job's when it has at most 2K;
+        a job whose K is 0 is left out). The multiset depends on the scores only, not on how ties at
+        the 2K-th place are ordered.
+
+    Raises
+    ------
+    ValueError
+        Neither or both of ``k`` and ``threshold``; ``k < 1``.
+    """
+    from runtime.analysis.classify import meets_threshold
+
+    if (k is None) == (threshold is None):
+        raise ValueError("give exactly one decision rule: k (top-K) or threshold")
+    if k is not None and int(k) < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    s, j = np.asarray(scores, dtype=float), np.asarray(jobs)
+    out: dict[object, np.ndarray] = {}
+    for code in pd.unique(j):
+        x = np.sort(s[j == code])[::-1]
+        kk = int(k) if k is not None else int(np.sum(meets_threshold(x, threshold)))
+        if kk > 0:
+            out[code] = x[: 2 * kk]
+    return out
+
+
+def _tied_share(tops: Mapping[object, np.ndarray]) -> tuple[int, float]:
+    """Distinct values (summed over jobs) and the share of scores equal to another of their job's top-2K."""
+    distinct, tied, n = 0, 0, 0
+    for x in tops.values():
+        _, counts = np.unique(x, return_counts=True)
+        distinct += counts.size
+        tied += int(counts[counts > 1].sum())
+        n += x.size
+    return distinct, tied / n if n else math.nan
+
+
 def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axes: list[str],
                    score_range: Mapping[str, tuple[float, float]], alpha: float,
-                   score_step: Mapping[str, float] | None = None, sesoi: float = DEFAULT_SESOI) -> ValidityResult:
+                   score_step: Mapping[str, float] | None = None, sesoi: float = DEFAULT_SESOI,
+                   rules: Mapping[str, object] | None = None) -> ValidityResult:
     """Run the declared checks.
 
     Parameters
@@ -102,6 +168,10 @@ def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axe
         Score grid step per system (score units; 0 = continuous), for the default ``min_sd``.
     sesoi : float
         The SESOI (|d|) of the default ``min_sd``.
+    rules : Mapping, optional
+        System id -> its decision rule (:class:`runtime.analysis.sesoi.Rule`: ``k`` or
+        ``threshold``), for the checks at the shortlist (``distribution_sd_top2k``,
+        ``distribution_ceiling_top2k``); None: those rows are not computed.
 
     Returns
     -------
@@ -182,11 +252,54 @@ def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axe
                                     f"{dist['max_ceiling_share']:g}", "statistic": "ceiling_share",
                      "value": share, "threshold": dist["max_ceiling_share"], "n": len(s),
                      "passed": bool(math.isfinite(share) and share <= dist["max_ceiling_share"]), "detail": ""})
+        if rules is not None and system in rules:
+            rows += _top2k_rows(sub[sub["variant"] == reference], rules[system], system=system, condition=condition,
+                                lo=lo, hi=hi, min_sd=min_sd, dist=dist)
     checks = pd.DataFrame(rows, columns=list(VALIDITY_COLUMNS))
     failed = tuple(f"{r.check} ({r.system}, {r.condition}): {r.description}; observed {r.statistic} = "
                    f"{r.value:.4g}{'; ' + r.detail if r.detail else ''}"
                    for r in checks.itertuples() if not r.passed)
     return ValidityResult(checks=checks, verdict=INCONCLUSIVE if failed else VALID, failed=failed)
+
+
+MSG_NO_SHORTLIST = "the decision rule selects no reference résumé: there is no shortlist to check"
+
+
+def _top2k_rows(ref: pd.DataFrame, rule, *, system, condition, lo: float, hi: float, min_sd: float,
+                dist: Mapping) -> list[dict[str, object]]:
+    """The resolution and ceiling rows of each job's reference top-2K (module docstring)."""
+    from runtime.analysis.sesoi import within_sd
+
+    tops = reference_top2k(ref["score"].to_numpy(float), ref["job_id"].to_numpy(), **rule.kw())
+    norm = {j: (x - lo) / (hi - lo) for j, x in tops.items()}
+    n = sum(x.size for x in norm.values())
+    where = ("each job's reference top-2K (" + (f"2K = {2 * rule.k}" if rule.k is not None else
+             f"K = the reference résumés with score >= {rule.threshold:g}") + ")")
+    if n == 0:
+        return [{"check": c, "system": system, "condition": condition, "description": f"{what} in {where}",
+                 "statistic": stat, "value": math.nan, "threshold": thr, "n": 0, "passed": False,
+                 "detail": MSG_NO_SHORTLIST}
+                for c, what, stat, thr in (("distribution_sd_top2k", "SD", "sd", min_sd),
+                                           ("distribution_ceiling_top2k", "ceiling share", "ceiling_share",
+                                            dist["max_ceiling_share"]))]
+    x = np.concatenate(list(norm.values()))
+    jobs = np.concatenate([np.full(v.size, i) for i, v in enumerate(norm.values())])
+    sd = within_sd(x, jobs)
+    distinct, tied = _tied_share(tops)
+    at = {j: float(np.mean(v >= dist["ceiling"])) for j, v in norm.items()}
+    share = float(np.mean(x >= dist["ceiling"]))
+    worst = max(at, key=lambda j: (at[j], str(j)))
+    return [
+        {"check": "distribution_sd_top2k", "system": system, "condition": condition,
+         "description": f"SD within job of the normalised scores in {where} ≥ {min_sd:.4g}", "statistic": "sd",
+         "value": sd, "threshold": min_sd, "n": n, "passed": bool(math.isfinite(sd) and sd >= min_sd),
+         "detail": f"{distinct} distinct values among {n} scores; {tied:.0%} tied with another of their job's top-2K"},
+        {"check": "distribution_ceiling_top2k", "system": system, "condition": condition,
+         "description": f"share of normalised scores ≥ {dist['ceiling']:g} in {where} at most "
+                        f"{dist['max_ceiling_share']:g}", "statistic": "ceiling_share", "value": share,
+         "threshold": dist["max_ceiling_share"], "n": n, "passed": bool(share <= dist["max_ceiling_share"]),
+         "detail": f"largest in job {worst}: {at[worst]:.0%}"},
+    ]
 
 
 def _finish_bh(rows: list[dict[str, object]], alpha: float, direction_ok) -> None:

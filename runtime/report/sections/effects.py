@@ -24,6 +24,8 @@ CHECK_LABELS = {
     "manipulation_check": "Manipulation check",
     "distribution_sd": "Distribution: spread",
     "distribution_ceiling": "Distribution: ceiling",
+    "distribution_sd_top2k": "Shortlist (top-2K): spread",
+    "distribution_ceiling_top2k": "Shortlist (top-2K): ceiling",
 }
 TEST_LABELS = {
     "paired_t": "paired t",
@@ -226,11 +228,14 @@ def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
     st = effects.self_test
     self_test = []
     if st is not None and len(st):
-        for (system, condition, metric), sub in st.groupby(["system", "condition", "metric"], sort=False):
-            self_test.append({"system": system, "condition": condition, "metric": metric,
-                              "detected": int(sub["detected"].sum()), "n": len(sub),
-                              "variants": ", ".join(sub.loc[sub["detected"], "variant"]) or "—",
-                              "shift_se": fmt_sig(sub["shift_se"].iloc[0], 3)})
+        # issue 39 §6: one row per category (δ* planted in it alone), the metrics that detect it
+        for (system, condition, variant), sub in st.groupby(["system", "condition", "variant"], sort=False):
+            det = sub["detected"].astype(bool)
+            self_test.append({"system": system, "condition": condition, "category": label(variant),
+                              "shift": fmt_sig(sub["shift"].iloc[0], 3), "t": fmt_sig(sub["shift_se"].iloc[0], 3),
+                              "detected": int(det.sum()), "n": len(sub),
+                              "metrics": ", ".join(sub.loc[det, "metric"]) or "none",
+                              "notes": "; ".join(sorted({n for n in sub["notes"].fillna("") if n}))})
     pw = getattr(effects, "power", None)
     mde = [] if pw is None or not len(pw) else [
         {"system": r.system, "condition": r.condition, "category": r.category, "test": r.test, "n": fmt_int(r.n),
