@@ -16,21 +16,40 @@ Settings (``--scm``, ``--tuning``, ``--n``):
 and holds them fixed (fast); ``--tuning each`` is the production path of ``audit execute``: every
 replication searches on its own data (``--search`` candidates), minutes per replication on 2 cores.
 
-Each replication is saved as soon as it ends under ``bench/results/causal_coverage/<setting>/``
-(committed, about 4 KB each). A replication's data are seeded by (SCM, replication), so a run resumes
-across sessions and gives the same table, and every setting and methods version sees the same data
-sets. ``--procs`` runs replications in parallel. Goal (issue 13): every effect covers 93-97% at
-n = 3,000 over 1,000 replications (MC SE 0.7 points), |paired bias| < 0.1 SE, and a false-label
-rate ≤ 5% under the null.
+Checkpoints: each replication is saved as soon as it ends under
+``bench/results/causal_coverage/<setting>/partial/`` (git-ignored), and every complete chunk of ``--chunk``
+(25) replications is moved into ``chunk-<first rep>.json`` (committed, about 100 KB). A stop loses at most
+the replications in flight; the next run resumes (``--max-new`` bounds a session's share). Settings of
+methods v6 keep their per-replication files (``rep-*.json``), read the same way. A replication's data are
+seeded by (SCM, replication), so a run resumes across sessions and gives the same table, and every setting
+and methods version sees the same data sets. ``--procs`` runs replications in parallel. Goal (issues 13,
+39): every effect covers 93-97% over 1,000 replications (MC SE 0.7 points), |paired bias| < 0.1 SE, any
+effect significant by the band in at most 5% + 2 MC SE of null replications, and no case C2, C3 or C4
+without the equivalences it needs.
+
+Decisions (issue 39 §7): each replication records, per effect, ``equivalent`` (its 90% interval inside
+±``--margin``, default :data:`MARGIN` = 0.25 on the SCMs' score scale), ``decision`` (significant /
+equivalent / undetermined) and ``mde``, and the unit's ``status`` (FAIL / PASS / INCONCLUSIVE) and cases;
+the table recomputes them from the estimates, SEs and bands, so replications saved before the margin
+existed (n = 3,000) are summarised the same way.
 
     .venv/bin/python bench/bench_causal_coverage.py --scm linear --tuning each [--reps 1000] [--n 3000]
-        [--repeats 5] [--search 12] [--bootstrap 500] [--procs 2] [--table-only]
+        [--repeats 5] [--search 12] [--bootstrap 500] [--procs 2] [--margin 0.25] [--chunk 25]
+        [--max-new N] [--table-only]
+
+    # issue 39 §7: three SCMs x 1,000 replications at n = 1,000, resumable (hours on 2 cores)
+    for scm in null linear nonlinear; do .venv/bin/python bench/bench_causal_coverage.py --scm $scm --n 1000; done
 
 Output: ``bench/results/causal_coverage_<setting>.md`` / ``.json`` (also for a partial run: ``reps``
 says how many replications the table rests on). Columns: truth, mean estimate, bias/SE, mean SE,
 empirical SD, coverage of the per-effect 95% interval and of the simultaneous band (with MC SE),
 the oracle's coverage and paired bias (linear and null SCMs), and the share of replications with
 any effect significant (a case label) by the band and by the per-effect intervals.
+
+Results at n = 1,000 (issue 39 §7; 2026-12-04; partial: 25 of 1,000 replications per SCM so far, a
+CPU-hours run to be resumed): ``bench/results/causal_coverage_<scm>-each-n1000-r5.md``.
+Null SCM at n = 3,000 re-summarised with decisions (844 replications): any effect significant by the band
+6.3% (limit 6.5%), PASS 96.6%, FAIL 3.4% (false C4 labels 2.5%, C3 1.1%), no case without its equivalences.
 
 Results, methods v6 (5 splits; ``<scm>-each-n3000-r5``; 2026-12-02): linear 94.0%-95.9%, non-linear
 94.9%-95.8% (1000 replications each), null 93.1%-95.7% (844 replications); every effect in the band
