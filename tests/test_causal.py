@@ -201,6 +201,18 @@ def test_decide_effects_hand_computed():
         decide_effects(_table([("NDE", 0.0, 0.1, 2.5)]), margin=0)
 
 
+@pytest.mark.parametrize("scale", [0.01, 100.0])
+def test_decisions_are_invariant_to_the_score_scale(scale):
+    """A score range c times wider scales the estimates, SEs, bands and the margin (normalised units x the
+    range's width) by c: every decision stays (DESIGN.md: invariance to rescaling with score_range)."""
+    rows = [("NDE", 0.01, 0.02, 2.5), ("RIE", 0.2, 0.05, 2.5), ("BIE", 0.03, 0.03, 2.5), ("TE", 0.049, 0.0001, 2.5)]
+    one = decide_effects(_table(rows), margin=0.05)
+    scaled = decide_effects(_table([(t, e * scale, s * scale, c) for t, e, s, c in rows]), margin=0.05 * scale)
+    assert scaled["decision"].tolist() == one["decision"].tolist()
+    assert scaled["equivalent"].tolist() == one["equivalent"].tolist()
+    assert scaled["mde"].to_numpy() == pytest.approx(one["mde"].to_numpy() * scale, rel=1e-12)
+
+
 @pytest.mark.parametrize("nde,rie,positivity,status", [
     ("significant", "equivalent", "ok", "FAIL"),
     ("equivalent", "significant", "violated", "FAIL"),
