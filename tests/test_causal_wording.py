@@ -129,6 +129,9 @@ def test_results_table_gives_the_decision_interval_and_mde(sections):
     assert rie["BIE"]["decision"] == "≠ 0 (significant)"
     assert rie["NDE"]["eq"] == "[−0.07000, +0.09000]" and rie["RIE"]["mde"] == "0.140"
     assert units["c3"]["margin"] == "0.200"
+    facts = {f["label"]: f["value"] for f in next(s for s in sections if s.id == "causal-facts").context["facts"]}
+    assert facts["Equivalence margin"] == ("±0.02 of the score range (methods default): an effect is ≃ 0 only when "
+                                           "its 90% interval lies inside it")
 
 
 def test_no_negligible_anywhere_in_the_population_report(sections):

@@ -104,6 +104,16 @@ def status_sentence(status: str, significant: Mapping[str, bool], positivity: st
     return f"{status}: " + "; ".join(parts)
 
 
+def _margin_fact(est: Mapping[str, Any]) -> str:
+    """``candidates.estimation.margin`` in words: written or the methods default (issue 39 §7)."""
+    from compiler.methods import CAUSAL_MARGIN
+
+    written = est.get("margin")
+    value = CAUSAL_MARGIN if written is None else float(written)
+    return (f"±{value:g} of the score range ({'written' if written is not None else 'methods default'}): an effect "
+            "is ≃ 0 only when its 90% interval lies inside it")
+
+
 def _fmt(x: Any) -> str:
     return fmt_sig(x, 4, signed=True)
 
@@ -205,6 +215,7 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame,
         {"label": "Cross-fitting", "value": f"L = {est['folds']} folds × S = {repeats} split{'' if repeats == 1 else 's'}", "code": False},
         {"label": "Bootstrap draws", "value": f"{est['bootstrap']} (multiplier)", "code": False},
         {"label": "Confidence", "value": f"{round((1 - est['alpha']) * 100)}%", "code": False},
+        {"label": "Equivalence margin", "value": _margin_fact(est), "code": False},
         {"label": "Population source (P1)", "value": p1, "code": False, "wide": True},
     ]
     method = {
