@@ -46,7 +46,7 @@ empirical SD, coverage of the per-effect 95% interval and of the simultaneous ba
 the oracle's coverage and paired bias (linear and null SCMs), and the share of replications with
 any effect significant (a case label) by the band and by the per-effect intervals.
 
-Results at n = 1,000 (issue 39 §7; 2026-12-04; partial: 25 of 1,000 replications per SCM so far, a
+Results at n = 1,000 (issue 39 §7; 2026-12-04; partial: 50 of 1,000 null, 25 linear, 25 non-linear replications so far, a
 CPU-hours run to be resumed): ``bench/results/causal_coverage_<scm>-each-n1000-r5.md``.
 Null SCM at n = 3,000 re-summarised with decisions (844 replications): any effect significant by the band
 6.3% (limit 6.5%), PASS 96.6%, FAIL 3.4% (false C4 labels 2.5%, C3 1.1%), no case without its equivalences.
