@@ -64,3 +64,10 @@ def changes_between(old: int, new: int) -> list[tuple[int, str]]:
     """The changelog entries after ``old`` up to and including ``new`` (either order), oldest first."""
     lo, hi = sorted((old, new))
     return [(v, CHANGES.get(v, "(no changelog entry)")) for v in range(lo + 1, hi + 1)]
+
+#: The default of ``candidates.estimation.margin`` (issue 39 §7): the equivalence margin of the causal family's
+#: path-specific effects, in normalised score units (the system's ``score_range`` mapped onto [0, 1]). An effect
+#: is "≃ 0" only when its 90% interval lies inside ±margin. 0.02 is the research tier's PASS bound of the mean
+#: paired score gap (seed 000 Table 3, ``score_delta``): a path that moves the score by less than the gap the
+#: metric suite clears is cleared too (2 points on a 0-100 scale, 0.02 of cosine similarity).
+CAUSAL_MARGIN = 0.02

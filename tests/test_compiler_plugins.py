@@ -175,3 +175,19 @@ def test_checks_moved_into_designs_and_hooks_still_locate_their_errors(write_spe
         "spec.yaml:18:68: systems[0].score_range: score_range must be [low, high] with low < high (got [1.0, 0.0])\n"
         "spec.yaml:19:5: systems[1]: job 'j1' has no template family, so llm_compare cannot draw a default "
         "reference resume; give references.j1: <file> (a fixed reference candidate, seed 003 §3.4)")
+
+
+def test_causal_margin_is_resolved_only_when_written(write_spec, monkeypatch):
+    """Issue 39 §7: ``candidates.estimation.margin`` stays out of the resolved spec (and the analyse_causal
+    task) unless written, so the digests of earlier population specs do not move; written, it is locked."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    text = POP_SPEC.replace("  - {id: vendor, kind: precomputed, path: scores.csv, score_range: [0, 100]}\n",
+                            LLM_SYSTEM)
+    bare = compile_spec(write_spec(text))
+    assert "margin" not in bare.resolved["candidates"]["estimation"]
+    written = compile_spec(write_spec(text.replace("{folds: 5, bootstrap: 200}",
+                                                   "{folds: 5, bootstrap: 200, margin: 0.01}")))
+    assert written.resolved["candidates"]["estimation"]["margin"] == 0.01
+    task = next(t for t in written.plan["tasks"] if t["kind"] == "analyse_causal")
+    assert task != next(t for t in bare.plan["tasks"] if t["kind"] == "analyse_causal")
+    assert digest(written.resolved) != digest(bare.resolved)

@@ -136,6 +136,12 @@ def test_composite_note_and_causal_findings():
     assert line["note"] == "positivity fails, so the path split is extrapolated"
     # PASS units are no findings
     assert causal_findings(pd.DataFrame([{**r, "significant": False, "status": "PASS"} for r in eff])) == []
+    # issue 39 §7: INCONCLUSIVE because RIE is undetermined (NDE equivalent): the finding is RIE, with its MDE
+    und = [{**r, "significant": False, "status": "INCONCLUSIVE", "margin": 0.1, "mde": 0.35,
+            "decision": "undetermined" if r["term"] == "RIE" else "equivalent"} for r in eff]
+    (h,) = causal_findings(pd.DataFrame(und))
+    assert (h.metric, h.status, h.disadvantaged) == ("RIE", "INCONCLUSIVE", "")
+    assert h.note == "RIE undetermined: not significant, not within ±0.1 (MDE 0.35)"
 
 
 LABELS = ("    labels: {FR: French name, NA: North African name, SSA: Sub-Saharan African name, "

@@ -104,8 +104,14 @@ systems:
   - {id: kw, kind: command, argv: [python3, kw.py], version: kw 1.4, score_range: [0, 100]}
 """
 
+#: A valid population design (the embedding system only) whose causal equivalence margin is 0 (issue 39 §7).
+POP_MARGIN_ZERO = POP_HTTP.replace(
+    "  - {id: kw, kind: command, argv: [python3, kw.py], version: kw 1.4, score_range: [0, 100]}\n", "").replace(
+    "    r: [first_name, surname, region]\n", "    r: [first_name, surname, region]\n  estimation: {folds: 5, margin: 0}\n")
+
 CASES = {
     "paired_only_kind_on_population": (POP_HTTP, {"kw.py": "print()\n"}),
+    "causal_margin_zero": (POP_MARGIN_ZERO, {}),
     "syntax_error": (TINY_SPEC.replace("levels: [M, F]", "levels: [M, F"), {}),
     "unknown_key": (TINY_SPEC.replace("seed: 7", "seed: 7\ncolour: blue"), {}),
     "wrong_type": (TINY_SPEC.replace("seed: 7", "seed: seven"), {}),

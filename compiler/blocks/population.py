@@ -72,6 +72,13 @@ class CausalEstimation(Strict):
     folds: int = Field(default=5, ge=2, le=20, description="L of the cross-fitting.")
     bootstrap: int = Field(default=500, ge=100, le=100_000, description="Multiplier-bootstrap draws.")
     alpha: float = Field(default=0.05, gt=0, lt=1)
+    margin: float | None = Field(
+        default=None, gt=0, le=1,
+        description="Equivalence margin of the path-specific effects in normalised score units (the system's "
+        "score_range mapped onto [0, 1]), 0 < margin <= 1: an effect is equivalent to 0 (≃ 0) when its 90% "
+        "interval lies inside ±margin; PASS needs NDE and RIE equivalent (issue 39 §7). Default: the methods "
+        "version's (compiler.methods.CAUSAL_MARGIN, 0.02: seed 000 Table 3's PASS bound of the score gap); "
+        "absent from the resolved spec unless written.")
 
 
 class PopulationCandidates(Strict):

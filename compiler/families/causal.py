@@ -2,7 +2,8 @@
 RIE) by DML-UCA (seed 001 §2-§3, §5).
 
 Spec block: ``candidates.roles`` (the standard fairness model: X, confounders Z, business mediators
-B, redlining mediators R) and ``candidates.estimation`` (folds, bootstrap draws, alpha) of a
+B, redlining mediators R) and ``candidates.estimation`` (folds, bootstrap draws, alpha, the equivalence
+margin of the path-specific effects) of a
 population design. Needs unpaired profiles: the decomposition compares different people sampled
 from the population, not variants of one resume.
 """
@@ -92,7 +93,10 @@ class Causal(Family):
         if getattr(c, "roles", None) is None:
             return
         resolved["candidates"]["roles"] = c.roles.model_dump()
-        resolved["candidates"]["estimation"] = c.estimation.model_dump()
+        # ``margin`` only when written (issue 39 §7): its default belongs to the methods version
+        # (compiler.methods.CAUSAL_MARGIN), so the digests of specs that do not set it do not change
+        resolved["candidates"]["estimation"] = c.estimation.model_dump(
+            exclude=set() if c.estimation.margin is not None else {"margin"})
 
     def plan_tasks(self, resolved: dict[str, Any], score_ids: list[str]) -> list[dict[str, Any]]:
         """``analyse_causal``: DML-UCA on every system's scores (seed 001 §3.2)."""

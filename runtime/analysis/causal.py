@@ -58,6 +58,19 @@ the draws of max_e |draw_e − estimate_e| / SE_e (the mean of the splits' c, ap
 aggregated SE). It controls the family-wise error over the five
 effects; the per-effect (marginal) interval and its decision are kept in ``ci_low/ci_high`` and
 ``significant_marginal``.
+
+**Equivalence** (issue 39 §7, :func:`decide_effects`): seed 001 §5.1 reads an interval that contains 0
+as "≃ 0", so a case that needs an effect ≃ 0 (C2: TE; C3, business necessity: NDE and RIE; C4: NDE and
+BIE) was named on absence of evidence, and a status PASS meant only "nothing detected". An effect is
+now ≃ 0 only when it is **equivalent** to 0 within a margin: its (1 − 2α) interval lies inside
+±margin (TOST); otherwise, and when not significant, it is **undetermined**. :func:`path_status`: FAIL
+when NDE or RIE is significant, PASS when both are equivalent, INCONCLUSIVE otherwise, with their MDEs.
+
+**RIE's SE** (issue 39 §7; ``bench/causal_rie_se.py``): in the null SCM at n = 3,000 RIE's mean SE
+read 5.7% below its empirical SD. 4.1 points of that are Monte Carlo error of the SD over the 844 data
+sets: the oracle (the true influence function, whose variance is exact) shows them on the same data.
+Against the control-variate SD the SE is 1.7% low (MC SE 0.4%), the o(1/n) variance of the estimated
+nuisances; coverage 94.6% instead of 95%. The variance formula is kept.
 """
 
 from __future__ import annotations
@@ -559,29 +572,107 @@ def effects_from_quantities(psi: np.ndarray) -> dict[str, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------------------------
+# Decisions per effect: significant, equivalent (≃ 0), undetermined (issue 39 §7)
+
+#: Power at which :func:`decide_effects` states an effect's minimum detectable effect (MDE).
+MDE_POWER = 0.8
+#: An effect's decision (``causal.csv`` column ``decision``).
+DECISIONS = ("significant", "equivalent", "undetermined")
+
+
+def decide_effects(table: pd.DataFrame, *, margin: float, alpha: float = 0.05,
+                   power: float = MDE_POWER) -> pd.DataFrame:
+    """Each effect's decision: significant, equivalent to 0 within ±margin (≃ 0), or undetermined.
+
+    Seed 001 §5.1 calls an effect "negligible (≃ 0)" whenever its interval contains 0, which reads
+    absence of evidence as evidence of absence. Here (issue 39 §7):
+
+    - **significant** (≠ 0): the simultaneous (1 − α) max-t band over the five effects excludes 0
+      (``significant``, :func:`max_t_critical`);
+    - **equivalent** (≃ 0): a TOST at α against ±``margin`` rejects, i.e. the (1 − 2α) per-effect
+      interval ``estimate ± z_{1−α} · se`` (``eq_low``, ``eq_high``) lies strictly inside
+      (−margin, +margin) (Schuirmann 1987; seed 003's TOST). Every decision that needs an effect ≃ 0
+      needs several at once (PASS: NDE and RIE; case C3: NDE and RIE; C4: NDE and BIE; C2: TE), an
+      intersection–union test, whose level is α without a multiplicity adjustment (Berger 1982);
+    - **undetermined**: neither. Nothing is concluded about its size; ``mde`` says how large an
+      effect the band would detect.
+
+    An effect can be both significant and equivalent (precisely estimated, small but not 0): its
+    ``decision`` is ``significant`` and ``equivalent`` stays True.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :attr:`PSEResult.table` (columns ``kind, term, estimate, se, sim_low, sim_high, significant``).
+    margin : float
+        Equivalence margin, > 0, on the same scale as the estimates (the score's units).
+    alpha : float
+        Level of the TOST (the interval is 1 − 2α) and of the band, in (0, 0.5).
+    power : float
+        Power of the stated MDE, in (0, 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``table`` with columns ``eq_low``, ``eq_high`` (the 1 − 2α interval), ``equivalent`` (bool),
+        ``decision`` (one of :data:`DECISIONS`), ``mde`` (``(c + z_power) · se``, c the band's critical
+        value: the |effect| the band declares significant with probability ``power``, a normal
+        approximation) and ``margin``; quantities get NaN / None.
+
+    Raises
+    ------
+    ValueError
+        ``margin`` not a finite number > 0, or ``alpha`` outside (0, 0.5).
+    """
+    from scipy.stats import norm
+
+    if not (np.isfinite(margin) and margin > 0):
+        raise ValueError(f"margin must be a finite number > 0; got {margin}")
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must lie in (0, 0.5); got {alpha}")
+    out = table.copy()
+    eff = out["kind"] == "effect"
+    z = float(norm.ppf(1 - alpha))
+    est, se = out["estimate"].astype(float), out["se"].astype(float)
+    lo, hi = est - z * se, est + z * se
+    equivalent = (lo > -margin) & (hi < margin)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        crit = np.where(se > 0, (out["sim_high"].astype(float) - est) / se, np.nan)
+    out["eq_low"] = np.where(eff, lo, np.nan)
+    out["eq_high"] = np.where(eff, hi, np.nan)
+    out["equivalent"] = [bool(q) if e else None for q, e in zip(equivalent, eff)]
+    out["decision"] = [("significant" if bool(s) else "equivalent" if bool(q) else "undetermined") if e else None
+                       for s, q, e in zip(out["significant"], equivalent, eff)]
+    out["mde"] = np.where(eff, (crit + float(norm.ppf(power))) * se, np.nan)
+    out["margin"] = np.where(eff, float(margin), np.nan)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
 # Verdicts (seed 001 §5.2)
 
 #: Case id -> (short name, plain-language reading). Several cases can hold at once (the paper
-#: reports e.g. "C1, C5"). An effect is significant when its simultaneous 95% band excludes 0; the
-#: readings never call an effect whose band contains 0 "negligible": no equivalence test is run here,
-#: so it is only not significant (the short names are ``causal.csv``'s ``verdict`` and keep their bytes).
+#: reports e.g. "C1, C5"). "≠ 0" is significant by the simultaneous 95% band; "≃ 0" is equivalent to
+#: 0 within the margin (:func:`decide_effects`), never merely "not significant": a case that needs an
+#: effect ≃ 0 is not named while that effect is undetermined (the short names are ``causal.csv``'s
+#: ``verdict``).
 CASES: dict[str, tuple[str, str]] = {
     "C1": ("direct discrimination without explicit demographics",
-           "The score changes with the protected attribute along the direct path (NDE is not 0) even "
+           "The score changes with the protected attribute along the direct path (NDE is significant) even "
            "though the resumes state no demographics: the system infers the attribute from other "
            "content and uses it beyond what qualifications and name/region proxies carry."),
     "C2": ("discrimination masked by cancellation",
-           "The total effect is not significant (the band contains 0), but the direct and indirect "
+           "The total effect is equivalent to 0 (within the margin), but the direct and indirect "
            "effects are both significant and of opposite sign: an outcome-level metric (score gap, "
            "impact ratio) would call this system fair while substantial causal effects exist."),
     "C3": ("business necessity",
            "The disparity runs through job-relevant qualifications (education, experience) only: "
-           "BIE is significant while NDE and RIE are not significant (their bands contain 0). This "
-           "may be defensible if the employer can show the qualifications are a business necessity."),
+           "BIE is significant while NDE and RIE are equivalent to 0 (their 90% intervals lie inside the "
+           "margin). This may be defensible if the employer can show the qualifications are a business necessity."),
     "C4": ("proxy discrimination",
-           "The disparity runs through demographic proxies (name, region) only: RIE is significant "
-           "while NDE and BIE are not significant (their bands contain 0). Using name or geography as "
-           "a stand-in for a protected attribute is impermissible (the redlining doctrine)."),
+           "The disparity runs through demographic proxies (name, region): RIE is significant "
+           "while NDE and BIE are equivalent to 0 (their 90% intervals lie inside the margin). Using name or "
+           "geography as a stand-in for a protected attribute is impermissible (the redlining doctrine)."),
     "C5": ("mixed mediation",
            "Both the qualification path (BIE) and the proxy path (RIE) are significant: the system uses "
            "qualifications and demographic proxies at once; they may amplify or offset each other "
@@ -589,11 +680,12 @@ CASES: dict[str, tuple[str, str]] = {
 }
 VERDICT_NONE = ("no significant path-specific effect",
                 "No effect's simultaneous 95% band excludes 0 at this sample size: no pathway is detected. "
-                "This is not proof of absence; the CI widths say how large an undetected effect could be.")
+                "This is not proof of absence: only an effect whose 90% interval lies inside the margin is "
+                "equivalent to 0; the MDEs say how large an undetected effect could be.")
 VERDICT_OTHER = ("significant effect, no named case",
                  "Some effect is significant but the pattern matches none of the five cases of seed 001 "
-                 "§5.2 (for example a total or indirect effect whose B and R parts are each not "
-                 "significant: their bands contain 0).")
+                 "§5.2: an effect a case needs to be equivalent to 0 is undetermined (neither significant nor "
+                 "inside the margin), or a total or indirect effect is significant while its parts are not.")
 
 
 @dataclass(frozen=True)
@@ -605,15 +697,23 @@ class Verdict:
     reading: str
 
 
-def classify_cases(significant: Mapping[str, bool], estimate: Mapping[str, float]) -> Verdict:
+def classify_cases(significant: Mapping[str, bool], estimate: Mapping[str, float],
+                   equivalent: Mapping[str, bool]) -> Verdict:
     """Classify one system x attribute into the cases of seed 001 §5.2.
+
+    A case's "≠ 0" reads ``significant`` and its "≃ 0" reads ``equivalent`` (issue 39 §7): C1 NDE ≠ 0;
+    C2 TE ≃ 0, NDE ≠ 0, NIE ≠ 0, NDE · NIE < 0; C3 NDE ≃ 0, RIE ≃ 0, BIE ≠ 0; C4 NDE ≃ 0, BIE ≃ 0,
+    RIE ≠ 0; C5 BIE ≠ 0, RIE ≠ 0. An effect that is significant is never read as ≃ 0, even when its
+    1 − 2α interval lies inside the margin.
 
     Parameters
     ----------
     significant : mapping
-        Effect id -> CI excludes 0 (seed 001 §5.1); keys TE, NDE, NIE, BIE, RIE.
+        Effect id -> its simultaneous band excludes 0; keys TE, NDE, NIE, BIE, RIE.
     estimate : mapping
         Effect id -> point estimate (for the sign condition of C2).
+    equivalent : mapping
+        Effect id -> equivalent to 0 within the margin (:func:`decide_effects`).
 
     Returns
     -------
@@ -623,14 +723,15 @@ def classify_cases(significant: Mapping[str, bool], estimate: Mapping[str, float
         :data:`VERDICT_OTHER`.
     """
     s = {k: bool(significant[k]) for k in EFFECTS}
+    q = {k: bool(equivalent[k]) and not s[k] for k in EFFECTS}
     cases = []
     if s["NDE"]:
         cases.append("C1")
-    if not s["TE"] and s["NDE"] and s["NIE"] and estimate["NDE"] * estimate["NIE"] < 0:
+    if q["TE"] and s["NDE"] and s["NIE"] and estimate["NDE"] * estimate["NIE"] < 0:
         cases.append("C2")
-    if not s["NDE"] and not s["RIE"] and s["BIE"]:
+    if q["NDE"] and q["RIE"] and s["BIE"]:
         cases.append("C3")
-    if not s["NDE"] and not s["BIE"] and s["RIE"]:
+    if q["NDE"] and q["BIE"] and s["RIE"]:
         cases.append("C4")
     if s["BIE"] and s["RIE"]:
         cases.append("C5")
@@ -639,3 +740,32 @@ def classify_cases(significant: Mapping[str, bool], estimate: Mapping[str, float
         return Verdict((), label, reading)
     return Verdict(tuple(cases), "; ".join(CASES[c][0] for c in cases),
                    " ".join(CASES[c][1] for c in cases))
+
+
+def path_status(decision: Mapping[str, str], *, positivity: str = "ok") -> str:
+    """The status of one system x job from its effects' decisions (issue 39 §7).
+
+    FAIL when NDE or RIE is significant (a direct or proxy path: the disparate-treatment and redlining
+    doctrines, seed 001 §5.2); else INCONCLUSIVE when positivity is violated (NDE and RIE are then
+    extrapolated, so they cannot be cleared); else PASS when NDE and RIE are both equivalent to 0
+    within the margin (an intersection–union test at level α); else INCONCLUSIVE.
+
+    Parameters
+    ----------
+    decision : mapping
+        Effect id -> one of :data:`DECISIONS` (at least NDE and RIE).
+    positivity : str
+        ``"violated"`` or ``"ok"`` (:attr:`PSEResult.diagnostics`).
+
+    Returns
+    -------
+    str
+        ``"FAIL"``, ``"PASS"`` or ``"INCONCLUSIVE"``.
+    """
+    if "significant" in (decision["NDE"], decision["RIE"]):
+        return "FAIL"
+    if positivity == "violated":
+        return "INCONCLUSIVE"
+    if decision["NDE"] == decision["RIE"] == "equivalent":
+        return "PASS"
+    return "INCONCLUSIVE"

@@ -13,6 +13,10 @@ import pandas as pd
 
 from runtime.report.charts import causal_chart_svg
 from runtime.report.formatting import fmt_ci, fmt_int, fmt_sig
+
+#: How an effect's decision reads in the results table (issue 39 §7).
+DECISION_TEXT = {"significant": "≠ 0 (significant)", "equivalent": "≃ 0 (equivalent)",
+                 "undetermined": "undetermined"}
 from runtime.report.sections import ORDER, Section
 
 EFFECT_TEXT = {
@@ -40,28 +44,38 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def status_sentence(status: str, significant: Mapping[str, bool], positivity: str) -> str:
-    """The status of one system x job in words, from the facts behind it (issue 31 §4).
+def status_sentence(status: str, significant: Mapping[str, bool], positivity: str, *,
+                    decision: Mapping[str, str] | None = None, mde: Mapping[str, float] | None = None,
+                    margin: float | None = None) -> str:
+    """The status of one system x job in words, from the facts behind it (issues 31 §4, 39 §7).
 
     Parameters
     ----------
-    status : {"FAIL", "INVESTIGATE", "PASS"}
-        ``causal.csv``'s ``status`` (:func:`runtime.families.causal.causal_rows`: FAIL when NDE or RIE
-        is significant, INVESTIGATE when another effect is or positivity is violated, PASS otherwise).
+    status : {"FAIL", "PASS", "INCONCLUSIVE"}
+        ``causal.csv``'s ``status`` (:func:`runtime.analysis.causal.path_status`: FAIL when NDE or RIE
+        is significant; PASS when both are equivalent to 0 within the margin and positivity holds;
+        INCONCLUSIVE otherwise). ``INVESTIGATE`` (files of methods 10 and before) reads as INCONCLUSIVE.
     significant : mapping
         Effect id (TE, NDE, NIE, BIE, RIE) -> its simultaneous 95% band excludes 0.
     positivity : str
         ``causal.csv``'s ``positivity`` (``"violated"`` or not).
+    decision : mapping, optional
+        Effect id -> ``significant`` / ``equivalent`` / ``undetermined`` (``causal.csv``'s ``decision``);
+        without it (files before issue 39 §7) no effect is equivalent.
+    mde, margin : optional
+        Effect id -> MDE, and the margin, on the score scale (``causal.csv``'s ``mde`` and ``margin``).
 
     Returns
     -------
     str
-        E.g. ``"INVESTIGATE: positivity fails, so the path split is extrapolated; no effect is
-        significant"``: which effects are significant, which path that makes impermissible, whether the
-        path split is extrapolated. An effect whose band contains 0 is "not significant", never
-        "negligible" (no equivalence test is run).
+        E.g. ``"INCONCLUSIVE: NDE and RIE are undetermined (not significant, and their 90% intervals
+        are not inside ±0.02; MDE NDE 0.031, RIE 0.024)"``. An effect whose band contains 0 is "not
+        significant"; it is "equivalent to 0" only when its 90% interval lies inside ±margin, and never
+        "negligible".
     """
     sig = [t for t in ("TE", "NDE", "NIE", "BIE", "RIE") if significant.get(t)]
+    dec = {t: (decision or {}).get(t) or ("significant" if t in sig else "undetermined") for t in EFFECT_NAME}
+    m = f"±{fmt_sig(margin, 3)}" if margin is not None and margin == margin else "±margin"
     parts: list[str] = []
     if status == "FAIL":
         bad = [t for t in ("NDE", "RIE") if t in sig]
@@ -71,18 +85,33 @@ def status_sentence(status: str, significant: Mapping[str, bool], positivity: st
         others = [t for t in sig if t not in bad]
         if others:
             parts.append(f"also significant: {', '.join(others)}")
-    elif sig:
-        named = f"{_and(sig)} {'is' if len(sig) == 1 else 'are'} significant"
-        if "BIE" in sig:
-            parts.append(f"{named}: the gap runs through qualifications only (neither NDE nor RIE is significant)")
-        else:
-            parts.append(f"{named} but not attributable to a path (none of NDE, BIE and RIE is significant)")
+    else:
+        eq = [t for t in ("NDE", "RIE") if dec[t] == "equivalent"]
+        und = [t for t in ("NDE", "RIE") if dec[t] == "undetermined"]
+        if eq:
+            parts.append(f"{_and(eq)} {'is' if len(eq) == 1 else 'are'} equivalent to 0 (90% interval"
+                         f"{'' if len(eq) == 1 else 's'} inside {m})")
+        if und:
+            mdes = "" if mde is None else "; MDE " + ", ".join(f"{t} {fmt_sig(mde[t], 3)}" for t in und)
+            parts.append(f"{_and(und)} {'is' if len(und) == 1 else 'are'} undetermined (not significant, and not "
+                         f"inside {m}{mdes})")
+        if sig:
+            named = f"{_and(sig)} {'is' if len(sig) == 1 else 'are'} significant"
+            parts.append(f"{named}: the gap runs through qualifications (business necessity)" if status == "PASS"
+                         else f"also significant: {', '.join(sig)}")
     if positivity == "violated":
         parts.insert(0 if status != "FAIL" else len(parts), POSITIVITY_FAILS)
-    if not sig:
-        parts.append("no effect is significant" if parts else
-                     "no effect's simultaneous 95% band excludes 0")
     return f"{status}: " + "; ".join(parts)
+
+
+def _margin_fact(est: Mapping[str, Any]) -> str:
+    """``candidates.estimation.margin`` in words: written or the methods default (issue 39 §7)."""
+    from compiler.methods import CAUSAL_MARGIN
+
+    written = est.get("margin")
+    value = CAUSAL_MARGIN if written is None else float(written)
+    return (f"±{value:g} of the score range ({'written' if written is not None else 'methods default'}): an effect "
+            "is ≃ 0 only when its 90% interval lies inside it")
 
 
 def _fmt(x: Any) -> str:
@@ -125,7 +154,15 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame,
         # before it existed carry only the per-effect interval
         band = eff[["sim_low", "sim_high"]] if "sim_low" in eff else eff[["ci_low", "ci_high"]].set_axis(
             ["sim_low", "sim_high"], axis=1)
-        verdict = classify_cases(sig, eff["estimate"].to_dict())
+        # equivalence (issue 39 §7); files written before it hold no decision: nothing is equivalent there
+        has_eq = "decision" in eff and eff["decision"].notna().all() and (eff["decision"] != "").all()
+        decision = ({t: str(v) for t, v in eff["decision"].items()} if has_eq else
+                    {t: "significant" if sig[t] else "undetermined" for t in eff.index})
+        equivalent = {t: decision[t] == "equivalent" or (has_eq and str(eff.loc[t, "equivalent"]) == "True")
+                      for t in eff.index}
+        margin = float(eff["margin"].iloc[0]) if has_eq and "margin" in eff else None
+        mde = {t: float(v) for t, v in eff["mde"].items()} if has_eq and "mde" in eff else None
+        verdict = classify_cases(sig, eff["estimate"].to_dict(), equivalent)
         anchor = f"causal-{system}-{job}".replace("_", "-")
         chart = causal_chart_svg(
             chart_id=anchor, title=f"Path-specific effects of {first['attribute']} on the score of {system}, job {job}",
@@ -135,7 +172,9 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame,
         units.append({
             "anchor": anchor, "system": system, "job": job, "attribute": first["attribute"],
             "x0": first["x0"], "x1": first["x1"], "n": fmt_int(first["n"]), "n_x0": fmt_int(first["n_x0"]),
-            "n_x1": fmt_int(first["n_x1"]), "status": first["status"], "status_text": status_sentence(str(first["status"]), sig, str(first["positivity"])),
+            "n_x1": fmt_int(first["n_x1"]), "status": first["status"], "status_text": status_sentence(str(first["status"]), sig, str(first["positivity"]),
+                                                                             decision=decision, mde=mde, margin=margin),
+            "margin": fmt_sig(margin, 3) if margin is not None else "—",
             "cases": list(verdict.cases), "verdict": verdict.label,
             "readings": [{"case": c, "name": CASES[c][0], "text": CASES[c][1]} for c in verdict.cases]
                         or [{"case": "—", "name": verdict.label, "text": verdict.reading}],
@@ -145,7 +184,10 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame,
             "clipped_rz": f"{first['clipped_p_x_rz']:.0%}", "clipped_brz": f"{first['clipped_p_x_brz']:.0%}",
             "effects": [{"term": t, "estimate": _fmt(r.estimate), "ci": fmt_ci(r.ci_low, r.ci_high, 4, signed=True),
                          "band": fmt_ci(band.loc[t, "sim_low"], band.loc[t, "sim_high"], 4, signed=True),
-                         "se": fmt_sig(r.se, 3), "significant": sig[t], "text": EFFECT_TEXT[t]}
+                         "se": fmt_sig(r.se, 3), "significant": sig[t], "text": EFFECT_TEXT[t],
+                         "eq": fmt_ci(r.eq_low, r.eq_high, 4, signed=True) if has_eq else "—",
+                         "decision": DECISION_TEXT[decision[t]],
+                         "mde": fmt_sig(r.mde, 3) if has_eq else "—"}
                         for t, r in eff.iterrows()],
             "quantities": [{"term": t, "estimate": _fmt(r.estimate), "ci": fmt_ci(r.ci_low, r.ci_high, 4, signed=True),
                             "text": QUANTITY_TEXT.get(t, "")} for t, r in qty.iterrows()],
@@ -173,6 +215,7 @@ def causal_sections(*, causal: pd.DataFrame, profiles: pd.DataFrame,
         {"label": "Cross-fitting", "value": f"L = {est['folds']} folds × S = {repeats} split{'' if repeats == 1 else 's'}", "code": False},
         {"label": "Bootstrap draws", "value": f"{est['bootstrap']} (multiplier)", "code": False},
         {"label": "Confidence", "value": f"{round((1 - est['alpha']) * 100)}%", "code": False},
+        {"label": "Equivalence margin", "value": _margin_fact(est), "code": False},
         {"label": "Population source (P1)", "value": p1, "code": False, "wide": True},
     ]
     method = {
