@@ -447,6 +447,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
                                      "variant": variant, "job_id": job_id, "n": sub.n,
                                      "value": float(res.value), "ci_low": float(res.ci_low),
                                      "ci_high": float(res.ci_high), "bootstrap_se": se,
+                                     "ci_mc_se": res.diagnostics.get("ci_mc_se", math.nan),
                                      "decision_on": res.decision_on, "decision_low": float(res.decision_low),
                                      "decision_high": float(res.decision_high),
                                      "notes": "; ".join(res.notes)})
