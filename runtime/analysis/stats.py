@@ -264,10 +264,10 @@ def transformed_interval(dist: np.ndarray, value: float, *, transform: str, floo
     methods 9): not a centring problem (BCa, basic and studentized intervals assume a bias the statistic does
     not have). On the logit / log scale the interval is the estimate ± z SE there, back-transformed: it stays
     inside the statistic's range and is asymmetric on the original scale. It is **not yet shown to fix the
-    misses**: ``bench/coverage_ratios_quick.py`` (2 jobs, no ties, null effect, 1,000 audits, the same
-    resamples read both ways) measured retention 93.0–94.2% (percentile 93.3–94.4%), still missing above
-    4.0–5.1%; the impact ratio 93.9–94.1% (92.9–94.2%), its misses now all above (5.6–5.9%, 0.2–0.3% below);
-    the selection ratio 96.7–98.2% (92.7–93.9%). It is reported as **approximate** until the coverage bench
+    misses**: ``bench/coverage_ratios_quick.py`` (2 jobs, no ties, effects 0, 1, 3 SE, 1,000 audits each, the
+    same resamples read both ways) measured retention 92.9–97.8% (percentile 93.2–94.5%), the impact ratio
+    90.1–96.1% (92.9–94.6%) with misses above up to 9.6% and below at most 0.3%, the selection ratio 96.3–98.2%
+    (92.7–93.9%). It is reported as **approximate** until the coverage bench
     measures it in range (:mod:`runtime.analysis.coverage`).
 
     Resamples on the edge of the scale (a retention of 0 or 1, a ratio of 0: every slot kept, or none)
