@@ -8,7 +8,10 @@ is the metric's expectation over candidates for those jobs. Its "truth" is the m
 over ``--truth`` independent audits (values only: one resample); the Monte Carlo SE of that truth is
 reported next to the coverage. Each of ``--audits`` audits then runs :func:`runtime.analysis.analyse`
 exactly as ``audit execute`` does (``--resamples`` = 499 by default, ``--ranking`` swap_in by
-default), and an interval covers when ``ci_low <= truth <= ci_high``.
+default), and an interval covers when ``ci_low <= truth <= ci_high``. Every interval is the one ``metrics.csv``
+shows: since methods 11 the logit / log-transformed intervals of retention, the impact ratio and the selection
+ratio (issue 39 §2); each chunk records the interval methods it ran (``intervals``) and a chunk of other methods
+is run again rather than mixed in.
 
 Work is cut into chunks of ``--chunk`` audits, each one seeded by (setting, phase, chunk) and saved
 as soon as it ends under ``bench/results/coverage_counterfactual/<setting>/`` (one JSON per chunk), so
@@ -68,7 +71,28 @@ def run_chunk(n_jobs: int, ties: bool, effect: float, phase: str, chunk: int, si
     for (metric, variant), sub in res.metrics.groupby(["metric", "variant"], sort=False):
         cols = ["value", "tpr", "fpr"] if phase == "truth" else ["value", "ci_low", "ci_high"]
         out[f"{metric} {variant}"] = {c: sub[c].astype(float).tolist() for c in cols}
-    return {"phase": phase, "chunk": chunk, "size": size, "rows": out}
+    return {"phase": phase, "chunk": chunk, "size": size, "intervals": intervals(), "rows": out}
+
+
+def intervals() -> dict[str, str]:
+    """Each metric's interval method in this version (:func:`runtime.analysis.coverage.interval_method`): a chunk
+    saved under other methods (the percentile ratio intervals of methods 10 and earlier) is run again, and
+    ``--publish`` records them, so the report never quotes one method's coverage for another's interval."""
+    from runtime.analysis import coverage
+
+    return {m: coverage.interval_method(m) for m in catalog.METRICS}
+
+
+def current(path: Path) -> bool:
+    """Whether a saved chunk was computed with this version's interval methods (issue 39 §2); a chunk without
+    ``intervals`` predates them: percentile bootstrap intervals for every ratio."""
+    from runtime.analysis import coverage
+
+    rec = json.loads(path.read_text())
+    if rec.get("phase") == "truth":  # values only (one resample): the interval method does not enter
+        return True
+    saved = rec.get("intervals") or {}
+    return all(saved.get(m, coverage.LEGACY_INTERVAL) == method for m, method in intervals().items())
 
 
 #: Absolute gaps: their estimand is the absolute value of the expected signed rate difference.
@@ -95,6 +119,8 @@ def summarise(root: Path, settings: list[tuple[int, bool, float]]) -> list[dict]
         name = setting_name(n_jobs, ties, effect)
         loaded: dict[str, dict[str, list[float]]] = {"truth": {}, "cover": {}}
         for path in sorted((root / name).glob("*.json")):
+            if not current(path):
+                continue
             rec = json.loads(path.read_text())
             for key, cols in rec["rows"].items():
                 dst = loaded[rec["phase"]].setdefault(key, {})
@@ -171,7 +197,8 @@ def publish(rows: list[dict], settings: list[tuple[int, bool, float]], *, audits
         lo_hi = table.setdefault(r["metric"], {}).setdefault(str(r["n_jobs"]), [1.0, 0.0])
         lo_hi[0], lo_hi[1] = min(lo_hi[0], r["coverage"]), max(lo_hi[1], r["coverage"])
     out = {"source": "bench/coverage_counterfactual.py", "date": time.strftime("%Y-%m-%d"), "ranking": ranking,
-           "audits": audits, "target": list(coverage.TARGET), "metrics": table}
+           "audits": audits, "target": list(coverage.TARGET), "metrics": table,
+           "intervals": {m: method for m, method in intervals().items() if m in table}}
     coverage.MEASURED.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"published {coverage.MEASURED}")
 
@@ -200,7 +227,8 @@ def main() -> int:
         name = setting_name(n_jobs, t, e)
         for phase, total in (("truth", args.truth), ("cover", args.audits)):
             for c in range(math.ceil(total / args.chunk)):
-                if not chunk_path(root, name, phase, c).exists():
+                path = chunk_path(root, name, phase, c)
+                if not path.exists() or not current(path):
                     todo.append((n_jobs, t, e, phase, c, args.chunk, args.resamples, args.ranking))
     print(f"{len(settings)} settings, {len(todo)} chunks of {args.chunk} audits to run", flush=True)
     start = time.time()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -29,8 +29,8 @@ from runtime.analysis.direction import (NO_DIRECTION, REFERENCE_LOSES, level_lab
                                         side_label)
 from runtime.analysis.cell import CellResult, Pairing
 from runtime.analysis.classify import (DEPENDS_ON, INCONCLUSIVE, RISK_COLUMNS, bh_adjust, classify,
-                                       interval_status, pass_band, risk_table, round_significant,
-                                       tier_bounds)
+                                       crossable_bounds, interval_status, pass_band, risk_table,
+                                       round_significant, tier_bounds)
 from runtime.analysis.drift import DRIFT_COLUMNS, drift_frame, drift_rows, qualification_drift
 from runtime.analysis.frame import Cohort, check_columns, cohorts, groups, variants_of
 from runtime.analysis.headline import HEADLINE_COLUMNS, headline_frame
@@ -49,12 +49,12 @@ METRIC_COLUMNS = ("family", "metric", "system", "condition", "variant", "referen
                   "status_seed000", "status_seed000_operational", "disadvantaged", "depends_on", "notes")
 DIAGNOSTIC_COLUMNS = ("k", "marc_raw", "flip_in_rate", "flip_out_rate", "n_in_out", "n_out_in",
                       "retained", "slots", "tp", "p", "fp", "negatives", "tpr", "fpr", "jobs_used",
-                      "ties_at_cutoff", "rank_shift", "bootstrap_se")
+                      "ties_at_cutoff", "rank_shift", "bootstrap_se", "ci_mc_se", "resamples")
 #: Every column of the metrics frame, in order.
 COLUMNS = METRIC_COLUMNS + DIAGNOSTIC_COLUMNS
 #: Counts: written as integers, unless ties make one an expected (fractional) count.
 _COUNT_COLUMNS = ("n", "adj_m", "k", "n_in_out", "n_out_in", "retained", "slots", "tp", "p", "fp",
-                  "negatives", "jobs_used", "ties_at_cutoff")
+                  "negatives", "jobs_used", "ties_at_cutoff", "resamples")
 #: Metrics read at a top-K cutoff (``ties_at_cutoff`` is reported for them).
 TOP_K_METRICS = frozenset({"flip_rate", "retention_rate", "impact_ratio", "selection_ratio", "recall_at_k",
                            "ndcg_at_k", "equal_opportunity_gap", "equalized_odds_gap"})
@@ -417,10 +417,23 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         job_names = [str(cohort.job_ids[cohort.job == code][0]) for code in range(cohort.n_jobs)]
         for variant in cohort.variants:
             pairing = _pairing(cohort, variant, k=kk, n_bootstrap=int(n_bootstrap), seed=seed)
+            redraw: Pairing | None = None
             for metric_id in metric_ids():
                 res, se = _compute(metric_id, pairing)
-                row = _row(pairing, metric_id, res)
+                used = pairing
+                if near_band(res, metric_id, thresholds):
+                    redraw = redraw or redraw_pairing(pairing)
+                    res, se = _compute(metric_id, redraw)
+                    res = replace(res, notes=[*res.notes, NOTE_REDRAWN.format(b=redraw.n_bootstrap,
+                                                                              b0=pairing.n_bootstrap)])
+                    used = redraw
+                row = _row(used, metric_id, res)
                 row["bootstrap_se"] = se
+                # resamples behind the interval the row shows or decides on (its own, or the selection ratio's,
+                # possibly drawn by an earlier row of the cell)
+                drawn = math.isfinite(se) or math.isfinite(res.diagnostics.get("ci_mc_se", math.nan)) \
+                    or math.isfinite(res.decision_mc_se)
+                row["resamples"] = used.n_bootstrap if drawn else math.nan
                 by_metric[metric_id].append(row)
                 if progress is not None:
                     progress(1)
@@ -434,6 +447,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
                                      "variant": variant, "job_id": job_id, "n": sub.n,
                                      "value": float(res.value), "ci_low": float(res.ci_low),
                                      "ci_high": float(res.ci_high), "bootstrap_se": se,
+                                     "ci_mc_se": res.diagnostics.get("ci_mc_se", math.nan),
                                      "decision_on": res.decision_on, "decision_low": float(res.decision_low),
                                      "decision_high": float(res.decision_high),
                                      "notes": "; ".join(res.notes)})
@@ -462,6 +476,49 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
                            thresholds=thresholds, levels=variant_levels)
     return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift), by_job=by_job,
                           headline=headline_frame(metrics, reference=reference, levels=variant_levels))
+
+
+#: Resamples of a redrawn cell: at least this many, and at least twice the spec's ``analysis.bootstrap``.
+REDRAW_RESAMPLES = 2000
+#: A cell is redrawn when an end of the interval its status reads lies within this many of its Monte Carlo SEs
+#: of a PASS-band bound (issue 39 §3).
+REDRAW_WITHIN_MC_SE = 2.0
+#: Note of a redrawn row.
+NOTE_REDRAWN = ("redrawn with {b} bootstrap resamples (stream 'redraw'): with {b0} an end of the interval its status "
+                "reads lay within 2 Monte Carlo SEs (ci_mc_se) of a PASS-band bound")
+
+
+def redraw_pairing(pairing: Pairing) -> Pairing:
+    """The cell drawn again with ``max(REDRAW_RESAMPLES, 2 B)`` resamples from its own generators with
+    ``"redraw"`` appended to their labels (``runtime.seeding.rng(seed, "bootstrap", system, condition, metric,
+    variant, *stream, "redraw")``): deterministic, from the spec's seed, and independent of the first draw."""
+    return replace(pairing, n_bootstrap=max(REDRAW_RESAMPLES, 2 * int(pairing.n_bootstrap)),
+                   stream=(*pairing.stream, "redraw"))
+
+
+def near_band(res: CellResult, metric_id: str,
+              thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]) -> bool:
+    """Whether a cell's status could turn on its bootstrap's Monte Carlo error (issue 39 §3).
+
+    True when an end of the interval the status reads (``decision_low`` / ``decision_high``: the row's
+    interval, or the selection ratio's for rows deciding on it) lies within :data:`REDRAW_WITHIN_MC_SE`
+    Monte Carlo SEs (the row's ``ci_mc_se``, or the selection ratio's) of a bound of the PASS band under
+    either tier (:func:`runtime.analysis.classify.crossable_bounds`: a band's end at the statistic's own
+    limit, retention's 1, MARC's 0, cannot be crossed). Always False for a row without a bootstrap interval
+    (the Wilson interval of the flip rate's value has no Monte Carlo error) or already redrawn.
+    """
+    if res.decision_on == "value":
+        low, high, mc = res.ci_low, res.ci_high, res.diagnostics.get("ci_mc_se", math.nan)
+        decides = metric_id
+    else:
+        low, high, mc, decides = res.decision_low, res.decision_high, res.decision_mc_se, res.decision_on
+    if not (math.isfinite(mc) and mc > 0 and math.isfinite(low) and math.isfinite(high)):
+        return False
+    for tier in catalog.TIERS:
+        for bound in crossable_bounds(decides, tier_bounds(thresholds, tier, decides)):
+            if min(abs(low - bound), abs(high - bound)) <= REDRAW_WITHIN_MC_SE * mc:
+                return True
+    return False
 
 
 def _compute(metric_id: str, pairing: Pairing) -> tuple[CellResult, float]:

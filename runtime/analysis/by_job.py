@@ -32,7 +32,7 @@ from runtime.analysis.classify import interval_status, tier_bounds
 from runtime.analysis.direction import row_leans, side_label
 
 BY_JOB_COLUMNS = ("system", "condition", "metric", "variant", "job_id", "n", "value", "ci_low", "ci_high",
-                  "bootstrap_se", "status", "status_operational", "disadvantaged", "pooled_value",
+                  "bootstrap_se", "ci_mc_se", "status", "status_operational", "disadvantaged", "pooled_value",
                   "pooled_status", "flag", "q", "q_df", "q_p", "i2", "jobs_in_q", "notes")
 #: ``job_id`` of the pooled row of each cell.
 ALL_JOBS = "ALL"
@@ -61,7 +61,8 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
     ----------
     rows : list of dict
         One per job cell, with keys ``system, condition, metric, variant, job_id, n, value, ci_low,
-        ci_high, bootstrap_se, notes``.
+        ci_high, bootstrap_se, notes`` (and ``ci_mc_se``, the Monte Carlo SE of the job interval's ends,
+        issue 39 §3; per-job cells are not redrawn: they describe, the pooled rows decide).
     leans : numpy.ndarray
         Each job cell's own signed statistic (``CellResult.diagnostics["lean"]``; nan when none).
     metrics : pandas.DataFrame

@@ -429,6 +429,9 @@ class CellResult:
     decision_on: str = "value"
     decision_low: float = math.nan
     decision_high: float = math.nan
+    #: Monte Carlo SE of the decision interval's ends (the larger; issue 39 §3) when ``decision_on`` is not
+    #: ``value`` (for ``value``: the row's ``ci_mc_se`` diagnostic); decides whether the cell is redrawn.
+    decision_mc_se: float = math.nan
 
     @classmethod
     def undefined(cls, note: str, **diagnostics: float) -> CellResult:

@@ -118,6 +118,18 @@ def pass_band(metric_id: str, bounds: Mapping[str, float]) -> tuple[float, float
     return 0.0, bound
 
 
+def crossable_bounds(metric_id: str, bounds: Mapping[str, float]) -> tuple[float, ...]:
+    """The bounds of :func:`pass_band` an interval can cross: both for ``score_delta`` (``±pass``) and
+    ``selection_ratio`` (``pass``, ``1/pass``), else ``pass`` alone (the band's other end is the statistic's
+    own limit: 0 for lower-is-better metrics, 1 for higher-is-better ones). Issue 39 §3 redraws a cell whose
+    interval ends near one of them."""
+    low, high = pass_band(metric_id, bounds)
+    info = catalog.METRICS.get(metric_id)
+    if metric_id == "selection_ratio" or (info is not None and info.classify_abs):
+        return low, high
+    return (low,) if info is not None and info.direction == "higher" else (high,)
+
+
 def decide(low: float, high: float, band: tuple[float, float]) -> str:
     """PASS / FAIL / INCONCLUSIVE of a 95% interval against a PASS band (issue 29 §1).
 

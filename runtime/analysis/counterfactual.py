@@ -95,7 +95,8 @@ def score_delta(p: Pairing) -> CellResult:
                                     rng=p.rng("score_delta"))
     pv, notes, test = stats.wilcoxon_p(d, step=p.step)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
-                      test=test, notes=[*ci.notes, *notes], diagnostics={"lean": -float(np.sign(value))})
+                      test=test, notes=[*ci.notes, *notes],
+                      diagnostics={"lean": -float(np.sign(value)), "ci_mc_se": ci.mc_se})
 
 
 @metric("marc")
@@ -140,7 +141,8 @@ def marc(p: Pairing) -> CellResult:
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
                       test=test, notes=[*ci.notes, *notes],
                       diagnostics={"marc_raw": raw, "rank_shift": float(np.mean(p.rank_var - p.rank_ref)),
-                                   "lean": float(np.sign(np.mean(p.rank_var - p.rank_ref)))},
+                                   "lean": float(np.sign(np.mean(p.rank_var - p.rank_ref))),
+                                   "ci_mc_se": ci.mc_se},
                       not_informative=PER_VARIANT_RANKS if p.per_variant else "")
 
 

@@ -7,6 +7,11 @@ bench's settings (ties / no ties, planted effects 0, 1 and 3 SE, the demoted and
 The report states, for every metric, the measured coverage at the simulated job count nearest the
 run's, and calls the interval **approximate** where that range leaves 93-97%. The numbers hold for
 the bench's simulation model (:mod:`runtime.analysis.counterfactual_sim`), not for every system.
+
+A measurement holds for the interval it measured: the file records each metric's interval method
+(``intervals``; absent: the percentile bootstrap, what every bootstrap interval was before methods 11), and a
+metric whose interval has changed since (:data:`INTERVALS`: the log / logit-transformed intervals of the
+ratios, issue 39 §2) is **approximate**, "coverage not yet measured", until the bench is re-run and published.
 """
 
 from __future__ import annotations
@@ -20,6 +25,21 @@ from pathlib import Path
 MEASURED = Path(__file__).with_name("coverage_measured.json")
 #: Coverage a 95% interval must reach in the bench to be shown without qualification.
 TARGET = (0.93, 0.97)
+#: The interval method of each metric whose interval is not the percentile bootstrap (or, for the flip rate, Wilson):
+#: a published measurement of another method does not hold for it. Methods 11 (issue 39 §2).
+INTERVALS = {"retention_rate": "logit_bootstrap", "impact_ratio": "log_bootstrap",
+             "selection_ratio": "log_bootstrap"}
+#: The method a metric's interval had when :data:`MEASURED` records none for it.
+LEGACY_INTERVAL = "percentile_bootstrap"
+#: Note of a row whose interval's coverage is not measured, or measured outside :data:`TARGET`.
+NOTE_APPROXIMATE = "approximate interval: {why}"
+
+
+def interval_method(metric: str) -> str:
+    """The interval method of ``metric`` in this version (:data:`INTERVALS`, else the percentile bootstrap)."""
+    return INTERVALS.get(metric, LEGACY_INTERVAL)
+
+
 #: A simulated job count stands for a run's when they differ by at most this factor (1 job: the 2-job
 #: figures; 13 jobs and more: the 20-job figures only).
 NEAR = 2.5
@@ -41,10 +61,14 @@ def measured(metric: str, n_jobs: int | None) -> dict | None:
         ``{"low", "high"}`` (fractions in [0, 1]), ``"jobs"`` (the simulated job count used),
         ``"audits"`` (simulated audits per setting) and ``"within"`` (both in :data:`TARGET`); None when
         the metric or the job count is unknown, or nothing was measured within a factor :data:`NEAR` of
-        ``n_jobs``.
+        ``n_jobs``. ``{"unmeasured": method}`` (no ``"within"``) when the file measured another interval
+        method than the metric's :func:`interval_method` (``method``: the one it measured).
     """
     table = _table()
     per_jobs = table.get("metrics", {}).get(metric)
+    method = table.get("intervals", {}).get(metric, LEGACY_INTERVAL)
+    if per_jobs and method != interval_method(metric):
+        return {"unmeasured": method}
     if not per_jobs or not n_jobs or n_jobs < 1:
         return None
     jobs = min((int(j) for j in per_jobs), key=lambda j: (abs(math.log(j) - math.log(n_jobs)), j))
@@ -60,6 +84,8 @@ def statement(metric: str, n_jobs: int | None) -> str:
     m = measured(metric, n_jobs)
     if m is None:
         return ""
+    if "unmeasured" in m:
+        return f"approximate: coverage of this interval ({interval_method(metric).replace('_', ' ')}) not yet measured"
     span = (f"{100 * m['low']:.1f}%" if round(1000 * m["low"]) == round(1000 * m["high"])
             else f"{100 * m['low']:.1f}–{100 * m['high']:.1f}%")
     where = f"in {m['audits']:,} simulated audits per setting with {m['jobs']} jobs" if m["audits"] else \
@@ -67,3 +93,22 @@ def statement(metric: str, n_jobs: int | None) -> str:
     if m["within"]:
         return f"measured coverage {span} {where} (target 93–97%)"
     return f"approximate: measured coverage {span} {where}, outside the 93–97% target"
+
+
+def approximate(metric: str, n_jobs: int | None) -> list[str]:
+    """``[note]`` for a row of ``metric`` whose interval is approximate at ``n_jobs`` jobs, else ``[]``.
+
+    Approximate: :func:`interval_method` differs from the published measurement's (the log / logit
+    intervals of methods 11 before the bench is re-run), or the measured coverage at the nearest simulated
+    job count leaves :data:`TARGET`. Used by the ratio metrics (issue 39 §2: "approximate until measured in
+    range"), which write it into ``metrics.csv``'s notes; the report quotes :func:`statement` for every metric.
+    """
+    m = measured(metric, n_jobs)
+    if m is None:
+        return [NOTE_APPROXIMATE.format(why="coverage not measured")] if metric in INTERVALS else []
+    if "unmeasured" in m:
+        return [NOTE_APPROXIMATE.format(why=f"coverage of the {interval_method(metric).replace('_', ' ')} interval "
+                                            "not yet measured (bench/coverage_counterfactual.py)")]
+    if not m["within"]:
+        return [NOTE_APPROXIMATE.format(why=statement(metric, n_jobs).split(": ", 1)[-1])]
+    return []

@@ -162,6 +162,7 @@ def recall_at_k(p: Pairing) -> CellResult:
     ci = stats.stratified_bootstrap((first, lab.y), stat, strata=_strata(lab), value=value,
                                     n_resamples=p.n_bootstrap, rng=p.rng("recall_at_k"))
     notes.extend(ci.notes)
+    diag["ci_mc_se"] = ci.mc_se
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
                       diagnostics=diag)
 
@@ -226,7 +227,7 @@ def ndcg_at_k(p: Pairing) -> CellResult:
                                     n_resamples=p.n_bootstrap, rng=p.rng("ndcg_at_k"))
     notes.extend(ci.notes)
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
-                      diagnostics={"jobs_used": int(used.sum())})
+                      diagnostics={"jobs_used": int(used.sum()), "ci_mc_se": ci.mc_se})
 
 
 def abs_interval(low: float, high: float) -> tuple[float, float]:
@@ -318,7 +319,7 @@ def equal_opportunity_gap(p: Pairing) -> CellResult:
     low, high = abs_interval(float(ci.low), float(ci.high))
     return CellResult(value=value, ci_low=low, ci_high=high, notes=[*notes, *ci.notes],
                       diagnostics={"tp": r.tp_v, "p": r.pos, "tpr": r.tp_v / r.pos,
-                                   "lean": -float(np.sign(round(signed, 12)))})
+                                   "lean": -float(np.sign(round(signed, 12))), "ci_mc_se": ci.mc_se})
 
 
 @metric("equalized_odds_gap")
@@ -352,6 +353,7 @@ def equalized_odds_gap(p: Pairing) -> CellResult:
         ci = stats.percentile_bootstrap((r.y, r.tpd), _tpr_diff, value=d_tpr,
                                         n_resamples=p.n_bootstrap, rng=rng, paired=True)
         low, high = abs_interval(float(ci.low), float(ci.high))
+        diag["ci_mc_se"] = ci.mc_se
         return CellResult(value=abs(d_tpr), ci_low=low, ci_high=high,
                           notes=[*notes, NOTE_NO_NEGATIVES, *ci.notes], diagnostics=diag)
     d_fpr = (r.fp_v - r.fp_r) / r.neg
@@ -363,5 +365,6 @@ def equalized_odds_gap(p: Pairing) -> CellResult:
                                     rng=rng, paired=True)
     lo_t, hi_t = abs_interval(float(ci.low[0]), float(ci.high[0]))
     lo_f, hi_f = abs_interval(float(ci.low[1]), float(ci.high[1]))
+    diag["ci_mc_se"] = ci.mc_se  # |·| and max(·, ·) move an end by no more than the ends they read
     return CellResult(value=max(abs(d_tpr), abs(d_fpr)), ci_low=max(lo_t, lo_f),
                       ci_high=max(hi_t, hi_f), notes=[*notes, *ci.notes], diagnostics=diag)

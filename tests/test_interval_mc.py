@@ -1,0 +1,207 @@
+"""Transformed ratio intervals and the Monte Carlo error of bootstrap ends (issue 39 §2, §3; methods 11).
+
+Checked against hand computations (the logit / log interval and its delta-method Monte Carlo SE with the
+standard library's ``statistics`` and ``math``), against the spread of the ends over 200 reseeded bootstraps
+of one data set, and by moving a PASS-band bound across the redraw rule's edge.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+
+import numpy as np
+import pytest
+
+from compiler import catalog
+from runtime.analysis import _pairing, analyse, near_band, stats
+from runtime.analysis.cell import CellResult
+from runtime.analysis.counterfactual_sim import SCORE_RANGE, CorrespondenceSim
+from runtime.analysis.frame import cohorts
+from runtime.analysis.registry import get_metric
+
+K = {"counterfactual": 10, "group": 10, "merit": 20}
+Z = statistics.NormalDist().inv_cdf(0.975)
+
+
+@pytest.fixture(scope="module")
+def sim_frame():
+    """One simulated 2-job audit (40 candidates a job, 10 slots; V01 demoted by 1 SE, V02 null)."""
+    return CorrespondenceSim(n_jobs=2, effect_se=1, ties=False).frame(np.random.default_rng(5), 1)
+
+
+@pytest.fixture(scope="module")
+def cohort(sim_frame):
+    (c,) = list(cohorts(sim_frame, reference="BASE", score_range={"sim": SCORE_RANGE}, ranking="swap_in"))
+    return c
+
+
+def _hand_interval(dist, value, transform, floor, cap=math.inf):
+    """The transformed interval and its ends' MC SE, written out with math/statistics only."""
+    if transform == "logit":
+        fwd, inv, slope = (lambda p: math.log(p / (1 - p))), (lambda t: 1 / (1 + math.exp(-t))), (lambda y: y * (1 - y))
+        x = [min(max(d, floor), 1 - floor) for d in dist]
+    else:
+        fwd, inv, slope = math.log, math.exp, (lambda y: y)
+        x = [max(d, floor) for d in dist]
+    y = [fwd(v) for v in x]
+    s = statistics.stdev(y)
+    mean = statistics.fmean(y)
+    mu4 = statistics.fmean([(v - mean) ** 4 for v in y])
+    se_s = math.sqrt((mu4 - s ** 4) / len(y)) / (2 * s)
+    low, high = inv(fwd(value) - Z * s), inv(fwd(value) + Z * s)
+    mc_low, mc_high = slope(low) * Z * se_s, slope(high) * Z * se_s
+    if high > cap:
+        mc_high = mc_high if high - cap <= 2 * mc_high else 0.0
+        high = cap
+    return low, high, mc_low, mc_high
+
+
+@pytest.mark.parametrize("transform, dist, value, floor, cap", [
+    ("logit", [0.5, 0.75, 1.0, 0.75, 0.5, 0.25], 0.6, 0.05, math.inf),    # 1.0 clamped to 0.95
+    ("log", [0.0, 0.5, 1.2, 0.9, 0.7], 0.8, 0.1, math.inf),                # 0 clamped to 0.1
+    ("log", [0.6, 0.7, 0.8, 0.9, 1.0], 0.9, 0.1, 1.0),                     # upper end cut at 1
+])
+def test_transformed_interval_equals_a_hand_computation(transform, dist, value, floor, cap):
+    got = stats.transformed_interval(np.array(dist), value, transform=transform, floor=floor, cap=cap)
+    want = _hand_interval(dist, value, transform, floor, cap)
+    assert (got.low, got.high, got.mc_low, got.mc_high) == pytest.approx(want, rel=1e-12, abs=1e-15)
+    assert got.low <= value <= got.high
+
+
+def test_transformed_interval_of_logit_at_two_thirds_by_hand():
+    # dist [1/2, 2/3, 3/4] around 2/3: logits 0, ln 2, ln 3; s = stdev(0, ln 2, ln 3)
+    s = statistics.stdev([0.0, math.log(2), math.log(3)])
+    got = stats.transformed_interval(np.array([0.5, 2 / 3, 0.75]), 2 / 3, transform="logit", floor=0.01)
+    assert got.low == pytest.approx(1 / (1 + math.exp(-(math.log(2) - 1.959963984540054 * s))), rel=1e-12)
+    assert got.high == pytest.approx(1 / (1 + math.exp(-(math.log(2) + 1.959963984540054 * s))), rel=1e-12)
+
+
+def test_an_estimate_on_the_edge_keeps_the_percentile_interval():
+    assert stats.transformed_interval(np.array([0.9, 1.0]), 1.0, transform="logit", floor=0.05) is None
+    assert stats.transformed_interval(np.array([0.0, 0.2]), 0.0, transform="log", floor=0.05) is None
+    ci = stats.stratified_bootstrap((np.array([1.0, 1.0, 0.0, 1.0]),), lambda a: a.mean(axis=-1),
+                                    strata=np.zeros(4, int), value=0.75, n_resamples=200,
+                                    rng=np.random.default_rng(0), transform="logit", floor=0.125)
+    assert ci.notes[0].startswith("logit-transformed") and 0 < ci.low < 0.75 < ci.high < 1
+
+
+def test_the_retention_row_reads_the_logit_interval_of_its_own_resamples(cohort, monkeypatch):
+    seen = []
+    real = stats.transformed_interval
+
+    def spy(dist, value, **kw):
+        seen.append((np.array(dist), value, kw))
+        return real(dist, value, **kw)
+
+    monkeypatch.setattr(stats, "transformed_interval", spy)
+    p = _pairing(cohort, "V01", k=K, n_bootstrap=400, seed=11)
+    res = get_metric("retention_rate")(p)
+    dist, value, kw = seen[0]
+    assert kw["transform"] == "logit" and value == res.value == 0.85
+    assert kw["floor"] == 0.5 / res.diagnostics["slots"] == 0.025   # half a slot of 2 x 10
+    assert dist.shape == (400,)
+    low, high, mc_low, mc_high = _hand_interval(dist.tolist(), value, "logit", kw["floor"])
+    assert (res.ci_low, res.ci_high) == pytest.approx((low, high), rel=1e-12)
+    assert res.diagnostics["ci_mc_se"] == pytest.approx(max(mc_low, mc_high), rel=1e-12)
+    assert any(n.startswith("approximate interval") for n in res.notes)
+
+
+def _reseeded(cohort, metric, variant, runs=200, b=1000):
+    f = get_metric(metric)
+    res = [f(_pairing(cohort, variant, k=K, n_bootstrap=b, seed=s)) for s in range(runs)]
+    low = np.array([r.ci_low for r in res])
+    high = np.array([r.ci_high for r in res])
+    mc = np.array([r.diagnostics["ci_mc_se"] for r in res])
+    return low, high, mc
+
+
+@pytest.mark.parametrize("metric", ["retention_rate", "impact_ratio", "selection_ratio"])
+def test_ci_mc_se_is_within_20_percent_of_the_ends_sd_over_200_reseeded_runs(cohort, metric):
+    # one data set, 200 bootstraps from 200 seeds: the ends' SD is what ci_mc_se estimates (the larger end's)
+    low, high, mc = _reseeded(cohort, metric, "V01")
+    sd = max(np.std(low, ddof=1), np.std(high, ddof=1))
+    assert sd > 0 and np.isfinite(mc).all()
+    assert 0.8 <= np.mean(mc) / sd <= 1.2, (metric, np.mean(mc), sd)
+
+
+def test_maritz_jarrett_is_within_20_percent_of_the_percentile_ends_sd():
+    x = np.random.default_rng(1).normal(size=30)
+    runs = [stats.stratified_bootstrap((x,), lambda a: a.mean(axis=-1), strata=np.zeros(30, int), value=x.mean(),
+                                       n_resamples=1000, rng=np.random.default_rng(s)) for s in range(200)]
+    for end in ("low", "high"):
+        sd = np.std([getattr(r, end) for r in runs], ddof=1)
+        mc = np.mean([getattr(r, f"mc_{end}") for r in runs])
+        assert 0.8 <= mc / sd <= 1.2, (end, mc, sd)
+    # Maritz-Jarrett itself: scipy's mjci at the interval's levels
+    from scipy.stats.mstats import mjci
+    dist = np.sort(np.random.default_rng(2).normal(size=500))
+    got = stats.endpoint_mc_se(dist)
+    assert (float(got[0]), float(got[1])) == tuple(mjci(dist, prob=[0.025, 0.975]))
+
+
+def test_too_few_resamples_leave_the_mc_se_empty_and_a_constant_one_zero():
+    lo, hi = stats.endpoint_mc_se(np.arange(59.0))
+    assert math.isnan(lo) and math.isnan(hi)
+    lo, hi = stats.endpoint_mc_se(np.ones(100))
+    assert lo == hi == 0.0
+
+
+def _thresholds(metric, pass_bound):
+    th = copy.deepcopy(catalog.default_thresholds())
+    for tier in catalog.TIERS:
+        th[tier][metric]["pass"] = pass_bound
+        th[tier][metric]["investigate"] = max(th[tier][metric]["investigate"], 2 * pass_bound)
+    return th
+
+
+def test_the_redraw_rule_triggers_at_two_mc_se_of_a_bound_and_not_beyond():
+    mc = 0.125  # binary fractions: the distances are exact
+    row = CellResult(value=0.25, ci_low=-0.25, ci_high=0.5, diagnostics={"ci_mc_se": mc})
+    assert near_band(row, "score_delta", _thresholds("score_delta", 0.75))               # 2 mc above
+    assert not near_band(row, "score_delta", _thresholds("score_delta", 0.75 + 2 ** -20))
+    assert near_band(row, "score_delta", _thresholds("score_delta", 0.25 + 0.125))       # inside the interval
+    # retention's PASS band [pass, 1]: its end near 1 is the statistic's own limit, not a bound to cross
+    ret = CellResult(value=0.9, ci_low=0.5, ci_high=0.99, diagnostics={"ci_mc_se": 2 ** -7})
+    assert not near_band(ret, "retention_rate", _thresholds("retention_rate", 0.25))
+    assert near_band(ret, "retention_rate", _thresholds("retention_rate", 0.5 + 2 ** -6))
+    assert not near_band(ret, "retention_rate", _thresholds("retention_rate", 0.5 + 2 ** -6 + 2 ** -20))
+    # a row deciding on the selection ratio reads that interval and its MC SE, against the band [pass, 1/pass]
+    mc = 2 ** -5
+    sel = CellResult(value=0.9, ci_low=0.5, ci_high=0.99, diagnostics={"ci_mc_se": 1.0}, decision_on="selection_ratio",
+                     decision_low=0.75, decision_high=1.125, decision_mc_se=mc)
+    assert near_band(sel, "retention_rate", _thresholds("selection_ratio", 0.75 + 2 * mc))
+    assert not near_band(sel, "retention_rate", _thresholds("selection_ratio", 0.75 + 2 * mc + 2 ** -20))
+    assert near_band(sel, "retention_rate", _thresholds("selection_ratio", 1 / 1.15))      # 1/pass = 1.15
+    # no Monte Carlo error (the flip rate's Wilson interval), no redraw
+    assert not near_band(CellResult(value=0.1, ci_low=0.0, ci_high=0.2), "flip_rate", _thresholds("flip_rate", 0.2))
+
+
+def _analyse(frame, thresholds):
+    return analyse(frame, reference="BASE", k=K, alpha=0.05, n_bootstrap=200, seed=7, thresholds=thresholds,
+                   score_range={"sim": SCORE_RANGE}, ranking="swap_in").metrics
+
+
+def test_analyse_redraws_exactly_the_cell_near_a_bound(sim_frame):
+    base = _analyse(sim_frame, catalog.default_thresholds())
+    redrawn_before = base["notes"].str.contains("redrawn")
+    # at B = 200 the MC SE is large: ndcg@K of BASE (0.822 vs the bound 0.8, ci_mc_se 0.011) is among those redrawn
+    assert ((base["resamples"] == 2000) == redrawn_before).all() and redrawn_before.any()
+    assert (base.loc[base["ci_mc_se"].notna() & ~redrawn_before, "resamples"] == 200).all()
+    pick = (base["metric"] == "marc") & (base["variant"] == "V02")   # band [0, pass]: one bound to cross
+    assert not redrawn_before[pick].any()
+    row = base[pick].iloc[0]
+    assert row["ci_mc_se"] > 0
+    for gap, redrawn in ((1.5, True), (2.5, False)):
+        got = _analyse(sim_frame, _thresholds("marc", float(row["ci_high"] + gap * row["ci_mc_se"])))
+        mine = got[pick].iloc[0]
+        assert ("redrawn with 2000 bootstrap resamples" in mine["notes"]) is redrawn
+        assert mine["resamples"] == (2000 if redrawn else 200)
+        assert bool(mine["ci_low"] != row["ci_low"]) is redrawn
+        others = base["metric"] != "marc"   # (the moved bound can come near V01's end too)
+        assert got.loc[others, ["ci_low", "ci_high"]].equals(base.loc[others, ["ci_low", "ci_high"]])
+        assert got.loc[others, ["notes", "resamples"]].equals(base.loc[others, ["notes", "resamples"]])
+    # the redraw's generator derives from the spec's seed: the same bytes again
+    near = _thresholds("marc", float(row["ci_high"] + 1.5 * row["ci_mc_se"]))
+    assert _analyse(sim_frame, near).equals(_analyse(sim_frame, near))
