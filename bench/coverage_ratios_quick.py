@@ -4,7 +4,7 @@ Not the coverage bench (``bench/coverage_counterfactual.py`` runs every metric t
 :func:`runtime.analysis.analyse` and publishes ``coverage_measured.json``): this calls only
 ``retention_rate``, ``impact_ratio`` and ``selection_ratio`` on the same simulated audits
 (:class:`runtime.analysis.counterfactual_sim.CorrespondenceSim`, swap-in ranking, K = 10), once with the
-transformed interval of methods 11 and once with the percentile interval drawn from the same resamples, so
+logit / log-transformed interval (``stats.CANDIDATE_RATIO_TRANSFORMS``, measured and not adopted) and once with the percentile interval drawn from the same resamples, so
 the two read identical bootstrap distributions. Minutes, not hours; nothing is published.
 
     .venv/bin/python bench/coverage_ratios_quick.py [--jobs 2] [--effects 0 1 3] [--ties no] [--audits 1000]
@@ -35,9 +35,8 @@ VARIANTS = ("V01", "V02")
 
 
 def _cells(frame, resamples: int, seed: int, percentile: bool) -> dict[tuple[str, str, str], tuple[float, float, float]]:
-    real = stats.transformed_interval
-    if percentile:
-        stats.transformed_interval = lambda *a, **k: None  # the caller keeps the percentile interval
+    adopted = dict(stats.RATIO_TRANSFORMS)
+    stats.RATIO_TRANSFORMS.update(dict.fromkeys(METRICS) if percentile else stats.CANDIDATE_RATIO_TRANSFORMS)
     try:
         out = {}
         for cohort in cohorts(frame, reference="BASE", score_range={"sim": SCORE_RANGE}, ranking="swap_in"):
@@ -48,7 +47,7 @@ def _cells(frame, resamples: int, seed: int, percentile: bool) -> dict[tuple[str
                     out[(cohort.condition, m, v)] = (r.value, r.ci_low, r.ci_high)
         return out
     finally:
-        stats.transformed_interval = real
+        stats.RATIO_TRANSFORMS.update(adopted)
 
 
 def main() -> int:

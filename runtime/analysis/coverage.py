@@ -27,8 +27,9 @@ MEASURED = Path(__file__).with_name("coverage_measured.json")
 TARGET = (0.93, 0.97)
 #: The interval method of each metric whose interval is not the percentile bootstrap (or, for the flip rate, Wilson):
 #: a published measurement of another method does not hold for it. Methods 11 (issue 39 §2).
-INTERVALS = {"retention_rate": "logit_bootstrap", "impact_ratio": "log_bootstrap",
-             "selection_ratio": "log_bootstrap"}
+#: Empty in this version: the ratios' logit / log intervals were measured and not adopted
+#: (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`), so every published measurement holds.
+INTERVALS: dict[str, str] = {}
 #: The method a metric's interval had when :data:`MEASURED` records none for it.
 LEGACY_INTERVAL = "percentile_bootstrap"
 #: Note of a row whose interval's coverage is not measured, or measured outside :data:`TARGET`.
@@ -98,14 +99,14 @@ def statement(metric: str, n_jobs: int | None) -> str:
 def approximate(metric: str, n_jobs: int | None) -> list[str]:
     """``[note]`` for a row of ``metric`` whose interval is approximate at ``n_jobs`` jobs, else ``[]``.
 
-    Approximate: :func:`interval_method` differs from the published measurement's (the log / logit
-    intervals of methods 11 before the bench is re-run), or the measured coverage at the nearest simulated
+    Approximate: no measurement near ``n_jobs`` (the selection ratio is not in the bench), :func:`interval_method`
+    differs from the published measurement's, or the measured coverage at the nearest simulated
     job count leaves :data:`TARGET`. Used by the ratio metrics (issue 39 §2: "approximate until measured in
     range"), which write it into ``metrics.csv``'s notes; the report quotes :func:`statement` for every metric.
     """
     m = measured(metric, n_jobs)
     if m is None:
-        return [NOTE_APPROXIMATE.format(why="coverage not measured")] if metric in INTERVALS else []
+        return [NOTE_APPROXIMATE.format(why="coverage not measured")]  # e.g. the selection ratio: not in the bench
     if "unmeasured" in m:
         return [NOTE_APPROXIMATE.format(why=f"coverage of the {interval_method(metric).replace('_', ' ')} interval "
                                             "not yet measured (bench/coverage_counterfactual.py)")]

@@ -52,7 +52,7 @@ def _selection_lean(p: Pairing, k: int) -> float:
 def _half_slot(slots: np.ndarray) -> float:
     """Half a slot of the pooled reference top-K (``0.5 / Σ slots``), in units of a retention or a ratio of
     retentions: how far from 0 or 1 a resample that keeps none or every slot is clamped before the logit
-    or the log (:func:`runtime.analysis.stats.transformed_interval`)."""
+    or the log, when :data:`runtime.analysis.stats.RATIO_TRANSFORMS` names one (none is adopted: see there)."""
     total = float(np.sum(slots))
     return 0.5 / total if total > 0 else math.nan
 
@@ -91,15 +91,14 @@ def retention_rate(p: Pairing) -> CellResult:
     selection ratio at the same cutoff (retention divided by the reverse retention;
     :func:`decided_on_selection`); value and ``status_seed000`` stay seed 000's.
 
-    CI (methods 11, issue 39 §2): candidate-level bootstrap within jobs
+    CI: candidate-level percentile bootstrap within jobs
     (:func:`runtime.analysis.stats.stratified_bootstrap`: each resample redraws the base candidates of every
     job, each with its reference and variant membership, and recomputes the macro mean), defined from one
-    job on, read on the logit scale (:func:`runtime.analysis.stats.transformed_interval`): with about ten
-    slots per job the resampled retention is coarse and skewed against its ceiling of 1, and the percentile
-    interval missed above the truth in 5.0–8.6% of simulated 2-job audits (89.0–93.9% coverage). Resamples
-    that keep every slot (or none) are clamped half a slot from the edge (``0.5 / slots``). A retention of
-    exactly 1 keeps the percentile interval. **Approximate** until the coverage bench measures it in range
-    (note from :func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its ends.
+    job on. With about ten slots per job the resampled retention is coarse and skewed against its ceiling
+    of 1; a logit-scale interval was measured on the same resamples (issue 39 §2) and not adopted, as it
+    covered worse (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`). **Approximate** where the coverage bench
+    measured it outside 93-97% (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo
+    SE of its ends (methods 11).
     No test.
     """
     k = p.k_of("retention_rate")
@@ -117,7 +116,7 @@ def retention_rate(p: Pairing) -> CellResult:
     onehot = _onehot(p.job, p.n_jobs)[:, used]
     ci = stats.stratified_bootstrap((in_ref, both), lambda i, b: _macro_b(b, i, onehot), strata=p.job,
                                     value=value, n_resamples=p.n_bootstrap, rng=p.rng("retention_rate"),
-                                    transform="logit", floor=_half_slot(slots[used]))
+                                    transform=stats.RATIO_TRANSFORMS["retention_rate"], floor=_half_slot(slots[used]))
     diag["ci_mc_se"] = ci.mc_se
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high),
                       notes=[*ci.notes, *coverage.approximate("retention_rate", p.n_jobs)],
@@ -143,13 +142,12 @@ def impact_ratio(p: Pairing) -> CellResult:
     ``IR_v = R̄_v / R̄_ref``, where ``R̄_ref`` is the reference's retention against itself (1 by
     construction); range [0, 1], higher is better.
 
-    CI (methods 11, issue 39 §2): candidate-level bootstrap within jobs of the ratio of the two macro means
-    (as :func:`retention_rate`), read on the log scale (:func:`runtime.analysis.stats.transformed_interval`;
-    resampled ratios of 0 clamped to half a slot, ``0.5 / slots``; the upper end cut at 1, the ratio's
-    maximum: a variant cannot retain more than every slot): the percentile interval of this skewed ratio of
-    about ten slots per job covered 89.0–94.6% with two jobs, missing above in 5.0–8.6%. **Approximate**
-    until measured in range (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of
-    its ends. Test: Fisher exact on the pooled
+    CI: candidate-level percentile bootstrap within jobs of the ratio of the two macro means (as
+    :func:`retention_rate`). A log-scale interval was measured on the same resamples (issue 39 §2) and not
+    adopted: its misses fell above the truth in up to 9.6% of simulated 2-job audits
+    (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`). **Approximate** where the coverage bench measured it
+    outside 93-97% (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its
+    ends (methods 11). Test: Fisher exact on the pooled
     table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]`` (counts
     rounded). **Not informative under per-variant ranking**: the reference's retention against
     itself is 1 by construction, so the table's second row has no losses and any loss looks
@@ -199,7 +197,7 @@ def impact_ratio(p: Pairing) -> CellResult:
     ci = stats.stratified_bootstrap(
         (in_ref, both), lambda i, b: _macro_b(b, i, onehot) / _macro_b(i, i, onehot), strata=p.job,
         value=value, n_resamples=p.n_bootstrap, rng=p.rng("impact_ratio"),
-        transform="log", floor=_half_slot(slots_v[used]), cap=1.0)
+        transform=stats.RATIO_TRANSFORMS["impact_ratio"], floor=_half_slot(slots_v[used]), cap=1.0)
     diag["ci_mc_se"] = ci.mc_se
     low, high = float(ci.low), float(ci.high)
     notes = [*ci.notes, *coverage.approximate("impact_ratio", p.n_jobs)]
@@ -219,8 +217,8 @@ def selection_ratio(p: Pairing) -> CellResult:
 
     Pooled over jobs; 1 for the reference; null expectation 1; PASS band ``[pass, 1/pass]`` (default pass
     0.8: a variant selected at under four fifths of the reference's rate fails, and so does the reference
-    at under four fifths of the variant's). CI: candidate bootstrap within jobs, read on the log scale (methods
-    11, :mod:`runtime.analysis.selection`), **approximate** until its coverage is measured in range
+    at under four fifths of the variant's). CI: candidate percentile bootstrap within jobs
+    (:mod:`runtime.analysis.selection`), **approximate** where its coverage was measured outside 93-97%
     (:func:`runtime.analysis.coverage.approximate`). Test: McNemar on the
     paired in/out table; when it is the flip rate's table (one cutoff) the ``flip_rate`` row carries it in
     the multiplicity family and this row shares it, else it is a test of its own (a level-2 test under

@@ -15,13 +15,10 @@ so no bound on it separates a fair system from an unfair one.
 Interval: candidate bootstrap within jobs of the two membership arrays (as retention;
 :func:`runtime.analysis.stats.stratified_bootstrap`), drawn from the ``selection_ratio`` stream of the
 cell, so every row that decides on the ratio at one cutoff reads the same interval. The resamples keep
-each candidate's memberships as computed on the full pool (not re-ranked). Since methods 11 (issue 39 §2)
-the interval is normal on the log scale with the bootstrap SE there
-(:func:`runtime.analysis.stats.transformed_interval`; resampled ratios of 0 clamped to half a selection,
-``0.5 / selected``): a ratio of about ten selections per job is skewed (bounded below by 0, not above),
-which a percentile interval reads the wrong way round (seed 000's retention and impact ratio, read the same
-way, missed above the truth in 5.0–8.6% of simulated 2-job audits). Approximate until its coverage is
-measured in range (:mod:`runtime.analysis.coverage`). ``mc_se``: the Monte Carlo SE of its ends, which
+each candidate's memberships as computed on the full pool (not re-ranked). The percentile interval: a
+log-scale interval was measured on the same resamples (issue 39 §2) and not adopted, as it over-covered
+(96.3-98.2% in simulated 2-job audits; :data:`runtime.analysis.stats.RATIO_TRANSFORMS`). Approximate where
+its coverage was measured outside 93-97% (:mod:`runtime.analysis.coverage`). ``mc_se``: the Monte Carlo SE of its ends, which
 decides whether a row reading it is redrawn (:func:`runtime.analysis.analyse`). Test: McNemar on the paired in/out table (exact
 below 25 discordant pairs), the flip rate's table when both read one cutoff. Under per-variant top-K
 ranking each variant's own top-K has K resumes per job, so the ratio is 1 by construction: undefined.
@@ -137,7 +134,7 @@ def _selection(p: Pairing, k: int) -> Selection:
         return Selection(value=value, low=value, high=value, lean=0.0, lost=lost, gained=gained, selected=selected,
                          mc_se=0.0)
     ci = stats.stratified_bootstrap((in_ref, in_var), _ratio, strata=p.job, value=value,
-                                    n_resamples=p.n_bootstrap, rng=p.rng(DECISION), transform="log",
+                                    n_resamples=p.n_bootstrap, rng=p.rng(DECISION), transform=stats.RATIO_TRANSFORMS["selection_ratio"],
                                     floor=0.5 / selected)
     cells = [[exact_sum(both), lost], [gained, exact_sum(1 - in_ref - in_var + both)]]
     pv, test = stats.mcnemar_p(np.rint(np.array(cells)).astype(np.int64))

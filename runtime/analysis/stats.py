@@ -38,6 +38,17 @@ NOTE_TOO_FEW = "bootstrap needs at least 2 observations, got {n}; CI left empty"
 NOTE_DROPPED = ("{n} of {b} bootstrap resamples left the statistic undefined (e.g. no true match drawn) "
                 "and were dropped, not counted as 0")
 NOTE_WIDENED = "percentile CI [{low:.6g}, {high:.6g}] did not contain the estimate; widened to include it"
+#: The transform of each ratio's bootstrap interval in this methods version (issue 39 §2); ``None`` is the
+#: percentile interval. The logit / log intervals of :data:`CANDIDATE_RATIO_TRANSFORMS` were measured against it
+#: on the same resamples and not adopted: 2 jobs, effects 0, 1 and 3 SE, 1,000 audits each
+#: (``bench/coverage_ratios_quick.py``, ``bench/results/coverage_ratios_quick.json``), retention covered
+#: 92.9-97.8% (percentile 93.2-94.5%), the impact ratio 90.1-96.1% with up to 9.6% of misses above the truth
+#: (92.9-94.6%), the selection ratio 96.3-98.2% (92.7-93.9%): worse in range, and the impact ratio's misses
+#: would fall against the system. A transform is adopted only once the bench shows it in 93-97%.
+RATIO_TRANSFORMS: dict[str, str | None] = {"retention_rate": None, "impact_ratio": None, "selection_ratio": None}
+#: The transforms ``bench/coverage_ratios_quick.py`` compares with the percentile interval.
+CANDIDATE_RATIO_TRANSFORMS: dict[str, str] = {"retention_rate": "logit", "impact_ratio": "log",
+                                              "selection_ratio": "log"}
 #: Rows whose interval is the transformed bootstrap interval (:func:`transformed_interval`).
 NOTE_TRANSFORMED = "{transform}-transformed bootstrap interval (normal on the {transform} scale, bootstrap SE there)"
 #: The estimate lies on the edge of the transformed scale (retention 0 or 1, a ratio of 0): the percentile interval.
