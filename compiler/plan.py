@@ -22,6 +22,7 @@ from typing import Any
 
 from compiler.artifacts import PLAN_SCHEMA_VERSION, Plan, tool_info
 from compiler.designs import design_of
+from compiler.designs.matrix import all_controls
 from compiler.families import enabled_families
 from compiler.hashing import digest
 from compiler.llm import Estimate
@@ -65,12 +66,13 @@ def score_batches(resolved: dict[str, Any]) -> list[tuple[int, int]] | None:
 def control_batches(resolved: dict[str, Any]) -> list[tuple[int, int]]:
     """The score batches of a job's placebo résumés (issue 38 §3): ``[(first, stop), ...]`` positions of base
     candidates, ``max(1, SCORE_BATCH_RESUMES // n_controls)`` base candidates with all their placebo résumés
-    each; [] without negative controls or without a generator (a score file holds the placebo rows).
+    each; [] without negative controls or without a generator (a score file holds the placebo rows). The positive
+    controls' weakened résumés (issue 39 §6) share these batches (:func:`compiler.designs.matrix.all_controls`).
 
     Placebo résumés are scored in batches of their own, so an embedding's bytes for the demographic
     variants (which depend on their batch-mates, methods v2) are those of the spec without controls.
     """
-    controls = resolved["variants"].get("negative_controls") or []
+    controls = all_controls(resolved)
     k, _ = design_of(resolved).batching(resolved)
     if not controls or k is None:
         return []
@@ -79,8 +81,8 @@ def control_batches(resolved: dict[str, Any]) -> list[tuple[int, int]]:
 
 
 def control_resumes(resolved: dict[str, Any]) -> int:
-    """Placebo résumés of the run: K x jobs x negative controls (0 without controls or generator)."""
-    controls = resolved["variants"].get("negative_controls") or []
+    """Control résumés of the run: K x jobs x (negative + positive controls) (0 without controls or generator)."""
+    controls = all_controls(resolved)
     k, _ = design_of(resolved).batching(resolved)
     return 0 if not controls or k is None else k * len(resolved["jobs"]) * len(controls)
 
@@ -119,7 +121,7 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
             continue  # a score file holds the placebo rows beside the variants' (one task per job above)
         for job in jobs:
             tasks += [task("score", {"system": system, "job": job,
-                                     "controls": resolved["variants"]["negative_controls"],
+                                     "controls": all_controls(resolved),
                                      "batch": {"index": i, "controls": [lo, hi]}}, deps_by_job[job["id"]])
                       for i, (lo, hi) in enumerate(placebo)]
     families = enabled_families(resolved)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from compiler.designs.matrix import all_controls
 from compiler.errors import InputDataError
 from runtime.designs import design_for
 from runtime.run.context import RunContext
@@ -79,7 +80,8 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                                                        is_true_match=np.nan)
         variants = [POPULATION_VARIANT]
     job_info = {j["id"]: JobInfo(title=j["title"], family=j["family"]) for j in r["jobs"]}
-    control_ids = [c["id"] for c in r["variants"].get("negative_controls") or []] if paired else []
+    # the negative and positive controls' résumés (issues 38, 39 §6): scored apart, kept in ctx.controls
+    control_ids = [c["id"] for c in all_controls(r)] if paired else []
     frames, own_conditions, placebo = [], False, []
     for sys_resolved in r["systems"]:
         own_batches = [] if ctx.control_candidates is None else score_batches(
