@@ -34,7 +34,7 @@ MSG_PC_MATCH_EXTRA = "positive_control with contrast: match takes no axis or lev
 MSG_PC_NO_LABELS = ("positive_control contrast match needs matching and non-matching base candidates: "
                     "0 < matching_per_job (M={m}) < base_per_job (K={k})")
 MSG_PC_NO_CONTROLS = ("positive_control with contrast: control needs a declared positive control: "
-                      "variants.positive_controls lists none (e.g. {{id: C01, perturbation: drop_required_skill}})")
+                      "variants.positive_controls lists none (e.g. {id: C01, perturbation: drop_required_skill})")
 MSG_PC_CONTROL_NEEDED = "positive_control with contrast: control needs control: the id of a positive control ({ids})"
 MSG_PC_UNKNOWN_CONTROL = "unknown positive control {control!r}; declared in variants.positive_controls: {ids}"
 MSG_PC_CONTROL_EXTRA = "positive_control with contrast: control takes no axis or level (the control names the change)"
