@@ -30,6 +30,12 @@ What each does:
 ``line_breaks``
     One to three drawn blank lines of the body doubled: whitespace only, so a word-piece tokenizer
     reads the same tokens (a control the encoder does not read; the report labels it so).
+
+Positive controls (issue 39 §6; seed 003 §3.7's positive control as a variant) weaken the reference résumé
+for its job instead, so that the validity protocol can test the audit's sensitivity at its own n:
+``drop_required_skill`` and ``seniority_down`` (:func:`weaken_sections`, :func:`positive_resume`), drawn from
+``rng(seed, "positive_control", job_id, cv_id, control_id)``, the cue block kept byte for byte. They keep the
+base candidate's ``is_true_match`` (no new ground truth: the check reads the paired shift of the score).
 """
 
 from __future__ import annotations
