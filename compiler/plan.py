@@ -62,15 +62,17 @@ def score_batches(resolved: dict[str, Any]) -> list[tuple[int, int]] | None:
     return [(lo, min(lo + step, k)) for lo in range(0, k, step)]
 
 
-def control_batches(resolved: dict[str, Any]) -> list[tuple[int, int]]:
+def control_batches(resolved: dict[str, Any], *, positive: bool = False) -> list[tuple[int, int]]:
     """The score batches of a job's placebo résumés (issue 38 §3): ``[(first, stop), ...]`` positions of base
     candidates, ``max(1, SCORE_BATCH_RESUMES // n_controls)`` base candidates with all their placebo résumés
     each; [] without negative controls or without a generator (a score file holds the placebo rows).
+    ``positive``: the batches of the positive controls' weakened résumés instead (issue 39 §6), batched apart
+    from the placebo résumés as those are from the variants, so that neither moves the other's bytes.
 
     Placebo résumés are scored in batches of their own, so an embedding's bytes for the demographic
     variants (which depend on their batch-mates, methods v2) are those of the spec without controls.
     """
-    controls = resolved["variants"].get("negative_controls") or []
+    controls = resolved["variants"].get("positive_controls" if positive else "negative_controls") or []
     k, _ = design_of(resolved).batching(resolved)
     if not controls or k is None:
         return []
@@ -78,9 +80,10 @@ def control_batches(resolved: dict[str, Any]) -> list[tuple[int, int]]:
     return [(lo, min(lo + step, k)) for lo in range(0, k, step)]
 
 
-def control_resumes(resolved: dict[str, Any]) -> int:
-    """Placebo résumés of the run: K x jobs x negative controls (0 without controls or generator)."""
-    controls = resolved["variants"].get("negative_controls") or []
+def control_resumes(resolved: dict[str, Any], *, positive: bool = False) -> int:
+    """Placebo résumés of the run: K x jobs x negative controls (0 without controls or generator); ``positive``:
+    the positive controls' weakened résumés (issue 39 §6) instead."""
+    controls = resolved["variants"].get("positive_controls" if positive else "negative_controls") or []
     k, _ = design_of(resolved).batching(resolved)
     return 0 if not controls or k is None else k * len(resolved["jobs"]) * len(controls)
 
@@ -113,15 +116,20 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
                       for i, (lo, hi) in enumerate(batches)]
             tasks += ts
             scores += [t["id"] for t in ts]
-    placebo = control_batches(resolved)
-    for system in resolved["systems"] if placebo else ():  # issue 38 §3: the placebo résumés' own tasks
+    placebo, positive = control_batches(resolved), control_batches(resolved, positive=True)
+    for system in resolved["systems"] if placebo or positive else ():  # issues 38 §3, 39 §6: control résumés
         if not hook_for(system["kind"]).needs_text:
-            continue  # a score file holds the placebo rows beside the variants' (one task per job above)
+            continue  # a score file holds the control rows beside the variants' (one task per job above)
         for job in jobs:
             tasks += [task("score", {"system": system, "job": job,
                                      "controls": resolved["variants"]["negative_controls"],
                                      "batch": {"index": i, "controls": [lo, hi]}}, deps_by_job[job["id"]])
                       for i, (lo, hi) in enumerate(placebo)]
+            tasks += [task("score", {"system": system, "job": job,
+                                     "controls": resolved["variants"]["positive_controls"],
+                                     "batch": {"index": i, "controls": [lo, hi], "positive": True}},
+                           deps_by_job[job["id"]])
+                      for i, (lo, hi) in enumerate(positive)]
     families = enabled_families(resolved)
     analyses = [t for f in families for t in f.plan_tasks(resolved, scores)]
     tasks += analyses
@@ -129,8 +137,8 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
     tasks += [report, task("seal", {"audit": resolved["audit"]}, [report["id"]])]
 
     size = design.size(resolved, base_per_job)
-    n_controls = control_resumes(resolved)
-    scored = size["resumes"] if not n_controls else size["resumes"] + n_controls
+    n_controls, n_positive = control_resumes(resolved), control_resumes(resolved, positive=True)
+    scored = size["resumes"] if not n_controls + n_positive else size["resumes"] + n_controls + n_positive
     counts = {
         "jobs": len(jobs),
         "base_candidates": size["base_candidates"],
@@ -146,6 +154,7 @@ def expand(resolved: dict[str, Any], *, base_per_job: dict[str, int] | None = No
         "paired_candidates_per_variant": size["paired_candidates_per_variant"],
         **{k: v for k, v in size.items() if k == "profiles"},
         **({"controls": n_controls} if n_controls else {}),
+        **({"positive_controls": n_positive} if n_positive else {}),
     }
     plan = {"schema_version": PLAN_SCHEMA_VERSION, "kind": "audit-plan", "tool": tool_info(),
             "audit": resolved["audit"], "spec_digest": digest(resolved), "counts": counts, "tasks": tasks}

@@ -66,9 +66,9 @@ MSG_COLUMNS_UNKNOWN = ("unknown column(s) {unknown}; allowed: {allowed} (a colum
 MSG_EMPTY_KEY = "empty {column} at {rows}"
 MSG_UNKNOWN_JOB = "unknown job_id {values} at {rows}; jobs in the spec: {allowed}"
 MSG_UNKNOWN_VARIANT = "unknown variant {values} at {rows}; variants in the spec: {allowed}"
-MSG_CONTROL_MISSING = ("negative control {control} has no row for the base candidate(s) of the reference rows at "
+MSG_CONTROL_MISSING = ("{kind} control {control} has no row for the base candidate(s) of the reference rows at "
                        "{rows}; every (job_id, cv_id) of the reference variant needs a row with variant {control}")
-MSG_CONTROL_ORPHAN = ("negative control row(s) without a reference ({reference}) row for their (job_id, cv_id) "
+MSG_CONTROL_ORPHAN = ("{kind} control row(s) without a reference ({reference}) row for their (job_id, cv_id) "
                       "at {rows}")
 MSG_JOB_ABSENT = "job(s) {jobs} of the spec have no rows; every job needs a score for every base candidate and variant"
 MSG_SCORE_EMPTY = "score is empty or missing ({values}) at {rows}"
@@ -634,7 +634,8 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
                     score_range: tuple[float, float], columns: Mapping[str, str] | None = None,
                     delimiter: str | None = None, k: Mapping[str, int] | None = None,
                     key: str = "systems[0]", controls: Sequence[str] = (), file_mapping: FileMapping | None = None,
-                    table: Mapping[str, Mapping[str, str]] | None = None) -> ScoreFile:
+                    table: Mapping[str, Mapping[str, str]] | None = None,
+                    positive_controls: Sequence[str] = ()) -> ScoreFile:
     """Read a paired score export as it came and check everything the spec alone allows, in one pass.
 
     Parameters
@@ -668,6 +669,11 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         The spec's variant table (variant id -> {axis: level}): ``variant_from`` finds a row's variant in
         it, and an export with the variant in several columns gets a guessed ``variant_from``.
 
+    positive_controls : sequence of str
+        The ids of the spec's positive controls (``variants.positive_controls``, issue 39 §6): read and checked
+        as ``controls`` are (a row for every (job_id, cv_id) of the reference variant, every missing line named),
+        their messages saying "positive control".
+
     Returns
     -------
     ScoreFile
@@ -677,6 +683,8 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
     """
     fm = file_mapping or FileMapping()
     table = dict(table or {})
+    negative = tuple(controls)
+    controls = (*negative, *positive_controls)
     out, records, lines = _open(path, delimiter)
     if records is None:
         return out
@@ -907,7 +915,8 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
                and (r["line"], "variant") not in unmapped]
         allowed = [*variants, *controls]
         report(MSG_UNKNOWN_VARIANT, bad, values=_with_hint([r["variant"] for r in bad], allowed),
-               allowed=", ".join(variants) + (f" (negative controls: {', '.join(controls)})" if controls else ""))
+               allowed=", ".join(variants) + (f" (negative controls: {', '.join(negative)})" if negative else "")
+               + (f" (positive controls: {', '.join(positive_controls)})" if positive_controls else ""))
     seen_jobs = {r["job_id"] for r in rows}
     absent = [j for j in jobs if j not in seen_jobs]
     if absent:
@@ -957,7 +966,9 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
         if gap:
             out.problems.append(gap)
         if controls and variants:
-            _check_controls(rows, reference=variants[0], controls=controls, report=report)
+            _check_controls(rows, reference=variants[0], controls=negative, report=report, kind="negative")
+            _check_controls(rows, reference=variants[0], controls=tuple(positive_controls), report=report,
+                            kind="positive")
     if k:
         family, kk = max(k.items(), key=lambda kv: kv[1])
         for j, n in out.base_per_job.items():
@@ -986,16 +997,20 @@ def read_score_file(path: Path, *, jobs: Sequence[str], variants: Sequence[str] 
     return out
 
 
-def _check_controls(rows: list[dict[str, Any]], *, reference: str, controls: Sequence[str], report) -> None:
-    """Placebo rows pair with reference rows (issue 38 §1): per control, the reference rows whose
-    (job_id, cv_id) has no row of it, then the placebo rows whose (job_id, cv_id) has no reference row."""
+def _check_controls(rows: list[dict[str, Any]], *, reference: str, controls: Sequence[str], report,
+                    kind: str = "negative") -> None:
+    """Control rows pair with reference rows (issue 38 §1; positive controls, issue 39 §6): per control, the
+    reference rows whose (job_id, cv_id) has no row of it, then the control rows whose (job_id, cv_id) has no
+    reference row. ``kind``: ``negative`` or ``positive``, as the messages name the control."""
+    if not controls:
+        return
     ref = {(r["job_id"], r["cv_id"]): r for r in rows if r["variant"] == reference}
     for control in controls:
         have = {(r["job_id"], r["cv_id"]) for r in rows if r["variant"] == control}
-        report(MSG_CONTROL_MISSING, [r for cell, r in ref.items() if cell not in have], control=control)
+        report(MSG_CONTROL_MISSING, [r for cell, r in ref.items() if cell not in have], control=control, kind=kind)
     control_set = set(controls)
     report(MSG_CONTROL_ORPHAN, [r for r in rows if r["variant"] in control_set
-                                and (r["job_id"], r["cv_id"]) not in ref], reference=reference)
+                                and (r["job_id"], r["cv_id"]) not in ref], reference=reference, kind=kind)
 
 
 #: Columns of a blind score file (``systems[].blind``, ``audit export --for-vendor``).

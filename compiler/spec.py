@@ -160,10 +160,36 @@ class NegativeControl(Strict):
         "control the tool makes, an optional note on the design (why this control), printed beside it in the report.")
 
 
+#: Perturbations the template generator makes to weaken the reference résumé (issue 39 §6; a positive control:
+#: :mod:`runtime.generate.perturb`).
+POSITIVE_PERTURBATIONS: tuple[str, ...] = ("drop_required_skill", "seniority_down")
+PositivePerturbation = Literal["drop_required_skill", "seniority_down"]
+
+
+class PositiveControl(Strict):
+    """A positive control of the reference résumé (issue 39 §6; seed 003 §3.7's positive control, made a
+    variant): a change that should lower the score of a system that reads the résumé's content, scored like a
+    variant so that the validity protocol can test the audit's sensitivity at its own n
+    (``analysis.validity.positive_control: {contrast: control, control: <id>}``). The tool makes it
+    (``perturbation``, template design), or the vendor did (``description``, a score-file audit, whose file holds
+    ``variant: <id>`` rows for every (job_id, cv_id)). It is no category: no metric row, no headline."""
+
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$", max_length=64)] = Field(
+        description="The control's id (letters, digits, _ and -), neither a variant id nor a negative control id.")
+    perturbation: PositivePerturbation | None = Field(
+        default=None, description="What the template generator takes out of the reference résumé: "
+        "drop_required_skill (one of the job's required tools the résumé lists, wherever it is written), "
+        "seniority_down (every role's title one stage less senior).")
+    description: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CONTROL_DESCRIPTION,
+        description="What the vendor changed, in words (a score-file audit, required; 1 to 400 characters); for a "
+        "control the tool makes, an optional note printed beside it in the report.")
+
+
 class Variants(Strict):
     """Treatments: an explicit table, one variant per non-reference level (one_at_a_time), or the full
     cross of the declared axes (factorial; seed 003 §3.5, Study 1); and the placebo variants of the
-    reference résumé (``negative_controls``, issue 38)."""
+    reference résumé (``negative_controls``, issue 38); its weakened copies (``positive_controls``, issue 39)."""
 
     reference: VariantId = Field(default="BASE", description="The reference variant.")
     design: Literal["explicit", "one_at_a_time", "factorial"] = "explicit"
@@ -175,6 +201,10 @@ class Variants(Strict):
     negative_controls: list[NegativeControl] | None = Field(
         default=None, min_length=1, description="Placebo variants of the reference résumé (issue 38): each "
         "system's noise floor. Absent from the resolved spec unless written.")
+    positive_controls: list[PositiveControl] | None = Field(
+        default=None, min_length=1, description="Weakened copies of the reference résumé (issue 39 §6): the "
+        "validity protocol's sensitivity check (analysis.validity.positive_control: {contrast: control}). "
+        "Absent from the resolved spec unless written.")
 
 
 class Job(Strict):
@@ -377,16 +407,22 @@ class EffectSize(Strict):
         "validate warns.")
 
 
-class PositiveControl(Strict):
-    """A quality contrast the instrument must detect (seed 003 §3.7): matching against non-matching
-    base candidates (``contrast: match``) or an axis level against its reference (``contrast: axis``)."""
+class PositiveContrast(Strict):
+    """A contrast the instrument must detect (seed 003 §3.7): matching against non-matching base candidates
+    (``contrast: match``, a relevance check), an axis level against its reference (``contrast: axis``), or a
+    declared positive control against the reference variant (``contrast: control``, issue 39 §6: the
+    sensitivity check, a one-sided paired test at alpha at the audit's n)."""
 
-    contrast: Literal["match", "axis"] = "match"
+    contrast: Literal["match", "axis", "control"] = "match"
     axis: AxisName | None = None
     level: Name | None = None
-    min_d: float = Field(default=0.5, gt=0, le=10, description="Cohen's d the contrast must reach.")
+    control: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$", max_length=64)] | None = Field(
+        default=None, description="contrast: control: the id of a variants.positive_controls entry.")
+    min_d: float = Field(default=0.5, gt=0, le=10, description="Cohen's d the contrast must reach (match, axis; "
+                         "with contrast: control, the d of the match relevance check kept beside it).")
     direction: Literal["higher", "lower", "either"] = Field(
-        default="higher", description="Sign d must have (match: matching candidates score higher).")
+        default="higher", description="Sign d must have (match: matching candidates score higher; control: the "
+        "sign of the control's shift, lower for a weakened résumé).")
 
 
 class ManipulationCheck(Strict):
@@ -431,7 +467,7 @@ class DistributionCheck(Strict):
 class Validity(Strict):
     """The validity protocol of seed 003 §3.7: positive control, manipulation checks, distribution."""
 
-    positive_control: PositiveControl = Field(default_factory=PositiveControl)
+    positive_control: PositiveContrast = Field(default_factory=PositiveContrast)
     manipulation_checks: list[ManipulationCheck] = Field(default_factory=list)
     distribution: DistributionCheck = Field(default_factory=DistributionCheck)
 

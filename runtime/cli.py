@@ -294,6 +294,8 @@ def compile_(
     ]
     if "controls" in c:  # issue 38: the placebo résumés, scored in batches of their own
         rows.insert(4, ("placebo résumés (negative controls)", c["controls"]))
+    if "positive_controls" in c:  # issue 39 §6: the weakened résumés, scored in batches of their own
+        rows.insert(4, ("weakened résumés (positive controls)", c["positive_controls"]))
     if "profiles" in c:  # population design (seed 001): no variants, no matrix
         rows = [("jobs", c["jobs"]), ("profiles (per job x jobs)", c["profiles"]), ("systems", c["systems"]),
                 ("texts to embed (at most)", c["texts_to_embed"]), ("plan tasks", c["tasks"]),

@@ -104,6 +104,7 @@ def export_for_vendor(spec_path: Path, out: Path, *, store: Path | None = None, 
         No system has ``blind: true``, or ``out`` holds other files of these names, or the files cannot
         be written (disk full, read-only, permission: exit 2, nothing left in ``out``).
     """
+    from compiler.designs.matrix import all_controls
     from compiler.lock import utc_now
     from runtime.designs import design_for
     from runtime.pipeline.generate import generate, job_texts
@@ -125,7 +126,7 @@ def export_for_vendor(spec_path: Path, out: Path, *, store: Path | None = None, 
         ctx.store = TaskStore(locked.store_dir)
         ctx.jobs = job_texts(compiled)
         generate(ctx, design_for(r))
-        if r["variants"].get("negative_controls"):  # issue 38: placebo résumés mixed in under opaque ids
+        if all_controls(r):  # issues 38, 39 §6: control résumés mixed in under opaque ids
             design_for(r).generate_controls(ctx)
     cands = blind_candidates(ctx.candidates, ctx.control_candidates)
     found = load_key(ctx.store, cands)

@@ -189,9 +189,10 @@ def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
     for name in SAME_BYTES:
         assert (plain["run"] / name).read_bytes() == (ctl["run"] / name).read_bytes(), name
 
-    def batches(plan, key):
+    def batches(plan, key):  # the placebo batches: not those of the example's positive control (issue 39 §6)
         return [(t["inputs"]["job"]["id"], t["inputs"]["batch"][key]) for t in plan["tasks"]
-                if t["kind"] == "score" and key in t["inputs"].get("batch", {})]
+                if t["kind"] == "score" and key in t["inputs"].get("batch", {})
+                and not t["inputs"]["batch"].get("positive")]
 
     assert batches(ctl["plan"], "base_candidates") == batches(plain["plan"], "base_candidates")
     demographic = {t["id"] for t in plain["plan"]["tasks"] if t["kind"] in ("generate", "inject", "score")}
@@ -206,6 +207,7 @@ def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
     import pandas as pd
 
     frame = pd.read_csv(placebo)
+    frame = frame[frame["variant"] != "C01"]  # the example's positive control (issue 39 §6: test_positive_controls)
     assert list(frame.columns) == ["job_id", "cv_id", "variant", "perturbation", "is_true_match", "text"]
     assert len(frame) == 120 and set(frame["variant"]) == {"P01", "P02", "P03"}
     resumes = pd.read_csv(plain["run"] / "resumes.csv")

@@ -46,6 +46,7 @@ def _exec(system: str, *pairs: tuple[str, str]) -> str:
 
 
 _CONTROLS = "    V01: {{sex_gender: F}}\n  negative_controls:\n{}"
+_POSITIVE = "  positive_controls:\n{}"
 #: TINY_SPEC with the template generator and an embedding system (the tool writes the résumés).
 _GEN_SPEC = TINY_SPEC.replace("jobs:\n  - {id: j1}", "candidates: {base_per_job: 4, matching_per_job: 2}\njobs:\n  - "
                               "{id: data-analyst, description: Analyse data}").replace(
@@ -254,6 +255,32 @@ CASES = {
     "control_score_file_rows": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
         "    - {id: P1, description: dates as MM/YYYY}\n")),
         {"scores.csv": TINY_SCORES + "j1,c1,P1,0.9,1\nj1,c2,P1,0.7,1\nj1,c9,P1,0.5,0\n"}),
+    # issue 39 §6: positive controls (weakened copies of the reference résumé) and the sensitivity check
+    "positive_control_id_clash": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", _CONTROLS.format(
+        "    - {id: P1, description: dates as MM/YYYY}\n") + _POSITIVE.format(
+        "    - {id: V01, description: no SQL}\n    - {id: P1, description: no SQL}\n"
+        "    - {id: C1, description: no SQL}\n    - {id: C1, description: titles one stage down}\n    - {id: C2}\n")),
+        {}),
+    "positive_control_unknown_perturbation": (_GEN_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n"
+                                              + _POSITIVE.format("    - {id: C1, perturbation: drop_degree}\n    - {id: C2}\n")), {}),
+    "positive_control_llm_cannot_make": (_GEN_SPEC.replace("candidates: {", "candidates: {generator: llm, model: ollama/qwen2.5, ")
+                                          .replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n" + _POSITIVE.format(
+                                              "    - {id: C1, perturbation: seniority_down}\n")), {}),
+    "positive_control_score_file_rows": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n"
+                                         + _POSITIVE.format("    - {id: C1, description: no SQL}\n")),
+                                         {"scores.csv": TINY_SCORES + "j1,c1,C1,0.8,1\nj1,c3,C1,0.4,0\nj1,c9,C1,0.5,0\n"}),
+    "validity_control_not_declared": (TINY_SPEC.replace("  k: {counterfactual: 2, group: 2, merit: 2}",
+                                                        "  k: {counterfactual: 2, group: 2, merit: 2}\n  validity:\n"
+                                                        "    positive_control: {contrast: control, control: C01, "
+                                                        "direction: lower}"), {}),
+    "validity_control_unknown_or_missing": (TINY_SPEC.replace("    V01: {sex_gender: F}\n", "    V01: {sex_gender: F}\n"
+                                            + _POSITIVE.format("    - {id: C1, description: no SQL}\n")).replace(
+        "  k: {counterfactual: 2, group: 2, merit: 2}", "  k: {counterfactual: 2, group: 2, merit: 2}\n  validity:\n"
+        "    positive_control: {contrast: control, control: C01, axis: sex_gender}"),
+        {"scores.csv": TINY_SCORES + "".join(f"j1,c{i},C1,0.2,{int(i < 3)}\n" for i in range(1, 5))}),
+    "validity_control_key_without_control_contrast": (TINY_SPEC.replace(
+        "  k: {counterfactual: 2, group: 2, merit: 2}", "  k: {counterfactual: 2, group: 2, merit: 2}\n  validity:\n"
+        "    positive_control: {contrast: match, control: C1}"), {}),
     # issue 36 §4: the lexical kind's corpus and parameters
     "lexical_corpus_missing": (_GEN_SPEC.replace("{id: minilm, kind: embedding}",
                                                  "{id: bm25, kind: lexical, method: bm25, corpus: corpus.txt}"), {}),

@@ -108,11 +108,85 @@ def controls_issues(ls: LoadedSpec) -> list[Issue]:
     return out
 
 
+MSG_POSITIVE_IS_VARIANT = "positive control id {id!r} is a variant id; use another id (variants: {variants})"
+MSG_POSITIVE_IS_PLACEBO = ("positive control id {id!r} is a negative control id; use another id (negative controls: "
+                           "{placebos})")
+MSG_POSITIVE_REPEATED = "positive control id {id!r} is repeated; each control needs its own id"
+MSG_POSITIVE_NO_PERTURBATION = ("positive control {id!r} needs a perturbation: the template generator makes the "
+                                "weakened résumé; allowed: {allowed}")
+MSG_POSITIVE_CANNOT_MAKE = ("the {design} generator cannot make positive controls yet (perturbation {p!r}); "
+                            "positive controls are made by the template generator or scored by the vendor "
+                            "(a score-file audit, with description)")
+MSG_POSITIVE_SCORE_FILE_PERTURBATION = ("a score-file audit cannot perturb résumés (the vendor wrote them); give "
+                                        "description instead: what the vendor changed, 1 to 400 characters")
+MSG_POSITIVE_SCORE_FILE_DESCRIPTION = ("positive control {id!r} needs a description: what the vendor took out of the "
+                                       "reference résumé, 1 to 400 characters")
+
+
+def positive_controls_issues(ls: LoadedSpec) -> list[Issue]:
+    """Checks of ``variants.positive_controls`` (issue 39 §6): ids are neither variant ids nor negative control
+    ids, and not repeated; the template generator needs a ``perturbation``
+    (:data:`compiler.spec.POSITIVE_PERTURBATIONS`; an unknown one is refused by the model, allowed values
+    listed); the llm generator makes none yet; a score-file audit gives a ``description`` instead (its file holds
+    the control's rows)."""
+    from compiler.spec import POSITIVE_PERTURBATIONS
+
+    controls = ls.spec.variants.positive_controls
+    if not controls:
+        return []
+    try:
+        variant_ids = list(variant_table(ls.spec))
+    except Exception:  # an ill-formed table was reported by the variants' checks
+        variant_ids = list(ls.spec.variants.table) or [ls.spec.variants.reference]
+    placebos = [c.id for c in ls.spec.variants.negative_controls or ()]
+    cand = ls.spec.candidates
+    generator = None if cand is None else getattr(cand, "generator", "template")
+    out: list[Issue] = []
+    seen: set[str] = set()
+    for i, c in enumerate(controls):
+        at = ("variants", "positive_controls", i)
+        if c.id in variant_ids:
+            out.append(ls.issue((*at, "id"), MSG_POSITIVE_IS_VARIANT.format(id=c.id, variants=", ".join(variant_ids))))
+        elif c.id in placebos:
+            out.append(ls.issue((*at, "id"), MSG_POSITIVE_IS_PLACEBO.format(id=c.id, placebos=", ".join(placebos))))
+        elif c.id in seen:
+            out.append(ls.issue((*at, "id"), MSG_POSITIVE_REPEATED.format(id=c.id)))
+        seen.add(c.id)
+        if generator is None:
+            if c.perturbation is not None:
+                out.append(ls.issue((*at, "perturbation"), MSG_POSITIVE_SCORE_FILE_PERTURBATION, key=True))
+            if c.description is None:
+                out.append(ls.issue(at, MSG_POSITIVE_SCORE_FILE_DESCRIPTION.format(id=c.id)))
+        elif generator == "template":
+            if c.perturbation is None:
+                out.append(ls.issue(at, MSG_POSITIVE_NO_PERTURBATION.format(
+                    id=c.id, allowed=", ".join(POSITIVE_PERTURBATIONS))))
+        elif generator == "llm":
+            out.append(ls.issue((*at, "perturbation") if c.perturbation is not None else at,
+                                MSG_POSITIVE_CANNOT_MAKE.format(design=generator, p=c.perturbation)))
+    return out
+
+
 def resolve_controls(spec: Any) -> list[dict[str, str]]:
     """The resolved ``variants.negative_controls``: per control its id and the keys written
     (``perturbation`` or ``description``), in the order written."""
     return [{k: v for k, v in (("id", c.id), ("perturbation", c.perturbation), ("description", c.description))
              if v is not None} for c in spec.variants.negative_controls or []]
+
+
+def resolve_positive_controls(spec: Any) -> list[dict[str, str]]:
+    """The resolved ``variants.positive_controls`` (issue 39 §6), as :func:`resolve_controls`."""
+    return [{k: v for k, v in (("id", c.id), ("perturbation", c.perturbation), ("description", c.description))
+             if v is not None} for c in spec.variants.positive_controls or []]
+
+
+def all_controls(resolved: dict[str, Any]) -> list[dict[str, str]]:
+    """Every control résumé kind of a resolved spec, scored outside the demographic batches: the negative
+    controls (issue 38), then the positive controls (issue 39 §6). Their scores go to ``RunContext.controls``,
+    never to ``paired``, BH or the risk score; a spec without positive controls gets exactly its
+    ``negative_controls`` (so its plan's task ids stay)."""
+    v = resolved.get("variants") or {}
+    return [*(v.get("negative_controls") or []), *(v.get("positive_controls") or [])]
 
 
 def matrix_issues(ls: LoadedSpec) -> list[Issue]:
@@ -125,7 +199,7 @@ def matrix_issues(ls: LoadedSpec) -> list[Issue]:
     if "variants" not in ls.raw:
         out.append(ls.issue(("variants",), MSG_NO_VARIANTS))
     elif not no_axes:  # the variants' checks read the axes: without them they would only echo the root error
-        out += _axes_issues(ls) + _variants_issues(ls) + controls_issues(ls)
+        out += _axes_issues(ls) + _variants_issues(ls) + controls_issues(ls) + positive_controls_issues(ls)
     return out
 
 
@@ -289,6 +363,8 @@ def resolve_matrix(ls: LoadedSpec) -> dict[str, Any]:
     variants = {"reference": spec.variants.reference, "design": spec.variants.design, "table": variant_table(spec)}
     if spec.variants.negative_controls is not None:  # issue 38: only when written (shipped digests stay)
         variants["negative_controls"] = resolve_controls(spec)
+    if spec.variants.positive_controls is not None:  # issue 39 §6: only when written (shipped digests stay)
+        variants["positive_controls"] = resolve_positive_controls(spec)
     return {
         "axes": {name: _resolve_axis(axis, ref_levels[name], seed=spec.seed, name=name)
                  for name, axis in spec.axes.items()},

@@ -33,6 +33,12 @@ MSG_PC_AXIS_NEEDED = "positive_control with contrast: axis needs axis and level 
 MSG_PC_MATCH_EXTRA = "positive_control with contrast: match takes no axis or level"
 MSG_PC_NO_LABELS = ("positive_control contrast match needs matching and non-matching base candidates: "
                     "0 < matching_per_job (M={m}) < base_per_job (K={k})")
+MSG_PC_NO_CONTROLS = ("positive_control with contrast: control needs a declared positive control: "
+                      "variants.positive_controls lists none (e.g. {id: C01, perturbation: drop_required_skill})")
+MSG_PC_CONTROL_NEEDED = "positive_control with contrast: control needs control: the id of a positive control ({ids})"
+MSG_PC_UNKNOWN_CONTROL = "unknown positive control {control!r}; declared in variants.positive_controls: {ids}"
+MSG_PC_CONTROL_EXTRA = "positive_control with contrast: control takes no axis or level (the control names the change)"
+MSG_PC_CONTROL_KEY = "control is read only with contrast: control (got contrast: {contrast})"
 MSG_SESOI_PER_VARIANT = ("sesoi {{selection_ratio: {m:g}}} cannot be read under analysis.ranking: per_variant with a "
                          "top-K rule: each variant is ranked in its own pool, so its selection ratio is 1 by "
                          "construction; use swap_in ranking, a decision threshold, or {{score: x}} / {{d: x}}")
@@ -107,7 +113,20 @@ def validity_issues(ls: LoadedSpec) -> list[Issue]:
         return out
     base = ("analysis", "validity", "positive_control")
     pc = v.positive_control
-    if pc.contrast == "axis":
+    if pc.contrast != "control" and pc.control is not None:
+        out.append(ls.issue(base + ("control",), MSG_PC_CONTROL_KEY.format(contrast=pc.contrast)))
+    if pc.contrast == "control":  # issue 39 §6: the sensitivity check reads a declared positive control
+        declared = [c.id for c in ls.spec.variants.positive_controls or ()] if ls.spec.variants is not None else []
+        if pc.axis is not None or pc.level is not None:
+            out.append(ls.issue(base + ("axis" if pc.axis is not None else "level",), MSG_PC_CONTROL_EXTRA))
+        if not declared:
+            out.append(ls.issue(base + ("contrast",), MSG_PC_NO_CONTROLS))
+        elif pc.control is None:
+            out.append(ls.issue(base, MSG_PC_CONTROL_NEEDED.format(ids=", ".join(declared))))
+        elif pc.control not in declared:
+            out.append(ls.issue(base + ("control",), MSG_PC_UNKNOWN_CONTROL.format(control=pc.control,
+                                                                                  ids=", ".join(declared))))
+    elif pc.contrast == "axis":
         if pc.axis is None or pc.level is None:
             out.append(ls.issue(base, MSG_PC_AXIS_NEEDED.format(axes=", ".join(ls.spec.axes))))
         else:
@@ -199,6 +218,8 @@ class Effects(Family):
         if spec.analysis.validity is not None:
             v = spec.analysis.validity.model_dump()
             pc = v["positive_control"]
+            if pc["control"] is None:  # issue 39 §6: written only with contrast: control (earlier digests stay)
+                del pc["control"]
             if pc["contrast"] == "axis":
                 pc["reference"] = ref_levels.get(pc["axis"])
             out["validity"] = v

@@ -56,19 +56,21 @@ def read_system_file(ls: LoadedSpec, i: int, system: Any):
     variants = list(table) if ls.spec.axes else None
     fm = FileMapping.of(system)
     controls = tuple(c.id for c in ls.spec.variants.negative_controls or ()) if cand is None else ()
+    positive = tuple(c.id for c in ls.spec.variants.positive_controls or ()) if cand is None else ()  # issue 39 §6
     # K is checked against the file for a top-K rule; under a threshold no shortlist must be filled
     k = ls.spec.analysis.shortlist() if cand is None and not ls.spec.analysis.selects_by_threshold() else None
     jobs = [j.id for j in ls.spec.jobs]
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, tuple(jobs), tuple(variants or ()), (lo, hi),
-           tuple(sorted((system.columns or {}).items())), system.delimiter, tuple(sorted((k or {}).items())), i, controls,
+           tuple(sorted((system.columns or {}).items())), system.delimiter, tuple(sorted((k or {}).items())), i, controls, positive,
            repr(fm))
     if key not in _READ_CACHE:
         if len(_READ_CACHE) >= 16:
             _READ_CACHE.clear()
         _READ_CACHE[key] = read_score_file(path, jobs=jobs, variants=variants, score_range=(lo, hi),
                                            columns=system.columns, delimiter=system.delimiter, k=k,
-                                           key=f"systems[{i}]", controls=controls, file_mapping=fm, table=table)
+                                           key=f"systems[{i}]", controls=controls, file_mapping=fm, table=table,
+                                           positive_controls=positive)
     return _READ_CACHE[key]
 
 

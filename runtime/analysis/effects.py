@@ -75,7 +75,8 @@ def _typical_d(table: pd.DataFrame) -> float:
 def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metrics: pd.DataFrame,
                     analyse_metrics: Callable[[pd.DataFrame], pd.DataFrame],
                     score_range: Mapping[str, tuple[float, float]],
-                    score_resolution: Mapping[str, float | None] | None = None) -> EffectsResult:
+                    score_resolution: Mapping[str, float | None] | None = None,
+                    controls: pd.DataFrame | None = None) -> EffectsResult:
     """Run what ``resolved["analysis"]`` declares (``effect_size`` and/or ``validity``).
 
     Parameters
@@ -92,6 +93,9 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
         System id -> its resolved ``score_range`` (the distribution check normalises by it).
     score_resolution : Mapping, optional
         Declared score grid per system (else inferred): paired tests run on it.
+    controls : pandas.DataFrame, optional
+        The control résumés' scores (``RunContext.controls``): a positive control's rows for the validity
+        protocol's sensitivity check (issue 39 §6).
     """
     from runtime.analysis.effect_size import effect_sizes, effect_sizes_by_job
     from runtime.analysis.models import fit_models
@@ -139,10 +143,16 @@ def analyse_effects(paired: pd.DataFrame, resolved: Mapping[str, Any], *, metric
         from runtime.analysis.effect_size import score_grids
         from runtime.analysis.sesoi import rule_of
 
+        shifts = None
+        if es and not out.sesoi_table.empty:
+            from runtime.analysis.sesoi import Sesoi, shifts_of
+
+            shifts = None if Sesoi.of(es["sesoi"]).form == "d" else shifts_of(out.sesoi_table)
         v = check_validity(paired, config=an["validity"], reference=reference, axes=axes,
                            score_range=score_range, alpha=alpha,
                            score_step=score_grids(paired, score_resolution),
                            sesoi=out.sesoi if es and math.isfinite(out.sesoi) and out.sesoi > 0 else DEFAULT_SESOI,
-                           rules={str(s): rule_of(resolved, str(s)) for s in paired["system"].unique()})
+                           rules={str(s): rule_of(resolved, str(s)) for s in paired["system"].unique()},
+                           controls=controls, shifts=shifts)
         out.validity, out.verdict, out.failed = v.checks, v.verdict, v.failed
     return out

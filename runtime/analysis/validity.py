@@ -8,6 +8,11 @@ Three kinds of check, each per system x condition unless stated:
   declared sign (``higher``: d ≥ min_d; ``lower``: d ≤ −min_d; ``either``: |d| ≥ min_d) and its BH
   q (over the positive-control rows) is below α. A system that ignores resume content (a constant
   or random score) fails it.
+  With ``contrast: control`` (issue 39 §6), the check is one of sensitivity: a declared positive control (a
+  weakened copy of the reference résumé, ``variants.positive_controls``) must be detected by a one-sided
+  paired t test at α at the audit's n (:func:`control_sensitivity`; its row gives the shift in SESOI units);
+  the match contrast then runs as the ``relevance`` check (min_d, higher). The match contrast alone proves
+  relevance, not sensitivity: a matcher passes it at d far above 0.5 and may still miss a SESOI-sized shift.
 - **manipulation check**: a condition expected to move scores relative to another condition, in a
   stated direction, by at least min_d, with q < α (Welch over resumes, BH over the checks). A
   condition absent from the data fails the check: it could not be verified.
@@ -141,12 +146,111 @@ def _tied_share(tops: Mapping[object, np.ndarray]) -> tuple[int, float]:
         tied += int(counts[counts > 1].sum())
         n += x.size
     return distinct, tied / n if n else math.nan
+#: Detail of a positive control without rows for a system x condition (a score file checked at validate has them).
+MSG_NO_CONTROL_ROWS = "no scores of positive control {control!r} pair with the reference rows; the check cannot be verified"
+#: Detail of a positive control whose every paired difference is 0: the system does not read the change.
+MSG_CONTROL_NOT_READ = "every paired difference is 0: the system does not read the change"
+#: Detail of a constant non-zero difference (the t statistic is infinite: detected exactly when its sign is right).
+MSG_CONTROL_CONSTANT = "every paired difference is {diff:.4g}: the t statistic is infinite"
+
+
+def control_sensitivity(paired: pd.DataFrame, controls: pd.DataFrame | None, *, control: str, direction: str,
+                        reference: str, alpha: float, score_step: Mapping[str, float] | None = None,
+                        shifts: Mapping[tuple, float] | None = None, sesoi: float = DEFAULT_SESOI) -> list[dict]:
+    """The sensitivity check (issue 39 §6): does the audit, at its own n, detect a positive control, a declared
+    weakened copy of the reference résumé (``variants.positive_controls``)?
+
+    Per system x condition, the control's scores are paired with the reference variant's by (job_id, cv_id)
+    (replicates averaged), the differences ``control − reference`` put on the system's score grid, and a paired t
+    test (``scipy.stats.ttest_1samp`` on the differences) is run one-sided in ``direction`` (``lower``: the
+    control scores lower; ``higher``; ``either``: two-sided). The check passes when ``p < alpha``: seed 003 §3.7's
+    positive control, read as the audit's power to see a known change rather than as a large effect (the match
+    contrast, kept as a relevance check, passes at any useful system: it proves no sensitivity).
+
+    Parameters
+    ----------
+    paired : pandas.DataFrame
+        The paired frame (its reference rows are read).
+    controls : pandas.DataFrame or None
+        ``RunContext.controls``: ``system, condition, replicate, job_id, cv_id, variant, score`` of the control
+        résumés; the rows with ``variant == control`` are read.
+    control : str
+        The positive control's id.
+    direction : {"lower", "higher", "either"}
+        The alternative of the test.
+    reference : str
+        The reference variant.
+    alpha : float
+        Level of the one-sided test.
+    score_step : Mapping, optional
+        Score grid per system (score units; 0 = continuous).
+    shifts : Mapping, optional
+        ``(system, condition) -> δ*``, the SESOI in score units (:func:`runtime.analysis.sesoi.shifts_of`), when
+        the SESOI is a selection ratio or a score shift.
+    sesoi : float
+        The SESOI as |d| otherwise: δ* = sesoi x the pooled SD of the two groups of scores (seed 003's Cohen's d).
+
+    Returns
+    -------
+    list of dict
+        One ``positive_control`` row per system x condition (:data:`VALIDITY_COLUMNS` without ``passed`` for no
+        row): ``statistic`` ``shift_sesoi``, ``value`` = mean difference / δ* (negative: the control scores
+        lower), ``ci_low, ci_high`` the (1 − 2α) t interval of the mean difference in the same units (its end on
+        the side of ``direction`` is the one-sided bound), ``p_value`` the test's, ``threshold`` α, ``n`` the
+        pairs, ``passed``.
+    """
+    from scipy import stats
+    from statsmodels.stats.weightstats import DescrStatsW
+
+    from runtime.analysis.stats import on_grid
+
+    keys = ["system", "condition", "job_id", "cv_id"]
+    ref = paired[paired["variant"] == reference].groupby(keys, sort=True)["score"].mean().rename("ref").reset_index()
+    ctl = (controls[controls["variant"] == control] if controls is not None else pd.DataFrame(columns=[*keys, "score"]))
+    ctl = ctl.groupby(keys, sort=True)["score"].mean().rename("ctl").reset_index()
+    both = ref.merge(ctl, on=keys, how="inner")
+    alternative = {"lower": "less", "higher": "greater", "either": "two-sided"}[direction]
+    word = {"lower": "lower", "higher": "higher", "either": "different"}[direction]
+    rows = []
+    for (system, condition), _ in ref.groupby(["system", "condition"], sort=True):
+        sub = both[(both["system"] == system) & (both["condition"] == condition)]
+        n = len(sub)
+        row = {"check": "positive_control", "system": system, "condition": condition, "statistic": "shift_sesoi",
+               "value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p_value": math.nan, "q_value": math.nan,
+               "threshold": alpha, "n": n, "detail": ""}
+        delta = math.nan
+        if n >= 2:
+            x1, x0 = sub["ctl"].to_numpy(float), sub["ref"].to_numpy(float)
+            step = float((score_step or {}).get(str(system), 0.0))
+            diff = on_grid(x1 - x0, step) * step if step > 0 else x1 - x0
+            delta = float((shifts or {}).get((system, condition), math.nan))
+            if math.isnan(delta):  # a d SESOI (or no effect_size): on the pooled SD of the two groups
+                delta = sesoi * math.sqrt((np.var(x1, ddof=1) + np.var(x0, ddof=1)) / 2)
+            mean, sd = float(diff.mean()), float(diff.std(ddof=1))
+            row["value"] = mean / delta if delta > 0 else math.nan
+            if sd == 0:
+                right = {"less": mean < 0, "greater": mean > 0, "two-sided": mean != 0}[alternative]
+                row["p_value"] = 0.0 if right else 1.0
+                row["detail"] = MSG_CONTROL_NOT_READ if mean == 0 else MSG_CONTROL_CONSTANT.format(diff=mean)
+            else:
+                row["p_value"] = float(stats.ttest_1samp(diff, 0.0, alternative=alternative).pvalue)
+                lo, hi = DescrStatsW(diff).tconfint_mean(alpha=2 * alpha)
+                row["ci_low"], row["ci_high"] = (float(lo) / delta, float(hi) / delta) if delta > 0 else (math.nan,) * 2
+        else:
+            row["detail"] = MSG_NO_CONTROL_ROWS.format(control=control)
+        row["description"] = (f"positive control {control} vs {reference}: scores {word}, paired t "
+                              f"{'two-sided' if direction == 'either' else 'one-sided'} p < {alpha:g} at n = {n}; "
+                              f"shift in SESOI units (δ* = {delta:.4g} score points)")
+        row["passed"] = bool(n >= 2 and row["p_value"] < alpha and row["detail"] != MSG_CONTROL_NOT_READ)
+        rows.append(row)
+    return rows
 
 
 def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axes: list[str],
                    score_range: Mapping[str, tuple[float, float]], alpha: float,
                    score_step: Mapping[str, float] | None = None, sesoi: float = DEFAULT_SESOI,
-                   rules: Mapping[str, object] | None = None) -> ValidityResult:
+                   rules: Mapping[str, object] | None = None, controls: pd.DataFrame | None = None,
+                   shifts: Mapping[tuple, float] | None = None) -> ValidityResult:
     """Run the declared checks.
 
     Parameters
@@ -172,6 +276,11 @@ def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axe
         System id -> its decision rule (:class:`runtime.analysis.sesoi.Rule`: ``k`` or
         ``threshold``), for the checks at the shortlist (``distribution_sd_top2k``,
         ``distribution_ceiling_top2k``); None: those rows are not computed.
+    controls : pandas.DataFrame, optional
+        ``RunContext.controls`` (issue 39 §6): with ``positive_control: {contrast: control}``, the control's
+        rows (:func:`control_sensitivity`); the match contrast then runs as the ``relevance`` check.
+    shifts : Mapping, optional
+        ``(system, condition) -> δ*`` (:func:`runtime.analysis.sesoi.shifts_of`) for the control's shift.
 
     Returns
     -------
@@ -180,6 +289,12 @@ def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axe
     frame = average_replicates(paired, axes)
     rows: list[dict[str, object]] = []
     pc = config["positive_control"]
+    name = "positive_control"
+    if pc["contrast"] == "control":  # issue 39 §6: sensitivity; match stays as a relevance check
+        rows += control_sensitivity(paired, controls, control=pc["control"], direction=pc["direction"],
+                                    reference=reference, alpha=alpha, score_step=score_step, shifts=shifts,
+                                    sesoi=sesoi)
+        pc, name = {**pc, "contrast": "match", "direction": "higher"}, "relevance"
     pc_rows = []
     for (system, condition), sub in frame.groupby(["system", "condition"], sort=True):
         if pc["contrast"] == "match":
@@ -199,7 +314,9 @@ def check_validity(paired: pd.DataFrame, *, config: Mapping, reference: str, axe
             detail = MSG_NO_LABELS if pc["contrast"] == "match" else MSG_UNDEFINED.format(why="a group is empty")
         elif not math.isfinite(float(res.get("d", math.nan))):
             detail = MSG_UNDEFINED.format(why=res.get("notes") or "")
-        pc_rows.append({"check": "positive_control", "system": system, "condition": condition,
+        if name == "relevance" and (len(x1) == 0 or len(x0) == 0):
+            continue  # no match labels: no relevance check beside the positive control
+        pc_rows.append({"check": name, "system": system, "condition": condition,
                         "description": desc, "statistic": "cohens_d", "value": res.get("d", math.nan),
                         "ci_low": res.get("ci_low", math.nan), "ci_high": res.get("ci_high", math.nan),
                         "p_value": res.get("p_value", math.nan), "threshold": pc["min_d"],

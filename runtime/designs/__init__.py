@@ -72,6 +72,10 @@ class Design:
             ``regenerate``, which needs the generator's own calls (the llm design makes it with its matrix).
         """
         controls = ctx.resolved["variants"].get("negative_controls")
+        if ctx.resolved["variants"].get("positive_controls") and ctx.candidates is not None:
+            from compiler.errors import AuditError  # refused at validate: the llm design makes none (issue 39 §6)
+
+            raise AuditError("positive controls are made by the template generator only")
         if not controls or ctx.candidates is None:
             ctx.control_candidates = None
             return

@@ -34,12 +34,14 @@ class TemplateDesign(Design):
         self.restore(ctx)
 
     def generate_controls(self, ctx) -> None:
-        """The placebo résumés of every job (:func:`runtime.generate.matrix.generate_job_controls`), written to
-        ``control_resumes.csv``; ``resumes.csv`` is unchanged (issue 38 §3)."""
+        """The control résumés of every job (:func:`runtime.generate.matrix.generate_job_controls`): the placebo
+        résumés of the negative controls (issue 38 §3), then the weakened résumés of the positive controls (issue
+        39 §6), written to ``control_resumes.csv``; ``resumes.csv`` is unchanged."""
+        from compiler.designs.matrix import all_controls
         from runtime.generate.matrix import generate_job_controls
 
         r = ctx.resolved
-        controls = r["variants"].get("negative_controls")
+        controls = all_controls(r)
         if not controls:
             ctx.control_candidates = None
             return

@@ -14,6 +14,25 @@ from runtime.families import AuditFamily, FamilyResult, family
 SELF_TEST_BOOTSTRAP = 100
 
 
+#: Page 1's sentence of a validity protocol without a positive control (issue 39 §6).
+MSG_SENSITIVITY_NOT_TESTED = ("Validity: sensitivity not tested: no positive control is declared "
+                              "(analysis.validity.positive_control: {contrast: control, control: <id>}); the match "
+                              "contrast checks relevance only (matching résumés score higher), not that a change "
+                              "of the SESOI's size would be seen.")
+
+
+def sensitivity_notes(validity) -> list[str]:
+    """Page 1's sentences on sensitivity (issue 39 §6): per system x condition, whether the positive control was
+    detected and its shift in SESOI units; :data:`MSG_SENSITIVITY_NOT_TESTED` without one."""
+    rows = validity[(validity["check"] == "positive_control") & (validity["statistic"] == "shift_sesoi")] \
+        if len(validity) else validity
+    if not len(rows):
+        return [MSG_SENSITIVITY_NOT_TESTED]
+    return [f"Sensitivity ({r.system}, {r.condition}): the positive control was "
+            f"{'detected' if r.passed else 'NOT detected'} (shift {r.value:.3g} SESOI units, one-sided p = "
+            f"{r.p_value:.3g}, n = {int(r.n)})." for r in rows.itertuples()]
+
+
 @family("effects")
 class Effects(AuditFamily):
     """Seed 003's contrasts, models, pooling, validity protocol and planted-bias self-test."""
@@ -29,7 +48,7 @@ class Effects(AuditFamily):
         effects = analyse_effects(ctx.paired, r, metrics=metrics,
                                   analyse_metrics=lambda f: suite(ctx, f, n_bootstrap=SELF_TEST_BOOTSTRAP).metrics,
                                   score_range=ctx.score_range(),
-                                  score_resolution=ctx.score_resolution())
+                                  score_resolution=ctx.score_resolution(), controls=ctx.controls)
         tables = {"effects": effects.long_frame()}
         if r["analysis"].get("effect_size"):  # issue 30 §1, §3: sealed with the run (REPRODUCIBLE_RESULTS)
             tables["sesoi"], tables["power"] = effects.sesoi_table, effects.power
@@ -37,6 +56,7 @@ class Effects(AuditFamily):
         if r["analysis"].get("validity"):
             out.verdict, out.failed = effects.verdict, list(effects.failed)
             out.summary = [f"validity protocol: {effects.verdict}"]
+            out.findings_notes = sensitivity_notes(effects.validity)
         return out
 
     def sections(self, ctx, result: FamilyResult, meta) -> list:

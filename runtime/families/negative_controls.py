@@ -33,8 +33,8 @@ def placebo_frame(scores: pd.DataFrame, controls: pd.DataFrame, *, reference: st
     (``control_paired.csv``): each control takes the reference variant's levels."""
     from runtime.rank import paired_frame
 
-    frame = pd.concat([scores.loc[scores["variant"] == reference, SCORE_COLUMNS], controls[SCORE_COLUMNS]],
-                      ignore_index=True)
+    placebo = controls.loc[controls["variant"].isin(control_ids), SCORE_COLUMNS]  # not the positive controls' rows
+    frame = pd.concat([scores.loc[scores["variant"] == reference, SCORE_COLUMNS], placebo], ignore_index=True)
     levels = {reference: dict(reference_levels), **{c: dict(reference_levels) for c in control_ids}}
     return paired_frame(frame, axes, levels)
 

@@ -171,8 +171,9 @@ def generate_job_matrix(
 def generate_job_controls(*, job_id: str, family: str, k: int, m: int, seed: int, axes: Mapping[str, Mapping],
                           reference: Mapping[str, str], controls: list[Mapping[str, str]], onet: str | None = None,
                           market: str = "fr") -> pd.DataFrame:
-    """The placebo résumés of one job (issue 38 §3): every base candidate's reference résumé under each
-    negative control's perturbation (:func:`runtime.generate.perturb.placebo_resume`).
+    """The control résumés of one job (issue 38 §3): every base candidate's reference résumé under each
+    negative control's perturbation (:func:`runtime.generate.perturb.placebo_resume`), or weakened by each
+    positive control's (issue 39 §6; :func:`runtime.generate.perturb.positive_resume`).
 
     Parameters
     ----------
@@ -181,7 +182,7 @@ def generate_job_controls(*, job_id: str, family: str, k: int, m: int, seed: int
     reference : mapping
         The reference variant's ``{axis: level}``.
     controls : list of mapping
-        The resolved ``variants.negative_controls``: ``{"id", "perturbation"}`` each.
+        The resolved ``variants.negative_controls`` then ``positive_controls``: ``{"id", "perturbation"}`` each.
 
     Returns
     -------
@@ -194,7 +195,7 @@ def generate_job_controls(*, job_id: str, family: str, k: int, m: int, seed: int
     ValueError
         As :func:`generate_job_matrix`; an unknown perturbation.
     """
-    from runtime.generate.perturb import placebo_resume
+    from runtime.generate.perturb import control_resume
 
     slots = _slots(axes)
     (levels,) = _check_variants(axes, {"reference-variant": reference}).values()
@@ -206,7 +207,7 @@ def generate_job_controls(*, job_id: str, family: str, k: int, m: int, seed: int
         for c in controls:
             rows.append({"job_id": base.job_id, "cv_id": base.cv_id, "variant": c["id"],
                          "perturbation": c["perturbation"], "is_true_match": base.is_true_match,
-                         "text": placebo_resume(base, cues, c["perturbation"], seed=seed, control_id=c["id"])})
+                         "text": control_resume(base, cues, c["perturbation"], seed=seed, control_id=c["id"])})
     frame = pd.DataFrame(rows, columns=list(CONTROL_COLUMNS))
     frame["is_true_match"] = frame["is_true_match"].astype("int64")
     return frame

@@ -30,6 +30,12 @@ What each does:
 ``line_breaks``
     One to three drawn blank lines of the body doubled: whitespace only, so a word-piece tokenizer
     reads the same tokens (a control the encoder does not read; the report labels it so).
+
+Positive controls (issue 39 §6; seed 003 §3.7's positive control as a variant) weaken the reference résumé
+for its job instead, so that the validity protocol can test the audit's sensitivity at its own n:
+``drop_required_skill`` and ``seniority_down`` (:func:`weaken_sections`, :func:`positive_resume`), drawn from
+``rng(seed, "positive_control", job_id, cv_id, control_id)``, the cue block kept byte for byte. They keep the
+base candidate's ``is_true_match`` (no new ground truth: the check reads the paired shift of the score).
 """
 
 from __future__ import annotations
@@ -275,3 +281,141 @@ def perturb_text(text: str, perturbation: str, *, seed: int, job_id: str, cv_id:
         return head + "\n".join(typo_lines(lines, r, set()))
     except ValueError:
         raise ValueError(ERR_NO_TYPO.format(cv_id=cv_id)) from None
+
+
+# --- positive controls (issue 39 §6) ---------------------------------------------------------------------------
+#: Perturbations that weaken the reference résumé for its job (``compiler.spec.POSITIVE_PERTURBATIONS``, checked
+#: equal by a test): the positive controls of the validity protocol's sensitivity check.
+POSITIVE_PERTURBATIONS: tuple[str, ...] = ("drop_required_skill", "seniority_down")
+#: What a sentence says in place of a dropped tool (drawn): no named technology.
+GENERIC_TOOLS: tuple[str, ...] = ("in-house tools", "standard office software", "general-purpose software")
+#: The word an O*NET role title takes under ``seniority_down`` (an occupation's titles have no stages).
+JUNIOR = "Junior"
+ERR_POSITIVE = "unknown positive-control perturbation {name!r}; allowed: {allowed}"
+
+
+def positive_draws(seed: int, job_id: str, cv_id: str, control_id: str) -> np.random.Generator:
+    """The seeded stream of one positive control's résumé: ``rng(seed, "positive_control", job_id, cv_id,
+    control_id)`` (a stream of its own: a negative control of the same id draws another)."""
+    return rng(seed, "positive_control", job_id, cv_id, control_id)
+
+
+def job_required_tools(job_family: str) -> frozenset[str]:
+    """The tools a job requires: every tool of a hand-written family's core groups (``core_tools``, of which a
+    matching résumé names one each), or every technology of an O*NET occupation (``job_family`` an O*NET-SOC
+    code, issue 32: its matching résumés draw their tools from them)."""
+    from runtime.generate.families import FAMILIES
+
+    if job_family in FAMILIES:
+        return frozenset(t for group in FAMILIES[job_family].core_tools for t in group)
+    from runtime.generate.onet import occupation
+
+    return frozenset(occupation(job_family).tools)
+
+
+def dropped_tool(base: BaseCandidate) -> str | None:
+    """The required tool ``drop_required_skill`` takes out of ``base``: the first tool its SKILLS line lists that
+    the job requires (:func:`job_required_tools`; the first listed tool is the one its summary names first), or
+    None when it lists none (a non-matching résumé, written from another occupation, usually lists none)."""
+    required = job_required_tools(base.family)
+    return next((t for t in base.sections.tools if t in required), None)
+
+
+def _whole(text: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9])" + re.escape(text) + r"(?![A-Za-z0-9])")
+
+
+def _lower_title(title: str, family: str, r: np.random.Generator) -> str:
+    """``title`` one career stage down: a hand-written family's junior title is kept (a title listed under two
+    stages counts as the lower one), a senior title becomes a drawn mid title, a mid title a drawn junior one,
+    never one also listed under the stage left; a title of no stage (an O*NET occupation's) is prefixed with
+    ``Junior`` (kept when it starts with it)."""
+    from runtime.generate.families import FAMILIES
+
+    fam = FAMILIES.get(family)
+    if fam is not None:
+        if title in fam.titles["junior"]:
+            return title
+        for stage, lower in (("mid", "junior"), ("senior", "mid")):
+            if title in fam.titles[stage]:
+                pool = [t for t in fam.titles[lower] if t not in fam.titles[stage]] or list(fam.titles[lower])
+                return pool[int(r.integers(len(pool)))]
+    return title if title.startswith(JUNIOR + " ") else f"{JUNIOR} {title}"
+
+
+def weaken_sections(base: BaseCandidate, perturbation: str, r: np.random.Generator) -> BaseCandidate:
+    """The base candidate under a positive-control perturbation (:data:`POSITIVE_PERTURBATIONS`).
+
+    ``drop_required_skill``
+        :func:`dropped_tool` leaves the SKILLS line, and every whole-word mention of it in the summary and the
+        bullets becomes one drawn phrase of :data:`GENERIC_TOOLS`; a résumé without a required tool is
+        returned as it is.
+    ``seniority_down``
+        Every role's title one career stage down (:func:`_lower_title`, stages of the résumé's own content
+        family, ``profile_family``); dates, years, employers, tools and degrees stay, so the cue block and the
+        age the dates imply are those of the reference résumé. A résumé whose every title is already a junior
+        one is returned as it is.
+
+    Raises
+    ------
+    ValueError
+        Unknown perturbation.
+    """
+    if perturbation not in POSITIVE_PERTURBATIONS:
+        raise ValueError(ERR_POSITIVE.format(name=perturbation, allowed=", ".join(POSITIVE_PERTURBATIONS)))
+    s = base.sections
+    if perturbation == "drop_required_skill":
+        tool = dropped_tool(base)
+        if tool is None:
+            return base
+        generic = GENERIC_TOOLS[int(r.integers(len(GENERIC_TOOLS)))]
+        pattern = _whole(tool)
+        s = dataclasses.replace(
+            s, tools=tuple(t for t in s.tools if t != tool), summary=pattern.sub(generic, s.summary),
+            experience=tuple(dataclasses.replace(role, bullets=tuple(pattern.sub(generic, b) for b in role.bullets))
+                             for role in s.experience))
+    else:
+        s = dataclasses.replace(s, experience=tuple(
+            dataclasses.replace(role, title=_lower_title(role.title, base.profile_family, r)) for role in s.experience))
+    return dataclasses.replace(base, sections=s)
+
+
+def positive_resume(base: BaseCandidate, cues: Mapping[str, str], perturbation: str, *, seed: int,
+                    control_id: str) -> str:
+    """The positive control's résumé of one base candidate: the reference résumé (``base`` with the reference
+    variant's ``cues``) weakened for its job (issue 39 §6; :func:`weaken_sections`).
+
+    ``is_true_match`` is not re-judged: the control's rows keep the base candidate's label (the check reads the
+    paired shift of the score, not a new ground truth). Under ``drop_required_skill`` a résumé that lists none
+    of the job's required tools (most non-matching ones) is the reference résumé unchanged, so its difference
+    is no signal; the paired test reads the mean over every base candidate.
+
+    Parameters
+    ----------
+    base, cues, seed, control_id
+        As :func:`placebo_resume`; draws come from :func:`positive_draws`.
+    perturbation : str
+        One of :data:`POSITIVE_PERTURBATIONS`.
+
+    Returns
+    -------
+    str
+        The weakened résumé; its cue block (the lines before ``PROFESSIONAL SUMMARY``) equals the reference
+        résumé's byte for byte.
+
+    Raises
+    ------
+    ValueError
+        Unknown perturbation.
+    """
+    r = positive_draws(seed, base.job_id, base.cv_id, control_id)
+    return render_resume(weaken_sections(base, perturbation, r), cues)
+
+
+def control_resume(base: BaseCandidate, cues: Mapping[str, str], perturbation: str, *, seed: int,
+                   control_id: str) -> str:
+    """A control résumé of the template design: :func:`positive_resume` for a positive-control perturbation,
+    :func:`placebo_resume` otherwise."""
+    if perturbation in POSITIVE_PERTURBATIONS:
+        return positive_resume(base, cues, perturbation, seed=seed, control_id=control_id)
+    return placebo_resume(base, cues, perturbation, seed=seed, control_id=control_id)

@@ -228,6 +228,7 @@ def _drop_summary(folder: RunFolder) -> None:
 def _run_stages(ctx: RunContext) -> None:
     """generate -> score -> rank -> families -> report; each stage's artifacts are written at once."""
     from compiler.designs import provided
+    from compiler.designs.matrix import all_controls
     from runtime.designs import design_for
 
     r, folder, timings = ctx.resolved, ctx.folder, ctx.timings
@@ -236,7 +237,7 @@ def _run_stages(ctx: RunContext) -> None:
     folder.stage("generate")
     with stage_timer(timings, "generate"):
         generate(ctx, design)
-        if r["variants"].get("negative_controls"):  # issue 38 §3: the placebo résumés (control_resumes.csv)
+        if all_controls(r):  # issues 38 §3, 39 §6: the control résumés (control_resumes.csv)
             design.generate_controls(ctx)
     folder.save()
     ctx.provides = provided(r)  # the declarations of the design and the system kinds (compiler.designs)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from compiler.designs.matrix import all_controls
 from compiler.errors import InputDataError
 from runtime.designs import design_for
 from runtime.run.context import RunContext
@@ -79,11 +80,16 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                                                        is_true_match=np.nan)
         variants = [POPULATION_VARIANT]
     job_info = {j["id"]: JobInfo(title=j["title"], family=j["family"]) for j in r["jobs"]}
-    control_ids = [c["id"] for c in r["variants"].get("negative_controls") or []] if paired else []
+    # the negative and positive controls' résumés (issues 38, 39 §6): scored apart, kept in ctx.controls
+    control_ids = [c["id"] for c in all_controls(r)] if paired else []
     frames, own_conditions, placebo = [], False, []
+    groups = [[c["id"] for c in r["variants"].get(key) or []] if paired else []
+              for key in ("negative_controls", "positive_controls")]
     for sys_resolved in r["systems"]:
-        own_batches = [] if ctx.control_candidates is None else score_batches(
-            ctx, sys_resolved["id"], ctx.control_candidates, controls=True)
+        own = [[] if ctx.control_candidates is None or not ids else score_batches(
+            ctx, sys_resolved["id"], ctx.control_candidates[ctx.control_candidates["variant"].isin(ids)],
+            controls=True, positive=positive) for ids, positive in zip(groups, (False, True))]
+        own_batches = own[0] + own[1]
         request = ScoreRequest(jobs=ctx.jobs, resumes=resumes, variants=variants,
                                spec_folder=ctx.compiled.loaded.folder,
                                progress=ctx.progress.task, info=ctx.run["systems_info"], paired=paired,
@@ -102,9 +108,15 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
         own_conditions |= "condition" in scored.columns  # LLM screeners score under prompt conditions
         frames.append(_long(scored, sys_resolved["id"]))
         found = artifacts.pop(f"controls:{sys_resolved['id']}", None)  # a score file's placebo rows
-        if found is None and own_batches:  # placebo résumés, in batches of their own (issue 38 §3)
-            found = adapter.score(replace(request, resumes=ctx.control_candidates, variants=control_ids, info={},
-                                          artifacts={}, plan_tasks=[], controls=[], batches=own_batches))
+        if found is None and own_batches:  # control résumés, in batches of their own (issues 38 §3, 39 §6)
+            parts = []
+            for ids, batches in zip(groups, own):  # the placebo résumés, then the positive controls' apart
+                if batches:
+                    mine = ctx.control_candidates[ctx.control_candidates["variant"].isin(ids)]
+                    mine = ctx.control_candidates if len(mine) == len(ctx.control_candidates) else mine
+                    parts.append(adapter.score(replace(request, resumes=mine, variants=ids, info={}, artifacts={},
+                                                       plan_tasks=[], controls=[], batches=batches)))
+            found = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
             ctx.window_shares.update(window_shares(adapter, resumes, ctx.control_candidates,
                                                    reference=r["variants"]["reference"],
                                                    spec_folder=ctx.compiled.loaded.folder))
@@ -177,10 +189,12 @@ MSG_BATCHES = ("job {job!r} has {n} base candidates, but the plan's score batche
                "{covered}; the generator and the plan disagree (a bug: please report it)")
 
 
-def score_batches(ctx: RunContext, system_id: str, resumes: pd.DataFrame | None, *, controls: bool = False) -> list[Any]:
+def score_batches(ctx: RunContext, system_id: str, resumes: pd.DataFrame | None, *, controls: bool = False,
+                  positive: bool = False) -> list[Any]:
     """The plan's score batches of one system (:func:`compiler.plan.score_batches`), each with the base
     candidates at its positions in the job's generation order; [] for a system without batches.
-    ``controls``: the batches of its placebo résumés instead (:func:`compiler.plan.control_batches`).
+    ``controls``: the batches of its placebo résumés instead (:func:`compiler.plan.control_batches`); with
+    ``positive``, those of the positive controls' weakened résumés (issue 39 §6).
 
     Raises
     ------
@@ -190,7 +204,8 @@ def score_batches(ctx: RunContext, system_id: str, resumes: pd.DataFrame | None,
     from runtime.systems import ScoreBatch
 
     tasks = [t for t in ctx.compiled.plan["tasks"] if t["kind"] == "score"
-             and t["inputs"]["system"]["id"] == system_id and "batch" in t["inputs"] and is_control_task(t) == controls]
+             and t["inputs"]["system"]["id"] == system_id and "batch" in t["inputs"] and is_control_task(t) == controls
+             and bool(t["inputs"]["batch"].get("positive")) == positive]
     if not tasks or resumes is None:
         return []
     order: dict[str, dict[str, None]] = {}

@@ -21,6 +21,7 @@ from runtime.report.sections.metric_suite.thresholds import sesoi_and_thresholds
 
 CHECK_LABELS = {
     "positive_control": "Positive control",
+    "relevance": "Relevance (match)",
     "manipulation_check": "Manipulation check",
     "distribution_sd": "Distribution: spread",
     "distribution_ceiling": "Distribution: ceiling",
@@ -199,9 +200,12 @@ def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
     checks = [] if v is None or not len(v) else [
         {"check": CHECK_LABELS.get(r.check, r.check), "system": r.system, "condition": r.condition,
          "description": r.description,
-         "value": fmt_sig(r.value, 4, signed=r.statistic == "cohens_d"),
+         "value": fmt_sig(r.value, 4, signed=r.statistic in ("cohens_d", "shift_sesoi")),
          "ci": "" if is_missing(r.ci_low) else fmt_ci(r.ci_low, r.ci_high, 3, signed=True),
-         "q": "" if is_missing(r.q_value) else fmt_p(r.q_value), "n": fmt_int(r.n),
+         # a positive control's one test per system x condition (issue 39 §6): its one-sided p, unadjusted
+         "q": fmt_p(r.q_value) if not is_missing(r.q_value) else
+         (f"p {fmt_p(r.p_value)}" if r.statistic == "shift_sesoi" and not is_missing(r.p_value) else ""),
+         "n": fmt_int(r.n),
          "passed": _b(r.passed), "detail": _t(r.detail)}
         for r in v.itertuples()]
     models = []
