@@ -100,17 +100,18 @@ def test_positive_perturbations_keep_the_cue_block_and_weaken_the_resume(family,
         fam = FAMILIES[base.profile_family]
         above = [r.title for r in s.experience if r.title not in fam.titles["junior"]]
         assert (not above) == (text == ref)
-        order = {"junior": 0, "mid": 1, "senior": 2}
         for role in s.experience:
             at = ref_lines.index(f"{role.title} — {role.employer}, {role.city}")
             new_title = lines[at].split(" — ")[0]
             assert lines[at] == f"{new_title} — {role.employer}, {role.city}"
             if role.title in fam.titles["junior"]:
                 assert new_title == role.title
-            else:  # one stage down (a title listed under two stages counts as the lower one)
-                old_stage = min(order[k] for k in order if role.title in fam.titles[k])
-                assert min(order[k] for k in order if new_title in fam.titles[k]) == old_stage - 1, (role.title,
-                                                                                                     new_title)
+            else:  # one stage down: a mid title (the lower of two listings) becomes a junior one, a senior a mid
+                # one, never one also listed under the stage left (a lower title may also be listed lower still)
+                stage = "mid" if role.title in fam.titles["mid"] else "senior"
+                lower = {"mid": "junior", "senior": "mid"}[stage]
+                assert new_title in fam.titles[lower], (role.title, new_title)
+                assert new_title not in fam.titles[stage] or set(fam.titles[lower]) <= set(fam.titles[stage])
 
 
 def test_onet_resumes_lose_a_technology_of_the_job_and_read_junior():

@@ -61,7 +61,7 @@ def coverage_outside(metrics: Iterable[str], n_jobs: int | None) -> list[tuple[s
     out = []
     for m in dict.fromkeys(metrics):
         rec = coverage.measured(m, n_jobs)
-        if rec is not None and not rec["within"]:
+        if rec is not None and not rec.get("within", True):  # an unmeasured interval method claims nothing
             out.append((m, rec))
     return out
 
