@@ -1,5 +1,6 @@
 """The score stage: every system scores every candidate (from the task store when a scoring was
-finished before), in the plan's score batches."""
+finished before), in the plan's score batches, through an engine (:mod:`runtime.pipeline.engine`: each batch
+the store lacks is dispatched, the results assembled in plan order)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pandas as pd
 
 from compiler.errors import InputDataError
 from runtime.designs import design_for
+from runtime.pipeline.engine import Engine, LocalEngine, score_system
 from runtime.run.context import RunContext
 from runtime.store import frame_bytes, frame_from, task_key
 from runtime.testhooks import kill_point
@@ -81,6 +83,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     job_info = {j["id"]: JobInfo(title=j["title"], family=j["family"]) for j in r["jobs"]}
     control_ids = [c["id"] for c in r["variants"].get("negative_controls") or []] if paired else []
     frames, own_conditions, placebo = [], False, []
+    engine = LocalEngine()
     for sys_resolved in r["systems"]:
         own_batches = [] if ctx.control_candidates is None else score_batches(
             ctx, sys_resolved["id"], ctx.control_candidates, controls=True)
@@ -94,17 +97,19 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                system_settings={sid: s.model_dump(exclude_unset=True) for sid, s in ex.systems.items()},
                                controls=[] if own_batches else control_ids,
                                control_resumes=None if own_batches else ctx.control_candidates,
-                               variant_table=dict((r.get("variants") or {}).get("table") or {}) if paired else {})
+                               variant_table=dict((r.get("variants") or {}).get("table") or {}) if paired else {},
+                               torch_threads=ex.torch_threads)
         adapter = adapter_for(sys_resolved["kind"])(sys_resolved)
-        scored = _score_one(ctx, adapter, request)
+        scored = _score_one(ctx, adapter, request, engine)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)
         own_conditions |= "condition" in scored.columns  # LLM screeners score under prompt conditions
         frames.append(_long(scored, sys_resolved["id"]))
         found = artifacts.pop(f"controls:{sys_resolved['id']}", None)  # a score file's placebo rows
         if found is None and own_batches:  # placebo résumés, in batches of their own (issue 38 §3)
-            found = adapter.score(replace(request, resumes=ctx.control_candidates, variants=control_ids, info={},
-                                          artifacts={}, plan_tasks=[], controls=[], batches=own_batches))
+            found = score_system(adapter, replace(request, resumes=ctx.control_candidates, variants=control_ids,
+                                                  info={}, artifacts={}, plan_tasks=[], controls=[],
+                                                  batches=own_batches), engine=engine)
             ctx.window_shares.update(window_shares(adapter, resumes, ctx.control_candidates,
                                                    reference=r["variants"]["reference"],
                                                    spec_folder=ctx.compiled.loaded.folder))
@@ -146,13 +151,14 @@ def _long(scored: pd.DataFrame, system_id: str) -> pd.DataFrame:
     return scored
 
 
-def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
+def _score_one(ctx: RunContext, adapter, request, engine: Engine) -> pd.DataFrame:
     """One system's scores: from the task store when this scoring was finished before, else scored
-    now and kept (with the adapter's diagnostics and extra files)."""
+    now through ``engine`` (each batch the store lacks) and kept (with the adapter's diagnostics and extra
+    files)."""
     sid = adapter.id
     request.plan_tasks = plan_ids(ctx, system=sid)
     if not adapter.storable or ctx.store is None:
-        return adapter.score(request)
+        return score_system(adapter, request, engine=engine)
     tid, key = task_key("score", system=sid, plan_tasks=request.plan_tasks, paired=request.paired,
                         **({"controls": list(request.controls)} if request.controls else {}))
     stored = ctx.store.get(tid)
@@ -164,7 +170,7 @@ def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
         ctx.run["reused_tasks"].append(tid)
         return frame_from(stored["scores"])
     before = set(request.artifacts)
-    scored = adapter.score(request)
+    scored = score_system(adapter, request, engine=engine)
     outputs = {"scores": frame_bytes(scored), "info": json.dumps(request.info.get(sid), sort_keys=True).encode()}
     outputs.update({f"artifact:{n}": frame_bytes(request.artifacts[n]) for n in set(request.artifacts) - before})
     ctx.store.put(tid, "score", outputs, key=key)
