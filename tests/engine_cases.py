@@ -8,7 +8,10 @@
 sha256 of the scores' CSV (``DataFrame.to_csv``: floats written with ``repr``, so exact) plus their dtypes, and of
 each extra file the adapter made (``answers_<id>.csv`` without its ``resume_id`` and ``raw_text`` columns and no
 ``request_key_<id>.csv``: the opaque ids are drawn afresh for an empty store). ``tests/golden/adapter_digests.json`` holds the digests ``SystemAdapter.score()``
-gave before the per-batch contract (recorded on ``5497cf7`` with ``python tests/engine_cases.py --record``);
+gave before the per-batch contract, recorded on ``5497cf7`` (a ``git archive`` of it in ``/tmp/base``) with
+``PYTHONPATH=/tmp/base python tests/engine_cases.py --record [KIND ...]`` (``score()`` exists there only);
+``tests/golden/engine_results.json`` the reduced example's result CSVs, with
+``python tests/engine_cases.py --record-results /tmp/base``;
 ``tests/test_engine.py`` asserts that ``setup`` / ``score_batch`` / ``finish`` in plan order give the same bytes.
 """
 

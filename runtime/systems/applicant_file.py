@@ -20,7 +20,7 @@ from runtime.systems import system
 from runtime.systems.base import SystemAdapter
 
 MSG_PREFIX = "{file}: system {system!r}: "
-#: The columns of the frame :meth:`ApplicantFileSystem.score` returns (in memory only).
+#: The columns of the frame :meth:`ApplicantFileSystem.finish` returns (in memory only).
 COLUMNS = ("job_id", "cv_id", "score", "selected", "sex", "race_ethnicity")
 
 
