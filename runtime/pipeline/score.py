@@ -83,7 +83,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     job_info = {j["id"]: JobInfo(title=j["title"], family=j["family"]) for j in r["jobs"]}
     control_ids = [c["id"] for c in r["variants"].get("negative_controls") or []] if paired else []
     frames, own_conditions, placebo = [], False, []
-    engine = LocalEngine()
+    engine = ctx.engine if ctx.engine is not None else LocalEngine()
     for sys_resolved in r["systems"]:
         own_batches = [] if ctx.control_candidates is None else score_batches(
             ctx, sys_resolved["id"], ctx.control_candidates, controls=True)
