@@ -591,6 +591,11 @@ class Execution(Strict):
                               "score batches, LLM answers): a folder inside the spec's folder (never the folder "
                               "itself), relative to it; default: .audit-store/ there. `audit execute --store` "
                               "overrides it.")
+    torch_threads: int | None = Field(default=None, ge=1, le=1024, description="Threads torch uses inside an "
+                                      "embedding system (torch.set_num_threads, pinned when the system is set up "
+                                      "and recorded per system in run.json); default: torch's own (the machine's "
+                                      "cores). Measured on the example's batches, 1, 2 and 4 threads give the same "
+                                      "embedding bytes (bench/results/torch_threads.json).")
 
 
 class ScoreSource(Strict):

@@ -10,6 +10,7 @@ import pytest
 
 from compiler.resolve import model_fingerprint, packaged_model_dir
 from conftest import run_cli
+from runtime.pipeline.engine import score_system
 from runtime.systems import ScoreBatch, ScoreRequest, adapter_for
 from runtime.systems import embedding as emb_mod
 
@@ -40,9 +41,9 @@ def test_scores_are_clipped_cosines_and_each_batch_is_one_encoder_call(model, mo
                             "variant": ["BASE"] * 4, "is_true_match": [1, 0, 0, 1], "text": texts})
     info: dict = {}
     batches = [ScoreBatch("score-1", "j1", ("a", "b")), ScoreBatch("score-2", "j2", ("a", "b"))]
-    out = adapter_for("embedding")(RESOLVED).score(
-        ScoreRequest(jobs=jobs, resumes=resumes, variants=["BASE"], spec_folder=tmp_path, info=info,
-                     batches=batches))
+    out = score_system(adapter_for("embedding")(RESOLVED),
+                       ScoreRequest(jobs=jobs, resumes=resumes, variants=["BASE"], spec_folder=tmp_path, info=info,
+                                    batches=batches))
     # each job description alone, then each plan batch's distinct texts (longest first) in one call
     assert calls == [([jobs["j1"]], 1), ([texts[0], texts[1]], 2), ([jobs["j2"]], 1), ([texts[2], texts[3]], 2)]
     # independent computation: sentence-transformers' own cosine similarity

@@ -226,7 +226,9 @@ def _command(folder: Path, extra: str = "", batch: int = 4) -> dict:
 def _score(kind_adapter, resolved, request, settings=None):
     from dataclasses import replace
 
-    return kind_adapter(resolved).score(replace(request, system_settings={"vendor": settings or {}}))
+    from runtime.pipeline.engine import score_system
+
+    return score_system(kind_adapter(resolved), replace(request, system_settings={"vendor": settings or {}}))
 
 
 PROTOCOL = {

@@ -9,6 +9,7 @@ import pytest
 from compiler import compile_spec
 from compiler.errors import InputDataError, SpecError
 from conftest import TINY_SCORES, TINY_SPEC, run_cli
+from runtime.pipeline.engine import score_system
 from runtime.systems import ScoreRequest, adapter_for
 
 
@@ -19,7 +20,7 @@ def _score(spec_path, csv_text):
     c = compile_spec(spec_path)
     (spec_path.parent / "scores.csv").write_text(csv_text)
     req = ScoreRequest(jobs={"j1": None}, resumes=None, variants=["BASE", "V01"], spec_folder=spec_path.parent)
-    return adapter_for("precomputed")(c.resolved["systems"][0]).score(req)
+    return score_system(adapter_for("precomputed")(c.resolved["systems"][0]), req)
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def test_a_job_without_rows_is_an_error(write_spec):
     c = compile_spec(spec)
     req = ScoreRequest(jobs={"j1": None, "j2": None}, resumes=None, variants=["BASE", "V01"], spec_folder=spec.parent)
     with pytest.raises(InputDataError, match="job\\(s\\) j2 of the spec have no rows"):  # and again at execute
-        adapter_for("precomputed")(c.resolved["systems"][0]).score(req)
+        score_system(adapter_for("precomputed")(c.resolved["systems"][0]), req)
 
 
 def test_a_bad_score_file_is_refused_before_the_lock_without_traceback(spec, tmp_path):

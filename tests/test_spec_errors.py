@@ -163,6 +163,7 @@ CASES = {
     "path_with_nul": (TINY_SPEC.replace("path: scores.csv", 'path: "scores\\0.csv"'), {}),
     "out_leaves_the_spec_folder": (TINY_SPEC + "execution: {out: ../../elsewhere}\n", {}),
     "out_is_absolute": (TINY_SPEC + "execution: {out: /var/audits}\n", {}),
+    "torch_threads_zero": (TINY_SPEC + "execution: {torch_threads: 0}\n", {}),
     # one root error, not its echoes (no "unknown axis ...; axes: " with an empty list)
     "missing_axes_block": (TINY_SPEC[:TINY_SPEC.index("axes:")] + TINY_SPEC[TINY_SPEC.index("variants:"):], {}),
     # issue 34: jobs is optional for historical applicants only; every other design still requires it

@@ -8,6 +8,17 @@ from runtime.designs import Design, design
 from runtime.generate.render import HEADINGS
 
 
+def job_matrix(job: dict, *, axes: dict, candidates: dict, seed: int, variants: dict) -> pd.DataFrame:
+    """One job's matrix (:func:`runtime.generate.generate_job_matrix`): a pure function of the resolved job, the
+    axes, the candidates block, the seed and the variant table (its draws derive from the seed and the job id),
+    so it runs the same in any process."""
+    from runtime.generate import generate_job_matrix
+
+    return generate_job_matrix(job_id=job["id"], family=job["family"], k=candidates["base_per_job"],
+                               m=candidates["matching_per_job"], seed=seed, axes=axes, variants=variants,
+                               onet=(job.get("onet") or {}).get("code"), market=candidates.get("market", "fr"))
+
+
 @design("template")
 class TemplateDesign(Design):
     """Every base candidate of every job under every variant, written by the template generator."""
@@ -16,19 +27,19 @@ class TemplateDesign(Design):
     section_headings = HEADINGS
 
     def generate(self, ctx) -> None:
-        from runtime.generate import generate_job_matrix
+        """Every job's K x (1+N) matrix, one unit of work per job (:func:`job_matrix`) through the run's engine
+        (``ctx.engine.map_jobs``; this process without one), concatenated in the spec's job order."""
+        import functools
 
         r = ctx.resolved
         axes = {name: {"slot": a["slot"], "levels": a["levels"], "cues": a["cues"]} for name, a in r["axes"].items()}
         advance = ctx.progress.task("generating resumes", len(r["jobs"]))
-        frames = []
-        for job in r["jobs"]:
-            frames.append(generate_job_matrix(job_id=job["id"], family=job["family"],
-                                              k=r["candidates"]["base_per_job"],
-                                              m=r["candidates"]["matching_per_job"], seed=r["seed"],
-                                              axes=axes, variants=r["variants"]["table"],
-                                              onet=(job.get("onet") or {}).get("code"),
-                                              market=r["candidates"].get("market", "fr")))
+        fn = functools.partial(job_matrix, axes=axes, candidates=r["candidates"], seed=r["seed"],
+                               variants=r["variants"]["table"])
+        done = ctx.engine.map_jobs(fn, r["jobs"]) if ctx.engine is not None else enumerate(map(fn, r["jobs"]))
+        frames: list[pd.DataFrame | None] = [None] * len(r["jobs"])
+        for n, frame in done:  # as each job finishes; assembled in job order
+            frames[n] = frame
             advance(1)
         ctx.candidates = pd.concat(frames, ignore_index=True)
         self.restore(ctx)

@@ -18,6 +18,7 @@ from runtime.families import STATUS_COLUMNS, FamilyResult, registered
 from runtime.families.base import combined_verdict
 from runtime.pipeline.gate import Gate, Tier
 from runtime.pipeline.generate import generate, job_texts
+from runtime.pipeline.engine import LocalEngine
 from runtime.pipeline.score import check_base_counts, score_all
 from runtime.pipeline.start import STORE_BY_OPERATOR, open_run, output_error, output_failure
 from runtime.pipeline.summary import SUMMARY, build_summary, render_summary
@@ -232,6 +233,8 @@ def _run_stages(ctx: RunContext) -> None:
     from runtime.designs import design_for
 
     r, folder, timings = ctx.resolved, ctx.folder, ctx.timings
+    if ctx.engine is None:
+        ctx.engine = LocalEngine()
     ctx.jobs = job_texts(ctx.compiled)
     design = design_for(r)
     folder.stage("generate")

@@ -1,5 +1,6 @@
 """The score stage: every system scores every candidate (from the task store when a scoring was
-finished before), in the plan's score batches."""
+finished before), in the plan's score batches, through an engine (:mod:`runtime.pipeline.engine`: each batch
+the store lacks is dispatched, the results assembled in plan order)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pandas as pd
 from compiler.designs.matrix import all_controls
 from compiler.errors import InputDataError
 from runtime.designs import design_for
+from runtime.pipeline.engine import Engine, LocalEngine, score_system
 from runtime.run.context import RunContext
 from runtime.store import frame_bytes, frame_from, task_key
 from runtime.testhooks import kill_point
@@ -85,6 +87,7 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
     frames, own_conditions, placebo = [], False, []
     groups = [[c["id"] for c in r["variants"].get(key) or []] if paired else []
               for key in ("negative_controls", "positive_controls")]
+    engine = ctx.engine if ctx.engine is not None else LocalEngine()
     for sys_resolved in r["systems"]:
         own = [[] if ctx.control_candidates is None or not ids else score_batches(
             ctx, sys_resolved["id"], ctx.control_candidates[ctx.control_candidates["variant"].isin(ids)],
@@ -100,9 +103,10 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                                system_settings={sid: s.model_dump(exclude_unset=True) for sid, s in ex.systems.items()},
                                controls=[] if own_batches else control_ids,
                                control_resumes=None if own_batches else ctx.control_candidates,
-                               variant_table=dict((r.get("variants") or {}).get("table") or {}) if paired else {})
+                               variant_table=dict((r.get("variants") or {}).get("table") or {}) if paired else {},
+                               torch_threads=ex.torch_threads)
         adapter = adapter_for(sys_resolved["kind"])(sys_resolved)
-        scored = _score_one(ctx, adapter, request)
+        scored = _score_one(ctx, adapter, request, engine)
         if "replicate" not in scored.columns:
             scored.insert(0, "replicate", 0)
         own_conditions |= "condition" in scored.columns  # LLM screeners score under prompt conditions
@@ -114,8 +118,9 @@ def score_all(ctx: RunContext, artifacts: dict[str, Any]) -> pd.DataFrame:
                 if batches:
                     mine = ctx.control_candidates[ctx.control_candidates["variant"].isin(ids)]
                     mine = ctx.control_candidates if len(mine) == len(ctx.control_candidates) else mine
-                    parts.append(adapter.score(replace(request, resumes=mine, variants=ids, info={}, artifacts={},
-                                                       plan_tasks=[], controls=[], batches=batches)))
+                    parts.append(score_system(adapter, replace(request, resumes=mine, variants=ids, info={},
+                                                               artifacts={}, plan_tasks=[], controls=[],
+                                                               batches=batches), engine=engine))
             found = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
             ctx.window_shares.update(window_shares(adapter, resumes, ctx.control_candidates,
                                                    reference=r["variants"]["reference"],
@@ -158,13 +163,14 @@ def _long(scored: pd.DataFrame, system_id: str) -> pd.DataFrame:
     return scored
 
 
-def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
+def _score_one(ctx: RunContext, adapter, request, engine: Engine) -> pd.DataFrame:
     """One system's scores: from the task store when this scoring was finished before, else scored
-    now and kept (with the adapter's diagnostics and extra files)."""
+    now through ``engine`` (each batch the store lacks) and kept (with the adapter's diagnostics and extra
+    files)."""
     sid = adapter.id
     request.plan_tasks = plan_ids(ctx, system=sid)
     if not adapter.storable or ctx.store is None:
-        return adapter.score(request)
+        return score_system(adapter, request, engine=engine)
     tid, key = task_key("score", system=sid, plan_tasks=request.plan_tasks, paired=request.paired,
                         **({"controls": list(request.controls)} if request.controls else {}))
     stored = ctx.store.get(tid)
@@ -176,7 +182,7 @@ def _score_one(ctx: RunContext, adapter, request) -> pd.DataFrame:
         ctx.run["reused_tasks"].append(tid)
         return frame_from(stored["scores"])
     before = set(request.artifacts)
-    scored = adapter.score(request)
+    scored = score_system(adapter, request, engine=engine)
     outputs = {"scores": frame_bytes(scored), "info": json.dumps(request.info.get(sid), sort_keys=True).encode()}
     outputs.update({f"artifact:{n}": frame_bytes(request.artifacts[n]) for n in set(request.artifacts) - before})
     ctx.store.put(tid, "score", outputs, key=key)

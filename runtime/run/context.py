@@ -58,6 +58,9 @@ class RunContext:
     accept_vendor_file : str or None
         ``audit execute --accept-vendor-file REASON``: use a blind system's returned file although it
         differs from the one first read (the change and its reason are recorded and reported).
+    engine : runtime.pipeline.engine.Engine or None
+        Where the run's jobs (generation) and score batches are computed (issue 40); None: this process, one
+        after the other (what :class:`runtime.pipeline.engine.LocalEngine` does).
     """
 
     compiled: Any
@@ -77,6 +80,7 @@ class RunContext:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     store: Any = None
     accept_vendor_file: str | None = None
+    engine: Any = None
     _settings: RunSettings | None = field(default=None, repr=False)
 
     @property

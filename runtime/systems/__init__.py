@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from compiler.registry import Registry
 from compiler.systems import SYSTEM_KINDS_REGISTRY
-from runtime.systems.base import JobInfo, LlmSettings, ScoreBatch, ScoreRequest, SystemAdapter
+from runtime.systems.base import (BatchInput, BatchResult, JobInfo, LlmSettings, ScoreBatch, ScoreRequest,
+                                  SystemAdapter)
 
 _ADAPTERS: Registry[type[SystemAdapter]] = Registry("system adapter", __name__, side="runtime")
 
@@ -41,4 +42,4 @@ def adapter_for(kind: str) -> type[SystemAdapter]:
     return _ADAPTERS.get(kind)
 
 
-__all__ = ["JobInfo", "LlmSettings", "ScoreBatch", "ScoreRequest", "SystemAdapter", "adapter_for", "registered", "system"]
+__all__ = ["BatchInput", "BatchResult", "JobInfo", "LlmSettings", "ScoreBatch", "ScoreRequest", "SystemAdapter", "adapter_for", "registered", "system"]

@@ -10,16 +10,17 @@ file's sha256 and row count only.
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 import pandas as pd
 
 from compiler.applicants import read_applicant_file
 from compiler.errors import InputDataError
 from runtime.systems import system
-from runtime.systems.base import ScoreRequest, SystemAdapter
+from runtime.systems.base import SystemAdapter
 
 MSG_PREFIX = "{file}: system {system!r}: "
-#: The columns of the frame :meth:`ApplicantFileSystem.score` returns (in memory only).
+#: The columns of the frame :meth:`ApplicantFileSystem.finish` returns (in memory only).
 COLUMNS = ("job_id", "cv_id", "score", "selected", "sex", "race_ethnicity")
 
 
@@ -29,22 +30,27 @@ class ApplicantFileSystem(SystemAdapter):
 
     storable = False
 
-    def score(self, request: ScoreRequest) -> pd.DataFrame:
-        """The applicants of the file.
+    def batch_inputs(self) -> list:
+        """None: an applicant file is not batched; :meth:`finish` reads it on the driver."""
+        return []
+
+    def finish(self, results) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """The applicants of the file, and the diagnostics (file, sha256, rows, groups, delimiter, columns,
+        retention).
 
         Returns
         -------
-        pandas.DataFrame
+        (pandas.DataFrame, dict)
             :data:`COLUMNS`: ``job_id`` the group (``ALL`` without a group column), ``cv_id`` the applicant id
             (never written), ``score`` the tool's score (its own scale) or the selection as 1.0/0.0,
-            ``selected`` 1.0/0.0 (NaN under ``outcome: score``), ``sex`` and ``race_ethnicity`` category ids.
+            ``selected`` 1.0/0.0 (NaN under ``outcome: score``), ``sex`` and ``race_ethnicity`` category ids; and the diagnostics.
 
         Raises
         ------
         compiler.errors.InputDataError
             Every problem of the file at once, naming its CSV lines (exit 2).
         """
-        r = self.resolved
+        r, request = self.resolved, self.request
         rel = r["data"]["path"]
         data = (request.disclosure or {}).get("data") or {}
         dates = (datetime.date.fromisoformat(data["from"]), datetime.date.fromisoformat(data["to"])) \
@@ -60,8 +66,8 @@ class ApplicantFileSystem(SystemAdapter):
         out = pd.DataFrame({"job_id": df["group"], "cv_id": df["id"], "score": df["score"].astype(float),
                             "selected": df["selected"].astype(float) if r["outcome"] == "selected" else float("nan"),
                             "sex": df["sex"], "race_ethnicity": df["race_ethnicity"]})
-        request.info[self.id] = {"file": rel, "file_sha256": found.sha256, "rows": int(len(out)),
+        info = {"file": rel, "file_sha256": found.sha256, "rows": int(len(out)),
                                  "groups": int(out["job_id"].nunique()), "delimiter": found.delimiter,
                                  "columns": found.mapping, "retention_days": int(r["retention_days"]),
                                  "personal_rows_kept": 0}
-        return out[list(COLUMNS)]
+        return out[list(COLUMNS)], info

@@ -91,6 +91,9 @@ class ScoreRequest:
     controls: list[str] = field(default_factory=list)
     control_resumes: pd.DataFrame | None = None
     variant_table: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: ``execution.torch_threads`` (issue 40 §4): the torch intra-op threads an encoder pins in ``setup()``;
+    #: None keeps torch's own default (today's behaviour). Not hashed.
+    torch_threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,50 @@ class ScoreBatch:
     task_id: str
     job_id: str
     cv_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BatchInput:
+    """One score batch as :meth:`SystemAdapter.score_batch` receives it (issue 40 §2): everything the batch's
+    scores depend on, so the same input gives the same bytes in any process and in any order.
+
+    Attributes
+    ----------
+    position : int
+        The batch's index in plan order (0-based); results are assembled in this order, never in completion order.
+    task_id : str or None
+        The plan's ``score`` task id of the batch (:class:`ScoreBatch`); None for a system scored as one batch
+        without plan batches (a score file, or a request without ``batches``).
+    job_id : str or None
+        The batch's job (None for a batch covering every job: a score file).
+    job_text : str or None
+        The job's description text (None without one).
+    rows : pandas.DataFrame or None
+        The batch's résumés, ``job_id, cv_id, variant, is_true_match, text`` (+ axis columns), in the request's
+        row order; None when the system brings its own cells (``precomputed``).
+    seed : int
+        The spec's seed (every random draw derives from it and the batch's labels: :mod:`runtime.seeding`).
+    plan_tasks : tuple of str
+        The plan task ids the batch serves (the references of what it keeps in the task store).
+    """
+
+    position: int
+    task_id: str | None
+    job_id: str | None
+    job_text: str | None
+    rows: pd.DataFrame | None
+    seed: int
+    plan_tasks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What one batch gave: its input, the frame :meth:`SystemAdapter.score_batch` returned (or the task store
+    held), and whether it came from the store (``stored``: nothing was computed for it in this run)."""
+
+    batch: BatchInput
+    frame: pd.DataFrame
+    stored: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,9 +210,19 @@ class SystemAdapter:
     system kind, bound with ``@system("<kind>")`` to the kind's compiler declaration
     (:class:`compiler.systems.base.SystemKind`), from which it reads its kind and what it provides.
 
-    ``score`` returns a frame with columns ``job_id, cv_id, variant, score, is_true_match``
-    (``is_true_match`` 0/1 or NaN when unknown), one row per cell, scores on the system's
-    ``score_range``. Adapters may add diagnostics to ``request.info``.
+    The per-batch contract (issue 40 §2); an engine (:mod:`runtime.pipeline.engine`) drives it:
+
+    1. :meth:`setup` once per process and request: the request's context and the heavy state (an encoder's
+       model, a corpus's statistics, pinned torch threads);
+    2. :meth:`batch_inputs`: the plan's score batches as :class:`BatchInput` (pure inputs), in plan order;
+    3. :meth:`score_batch` per batch, in any process and any order: a frame that depends only on its input;
+    4. :meth:`finish` on the driver, over every batch's frame **in plan order**: the system's scores, a frame
+       with columns ``job_id, cv_id, variant, score, is_true_match`` (``is_true_match`` 0/1 or NaN when
+       unknown; LLM screeners add ``condition, replicate``), one row per cell, scores on the system's
+       ``score_range``, and its diagnostics (``run.json``'s ``systems_info.<id>``).
+
+    Extra files for the run folder go into ``request.artifacts`` on the driver (in :meth:`finish`, or in
+    :meth:`abort` when a batch failed).
     """
 
     #: The compiler declaration of the kind (set when the class is bound; None on an unbound class).
@@ -178,6 +235,12 @@ class SystemAdapter:
     #: Whether a finished scoring is kept in the task store and reused (False for LLM screeners:
     #: their per-request response cache already makes a re-run call no model).
     storable: ClassVar[bool] = True
+    #: The output name under which each finished batch's frame is kept in the task store (a ``score_batch``
+    #: task, looked up before the batch is dispatched: a resumed run scores only the missing batches), or None
+    #: when batches are not kept one by one (cheap systems; request systems keep each answer on arrival).
+    batch_output: ClassVar[str | None] = None
+    #: The progress bar's label (the driver counts finished batches).
+    progress_label: ClassVar[str] = "score batches"
 
     def __init__(self, resolved: dict[str, Any]):
         self.resolved = resolved
@@ -190,5 +253,49 @@ class SystemAdapter:
         ``window_share``). Default: None."""
         return None
 
-    def score(self, request: ScoreRequest) -> pd.DataFrame:  # pragma: no cover - interface
+    def setup(self, request: ScoreRequest) -> None:
+        """Take the request's context and load the heavy state, once per process (an adapter that loads
+        something keeps it across calls: a second :meth:`setup` on the same instance reuses it).
+
+        Subclasses extend it (``super().setup(request)`` first). Default: keep ``request`` as ``self.request``.
+        """
+        self.request = request
+
+    def batch_inputs(self) -> list[BatchInput]:
+        """The batches to score, in plan order (after :meth:`setup`).
+
+        Default: each plan batch (:attr:`ScoreRequest.batches`) with its base candidates' résumés, all their
+        variants, in the request's row order; without plan batches, one batch per job (``task_id`` None,
+        serving :attr:`ScoreRequest.plan_tasks`); without résumés, one batch of every cell (``rows`` None).
+        """
+        request = self.request
+        resumes = request.resumes
+        if resumes is None:
+            return [BatchInput(0, None, None, None, None, request.seed, tuple(request.plan_tasks))]
+        import numpy as np
+
+        out = []
+        if request.batches:
+            rows_of = resumes.groupby(["job_id", "cv_id"], sort=False).indices
+            for n, b in enumerate(request.batches):
+                idx = np.sort(np.concatenate([rows_of[(b.job_id, cv)] for cv in b.cv_ids]))
+                out.append(BatchInput(n, b.task_id, b.job_id, request.jobs.get(b.job_id), resumes.iloc[idx],
+                                      request.seed, (b.task_id,)))
+            return out
+        for n, (job, idx) in enumerate(resumes.groupby("job_id", sort=False).indices.items()):
+            out.append(BatchInput(n, None, job, request.jobs.get(job), resumes.iloc[np.sort(idx)], request.seed,
+                                  tuple(request.plan_tasks)))
+        return out
+
+    def score_batch(self, batch: BatchInput) -> pd.DataFrame:  # pragma: no cover - interface
+        """The frame of one batch (columns are the adapter's own; :meth:`finish` reads them). Pure: the same
+        :class:`BatchInput` gives the same bytes."""
         raise NotImplementedError
+
+    def finish(self, results: list[BatchResult]) -> tuple[pd.DataFrame, dict[str, Any]]:  # pragma: no cover
+        """``(scores, info)`` from every batch's result in plan order (class docstring)."""
+        raise NotImplementedError
+
+    def abort(self, results: list[BatchResult]) -> None:
+        """A batch failed: keep what the finished batches give for the run folder (``request.artifacts``) and
+        ``request.info``. ``results``: the finished batches, in plan order. Default: nothing."""

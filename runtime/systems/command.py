@@ -35,7 +35,7 @@ import pandas as pd
 from compiler.errors import AuditError
 from runtime.systems import system
 from runtime.systems.base import ScoreRequest
-from runtime.systems.requests import Item, RequestAdapter
+from runtime.systems.requests import ANSWER_COLUMNS, Item, RequestAdapter
 
 #: Settings of ``execution.systems.<id>`` when the spec gives none (``requests_per_s`` and ``retries`` are http's).
 DEFAULT_SETTINGS = {"concurrency": 1, "timeout_s": 60.0}
@@ -135,8 +135,26 @@ class ProgramAdapter(RequestAdapter):
         """The exit-7 error of a broken protocol (a kind may word a failed run its own way)."""
         return ProgramFailed(template.format(**fields))
 
-    def score(self, request: ScoreRequest) -> pd.DataFrame:
-        """Scores ``job_id, cv_id, variant, score, is_true_match`` of every résumé with a valid answer.
+    progress_label = "program batches"
+
+    def setup(self, request: ScoreRequest) -> None:
+        """The request key, the settings (``execution.systems.<id>``: concurrency, timeout_s), the argv."""
+        super().setup(request)
+        r = self.resolved
+        given = request.system_settings.get(self.id) or {}
+        self.settings = {**DEFAULT_SETTINGS, **{k: given[k] for k in DEFAULT_SETTINGS if k in given}}
+        self.counters = ProcessCounters()
+        self.info.update({"kind": self.kind, "version": r["version"], "batch_size": r["batch_size"],
+                          "items": int(len(request.resumes)), "settings": self.settings})
+        self.info["processes"] = self.counters.__dict__  # live: run.json keeps partial counts when a batch fails
+        self.argv = self.command(request)
+        #: (attempt, batch position, request batch in the plan batch) -> (plan task, stderr bytes), this process
+        self.stderr_parts: dict[tuple[int, int, int], tuple[str, bytes]] = {}
+
+    def score_batch(self, batch) -> pd.DataFrame:
+        """Every answer of one plan batch (:data:`runtime.systems.requests.ANSWER_COLUMNS`): its items in the
+        key's order, ``batch_size`` per run of the program, at most ``concurrency`` runs at once; the items
+        without a valid score sent again (next attempt) up to ``max_invalid_retries`` times.
 
         Raises
         ------
@@ -145,51 +163,56 @@ class ProgramAdapter(RequestAdapter):
         """
         from runtime.systems.answers import score_value
 
-        r = self.resolved
-        given = request.system_settings.get(self.id) or {}
-        settings = {**DEFAULT_SETTINGS, **{k: given[k] for k in DEFAULT_SETTINGS if k in given}}
-        groups, order = self.groups(request)
-        counters = ProcessCounters()
-        info = request.info.setdefault(self.id, {})
-        info.update({"kind": self.kind, "version": r["version"], "batch_size": r["batch_size"],
-                     "items": int(sum(len(g[1]) for g in groups)), "settings": settings})
-        info["processes"] = counters.__dict__  # live: run.json keeps partial counts when a batch fails
+        r, counters = self.resolved, self.counters
         lo, hi = r["score_range"]
+        refs = list(batch.plan_tasks)
         log: list[dict[str, Any]] = []
-        stderr_parts: dict[tuple[int, int], tuple[str, bytes]] = {}
-        argv = self.command(request)
-        pending = groups
-        try:
-            for attempt in range(r["max_invalid_retries"] + 1):
-                batches = [(refs, items[i:i + r["batch_size"]]) for refs, items in pending
-                           for i in range(0, len(items), r["batch_size"])]
-                results = self._run_all(argv, batches, attempt, settings, counters, request, stderr_parts)
-                again: dict[int, list[Item]] = {}
-                for (refs, chunk), (answers, cached) in zip(batches, results):  # logged as each batch ends
-                    for it in chunk:
-                        value, raw = answers[it.rid]
-                        p = score_value(value, lo=lo, hi=hi, method=self.kind)
-                        log.append({"system": self.id, "job_id": it.job_id, "cv_id": it.cv_id, "variant": it.variant,
-                                    "resume_id": it.rid, "attempt": attempt, "cached": cached, "valid": p.valid,
-                                    "score": p.score, "reason": p.reason, "raw_text": raw})
-                        if not p.valid:
-                            counters.invalid += 1
-                            again.setdefault(id(refs), []).append(it)
-                pending = [(refs, sorted(again[id(refs)], key=lambda it: order[it.rid]))
-                           for refs, _ in groups if again.get(id(refs))]
-                if not pending:
-                    break
-        finally:  # every answer and every stderr received is kept, also when a later batch fails
-            info["processes"] = dict(counters.__dict__)
-            answers_frame = self.answers_frame(request, log)
-            request.artifacts[f"stderr_{self.id}.txt"] = b"".join(
-                f"# plan task {stderr_parts[(a, n)][0]}, request batch {n + 1}, attempt {a}\n".encode()
-                + stderr_parts[(a, n)][1] for a, n in sorted(stderr_parts))
-        return self.finish(request, answers_frame)
+        self._partial = log
+        pending = self.items_of(batch)
+        for attempt in range(r["max_invalid_retries"] + 1):
+            chunks = [(refs, pending[i:i + r["batch_size"]]) for i in range(0, len(pending), r["batch_size"])]
+            results = self._run_all(self.argv, chunks, attempt, batch.position)
+            again: list[Item] = []
+            for (_, chunk), (answers, cached) in zip(chunks, results):  # logged as each request batch ends
+                for it in chunk:
+                    value, raw = answers[it.rid]
+                    p = score_value(value, lo=lo, hi=hi, method=self.kind)
+                    log.append({"system": self.id, "job_id": it.job_id, "cv_id": it.cv_id, "variant": it.variant,
+                                "resume_id": it.rid, "attempt": attempt, "cached": cached, "valid": p.valid,
+                                "score": p.score, "reason": p.reason, "raw_text": raw})
+                    if not p.valid:
+                        counters.invalid += 1
+                        again.append(it)
+            pending = sorted(again, key=lambda it: self.order[it.rid])
+            if not pending:
+                break
+        self._partial = []
+        return pd.DataFrame(log, columns=list(ANSWER_COLUMNS))
+
+    def _answers(self, frames: list[pd.DataFrame]) -> pd.DataFrame:
+        """``answers_<id>.csv`` and ``stderr_<id>.txt`` (each request batch's stderr, numbered per attempt in plan
+        order) into the artifacts; the process counters into ``info``."""
+        self.info["processes"] = dict(self.counters.__dict__)
+        answers = self.answers_frame(self.request, self.log_records(frames))
+        parts, number = [], {}
+        for a, pos, n in sorted(self.stderr_parts):
+            number[a] = number.get(a, 0) + 1
+            task, err = self.stderr_parts[(a, pos, n)]
+            parts.append(f"# plan task {task}, request batch {number[a]}, attempt {a}\n".encode() + err)
+        self.request.artifacts[f"stderr_{self.id}.txt"] = b"".join(parts)
+        return answers
+
+    def abort(self, results) -> None:
+        """Every answer and every stderr received is kept, also when a later batch fails."""
+        self._answers([r.frame for r in results] + [pd.DataFrame(self._partial, columns=list(ANSWER_COLUMNS))])
+
+    def finish(self, results) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Scores ``job_id, cv_id, variant, score, is_true_match`` of every résumé with a valid answer."""
+        answers = self._answers([r.frame for r in results])
+        return self.scores_of(self.request, answers), self.info
 
     def _run_all(self, argv: list[str], batches: list[tuple[list[str], list[Item]]], attempt: int,
-                 settings: dict[str, Any], counters: ProcessCounters, request: ScoreRequest,
-                 stderr_parts: dict[tuple[int, int], tuple[str, bytes]]) -> Iterator[tuple[dict[str, Any], bool]]:
+                 position: int) -> Iterator[tuple[dict[str, Any], bool]]:
         """Each batch's answers in batch order (from the store, else from a run of the program), at most
         ``concurrency`` processes at once; the first failing batch in batch order raises once the running ones
         end (those not started are cancelled)."""
@@ -199,12 +222,12 @@ class ProgramAdapter(RequestAdapter):
             if stop.is_set():  # another batch failed: start no further process
                 return None
             try:
-                return self._answer(argv, refs, chunk, attempt, settings, counters, request, stderr_parts, n)
+                return self._answer(argv, refs, chunk, attempt, (attempt, position, n))
             except BaseException:
                 stop.set()
                 raise
 
-        with ThreadPoolExecutor(max_workers=int(settings["concurrency"])) as pool:
+        with ThreadPoolExecutor(max_workers=int(self.settings["concurrency"])) as pool:
             futures = [pool.submit(task, n, refs, chunk) for n, (refs, chunk) in enumerate(batches)]
             try:
                 for f in futures:
@@ -228,37 +251,36 @@ class ProgramAdapter(RequestAdapter):
                   "stdin_sha256": hashlib.sha256(stdin).hexdigest(), "attempt": attempt}
         return f"{self.kind}-{digest(record)['digest']}", record
 
-    def _answer(self, argv: list[str], refs: list[str], items: list[Item], attempt: int, settings: dict[str, Any],
-                counters: ProcessCounters, request: ScoreRequest, stderr_parts: dict[tuple[int, int], tuple[str, bytes]],
-                n: int) -> tuple[dict[str, Any], bool]:
+    def _answer(self, argv: list[str], refs: list[str], items: list[Item], attempt: int,
+                part: tuple[int, int, int]) -> tuple[dict[str, Any], bool]:
         from runtime.testhooks import kill_point
 
-        stdin = stdin_bytes(items, request.jobs.get(items[0].job_id) or "")
+        stdin = stdin_bytes(items, self.request.jobs.get(items[0].job_id) or "")
         eid, record = self.entry_id(stdin, attempt)
-        stored = request.store.get(eid) if request.store is not None else None
+        stored = self.request.store.get(eid) if self.request.store is not None else None
         if stored is not None:
-            counters.from_cache += 1
-            stderr_parts[(attempt, n)] = (refs[0] if refs else "", stored["stderr"])
+            self.counters.from_cache += 1
+            self.stderr_parts[part] = (refs[0] if refs else "", stored["stderr"])
             answers, _ = read_stdout(stored["stdout"], items)
             return answers, True
         fields = {"system": self.id, "kind": self.kind, "task": refs[0] if refs else "(none)",
                   "program": self.program_name(), "n": len(items), "rid": items[0].rid}
-        counters.started += 1
-        code, stdout, stderr, timed_out = run_program(argv, stdin, cwd=request.spec_folder,
-                                                      timeout=float(settings["timeout_s"]))
-        stderr_parts[(attempt, n)] = (fields["task"], stderr)
+        self.counters.started += 1
+        code, stdout, stderr, timed_out = run_program(argv, stdin, cwd=self.request.spec_folder,
+                                                      timeout=float(self.settings["timeout_s"]))
+        self.stderr_parts[part] = (fields["task"], stderr)
         fields["last"] = last_line(stderr)
         if timed_out:
-            raise self.failure(MSG_TIMEOUT, {**fields, "timeout": float(settings["timeout_s"])})
+            raise self.failure(MSG_TIMEOUT, {**fields, "timeout": float(self.settings["timeout_s"])})
         if code != 0:
             raise self.failure(MSG_EXIT, {**fields, "code": code})
         answers, problem = read_stdout(stdout, items)
         if problem is not None:
             template, more = problem
             raise ProgramFailed(template.format(**{**fields, **more}))
-        if request.store is not None:
-            request.store.put(eid, self.kind, {"stdout": stdout, "stderr": stderr},
-                              key={"kind": self.kind, "request": record}, refs=refs)
+        if self.request.store is not None:
+            self.request.store.put(eid, self.kind, {"stdout": stdout, "stderr": stderr},
+                                   key={"kind": self.kind, "request": record}, refs=refs)
         kill_point(f"request:{self.id}")
         return answers, False
 

@@ -42,7 +42,7 @@ def load_model(path: Path):
 
         raise MissingModule(MSG_MISSING) from err
     # our own progress bars replace transformers' weight-loading bar and its truncation warning
-    # (truncation is measured and reported instead: see EmbeddingSystem.score)
+    # (truncation is measured and reported instead: see EmbeddingSystem.finish)
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
     return SentenceTransformer(str(path), device="cpu", local_files_only=True)
@@ -122,78 +122,83 @@ class EmbeddingSystem(SystemAdapter):
         ids = tok(list(texts), add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
         return [tuple(x) for x in ids]
 
-    def score(self, request: ScoreRequest) -> pd.DataFrame:
-        """Score each plan batch (:attr:`ScoreRequest.batches`), taking a batch the task store holds from
-        it; a batch's cosines are kept in the store as soon as it is encoded."""
-        from runtime.store import frame_bytes, frame_from, task_key
-        from runtime.testhooks import kill_point
+    batch_output = "cosine"
+    progress_label = "embedding"
+    model: Any = None
 
-        resumes = request.resumes
-        if resumes is None:
+    def setup(self, request: ScoreRequest) -> None:
+        """Check the request, pin torch's threads (``request.torch_threads``, when given) and load the model
+        (once per instance: a second setup reuses it).
+
+        Raises
+        ------
+        ValueError
+            No generated résumés, or no plan batches (a bug: the pipeline always passes them).
+        """
+        super().setup(request)
+        if request.resumes is None:
             raise ValueError("the embedding system needs generated resumes (candidates: in the spec)")
         if not request.batches:  # a bug: the pipeline always passes the plan's batches
             raise ValueError("the embedding system needs ScoreRequest.batches (the plan's score batches)")
-        model = None
-        job_vec: dict[str, np.ndarray] = {}
-        advance = request.progress(f"embedding ({self.id})", len(resumes)) if request.progress else None
-        rows_of = resumes.groupby(["job_id", "cv_id"], sort=False).indices
-        frames, encoded, reused = [], 0, 0
-        for batch in request.batches:
-            idx = np.concatenate([rows_of[(batch.job_id, cv)] for cv in batch.cv_ids])
-            rows = resumes.iloc[np.sort(idx)]
-            tid, key = task_key("score_batch", system=self.id, plan_tasks=[batch.task_id])
-            stored = request.store.get(tid) if request.store is not None else None
-            if stored is not None:
-                frames.append(frame_from(stored["cosine"]))
-                reused += len(rows)
-            else:
-                if model is None:
-                    model = load_model(model_dir(self.resolved, request.spec_folder))
-                if batch.job_id not in job_vec:  # a job description alone in its own encoder call
-                    job_vec[batch.job_id] = encode_batch(model, [request.jobs[batch.job_id]])[0].astype(np.float64)
-                texts = sorted(dict.fromkeys(rows["text"]), key=lambda t: -len(t))
-                emb = encode_batch(model, texts)
-                index = {t: i for i, t in enumerate(texts)}
-                vec = emb[[index[t] for t in rows["text"]]].astype(np.float64)
-                frame = pd.DataFrame({"job_id": rows["job_id"].to_numpy(), "cv_id": rows["cv_id"].to_numpy(),
-                                      "variant": rows["variant"].to_numpy(), "cosine": vec @ job_vec[batch.job_id]})
-                if request.store is not None:
-                    request.store.put(tid, "score_batch", {"cosine": frame_bytes(frame)}, key=key)
-                frames.append(frame)
-                encoded += len(texts)
-                kill_point(f"encode:{self.id}")
-            if advance:
-                advance(len(rows))
-        cos = pd.concat(frames, ignore_index=True)
+        import torch
+
+        if request.torch_threads is not None:
+            torch.set_num_threads(int(request.torch_threads))
+        self.torch_threads = torch.get_num_threads()
+        if self.model is None:
+            self.model = load_model(model_dir(self.resolved, request.spec_folder))
+            self._job_vec: dict[str, np.ndarray] = {}
+
+    def job_vector(self, text: str) -> np.ndarray:
+        """A job description's unit embedding, float64, encoded alone in its own encoder call (kept per text)."""
+        if text not in self._job_vec:
+            self._job_vec[text] = encode_batch(self.model, [text])[0].astype(np.float64)
+        return self._job_vec[text]
+
+    def score_batch(self, batch) -> pd.DataFrame:
+        """``job_id, cv_id, variant, cosine`` of one plan batch: its distinct texts (longest first) in one
+        encoder call, each against the job's description (encoded alone)."""
+        rows = batch.rows
+        job = self.job_vector(batch.job_text)
+        texts = sorted(dict.fromkeys(rows["text"]), key=lambda t: -len(t))
+        emb = encode_batch(self.model, texts)
+        index = {t: i for i, t in enumerate(texts)}
+        vec = emb[[index[t] for t in rows["text"]]].astype(np.float64)
+        return pd.DataFrame({"job_id": rows["job_id"].to_numpy(), "cv_id": rows["cv_id"].to_numpy(),
+                             "variant": rows["variant"].to_numpy(), "cosine": vec @ job})
+
+    def finish(self, results) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Clipped cosines of every résumé in the request's row order, and the diagnostics: batches, torch
+        threads, distinct texts, the window (``max_seq_length``), texts truncated, the longest text in tokens,
+        texts encoded in this run, résumés taken from the task store, and the sections past the window."""
+        request = self.request
+        resumes = request.resumes
+        cos = pd.concat([r.frame for r in results], ignore_index=True)
         merged = resumes[["job_id", "cv_id", "variant", "is_true_match"]].merge(
             cos, on=["job_id", "cv_id", "variant"], how="left", validate="one_to_one")
         if merged["cosine"].isna().any():  # a bug: the batches must cover every resume
             raise RuntimeError(f"system {self.id!r}: the plan's score batches left resumes unscored")
-        if model is None:
-            model = load_model(model_dir(self.resolved, request.spec_folder))
+        model = self.model
         texts = list(dict.fromkeys(list(resumes["text"]) + [request.jobs[j] for j in request.jobs]))
         tok = model.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
         limit = model.max_seq_length
-        import torch
-
         resume_texts = list(dict.fromkeys(resumes["text"]))  # the denominator of sections_past_window
-        request.info[self.id] = {
+        info: dict[str, Any] = {
             "score_batches": len(request.batches),
-            "torch_threads": torch.get_num_threads(),
+            "torch_threads": self.torch_threads,
             "distinct_texts": len(texts),
             "max_seq_length": limit,
             "texts_truncated": int(sum(len(t) > limit for t in tok)),
             "max_tokens": int(max(len(t) for t in tok)),
-            "encoded_texts": encoded,
-            "resumes_from_store": reused,
+            "encoded_texts": int(sum(r.batch.rows["text"].nunique() for r in results if not r.stored)),
+            "resumes_from_store": int(sum(len(r.batch.rows) for r in results if r.stored)),
         }
         if request.headings:
-            request.info[self.id]["sections_past_window"] = sections_past_window(
-                model.tokenizer, resume_texts, request.headings, limit)
+            info["sections_past_window"] = sections_past_window(model.tokenizer, resume_texts, request.headings, limit)
         return pd.DataFrame({
             "job_id": merged["job_id"].to_numpy(),
             "cv_id": merged["cv_id"].to_numpy(),
             "variant": merged["variant"].to_numpy(),
             "score": np.clip(merged["cosine"].to_numpy(dtype=float), 0.0, 1.0),
             "is_true_match": merged["is_true_match"].to_numpy(),
-        })
+        }), info

@@ -35,7 +35,7 @@ import pandas as pd
 from compiler.errors import AuditError
 from runtime.systems import system
 from runtime.systems.base import ScoreRequest
-from runtime.systems.requests import Item, RequestAdapter
+from runtime.systems.requests import ANSWER_COLUMNS, Item, RequestAdapter
 
 #: The store entries' kind of an answer (and its id prefix): ``http-<sha256>``.
 KIND = "http"
@@ -192,18 +192,17 @@ def read_answer(text: str, items: list[Item], response: dict[str, Any], *, lo: f
 class HttpSystem(RequestAdapter):
     """POSTs every résumé under an opaque id to the vendor's API and reads its scores (module docstring)."""
 
-    def score(self, request: ScoreRequest) -> pd.DataFrame:
-        """Scores ``job_id, cv_id, variant, score, is_true_match`` of every résumé with a valid answer
-        (base candidates left unscored are excluded with all their variants and listed in ``run.json``).
+    progress_label = "HTTP batches"
+
+    def setup(self, request: ScoreRequest) -> None:
+        """The request key, the headers (secrets from the environment), the settings and the caller.
 
         Raises
         ------
         HttpEnvUnset
             A variable of ``headers_from_env`` is not set (exit 2, before any request).
-        HttpUnavailable
-            A 4xx other than 429, a Retry-After over :data:`MAX_RETRY_AFTER_S`, or retries spent (exit 7,
-            secrets scrubbed; every answer received is kept).
         """
+        super().setup(request)
         r = self.resolved
         secrets: list[str] = []
         headers = dict(r["headers"])
@@ -215,20 +214,32 @@ class HttpSystem(RequestAdapter):
             secrets.append(value)
         headers.setdefault("Content-Type", "application/json")
         settings = {**DEFAULT_SETTINGS, **(request.system_settings.get(self.id) or {})}
-        store = request.store
-        groups, order = self.groups(request)
-        counters = RequestCounters()
-        observed: dict[str, dict[str, int]] = {}
-        info = request.info.setdefault(self.id, {})
+        self.settings = settings
+        self.counters = RequestCounters()
+        self.observed: dict[str, dict[str, int]] = {}
+        info = self.info
         info.update({"url": r["url"], "version": r["version"], "batch_size": r["batch_size"],
-                     "items": int(sum(len(g[1]) for g in groups)),
-                     "settings": {k: settings[k] for k in DEFAULT_SETTINGS}})
-        info["requests"] = counters.__dict__  # live: run.json keeps partial counts when a request fails
-        info["observed_versions"] = observed
-        log: list[dict[str, Any]] = []
-        advance = request.progress(f"{self.id}: HTTP items", info["items"]) if request.progress else None
-        caller = _Caller(self.id, r, headers, secrets, settings, counters, store)
+                     "items": int(len(request.resumes)), "settings": {k: settings[k] for k in DEFAULT_SETTINGS}})
+        info["requests"] = self.counters.__dict__  # live: run.json keeps partial counts when a request fails
+        info["observed_versions"] = self.observed
+        self.caller = _Caller(self.id, r, headers, secrets, settings, self.counters, request.store)
+
+    def score_batch(self, batch) -> pd.DataFrame:
+        """Every answer of one plan batch (:data:`runtime.systems.requests.ANSWER_COLUMNS`): its items in the
+        key's order, ``batch_size`` per POST, at most ``concurrency`` in flight; the items without a valid score
+        sent again (next attempt) up to ``max_invalid_retries`` times.
+
+        Raises
+        ------
+        HttpUnavailable
+            A 4xx other than 429, a Retry-After over :data:`MAX_RETRY_AFTER_S`, or retries spent (exit 7,
+            secrets scrubbed; every answer received is kept).
+        """
+        r, request, caller, counters, observed = self.resolved, self.request, self.caller, self.counters, self.observed
         lo, hi = r["score_range"]
+        refs = list(batch.plan_tasks)
+        log: list[dict[str, Any]] = []
+        self._partial = log
 
         def observe(meta: dict[str, Any], version: Any) -> None:
             for h, v in (meta.get("headers") or {}).items():
@@ -240,7 +251,7 @@ class HttpSystem(RequestAdapter):
                 observed.setdefault(path, {}).setdefault(str(version), 0)
                 observed[path][str(version)] += 1
 
-        async def one(refs: list[str], items: list[Item], attempt: int) -> list[Item]:
+        async def one(items: list[Item], attempt: int) -> list[Item]:
             text, meta, cached = await caller.answer(self._body(items, request), attempt=attempt, refs=refs)
             readings, version = read_answer(text, items, r["response"], lo=lo, hi=hi)
             observe(meta, version)
@@ -250,10 +261,7 @@ class HttpSystem(RequestAdapter):
                 log.append({"system": self.id, "job_id": it.job_id, "cv_id": it.cv_id, "variant": it.variant,
                             "resume_id": it.rid, "attempt": attempt, "cached": cached, "valid": p.valid,
                             "score": p.score, "reason": caller.scrub(p.reason), "raw_text": caller.scrub(raw)})
-                if p.valid:
-                    if advance:
-                        advance(1)
-                else:
+                if not p.valid:
                     counters.invalid += 1
                     retry.append(it)
             return retry
@@ -261,36 +269,44 @@ class HttpSystem(RequestAdapter):
         async def run_all() -> None:
             import httpx
 
-            pending = groups
-            async with httpx.AsyncClient(timeout=settings["timeout_s"], follow_redirects=False) as client:
+            pending = self.items_of(batch)
+            async with httpx.AsyncClient(timeout=self.settings["timeout_s"], follow_redirects=False) as client:
                 caller.client = client
                 for attempt in range(r["max_invalid_retries"] + 1):
-                    jobs = [(refs, items[i:i + r["batch_size"]]) for refs, items in pending
-                            for i in range(0, len(items), r["batch_size"])]
-                    tasks = [asyncio.ensure_future(one(refs, chunk, attempt)) for refs, chunk in jobs]
+                    chunks = [pending[i:i + r["batch_size"]] for i in range(0, len(pending), r["batch_size"])]
+                    tasks = [asyncio.ensure_future(one(chunk, attempt)) for chunk in chunks]
                     try:
                         left = await asyncio.gather(*tasks)
                     finally:
                         for t in tasks:
                             t.cancel()
-                    again: dict[int, list[Item]] = {}
-                    for n, ((refs, _), items) in enumerate(zip(jobs, left)):
-                        again.setdefault(id(refs), []).extend(items)
-                    pending = [(refs, sorted(again[id(refs)], key=lambda it: order[it.rid]))
-                               for refs, _ in groups if again.get(id(refs))]
+                    pending = sorted((it for items in left for it in items), key=lambda it: self.order[it.rid])
                     if not pending:
                         break
 
-        try:
-            asyncio.run(run_all())
-        finally:  # every answer received is kept, also when a later request fails
-            info["requests"] = {**asdict(counters), "waited_s": round(counters.waited_s, 3)}
-            answers = self.answers_frame(request, log)
+        asyncio.run(run_all())
+        self._partial = []
+        return pd.DataFrame(log, columns=list(ANSWER_COLUMNS))
+
+    def _answers(self, frames: list[pd.DataFrame]) -> pd.DataFrame:
+        self.info["requests"] = {**asdict(self.counters), "waited_s": round(self.counters.waited_s, 3)}
+        return self.answers_frame(self.request, self.log_records(frames))
+
+    def abort(self, results) -> None:
+        """Every answer received is kept, also when a later request fails."""
+        self._answers([r.frame for r in results] + [pd.DataFrame(self._partial, columns=list(ANSWER_COLUMNS))])
+
+    def finish(self, results) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Scores ``job_id, cv_id, variant, score, is_true_match`` of every résumé with a valid answer (base
+        candidates left unscored are excluded with all their variants and listed in ``run.json``); a warning on
+        stderr when more than one vendor version answered."""
+        answers = self._answers([r.frame for r in results])
+        info, observed = self.info, self.observed
         versions = sorted({f"{v} ({path})" for path, vals in observed.items() for v in vals})
         if len({v for vals in observed.values() for v in vals}) > 1:
             info["version_warning"] = MSG_VERSIONS.format(system=self.id, n=len(versions), versions=", ".join(versions))
             print(info["version_warning"], file=sys.stderr)
-        return self.finish(request, answers)
+        return self.scores_of(self.request, answers), info
 
     def _body(self, items: list[Item], request: ScoreRequest) -> Any:
         """The POST body of ``items`` (all of one job)."""

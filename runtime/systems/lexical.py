@@ -139,32 +139,52 @@ def scorer(resolved: dict[str, Any], spec_folder: Path) -> LexicalScorer:
 class LexicalSystem(SystemAdapter):
     """BM25 or TF-IDF cosine against the job's description, with a fixed corpus's statistics (higher = better)."""
 
-    def score(self, request: ScoreRequest) -> pd.DataFrame:
-        resumes = request.resumes
-        if resumes is None:
+    progress_label = "lexical"
+    engine: LexicalScorer | None = None
+
+    def setup(self, request: ScoreRequest) -> None:
+        """Read the corpus's statistics (once per instance) and check them against the lock.
+
+        Raises
+        ------
+        ValueError
+            No generated résumés.
+        compiler.errors.LockError
+            The corpus's statistics differ from the lock's (:func:`scorer`).
+        """
+        super().setup(request)
+        if request.resumes is None:
             raise ValueError("the lexical system needs generated resumes (candidates: in the spec)")
-        engine = scorer(self.resolved, request.spec_folder)
-        advance = request.progress(f"{self.resolved['method']} ({self.id})", len(resumes)) if request.progress else None
-        out = np.empty(len(resumes))
-        positions = resumes.groupby("job_id", sort=False).indices
-        ignored: dict[str, int] = {}
-        for job_id, idx in positions.items():
-            job = request.jobs[job_id]
-            texts = resumes["text"].to_numpy()[idx].tolist()
-            out[idx] = engine.scores(job, texts)
-            terms = engine.query_terms(job)
-            ignored[job_id] = sum(t not in engine.column for t in terms)
-            if advance:
-                advance(len(idx))
-        request.info[self.id] = {
-            "method": engine.method, "corpus_documents": engine.n_documents, "avgdl": round(engine.avgdl, 6),
-            "job_terms": {j: len(engine.query_terms(request.jobs[j])) for j in positions},
-            "job_terms_outside_corpus": ignored,
-        }
+        if self.engine is None:
+            self.engine = scorer(self.resolved, request.spec_folder)
+
+    def score_batch(self, batch) -> pd.DataFrame:
+        """``job_id, cv_id, variant, score, is_true_match`` of one batch: each résumé against the job's text
+        (a function of the job, the corpus and that résumé alone, so batching moves no score)."""
+        rows = batch.rows
         return pd.DataFrame({
-            "job_id": resumes["job_id"].to_numpy(),
-            "cv_id": resumes["cv_id"].to_numpy(),
-            "variant": resumes["variant"].to_numpy(),
-            "score": out,
-            "is_true_match": resumes["is_true_match"].to_numpy(),
+            "job_id": rows["job_id"].to_numpy(),
+            "cv_id": rows["cv_id"].to_numpy(),
+            "variant": rows["variant"].to_numpy(),
+            "score": self.engine.scores(batch.job_text, rows["text"].tolist()),
+            "is_true_match": rows["is_true_match"].to_numpy(),
         })
+
+    def finish(self, results) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """The batches' scores in the request's row order, and the diagnostics: method, corpus size, mean length,
+        per job its terms and those outside the corpus."""
+        request, engine = self.request, self.engine
+        resumes = request.resumes
+        scored = pd.concat([r.frame for r in results], ignore_index=True)
+        merged = resumes[["job_id", "cv_id", "variant"]].merge(scored, on=["job_id", "cv_id", "variant"],
+                                                               how="left", validate="one_to_one")
+        if merged["score"].isna().any():  # a bug: the batches must cover every resume
+            raise RuntimeError(f"system {self.id!r}: the batches left resumes unscored")
+        jobs = list(dict.fromkeys(resumes["job_id"]))
+        info = {
+            "method": engine.method, "corpus_documents": engine.n_documents, "avgdl": round(engine.avgdl, 6),
+            "job_terms": {j: len(engine.query_terms(request.jobs[j])) for j in jobs},
+            "job_terms_outside_corpus": {j: sum(t not in engine.column for t in engine.query_terms(request.jobs[j]))
+                                         for j in jobs},
+        }
+        return merged[["job_id", "cv_id", "variant", "score", "is_true_match"]], info

@@ -81,57 +81,74 @@ class LlmScreener(SystemAdapter):
     def references(self, request: ScoreRequest) -> dict[str, str | None]:
         return {j: None for j in request.jobs}
 
-    def score(self, request: ScoreRequest) -> pd.DataFrame:
-        from compiler.llm import score_schema
-        from runtime.llm.client import CallCounters, Endpoint, LlmClient
-        from runtime.seeding import derive_seed
+    progress_label = "LLM batches"
 
+    def setup(self, request: ScoreRequest) -> None:
+        """Check the request, fix the job references (``llm_compare``) and the endpoint; the call counters of
+        this process start at 0 and are shown live in ``request.info`` (``run.json`` keeps partial counts when
+        a call fails).
+
+        Raises
+        ------
+        ValueError
+            No generated résumés, or no ``request.llm`` (a bug: the pipeline always passes the LLM knobs).
+        """
+        from runtime.llm.client import CallCounters, Endpoint
+
+        super().setup(request)
         r = self.resolved
-        resumes = request.resumes
-        if resumes is None:
+        if request.resumes is None:
             raise ValueError(f"the {self.kind} system needs generated resumes (candidates: in the spec)")
         settings = request.llm
         if settings is None:  # a bug: the pipeline always passes the LLM knobs
             raise ValueError(f"the {self.kind} system needs ScoreRequest.llm (cache, concurrency, retries)")
+        self.refs = self.references(request)
+        self.counters = CallCounters()
+        info = request.info.setdefault(self.id, {})
+        info["llm_calls"] = self.counters.__dict__  # live view: run.json sees partial counts on failure
+        info.update({"model": r["endpoint"]["model"], "api_key_env": r["endpoint"]["api_key_env"],
+                     "replicates": r["replicates"], "conditions": [c["id"] for c in r["conditions"]],
+                     "requests_planned": len(request.resumes) * len(r["conditions"]) * r["replicates"],
+                     "cache": str(settings.cache.path)})
+        self.info = info
+        self.endpoint = Endpoint.from_resolved(r["endpoint"], who=f"system {self.id!r}",
+                                               concurrency=settings.concurrency_of(self.id),
+                                               retries=settings.retries, timeout_s=settings.timeout_s)
+        self.templates = {c["id"]: _compile(c["template"]) for c in r["conditions"]}
+
+    def score_batch(self, batch) -> pd.DataFrame:
+        """Every answer of one batch (:data:`RESPONSE_COLUMNS`, in arrival order): each condition x résumé x
+        replicate asked, at most ``concurrency`` calls in flight, an invalid answer asked again with the next
+        attempt number (and its seed, derived from the spec's seed and the cell's labels)."""
+        from compiler.llm import score_schema
+        from runtime.llm.client import LlmClient
+        from runtime.seeding import derive_seed
+        from runtime.systems.answers import parse_score
+
+        r, request = self.resolved, self.request
         lo, hi = r["score_range"]
-        refs = self.references(request)
         titles = {j: m.title for j, m in request.job_info.items()}
         cells = []
         for cond in r["conditions"]:
-            template = _compile(cond["template"])
-            for row in resumes.itertuples(index=False):
-                msgs = render_messages(r, cond, job_title=titles[row.job_id],
-                                       job_description=request.jobs[row.job_id] or "",
-                                       resume=row.text, reference=refs[row.job_id], compiled=template)
+            for row in batch.rows.itertuples(index=False):
+                msgs = render_messages(r, cond, job_title=titles[row.job_id], job_description=batch.job_text or "",
+                                       resume=row.text, reference=self.refs[row.job_id],
+                                       compiled=self.templates[cond["id"]])
                 for rep in range(r["replicates"]):
                     cells.append(_Cell(cond, row.job_id, row.cv_id, row.variant, rep, msgs))
-        counters = CallCounters()
-        info = request.info.setdefault(self.id, {})
-        info["llm_calls"] = counters.__dict__  # live view: run.json sees partial counts on failure
-        info.update({"model": r["endpoint"]["model"], "api_key_env": r["endpoint"]["api_key_env"],
-                     "replicates": r["replicates"], "conditions": [c["id"] for c in r["conditions"]],
-                     "requests_planned": len(cells), "cache": str(settings.cache.path)})
-        advance = request.progress(f"{self.id}: LLM requests", len(cells)) \
-            if request.progress else None
-        ep = Endpoint.from_resolved(r["endpoint"], who=f"system {self.id!r}",
-                                    concurrency=settings.concurrency_of(self.id),
-                                    retries=settings.retries, timeout_s=settings.timeout_s)
-        cache = settings.cache
-        client = LlmClient(ep, cache, counters, on_call=None)
-        batch_of = {(b.job_id, cv): [b.task_id] for b in request.batches for cv in b.cv_ids}
+        counters = self.counters
+        client = LlmClient(self.endpoint, request.llm.cache, counters, on_call=None)
         schema = score_schema(lo, hi)
+        refs = list(batch.plan_tasks)
         log: list[dict[str, Any]] = []
-        seed = request.seed
+        self._partial = log  # kept by abort() when a call fails
 
         async def one(cell: _Cell) -> None:
-            from runtime.systems.answers import parse_score
-
             for attempt in range(r["max_invalid_retries"] + 1):
-                s = derive_seed(seed, "llm", self.id, cell.condition["id"], cell.job_id, cell.cv_id,
+                s = derive_seed(batch.seed, "llm", self.id, cell.condition["id"], cell.job_id, cell.cv_id,
                                 cell.variant, cell.replicate, attempt) % (2**31)
                 text, cached, reasoning_chars = await client.answer(
-                    cell.messages, replicate=cell.replicate, attempt=attempt, seed=s, schema=schema,
-                    refs=batch_of.get((cell.job_id, cell.cv_id), request.plan_tasks))
+                    cell.messages, replicate=cell.replicate, attempt=attempt, seed=s, schema=schema, refs=refs)
                 p = parse_score(text, lo=lo, hi=hi)
                 log.append({"system": self.id, "condition": cell.condition["id"], "job_id": cell.job_id,
                             "cv_id": cell.cv_id, "variant": cell.variant, "replicate": cell.replicate,
@@ -141,8 +158,6 @@ class LlmScreener(SystemAdapter):
                 if p.valid:
                     break
                 counters.invalid += 1
-            if advance:
-                advance(1)
 
         async def run_all() -> None:
             tasks = [asyncio.ensure_future(one(c)) for c in cells]
@@ -152,20 +167,37 @@ class LlmScreener(SystemAdapter):
                 for t in tasks:
                     t.cancel()
 
-        try:
-            asyncio.run(run_all())
-        finally:  # every answer received is kept, also when a later call fails
-            cache.close()
-            info["llm_calls"] = counters.as_dict()
-            responses = pd.DataFrame(log, columns=list(RESPONSE_COLUMNS)).sort_values(
-                ["condition", "job_id", "cv_id", "variant", "replicate", "attempt"], kind="mergesort"
-            ).reset_index(drop=True)
-            request.artifacts[f"llm_responses_{self.id}.csv"] = responses
-        scored, validity = aggregate(responses, resumes, system_id=self.id,
-                                     conditions=[c["id"] for c in r["conditions"]],
-                                     replicates=r["replicates"])
-        info["validity"] = validity
-        return scored
+        asyncio.run(run_all())
+        self._partial = []
+        return pd.DataFrame(log, columns=list(RESPONSE_COLUMNS))
+
+    def _responses(self, frames: list[pd.DataFrame]) -> pd.DataFrame:
+        """``llm_responses_<id>.csv``: every answer, sorted by condition, job, cv, variant, replicate, attempt;
+        put in the run's artifacts."""
+        self.request.llm.cache.close()
+        self.info["llm_calls"] = self.counters.as_dict()
+        # one frame from every batch's records, as if logged in one list (a batch's column types, e.g. a score
+        # column of None only, never leak into the whole)
+        records = [rec for f in frames for rec in f.to_dict("records")]
+        responses = pd.DataFrame(records, columns=list(RESPONSE_COLUMNS)).sort_values(["condition", "job_id", "cv_id", "variant", "replicate", "attempt"],
+                                          kind="mergesort").reset_index(drop=True)
+        self.request.artifacts[f"llm_responses_{self.id}.csv"] = responses
+        return responses
+
+    def abort(self, results) -> None:
+        """Every answer received is kept, also when a later call fails."""
+        partial = [pd.DataFrame(getattr(self, "_partial", []), columns=list(RESPONSE_COLUMNS))]
+        self._responses([r.frame for r in results] + partial)
+
+    def finish(self, results) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Replicates averaged per cell (:func:`aggregate`), the answers in ``llm_responses_<id>.csv``, the
+        call counters and each condition's validity in the diagnostics."""
+        r = self.resolved
+        responses = self._responses([res.frame for res in results])
+        scored, validity = aggregate(responses, self.request.resumes, system_id=self.id,
+                                     conditions=[c["id"] for c in r["conditions"]], replicates=r["replicates"])
+        self.info["validity"] = validity
+        return scored, self.info
 
 
 def aggregate(responses: pd.DataFrame, resumes: pd.DataFrame, *, system_id: str, conditions: list[str],

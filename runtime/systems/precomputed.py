@@ -49,13 +49,25 @@ class PrecomputedSystem(SystemAdapter):
         """A blind file is not part of the lock, so its scores are never taken from the task store."""
         return not self.resolved.get("blind")
 
-    def score(self, request: ScoreRequest) -> pd.DataFrame:
+    def batch_inputs(self) -> list:
+        """None: a score file is not batched; :meth:`finish` reads it on the driver."""
+        return []
+
+    def finish(self, results) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """The score file's rows, checked (every problem at once), and its diagnostics (rows, file, delimiter,
+        columns read, blind key); the placebo rows of negative controls go to ``artifacts["controls:<id>"]``.
+
+        Raises
+        ------
+        compiler.errors.InputDataError
+            The file does not fit the generated résumés or the spec (exit 2, every problem listed).
+        """
+        request = self.request
         rel = self.resolved["data"]["path"]
         path = request.spec_folder / rel
         if not request.paired:  # population profiles (seed 001)
             out = read_population_scores(path, rel, request.resumes, tuple(self.resolved["score_range"]))
-            request.info[self.id] = {"rows": int(len(out)), "file": rel}
-            return out
+            return out, {"rows": int(len(out)), "file": rel}
         prefix = MSG_PREFIX.format(file=rel, system=self.id)
         gen = request.resumes
         blind = None
@@ -101,10 +113,10 @@ class PrecomputedSystem(SystemAdapter):
             request.artifacts[f"controls:{self.id}"] = df.loc[placebo, ["job_id", "cv_id", "variant", "score",
                                                                         "is_true_match"]].reset_index(drop=True)
             df = df.loc[~placebo].reset_index(drop=True)
-        request.info[self.id] = {"rows": int(len(df)), "file": rel, "delimiter": found.delimiter,
-                                 "columns": found.mapping, **({"read_as": found.read_as} if found.read_as else {}),
-                                 **({"blind": blind} if blind else {})}
-        return df[["job_id", "cv_id", "variant", "score", "is_true_match"]].reset_index(drop=True)
+        info = {"rows": int(len(df)), "file": rel, "delimiter": found.delimiter,
+                "columns": found.mapping, **({"read_as": found.read_as} if found.read_as else {}),
+                **({"blind": blind} if blind else {})}
+        return df[["job_id", "cv_id", "variant", "score", "is_true_match"]].reset_index(drop=True), info
 
 
     def _blind_key(self, request: ScoreRequest) -> tuple[str, pd.DataFrame]:

@@ -4,9 +4,9 @@
   drawn once from the spec's seed and kept in the task store under :func:`request_key_id`, so later runs send the
   same requests; sealed into the run as ``request_key_<system>.csv``). No cv_id, variant or axis level is sent.
 - **Request batches.** Items go in the key's shuffled order, ``batch_size`` per request, a request never leaving
-  one plan score batch (one job): :meth:`RequestAdapter.groups`.
+  one plan score batch (one job): :meth:`RequestAdapter.items_of`, per plan batch (``score_batch``).
 - **Answers.** Every item's reading (valid score, or invalid with its reason and raw answer) is one row of
-  ``answers_<system>.csv`` (:data:`ANSWER_COLUMNS`); :meth:`RequestAdapter.finish` writes it and turns the valid
+  ``answers_<system>.csv`` (:data:`ANSWER_COLUMNS`); :meth:`RequestAdapter.scores_of` turns the valid
   scores into the system's scores (a base candidate left unscored is excluded with all its variants and listed).
 """
 
@@ -69,42 +69,39 @@ class RequestAdapter(SystemAdapter):
                               key={"resumes": key_id(request.resumes), "system": self.id}, refs=request.plan_tasks)
         return key
 
-    def groups(self, request: ScoreRequest) -> tuple[list[tuple[list[str], list[Item]]], dict[str, int]]:
-        """The items of each plan score batch, in the request key's order, with the plan task ids they serve.
-
-        Also seals the key (``artifacts["request_key_<id>.csv"]``) and records its store id in ``info``.
-
-        Returns
-        -------
-        (list, dict)
-            ``[(plan task ids, items)]`` (one entry per plan score batch; without batches, one per job) and
-            ``rid -> position`` in the key's order.
+    def setup(self, request: ScoreRequest) -> None:
+        """The request key (from the task store, else drawn and kept there), sealed into the run
+        (``artifacts["request_key_<id>.csv"]``), its store id in ``info``; the answer log of this process starts
+        empty.
 
         Raises
         ------
         ValueError
             The design gives no generated résumés of a paired design.
         """
+        super().setup(request)
         resumes = request.resumes
         if resumes is None or not request.paired:
             raise ValueError(f"the {self.kind} system {self.id!r} needs generated résumés of a paired design")
         key = self.request_key(request)
         request.artifacts[f"request_key_{self.id}.csv"] = key.sort_values("resume_id").reset_index(drop=True)
-        rid_of = {(k.job_id, k.cv_id, k.variant): k.resume_id for k in key.itertuples(index=False)}
-        order = {rid: n for n, rid in enumerate(key["resume_id"])}
-        text_of = {(row.job_id, row.cv_id, row.variant): row.text for row in resumes.itertuples(index=False)}
-        out: list[tuple[list[str], list[Item]]] = []
-        batches = request.batches or [type("B", (), {"task_id": t, "job_id": j, "cv_ids": tuple(c)})()
-                                      for t, (j, c) in enumerate(resumes.groupby("job_id", sort=False)["cv_id"]
-                                                                 .unique().items())]
-        for b in batches:
-            cvs = set(b.cv_ids)
-            items = [Item(rid_of[(j, c, v)], j, c, v, t) for (j, c, v), t in text_of.items()
-                     if j == b.job_id and c in cvs]
-            items.sort(key=lambda it: order[it.rid])
-            out.append(([b.task_id] if request.batches else list(request.plan_tasks), items))
-        request.info.setdefault(self.id, {})["request_key"] = request_key_id(resumes, self.id, self.key_prefix)
-        return out, order
+        self.rid_of = {(k.job_id, k.cv_id, k.variant): k.resume_id for k in key.itertuples(index=False)}
+        self.order = {rid: n for n, rid in enumerate(key["resume_id"])}
+        self.info = request.info.setdefault(self.id, {})
+        self.info["request_key"] = request_key_id(resumes, self.id, self.key_prefix)
+        self._partial: list[dict[str, Any]] = []
+
+    def items_of(self, batch) -> list[Item]:
+        """The items of one batch (:class:`runtime.systems.base.BatchInput`), in the request key's order."""
+        items = [Item(self.rid_of[(row.job_id, row.cv_id, row.variant)], row.job_id, row.cv_id, row.variant, row.text)
+                 for row in batch.rows.itertuples(index=False)]
+        items.sort(key=lambda it: self.order[it.rid])
+        return items
+
+    @staticmethod
+    def log_records(frames: list[pd.DataFrame]) -> list[dict[str, Any]]:
+        """The answer log rows of every batch's frame (as if logged in one list)."""
+        return [rec for f in frames for rec in f.to_dict("records")]
 
     def answers_frame(self, request: ScoreRequest, log: list[dict[str, Any]]) -> pd.DataFrame:
         """``answers_<id>.csv`` from the log rows (sorted by job, cv, variant, attempt), put in the artifacts."""
@@ -113,7 +110,7 @@ class RequestAdapter(SystemAdapter):
         request.artifacts[f"answers_{self.id}.csv"] = answers
         return answers
 
-    def finish(self, request: ScoreRequest, answers: pd.DataFrame) -> pd.DataFrame:
+    def scores_of(self, request: ScoreRequest, answers: pd.DataFrame) -> pd.DataFrame:
         """Scores ``job_id, cv_id, variant, score, is_true_match`` from the valid answers (the LLM screeners'
         aggregation: a base candidate without a valid answer in some cell is excluded with all its variants);
         ``info["answers"]`` counts them."""
