@@ -233,3 +233,14 @@ def test_the_report_shows_every_job_worse_than_pooled():
     assert JOB_ROWS_SHOWN == 40 and ctx["n_worse"] == 41
     assert ctx["shown"] == 41 and len(ctx["flagged"]) == 41
     assert sorted(r["job"] for r in ctx["flagged"]) == [f"job{i:02d}" for i in range(41)]  # the worse ones
+
+
+def test_page_one_states_the_inference_scope():
+    from runtime.families.metric_suite import inference_scope
+
+    frame = pd.DataFrame({"job_id": ["a", "b", "c", "a"]})
+    assert inference_scope(frame) == ("Inference scope: these 3 jobs and their candidates; other requisitions: see "
+                                      "the prediction intervals (metrics_by_job.csv, rows ALL, pi_low and pi_high).")
+    assert inference_scope(frame.iloc[:1]) == ("Inference scope: this job and its candidates; other requisitions: not "
+                                               "covered (a prediction interval needs at least 3 jobs).")
+    assert inference_scope(frame.iloc[:2]).startswith("Inference scope: these 2 jobs and their candidates;")

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from runtime.analysis.classify import interval_status, tier_bounds
-from runtime.analysis.direction import NO_DIRECTION, row_leans, side_label
+from runtime.analysis.direction import NO_DIRECTION, REFERENCE_LOSES, row_leans, side_label
 
 BY_JOB_COLUMNS = ("system", "condition", "metric", "variant", "job_id", "n", "value", "ci_low", "ci_high",
                   "bootstrap_se", "value_shrunk", "p_value", "p_adj", "status", "status_operational",
@@ -87,7 +87,8 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
     metrics : pandas.DataFrame
         The pooled metrics frame of :func:`runtime.analysis.analyse` (statuses already set).
     pooled_leans : numpy.ndarray
-        The pooled rows' leans, aligned with ``metrics``.
+        The pooled rows' leans, aligned with ``metrics`` (kept for callers; the pooled side read is the
+        ``disadvantaged`` column, established by the pooled evidence rule).
     reference : str
     thresholds : Mapping
         As :func:`runtime.analysis.analyse`.
@@ -135,16 +136,15 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
         job_lean = np.where(established, ev_lean, 0.0)
     else:
         established = (frame["status"] == "FAIL").to_numpy()
-    pooled_lean = row_leans(metrics, pooled_leans, reference=reference)
     pooled = {(r.system, r.condition, r.metric, r.variant): (r.value, r.ci_low, r.ci_high, r.status,
-                                                              r.status_operational, lean, r.disadvantaged)
-              for r, lean in zip(metrics.itertuples(), pooled_lean)}
+                                                              r.status_operational, r.disadvantaged)
+              for r in metrics.itertuples()}
     out: list[dict[str, object]] = []
     frame["_lean"] = job_lean
     frame["_established"] = established
     for (system, condition, metric_id, variant), sub in frame.groupby(
             ["system", "condition", "metric", "variant"], sort=False):
-        p_value, p_low, p_high, p_status, p_status_op, p_lean, p_side = pooled[(system, condition, metric_id, variant)]
+        p_value, p_low, p_high, p_status, p_status_op, p_side = pooled[(system, condition, metric_id, variant)]
         is_ref = variant == reference
         p_named = isinstance(p_side, str) and p_side not in ("", NO_DIRECTION)
         pool, shrunk = pool_jobs(sub, absolute=metric_id in ABSOLUTE_METRICS)
@@ -157,10 +157,10 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
             if (r["status"], p_status) in _CROSSING:
                 flags.append(FLAG_CROSSES.format(status=r["status"], pooled=p_status))
             named = not is_ref and r["_lean"] != 0 and bool(r["_established"])
-            if named and p_named and r["_lean"] * p_lean < 0:
-                flags.append(FLAG_OPPOSITE.format(side="variant" if r["_lean"] > 0 else "reference",
-                                                  pooled_side="variant" if p_lean > 0 else "reference"))
             side = side_label(r["_lean"], variant, reference, levels) if named else ""
+            if named and p_named and side != p_side:  # both established, one names the reference
+                flags.append(FLAG_OPPOSITE.format(side="variant" if r["_lean"] > 0 else "reference",
+                                                  pooled_side="reference" if p_side == REFERENCE_LOSES else "variant"))
             if not side and not is_ref and {r["status"], r["status_operational"]} & {"FAIL", "INCONCLUSIVE"}:
                 side = NO_DIRECTION
             r.update(pooled_value=p_value, pooled_status=p_status, flag="; ".join(flags), disadvantaged=side,
