@@ -17,7 +17,7 @@ from scipy import optimize, stats
 
 from runtime.analysis.effect_size import effect_sizes, independent_contrast, paired_contrast
 from runtime.analysis.models import fit_models
-from runtime.analysis.pooling import pool_contrasts
+from runtime.analysis.pooling import NOTE_NO_PI, pool_contrasts
 from runtime.analysis.validity import INCONCLUSIVE, VALID, check_validity
 
 
@@ -224,6 +224,22 @@ def test_dersimonian_laird_equals_combine_effects():
     assert pooled["i2"] == pytest.approx(res.i2, rel=1e-10)
     assert pooled["q"] == pytest.approx(res.q, rel=1e-10)
     assert pooled["d_re"] == pytest.approx(res.mean_effect_re, rel=1e-10)
+    # Hartung-Knapp-Sidik-Jonkman by hand (issue 39 §5): w* = 1 / (v + tau^2), q = sum w* (d - d_re)^2 / (k - 1),
+    # SE = sqrt(max(1, q) / sum w*), CI d_re -/+ t(0.975, k - 1) SE, 90% with t(0.95, k - 1) (the margin);
+    # prediction interval d_re -/+ t(0.975, k - 2) sqrt(tau^2 + SE^2) (Higgins et al. 2009).
+    from scipy.stats import t
+
+    d, v = per["d"].to_numpy(), per["var_d"].to_numpy()
+    ws = 1 / (v + res.tau2)
+    mean = float((ws * d).sum() / ws.sum())
+    q = float((ws * (d - mean) ** 2).sum() / 2)
+    se = math.sqrt(max(1.0, q) / ws.sum())
+    assert (pooled["ci_low"], pooled["ci_high"]) == pytest.approx((mean - t.ppf(0.975, 2) * se, mean + t.ppf(0.975, 2) * se))
+    assert (pooled["ci90_low"], pooled["ci90_high"]) == pytest.approx((mean - t.ppf(0.95, 2) * se, mean + t.ppf(0.95, 2) * se))
+    assert pooled["margin"] == pytest.approx(max(abs(pooled["ci90_low"]), abs(pooled["ci90_high"])))
+    half = t.ppf(0.975, 1) * math.sqrt(res.tau2 + se**2)
+    assert (pooled["pi_low"], pooled["pi_high"]) == pytest.approx((mean - half, mean + half))
+    assert pooled["pi_low"] < pooled["ci_low"] and pooled["notes"] == ""
 
 
 #: Seed of a homogeneous draw (Q < k - 1) for the truncation test.
@@ -262,6 +278,8 @@ def test_single_condition_cannot_pool():
     by_job = pool_contrasts(paired, contrasts=CONTRASTS, axes=["sex_gender", "age_signal"], sesoi=0.2,
                             pool_over="job")
     assert by_job["pooled"].all() and (by_job["k_units"] == 2).all()
+    # two units: no prediction interval (t on k - 2 = 0 df), said in the notes
+    assert by_job["pi_low"].isna().all() and (by_job["notes"] == NOTE_NO_PI.format(k=2)).all()
 
 
 VALIDITY = {"positive_control": {"contrast": "match", "min_d": 0.5, "direction": "higher"},

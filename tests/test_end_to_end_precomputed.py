@@ -126,6 +126,9 @@ def test_precomputed_audit_matches_independent_computation(tmp_path, monkeypatch
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "done" and run["seed"] == 424242
     assert {"paired.csv", "metrics.csv", "report.html", "report.pdf"} <= set(run["artifacts"])
+    # page 1 states what the intervals are about (issue 39 §5): the 4 jobs of make_csv
+    assert ("Inference scope: these 4 jobs and their candidates; other requisitions: see the prediction intervals"
+            in (run_dir / "report.html").read_text())
 
 
 def test_same_spec_and_seed_give_byte_identical_metrics(tmp_path):

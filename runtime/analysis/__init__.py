@@ -443,6 +443,7 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
                 sub = pairing.restrict(code, job_id)
                 for metric_id in metric_ids():
                     res, se = _compute(metric_id, sub)
+                    tested = _row(sub, metric_id, res)  # the job's test, as a pooled row carries it
                     job_rows.append({"system": sub.system, "condition": sub.condition, "metric": metric_id,
                                      "variant": variant, "job_id": job_id, "n": sub.n,
                                      "value": float(res.value), "ci_low": float(res.ci_low),
@@ -450,6 +451,8 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
                                      "ci_mc_se": res.diagnostics.get("ci_mc_se", math.nan),
                                      "decision_on": res.decision_on, "decision_low": float(res.decision_low),
                                      "decision_high": float(res.decision_high),
+                                     "p_value": tested["p_value"], "direction": tested["direction"],
+                                     "_in_bh": tested["_in_bh"], "_shared": tested["_shared"],
                                      "notes": "; ".join(res.notes)})
                     job_leans.append(res.diagnostics.get("lean", math.nan))
                     if progress is not None:
@@ -472,8 +475,8 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
     metrics = metrics.astype({c: "Int64" for c in _COUNT_COLUMNS if _integral(metrics[c])})
     by_job = None
     if per_job:
-        by_job = job_frame(job_rows, np.asarray(job_leans, dtype=float), metrics, leans, reference=reference,
-                           thresholds=thresholds, levels=variant_levels)
+        by_job = _job_frame(job_rows, np.asarray(job_leans, dtype=float), metrics, leans, reference=reference,
+                            thresholds=thresholds, levels=variant_levels, alpha=alpha, multiplicity=multiplicity)
     return AnalysisResult(metrics=metrics, risk=risk_table(metrics), drift=drift_frame(drift), by_job=by_job,
                           headline=headline_frame(metrics, reference=reference, levels=variant_levels))
 
@@ -519,6 +522,30 @@ def near_band(res: CellResult, metric_id: str,
             if min(abs(low - bound), abs(high - bound)) <= REDRAW_WITHIN_MC_SE * mc:
                 return True
     return False
+
+
+def _job_frame(job_rows: list[dict[str, object]], job_leans: np.ndarray, metrics: pd.DataFrame, leans: np.ndarray, *,
+               reference: str, thresholds: Mapping[str, Mapping[str, Mapping[str, float]]],
+               levels: Mapping[str, Mapping[str, str]] | None, alpha: float, multiplicity: str) -> pd.DataFrame:
+    """``metrics_by_job.csv`` (:func:`runtime.analysis.by_job.job_frame`) with each job row's side named by
+    the pooled rows' evidence rule (issue 39 §5, :func:`_evidence`): the job tests are adjusted under
+    ``multiplicity`` with each job a cell of its system's family (``condition`` keyed by job), so the
+    hierarchical default's level 1 is the score tests of every category x job of a system."""
+    frame = pd.DataFrame(job_rows)
+    if frame.empty:
+        return job_frame(job_rows, job_leans, metrics, leans, reference=reference, thresholds=thresholds, levels=levels)
+    keyed = frame.assign(condition=frame["condition"].astype(str) + "\x1f" + frame["job_id"].astype(str))
+    shared = frame["_shared"].fillna("").astype(str).to_numpy(dtype=object)
+    adjusted = mult.adjust(keyed, frame["p_value"].to_numpy(dtype=float), frame["_in_bh"].to_numpy(dtype=bool),
+                           method=multiplicity, alpha=alpha, shared=shared)
+    rows = [{**{k: v for k, v in r.items() if k not in ("_in_bh", "_shared")}, "p_adj": float(p)}
+            for r, p in zip(job_rows, adjusted.p_adj)]
+
+    def evidence(keyed_rows: pd.DataFrame, row_lean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _evidence(keyed_rows, row_lean, reference=reference, alpha=alpha, owners=shared)
+
+    return job_frame(rows, job_leans, metrics, leans, reference=reference, thresholds=thresholds, levels=levels,
+                     evidence=evidence)
 
 
 def _compute(metric_id: str, pairing: Pairing) -> tuple[CellResult, float]:

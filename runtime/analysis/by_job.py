@@ -1,4 +1,4 @@
-"""Per-job values of the metric suite and their heterogeneity across jobs (issue 12).
+"""Per-job values of the metric suite, their flags and their pooling across jobs (issues 12, 39 §5).
 
 seed 000 §3.4 pools every metric over the jobs of an audit. A pooled value can hide a job whose own
 value crosses a threshold, or whose effect runs the other way. :func:`job_frame` turns the per-job
@@ -6,42 +6,60 @@ cells that :func:`runtime.analysis.analyse` computes (each metric on the candida
 :meth:`runtime.analysis.cell.Pairing.restrict`, with its own 95% interval) into ``metrics_by_job.csv``:
 
 * one row per system x condition x metric x variant x job: the job's value, interval, bootstrap SE,
-  status under both tiers from its interval (issue 29 §1), the side it disadvantages when its own
-  interval establishes one (``_job_established``), and a ``flag`` when its research-tier status is
-  decisive (PASS or FAIL) and differs from the pooled one (``crosses threshold``) or its established side
-  is the other one (``opposite sign``);
-* one ``job_id = ALL`` row per system x condition x metric x variant: the pooled value and status,
-  Cochran's Q across jobs with its degrees of freedom and p-value, and I² = max(0, (Q − df) / Q)
-  (``statsmodels.stats.meta_analysis.combine_effects``, inverse-variance weights from each job's
-  bootstrap SE; Higgins & Thompson 2002), over the jobs whose value and SE are defined and SE > 0.
+  its empirical-Bayes value ``value_shrunk`` (:meth:`runtime.analysis.pooling.RandomEffects.shrink`:
+  toward the DL random-effects mean of the cell's jobs, by B = τ² / (τ² + SE²)), its test's ``p_value``
+  and ``p_adj``, status under both tiers from its interval (issue 29 §1), the side it disadvantages by
+  the evidence rule of the pooled rows (issue 29 §3, :func:`runtime.analysis._evidence`: an adjusted test
+  rejecting, the selection ratio's McNemar for the selection metrics, a FAIL interval for the gaps),
+  and a ``flag`` on evidence, never on a point estimate (issue 39 §5): its 95% interval excludes the
+  pooled value (``interval excludes``; not a zero-width interval, a bootstrap distribution that
+  repeats one value, e.g. a retention of 1 in a job without flips), its status is FAIL against a pooled PASS or the reverse
+  (``crosses threshold``), or its established side is not the pooled row's established side
+  (``opposite sign``). Under no heterogeneity a job row is flagged at most about 5% of the time (a
+  job's interval misses the common value in 5% of audits; the pooled value shares the job's candidates,
+  so less): ``tests/test_by_job.py::test_homogeneous_jobs_are_rarely_flagged``,
+  ``bench/by_job_homogeneous.py``;
+* one ``job_id = ALL`` row per system x condition x metric x variant: the pooled value and status of
+  ``metrics.csv``; the DerSimonian–Laird random-effects mean of the jobs ``pooled_re`` and τ²;
+  ``pi_low, pi_high``, the 95% prediction interval of another job's value (t on k − 2, k ≥ 3 jobs:
+  the audit's inference is about these jobs and their candidates, the prediction interval about
+  other requisitions); Cochran's Q with its degrees of freedom and p-value and
+  I² = max(0, (Q − df) / Q) (Higgins & Thompson 2002), except for the absolute-valued metrics
+  (:data:`ABSOLUTE_METRICS`: a job's MARC or TPR gap is ≥ 0 and biased upward by its noise, so Q
+  does not test whether the effect differs across jobs). Jobs enter with inverse-variance weights
+  from their bootstrap SE (:func:`runtime.analysis.pooling.random_effects`), over the jobs whose value
+  and SE are defined and SE > 1e-9 (``jobs_in_q``).
 
-Per-job rows carry no p-value: nine metrics times every variant and job would be a multiplicity the
-BH family of ``metrics.csv`` does not cover. No I/O.
+Per-job tests are adjusted as the pooled ones (``analysis.multiplicity``), each job a cell of its
+system's family: with the hierarchical default, level 1 is the score tests of every category x job. No I/O.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from runtime.analysis.classify import interval_status, tier_bounds
-from runtime.analysis.direction import row_leans, side_label
+from runtime.analysis.direction import NO_DIRECTION, REFERENCE_LOSES, row_leans, side_label
 
 BY_JOB_COLUMNS = ("system", "condition", "metric", "variant", "job_id", "n", "value", "ci_low", "ci_high",
-                  "bootstrap_se", "ci_mc_se", "status", "status_operational", "disadvantaged", "pooled_value",
-                  "pooled_status", "flag", "q", "q_df", "q_p", "i2", "jobs_in_q", "notes")
+                  "bootstrap_se", "ci_mc_se", "value_shrunk", "p_value", "p_adj", "status", "status_operational",
+                  "disadvantaged", "pooled_value", "pooled_status", "flag", "pooled_re", "tau2", "pi_low",
+                  "pi_high", "q", "q_df", "q_p", "i2", "jobs_in_q", "notes")
 #: ``job_id`` of the pooled row of each cell.
 ALL_JOBS = "ALL"
+FLAG_EXCLUDES = "interval excludes the pooled value: [{low}, {high}] in this job, {pooled} pooled"
 FLAG_CROSSES = "crosses threshold: {status} in this job, {pooled} pooled"
 FLAG_OPPOSITE = "opposite sign: the {side} loses in this job, the {pooled_side} pooled"
-#: Decisive statuses: a job crosses when its interval puts it on the other side of the PASS band than
-#: the pooled status (an INCONCLUSIVE job is a lack of evidence, not a crossing).
-_DECISIVE = ("PASS", "FAIL")
-_STATUSES = ("PASS", "INCONCLUSIVE", "FAIL")
+#: A job crosses when its interval puts it on the other side of the PASS band than the pooled interval:
+#: FAIL against PASS or PASS against FAIL (an INCONCLUSIVE side is a lack of evidence, not a crossing).
+_CROSSING = frozenset({("FAIL", "PASS"), ("PASS", "FAIL")})
+#: Metrics whose value is an absolute value (≥ 0 whatever the direction of the effect): no Q test.
+ABSOLUTE_METRICS = frozenset({"marc", "equal_opportunity_gap", "equalized_odds_gap"})
+NOTE_NO_Q = "no Q test: an absolute-valued metric is >= 0 and biased up by its noise in every job"
 
 #: z of a 95% interval: the SE of a cell without a bootstrap distribution (a Wilson interval) is its
 #: interval's half-width / 1.96.
@@ -54,7 +72,9 @@ _SE_FLOOR = 1e-9
 def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.DataFrame,
               pooled_leans: np.ndarray, *, reference: str,
               thresholds: Mapping[str, Mapping[str, Mapping[str, float]]],
-              levels: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
+              levels: Mapping[str, Mapping[str, str]] | None = None,
+              evidence: Callable[[pd.DataFrame, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+              ) -> pd.DataFrame:
     """``metrics_by_job.csv`` from the per-job cells and the pooled metrics frame.
 
     Parameters
@@ -62,25 +82,34 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
     rows : list of dict
         One per job cell, with keys ``system, condition, metric, variant, job_id, n, value, ci_low,
         ci_high, bootstrap_se, notes`` (and ``ci_mc_se``, the Monte Carlo SE of the job interval's ends,
-        issue 39 §3; per-job cells are not redrawn: they describe, the pooled rows decide).
+        issue 39 §3; per-job cells are not redrawn) and, for ``evidence``, ``p_value, p_adj, direction``.
     leans : numpy.ndarray
         Each job cell's own signed statistic (``CellResult.diagnostics["lean"]``; nan when none).
     metrics : pandas.DataFrame
         The pooled metrics frame of :func:`runtime.analysis.analyse` (statuses already set).
     pooled_leans : numpy.ndarray
-        The pooled rows' leans, aligned with ``metrics``.
+        The pooled rows' leans, aligned with ``metrics`` (kept for callers; the pooled side read is the
+        ``disadvantaged`` column, established by the pooled evidence rule).
     reference : str
     thresholds : Mapping
         As :func:`runtime.analysis.analyse`.
     levels : Mapping, optional
         Variant id -> {axis: level} (names the disadvantaged side).
+    evidence : callable, optional
+        ``(frame, leans) -> (established, lean)``, the pooled rows' evidence rule
+        (``runtime.analysis._evidence``) applied to the job rows, whose ``condition`` is made
+        ``condition\x1fjob_id`` so each job is a cell of its own. None: a job's side is established by a
+        research-tier FAIL interval only.
 
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`BY_JOB_COLUMNS`: the job rows of each cell in job order, then its ``ALL`` row;
-        ``q``, ``q_df``, ``q_p``, ``i2`` (in [0, 1]) and ``jobs_in_q`` on ``ALL`` rows only, empty when
-        fewer than two jobs have a defined value and a positive SE.
+        Columns :data:`BY_JOB_COLUMNS`: the job rows of each cell in job order, then its ``ALL`` row.
+        ``pooled_re``, ``tau2`` (≥ 0), ``q``, ``q_df``, ``q_p``, ``i2`` (in [0, 1]) and ``jobs_in_q`` on
+        ``ALL`` rows only, empty when fewer than two jobs have a defined value and a positive SE (``q``,
+        ``q_df``, ``q_p``, ``i2`` also empty for :data:`ABSOLUTE_METRICS`); ``pi_low, pi_high`` on ``ALL``
+        rows with at least three such jobs; ``value_shrunk`` on job rows (a job left out of the pooling
+        keeps its value when its SE is ~0, else empty).
     """
     frame = pd.DataFrame(rows)
     if frame.empty:
@@ -97,45 +126,54 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
         frame[column] = [interval_status(lo, hi, metric_id=m, bounds=tier_bounds(thresholds, tier, m))
                          for lo, hi, m in zip(low, high, decides)]
     frame = frame.drop(columns=[c for c in ("decision_on", "decision_low", "decision_high") if c in frame])
+    for c in ("p_value", "p_adj"):
+        if c not in frame:
+            frame[c] = math.nan
     cell = ("system", "condition", "job_id", "variant")
     job_lean = row_leans(frame, leans, reference=reference, by=cell)
-    pooled_lean = row_leans(metrics, pooled_leans, reference=reference)
+    if evidence is not None:
+        keyed = frame.assign(condition=frame["condition"].astype(str) + "\x1f" + frame["job_id"].astype(str))
+        established, ev_lean = evidence(keyed, np.asarray(leans, dtype=float))
+        job_lean = np.where(established, ev_lean, 0.0)
+    else:
+        established = (frame["status"] == "FAIL").to_numpy()
     pooled = {(r.system, r.condition, r.metric, r.variant): (r.value, r.ci_low, r.ci_high, r.status,
-                                                              r.status_operational, lean, r.disadvantaged)
-              for r, lean in zip(metrics.itertuples(), pooled_lean)}
+                                                              r.status_operational, r.disadvantaged)
+              for r in metrics.itertuples()}
     out: list[dict[str, object]] = []
     frame["_lean"] = job_lean
+    frame["_established"] = established
     for (system, condition, metric_id, variant), sub in frame.groupby(
             ["system", "condition", "metric", "variant"], sort=False):
-        p_value, p_low, p_high, p_status, p_status_op, p_lean, p_side = pooled[(system, condition, metric_id, variant)]
+        p_value, p_low, p_high, p_status, p_status_op, p_side = pooled[(system, condition, metric_id, variant)]
         is_ref = variant == reference
-        for r in sub.to_dict("records"):
+        p_named = isinstance(p_side, str) and p_side not in ("", NO_DIRECTION)
+        pool, shrunk = pool_jobs(sub, absolute=metric_id in ABSOLUTE_METRICS)
+        for r, v_shrunk in zip(sub.to_dict("records"), shrunk):
             flags = []
-            if r["status"] in _DECISIVE and p_status in _STATUSES and r["status"] != p_status:
+            lo, hi = float(r["ci_low"]), float(r["ci_high"])
+            if (math.isfinite(lo) and math.isfinite(hi) and hi - lo > _SE_FLOOR and math.isfinite(p_value)
+                    and (p_value < lo or p_value > hi)):
+                flags.append(FLAG_EXCLUDES.format(low=f"{lo:.4g}", high=f"{hi:.4g}", pooled=f"{p_value:.4g}"))
+            if (r["status"], p_status) in _CROSSING:
                 flags.append(FLAG_CROSSES.format(status=r["status"], pooled=p_status))
-            named = not is_ref and r["_lean"] != 0 and _job_established(r)
-            if named and r["_lean"] * p_lean < 0:
+            named = not is_ref and r["_lean"] != 0 and bool(r["_established"])
+            side = side_label(r["_lean"], variant, reference, levels) if named else ""
+            if named and p_named and side != p_side:  # both established, one names the reference
                 flags.append(FLAG_OPPOSITE.format(side="variant" if r["_lean"] > 0 else "reference",
-                                                  pooled_side="variant" if p_lean > 0 else "reference"))
-            r.update(pooled_value=p_value, pooled_status=p_status, flag="; ".join(flags),
-                     disadvantaged=side_label(r["_lean"], variant, reference, levels) if named else "")
+                                                  pooled_side="reference" if p_side == REFERENCE_LOSES else "variant"))
+            if not side and not is_ref and {r["status"], r["status_operational"]} & {"FAIL", "INCONCLUSIVE"}:
+                side = NO_DIRECTION
+            r.update(pooled_value=p_value, pooled_status=p_status, flag="; ".join(flags), disadvantaged=side,
+                     value_shrunk=v_shrunk)
             out.append(r)
         out.append({"system": system, "condition": condition, "metric": metric_id, "variant": variant,
                     "job_id": ALL_JOBS, "n": int(sub["n"].sum()), "value": p_value, "ci_low": p_low,
                     "ci_high": p_high, "status": p_status, "status_operational": p_status_op,
                     "pooled_value": p_value, "pooled_status": p_status,
-                    "disadvantaged": p_side,
-                    "flag": "", "notes": "", **heterogeneity(sub)})
+                    "disadvantaged": p_side, "flag": "", **pool})
     result = pd.DataFrame(out).reindex(columns=list(BY_JOB_COLUMNS))
     return result.astype({"n": "Int64", "q_df": "Int64", "jobs_in_q": "Int64"})
-
-
-def _job_established(r: Mapping[str, object]) -> bool:
-    """Whether a job row's own evidence establishes a side (issue 29 §3; per-job rows have no test): its
-    interval lies wholly outside the PASS band (research-tier FAIL). An interval merely excluding no
-    effect is not enough: a system's per-job rows are many unadjusted intervals (45 score shifts for 9
-    categories x 5 jobs), and one in twenty excludes 0 under a null."""
-    return r["status"] == "FAIL"
 
 
 def job_se(ci_low: float, ci_high: float, bootstrap_se: float) -> float:
@@ -147,26 +185,50 @@ def job_se(ci_low: float, ci_high: float, bootstrap_se: float) -> float:
     return math.nan
 
 
-def heterogeneity(sub: pd.DataFrame) -> dict[str, float]:
-    """Cochran's Q (df = jobs − 1), its chi-square p-value and I² across the jobs of one cell.
+def _job_se(sub: pd.DataFrame) -> np.ndarray:
+    return np.array([job_se(lo, hi, b) for lo, hi, b in
+                     zip(sub["ci_low"].astype(float), sub["ci_high"].astype(float), sub["bootstrap_se"].astype(float))])
+
+
+def pool_jobs(sub: pd.DataFrame, *, absolute: bool = False) -> tuple[dict[str, object], np.ndarray]:
+    """The ``ALL`` row's pooling fields of one cell, and each job's empirical-Bayes value.
 
     Jobs enter with inverse-variance weights ``1 / SE²`` (:func:`job_se`); a job whose value or SE is
-    undefined, or whose SE is at most 1e-9 (a value every resample repeats), is left out (``jobs_in_q`` counts
-    those kept). Fewer than two: every field empty.
+    undefined, or whose SE is at most 1e-9 (a value every resample repeats), is left out (``jobs_in_q``
+    counts those kept). Two or more: :func:`runtime.analysis.pooling.random_effects` (DerSimonian–Laird
+    τ², HKSJ SE, prediction interval on k − 2 df from three jobs). ``absolute``: Q, its df, p and I² are
+    left empty (:data:`ABSOLUTE_METRICS`), with a note.
+
+    Returns
+    -------
+    (dict, numpy.ndarray)
+        Keys ``pooled_re, tau2, pi_low, pi_high, q, q_df, q_p, i2, jobs_in_q, notes``; and ``value_shrunk``
+        per row of ``sub`` (a left-out job keeps its value when its SE is ≤ 1e-9 and is nan otherwise;
+        every value is its own when fewer than two jobs are kept).
     """
-    from scipy import stats as sps
-    from statsmodels.stats.meta_analysis import combine_effects
+    from runtime.analysis.pooling import random_effects
 
     value = sub["value"].to_numpy(dtype=float)
-    se = np.array([job_se(lo, hi, b) for lo, hi, b in
-                   zip(sub["ci_low"].astype(float), sub["ci_high"].astype(float), sub["bootstrap_se"].astype(float))])
+    se = _job_se(sub)
     keep = np.isfinite(value) & np.isfinite(se) & (se > _SE_FLOOR)
-    empty = {"q": math.nan, "q_df": pd.NA, "q_p": math.nan, "i2": math.nan, "jobs_in_q": int(keep.sum())}
+    fields: dict[str, object] = {"pooled_re": math.nan, "tau2": math.nan, "pi_low": math.nan, "pi_high": math.nan,
+                                 "q": math.nan, "q_df": pd.NA, "q_p": math.nan, "i2": math.nan,
+                                 "jobs_in_q": int(keep.sum()), "notes": NOTE_NO_Q if absolute else ""}
+    degenerate = np.isfinite(value) & np.isfinite(se) & (se <= _SE_FLOOR)
     if keep.sum() < 2:
-        return empty
-    with warnings.catch_warnings():  # its random-effects fields (unused) warn when Q < df
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = combine_effects(value[keep], se[keep] ** 2, method_re="dl", use_t=False)
-    q, df = float(res.q), int(keep.sum()) - 1
-    return {"q": q, "q_df": df, "q_p": float(sps.chi2.sf(q, df)), "i2": max(0.0, (q - df) / q) if q > 0 else 0.0,
-            "jobs_in_q": int(keep.sum())}
+        return fields, np.where(np.isfinite(value), value, np.nan)
+    re = random_effects(value[keep], se[keep] ** 2)
+    fields.update(pooled_re=re.mean, tau2=re.tau2, pi_low=re.pi_low, pi_high=re.pi_high)
+    if not absolute:
+        fields.update(q=re.q, q_df=re.q_df, q_p=re.q_p, i2=re.i2)
+    shrunk = np.full(len(value), np.nan)
+    shrunk[keep] = re.shrink(value[keep], se[keep] ** 2)
+    shrunk[degenerate] = value[degenerate]
+    return fields, shrunk
+
+
+def heterogeneity(sub: pd.DataFrame) -> dict[str, float]:
+    """Cochran's Q (df = jobs − 1), its chi-square p-value and I² across the jobs of one cell
+    (the Q fields of :func:`pool_jobs`)."""
+    fields, _ = pool_jobs(sub)
+    return {k: fields[k] for k in ("q", "q_df", "q_p", "i2", "jobs_in_q")}

@@ -155,6 +155,25 @@ def slug_anchor(*parts: Any) -> str:
     return slug(*parts)
 
 
+#: Page 1's statement of what the audit's inference is about (issue 39 §5).
+INFERENCE_SCOPE = ("Inference scope: these {n} jobs and their candidates; other requisitions: see the prediction "
+                   "intervals (metrics_by_job.csv, rows ALL, pi_low and pi_high).")
+#: ... when there are too few jobs for a prediction interval (t on k − 2).
+INFERENCE_SCOPE_FEW = ("Inference scope: {these} and {their} candidates; other requisitions: not covered (a prediction "
+                       "interval needs at least 3 jobs).")
+
+
+def inference_scope(paired: pd.DataFrame) -> str:
+    """Page 1's inference-scope sentence (issue 39 §5): every interval of the audit resamples the
+    candidates of the jobs it ran (the jobs are fixed), so its statuses speak for these jobs; another
+    requisition's value is what the prediction intervals of the ``ALL`` rows of ``metrics_by_job.csv``
+    (τ² between jobs, t on k − 2) are about."""
+    n = int(paired["job_id"].nunique()) if paired is not None and "job_id" in paired else 0
+    if n >= 3:
+        return INFERENCE_SCOPE.format(n=n)
+    return INFERENCE_SCOPE_FEW.format(these="this job" if n == 1 else f"these {n} jobs", their="its" if n == 1 else "their")
+
+
 def composite_note(risk: pd.DataFrame) -> list[str]:
     """The composite risk score as a number with what it averages over (issue 31 §6); its band word stays
     in the risk section (page 1 never reads "low risk" beside a FAIL)."""
@@ -209,7 +228,8 @@ class MetricSuite(AuditFamily):
             pooled = by_job[(by_job["job_id"] == "ALL") & (by_job["variant"] != ref)]
             q_p = pd.to_numeric(pooled["q_p"], errors="coerce")
             summary.append(f"per job       {int((jobs['flag'].fillna('') != '').sum())} job values flagged "
-                           f"(threshold crossed or opposite sign), {int((q_p < 0.05).sum())} of "
+                           f"(interval excludes the pooled value, threshold crossed or opposite sign), "
+                           f"{int((q_p < 0.05).sum())} of "
                            f"{int(q_p.notna().sum())} cells heterogeneous across jobs (metrics_by_job.csv)")
         tables = {"metrics": result.metrics, "metrics_by_job": result.by_job, "headline": result.headline,
                   "risk": result.risk, "drift": result.drift}
@@ -224,7 +244,8 @@ class MetricSuite(AuditFamily):
                                    threshold=st.threshold is not None)
         return FamilyResult(tables=tables,
                             status=metric_status(result.metrics), summary=summary,
-                            data={"result": result}, findings=findings, findings_notes=composite_note(result.risk))
+                            data={"result": result}, findings=findings,
+                            findings_notes=[*composite_note(result.risk), inference_scope(ctx.paired)])
 
     def sections(self, ctx, result: FamilyResult, meta) -> list:
         from runtime.report import metric_suite_sections

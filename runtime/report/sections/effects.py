@@ -226,6 +226,7 @@ def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
         {"contrast": label(r.contrast), "group": r.group, "units": r.units, "k": fmt_int(r.k_units),
          "pooled": _b(r.pooled), "d": fmt_sig(r.d_re, 3, signed=True),
          "ci": fmt_ci(r.ci_low, r.ci_high, 3, signed=True), "margin": fmt_sig(r.margin, 3),
+         "pi": "" if is_missing(getattr(r, "pi_low", None)) else fmt_ci(r.pi_low, r.pi_high, 3, signed=True),
          "tau2": fmt_sig(r.tau2, 3), "q": fmt_sig(r.q, 3), "q_df": fmt_int(r.q_df),
          "i2": "" if is_missing(r.i2) else f"{100 * float(r.i2):.0f}%",
          "notes": _t(r.notes)} for r in effects.pooling.itertuples()]

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from compiler.catalog import CLASSIFY_SIGNIFICANT_DIGITS, METRICS
+from runtime.analysis.direction import NO_DIRECTION
 from runtime.report.formatting import (fmt_ci, fmt_int, fmt_num, fmt_p, fmt_sig, fmt_text, to_float, with_points,
                                        with_points_ci)
 from runtime.report.sections.metric_suite.common import records, status
@@ -48,6 +49,8 @@ def by_job_context(by_job: pd.DataFrame | None, reference: str, variant_order: l
 
     def why(r: Mapping[str, Any]) -> str:
         parts = []
+        if "interval excludes" in r["flag"]:
+            parts.append("interval")
         if "crosses threshold" in r["flag"]:
             parts.append("threshold")
         if "opposite sign" in r["flag"]:
@@ -56,6 +59,8 @@ def by_job_context(by_job: pd.DataFrame | None, reference: str, variant_order: l
 
     def loses(r: Mapping[str, Any]) -> str:
         d = fmt_text(r.get("disadvantaged"), "")
+        if d == NO_DIRECTION:
+            return "not established"
         return "" if not d else "reference" if d == "reference" else str(r["variant"])
 
     signed = lambda r: r["metric"] == "score_delta"  # noqa: E731
@@ -77,7 +82,9 @@ def by_job_context(by_job: pd.DataFrame | None, reference: str, variant_order: l
         "heterogeneous": [{"system": r["system"], "condition": r["condition"], "metric": label(r["metric"]),
                            "variant": r["variant"], "pooled": fmt_sig(r.get("value"), CLASSIFY_SIGNIFICANT_DIGITS, signed=signed(r)),
                            "status": status(r.get("status")), "q": fmt_num(r.get("q"), 2), "df": fmt_int(r.get("q_df")),
-                           "p": fmt_p(r.get("q_p")), "i2": f"{100 * to_float(r.get('i2')):.0f}%"}
+                           "p": fmt_p(r.get("q_p")), "i2": f"{100 * to_float(r.get('i2')):.0f}%",
+                           "pi": ("" if not math.isfinite(to_float(r.get("pi_low")))
+                                  else fmt_ci(r.get("pi_low"), r.get("pi_high"), signed=signed(r)))}
                           for r in het[:JOB_ROWS_SHOWN]],
         "n_flagged": len(flagged),
         "n_worse": sum(1 for r in flagged if worse(r)),
