@@ -143,12 +143,16 @@ def test_the_local_engine_maps_jobs_in_order_and_counts_them():
 
 
 @pytest.mark.slow
-def test_the_reduced_example_gives_the_result_csvs_of_the_code_before_the_engine(tmp_path):
-    """``specs/example.yaml`` reduced (2 jobs, K = 12, real model, controls, effects, validity): metrics.csv,
-    paired.csv, effects.csv, metrics_by_job.csv and risk.csv byte-identical to the code before issue 40 A."""
-    pytest.importorskip("sentence_transformers")
-    proc = engine_cases.run_reduced(tmp_path, REPO)
-    golden = json.loads(engine_cases.RESULTS_GOLDEN.read_text())
-    assert proc.returncode == golden["exit_code"], proc.stderr[-3000:]
-    (run,) = [p for p in (tmp_path / "out").glob("*/*") if p.is_dir()]
-    assert {"exit_code": proc.returncode, **engine_cases.result_digests(run)} == golden
+@pytest.mark.xdist_group("report")
+def test_the_reduced_example_keeps_the_bytes_of_its_result_csvs(reduced_example):
+    """The shared reduced example (``conftest.reduced_example``: 2 jobs, the real model, controls, effects,
+    validity): metrics.csv, paired.csv, effects.csv, metrics_by_job.csv and risk.csv keep the sha256 of
+    ``tests/golden/engine_results.json``. Recorded when issue 40 A landed, from a run whose code before and
+    after the per-batch contract gave identical bytes (``engine_cases.run_reduced`` at both commits; closing
+    note of stop 49); a methods change re-records it (``UPDATE_GOLDEN=1``) and says so."""
+    import os
+
+    got = engine_cases.result_digests(reduced_example["run_dir"])
+    if os.environ.get("UPDATE_GOLDEN"):
+        engine_cases.RESULTS_GOLDEN.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+    assert got == json.loads(engine_cases.RESULTS_GOLDEN.read_text())
