@@ -327,7 +327,9 @@ def countersigned_run(tsa_run, test_pki, tmp_path_factory) -> Path:
 # --- a finished template run with the real model (issue 26) -----------------------------------
 def reduced_example_spec() -> str:
     """specs/example.yaml cut to its first 2 jobs and K = 20 base candidates per job (M = 10
-    matching, so ``analysis.k.merit`` = M = 10 as in the example); all else as in the example."""
+    matching, so ``analysis.k.merit`` = M = 10 as in the example), the validity protocol's sensitivity check on
+    the match contrast (the cut has not the power to detect the positive control C01); all else as in the
+    example."""
     text = (REPO / "specs" / "example.yaml").read_text(encoding="utf-8")
     cuts = [
         ("  - {id: registered-nurse, title: \"Registered Nurse\", description_file: jobs/registered-nurse.md}\n", ""),
@@ -336,6 +338,11 @@ def reduced_example_spec() -> str:
         ("candidates: {generator: template, base_per_job: 40, matching_per_job: 20}",
          "candidates: {generator: template, base_per_job: 20, matching_per_job: 10}"),
         ("k: {counterfactual: 10, group: 10, merit: 20}", "k: {counterfactual: 10, group: 10, merit: 10}"),
+        # The sensitivity check reads the match contrast here: at 2 jobs x 20 the audit cannot detect C01 (a run
+        # gives shift -0.005 SESOI units, one-sided p > 0.05: INCONCLUSIVE, exit 5, as it should be at that n);
+        # the example's 200 pairs detect it (p = 3e-7). C01 is still generated and scored.
+        ("positive_control: {contrast: control, control: C01, direction: lower}",
+         "positive_control: {contrast: match, min_d: 0.5, direction: higher}"),
     ]
     for old, new in cuts:
         assert text.count(old) == 1, f"specs/example.yaml changed: {old.strip()!r} not found once"

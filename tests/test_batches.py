@@ -28,10 +28,12 @@ def test_the_example_plan_batches_whole_base_candidates():
     assert score_batches(c.resolved) == [(0, 6), (6, 12), (12, 18), (18, 24), (24, 30), (30, 36), (36, 40)]
     tasks = [t for t in _score_tasks(c.plan) if "base_candidates" in t["inputs"]["batch"]]
     assert len(tasks) == 5 * 7  # 5 jobs x 7 batches, one system
-    # its three negative controls (issue 38) are scored in batches of their own: 64 // 3 = 21 bases a batch
+    # its three negative controls (issue 38) are scored in batches of their own: 64 // 3 = 21 bases a batch;
+    # its positive control C01 (issue 39 §6) in batches of its own again: 64 // 1 = 64 >= 40 bases, one a job
     controls = [t for t in _score_tasks(c.plan) if "controls" in t["inputs"]["batch"]]
-    assert [t["inputs"]["batch"]["controls"] for t in controls] == [[0, 21], [21, 40]] * 5
-    assert len(_score_tasks(c.plan)) == 5 * 7 + 5 * 2
+    assert [(t["inputs"]["batch"]["controls"], t["inputs"]["batch"].get("positive", False)) for t in controls] == [
+        ([0, 21], False), ([21, 40], False), ([0, 40], True)] * 5
+    assert len(_score_tasks(c.plan)) == 5 * 7 + 5 * 3  # demographic, placebo (2 a job) and positive (1 a job)
     by_job: dict[str, list] = {}
     for t in tasks:
         by_job.setdefault(t["inputs"]["job"]["id"], []).append(t["inputs"]["batch"])

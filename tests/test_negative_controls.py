@@ -161,19 +161,24 @@ REPO = Path(__file__).resolve().parents[1]
 #: The example's three negative controls (specs/example.yaml, issue 38 §7), so the shared reduced example's too.
 THREE_CONTROLS = "".join(line + "\n" for line in (REPO / "specs" / "example.yaml").read_text(encoding="utf-8").split(
     "\n") if line.startswith("  negative_controls:") or line.startswith("    - {id: P0"))
+#: Its positive control C01 (issue 39 §6): the plain run leaves it out too (the reduced example's sensitivity check
+#: reads the match contrast, so nothing else names it).
+POSITIVE_CONTROL = "".join(line + "\n" for line in (REPO / "specs" / "example.yaml").read_text(
+    encoding="utf-8").split("\n") if line.startswith("  positive_controls:") or line.startswith("    - {id: C01"))
 #: The tables the demographic analysis writes: a spec with controls must leave every byte of them unchanged.
 SAME_BYTES = ("metrics.csv", "metrics_by_job.csv", "risk.csv", "effects.csv", "paired.csv", "resumes.csv")
 
 
 @pytest.fixture(scope="module")
 def runs(reduced_example, tmp_path_factory):
-    """The shared reduced example (2 jobs, K = 20, the real model, the example's three negative controls) and the
-    same spec without its controls, executed once here."""
+    """The shared reduced example (2 jobs, K = 20, the real model, the example's three negative controls and its
+    positive control) and the same spec without any control, executed once here."""
     text = reduced_example_spec()
     assert text.count(THREE_CONTROLS) == 1, "specs/example.yaml's negative controls changed"
     root = tmp_path_factory.mktemp("plain")
     shutil.copytree(REPO / "specs" / "jobs", root / "jobs")
-    (root / "spec.yaml").write_text(text.replace(THREE_CONTROLS, ""), encoding="utf-8")
+    assert text.count(POSITIVE_CONTROL) == 1 and "control: C01" not in text, "the example's positive control changed"
+    (root / "spec.yaml").write_text(text.replace(THREE_CONTROLS, "").replace(POSITIVE_CONTROL, ""), encoding="utf-8")
     for args in (("compile", "spec.yaml"), ("execute", "--unsigned", "spec.yaml", "--quiet")):
         proc = run_cli(*args, cwd=root)
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -200,8 +205,10 @@ def test_controls_leave_the_demographic_tables_and_batches_byte_identical(runs):
     # three controls: 64 // 3 = 21 base candidates per batch, so one placebo batch per job of K = 20
     assert batches(ctl["plan"], "controls") == [("data-analyst", [0, 20]), ("software-developer", [0, 20])]
     assert ctl["plan"]["counts"]["controls"] == 2 * 20 * 3 and "controls" not in plain["plan"]["counts"]
-    # the encoder reads the placebo résumés too: 2 job texts + the demographic résumés + 120 placebo résumés
-    assert ctl["plan"]["counts"]["texts_to_embed"] == plain["plan"]["counts"]["texts_to_embed"] + 120
+    # the encoder reads the control résumés too: 2 job texts + the demographic résumés + 120 placebo résumés
+    # + 40 of the positive control C01 (issue 39 §6)
+    assert ctl["plan"]["counts"]["positive_controls"] == 2 * 20
+    assert ctl["plan"]["counts"]["texts_to_embed"] == plain["plan"]["counts"]["texts_to_embed"] + 120 + 40
     placebo = (ctl["run"] / "control_resumes.csv")
     assert placebo.exists() and not (plain["run"] / "control_resumes.csv").exists()
     import pandas as pd

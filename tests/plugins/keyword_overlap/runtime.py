@@ -7,7 +7,7 @@ import pandas as pd
 
 from runtime.families import AuditFamily, FamilyResult, family
 from runtime.systems import system
-from runtime.systems.base import ScoreRequest, SystemAdapter
+from runtime.systems.base import BatchInput, BatchResult, SystemAdapter
 
 from keyword_overlap import ID, RULE, overlap
 
@@ -25,15 +25,23 @@ class KeywordOverlapAdapter(SystemAdapter):
     """Scores every résumé handed to it: each (job, cv, variant) cell of a correspondence audit, or each
     population profile (variant ``population``), with :func:`keyword_overlap.overlap`."""
 
-    def score(self, request: ScoreRequest) -> pd.DataFrame:
-        resumes = request.resumes
-        if resumes is None:  # validate refuses it first (a text-scoring kind needs a generator)
+    def score_batch(self, batch: BatchInput) -> pd.DataFrame:
+        """``job_id, cv_id, variant, score, is_true_match`` of one plan batch (the per-batch contract, issue 40)."""
+        rows = batch.rows
+        if rows is None:  # validate refuses it first (a text-scoring kind needs a generator)
             raise ValueError(f"system {self.id!r} needs the résumés the tool writes (candidates: in the spec)")
-        scores = [overlap(request.jobs[job] or "", text) for job, text in zip(resumes["job_id"], resumes["text"])]
-        request.info[self.id] = {"rule": RULE, "scored": len(scores), "paired": request.paired}
-        return pd.DataFrame({"job_id": resumes["job_id"].to_numpy(), "cv_id": resumes["cv_id"].to_numpy(),
-                             "variant": resumes["variant"].to_numpy(), "score": np.asarray(scores, dtype=float),
-                             "is_true_match": resumes["is_true_match"].to_numpy()})
+        scores = [overlap(batch.job_text or "", text) for text in rows["text"]]
+        return pd.DataFrame({"job_id": rows["job_id"].to_numpy(), "cv_id": rows["cv_id"].to_numpy(),
+                             "variant": rows["variant"].to_numpy(), "score": np.asarray(scores, dtype=float),
+                             "is_true_match": rows["is_true_match"].to_numpy()})
+
+    def finish(self, results: list[BatchResult]) -> tuple[pd.DataFrame, dict]:
+        """The batches' rows in the request's row order, and what the report's system table shows."""
+        request = self.request
+        keys = ["job_id", "cv_id", "variant"]
+        scored = pd.concat([r.frame for r in results], ignore_index=True)
+        frame = request.resumes[keys].merge(scored, on=keys, how="left", validate="one_to_one")
+        return frame, {"rule": RULE, "scored": len(frame), "paired": request.paired}
 
 
 def spread(frame: pd.DataFrame, ranges: dict[str, tuple[float, float]]) -> pd.DataFrame:
