@@ -91,6 +91,10 @@ TERMS: tuple[Term, ...] = (
     Term("95% CI (confidence interval)", r"95% (CI|interval)|confidence interval",
          "A range of values compatible with the data; intervals built this way contain the true value in about "
          "95% of audits.", "seed 000 §3.4"),
+    Term("Prediction interval", r"[Pp]rediction interval",
+         "Where the value for another job like the audited ones is expected to fall, counting the spread between "
+         "the audited jobs; wider than the confidence interval of their pooled value.",
+         "Higgins, Thompson & Spiegelhalter 2009"),
     Term("PASS, FAIL, INCONCLUSIVE", r"\bINCONCLUSIVE\b",
          "A result's status from its 95% interval and the pre-registered PASS band: PASS when the whole interval "
          "lies inside the band, FAIL when it lies wholly outside, INCONCLUSIVE when it straddles a bound (the "
@@ -134,6 +138,10 @@ TERMS: tuple[Term, ...] = (
          "A variant that changes the reference résumé in a way that should not matter (synonyms, line breaks); how "
          "far it moves the metrics is the system's noise floor, against which the demographic variants are read.",
          "this tool (issue 38)"),
+    Term("Positive control (sensitivity)", r"[Pp]ositive control",
+         "A copy of the reference résumé weakened on purpose (for example a required skill removed); the audit "
+         "must detect that it scores lower at its own number of candidates, which shows it could see a change of "
+         "that kind.", "seed 003 §3.7 (validity protocol)"),
     Term("Self-test (planted bias)", r"[Ss]elf-test|[Pp]lanted",
          "A check that the audit's statistics detect a bias of the declared size when one is added to the data "
          "on purpose.", "seed 003 §3.7 (validity protocol)"),
