@@ -137,7 +137,23 @@ def run_rep(scm: str, tuning: str, n: int, rep: int, seed: int, bootstrap: int, 
         out["oracle"] = {e: {"estimate": float(o_est[e]), "se": float(np.std(o_phi[e], ddof=1) / math.sqrt(n))}
                          for e in EFFECTS}
     out["seconds"] = time.perf_counter() - t0
+    out["env"] = environment()
     return out
+
+
+def environment() -> dict[str, str]:
+    """Where a replication ran: Python and the numerical libraries' versions, the machine's cores. Replications
+    are seeded by (SCM, replication) alone, so runs on different machines add up to one table; the versions say
+    which library numerics each replication rests on (issue 39: part of the n = 1,000 runs ran on a 16-core
+    machine with newer NumPy / scikit-learn)."""
+    import os
+    import platform
+
+    import scipy
+    import sklearn
+    import statsmodels
+    return {"python": platform.python_version(), "numpy": np.__version__, "scipy": scipy.__version__,
+            "sklearn": sklearn.__version__, "statsmodels": statsmodels.__version__, "cpus": str(os.cpu_count())}
 
 
 def _decisions(r: dict, margin: float) -> tuple[dict, dict, str, tuple]:
@@ -205,6 +221,13 @@ def summarise(records: list[dict], truth: dict[str, float], margin: float = MARG
     out["case_without_equivalence"] = int(sum(any(c in d[3] and not all(d[0][t] for t in need[c]) for c in need)
                                               for d in decided))
     out["mean_seconds"] = float(np.mean([r["seconds"] for r in records]))
+    envs: dict[str, int] = {}
+    for r in records:
+        e = r.get("env")
+        key = (f"Python {e['python']}, NumPy {e['numpy']}, scikit-learn {e['sklearn']}, {e['cpus']} cores"
+               if e else "not recorded (before 2026-12-04 17:00)")
+        envs[key] = envs.get(key, 0) + 1
+    out["environments"] = envs
     return out
 
 
@@ -240,7 +263,8 @@ def write_table(summary: dict, setting: str, args, path_md: Path) -> None:
               "- cases (with ≃ 0 read as equivalent): " + ", ".join(f"{c} {100 * v:.1f}%"
                                                                     for c, v in summary["cases_with_eq"].items()),
               f"- replications naming C2, C3 or C4 without the equivalences they need: {summary['case_without_equivalence']}",
-              f"- mean time per replication: {summary['mean_seconds']:.1f} s"]
+              f"- mean time per replication: {summary['mean_seconds']:.1f} s",
+              "- replications by environment: " + "; ".join(f"{k} ({v})" for k, v in summary.get("environments", {}).items())]
     path_md.write_text("\n".join(lines) + "\n")
 
 
