@@ -219,3 +219,30 @@ def test_analyse_redraws_exactly_the_cell_near_a_bound(sim_frame):
     # the redraw's generator derives from the spec's seed: the same bytes again
     near = _thresholds("marc", float(row["ci_high"] + 1.5 * row["ci_mc_se"]))
     assert _analyse(sim_frame, near).equals(_analyse(sim_frame, near))
+
+
+def _by_job(frame, thresholds):
+    return analyse(frame, reference="BASE", k=K, alpha=0.05, n_bootstrap=200, seed=7, thresholds=thresholds,
+                   score_range={"sim": SCORE_RANGE}, ranking="swap_in", per_job=True).by_job
+
+
+def test_a_job_cell_near_a_bound_is_redrawn_as_a_pooled_one(sim_frame):
+    """Methods 12: a job row's status decides its ``crosses threshold`` flag, so a job cell whose interval end lies
+    within 2 ci_mc_se of a PASS-band bound is redrawn as a pooled cell is; a bound 2.5 ci_mc_se away leaves it."""
+    base = _by_job(sim_frame, catalog.default_thresholds())
+    jobs = base[(base["job_id"] != "ALL") & (base["variant"] != "BASE")]
+    # at B = 200 a job's Monte Carlo SE is large: 4 of its 4 MARC cells lie near the default band and are redrawn
+    assert jobs.loc[jobs["metric"] == "marc", "notes"].str.contains("redrawn").all()
+    delta = jobs[(jobs["metric"] == "score_delta") & ~jobs["notes"].str.contains("redrawn") & (jobs["ci_mc_se"] > 0)]
+    row = delta.iloc[0]
+    pick = (base["metric"] == "score_delta") & (base["variant"] == row["variant"]) & (base["job_id"] == row["job_id"])
+    for gap, redrawn in ((1.5, True), (2.5, False)):
+        bound = float(max(abs(row["ci_low"]), abs(row["ci_high"])) + gap * row["ci_mc_se"])
+        got = _by_job(sim_frame, _thresholds("score_delta", bound))
+        mine = got[pick].iloc[0]
+        assert ("redrawn with 2000 bootstrap resamples" in mine["notes"]) is redrawn
+        assert bool(mine["ci_low"] != row["ci_low"]) is redrawn
+        # the redraw reads its own generator (stream job, <job>, redraw): the same value, other resamples
+        assert mine["value"] == row["value"]
+    near = _thresholds("marc", float(row["ci_high"] + 1.5 * row["ci_mc_se"]))
+    assert _by_job(sim_frame, near).equals(_by_job(sim_frame, near))

@@ -417,16 +417,9 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
         job_names = [str(cohort.job_ids[cohort.job == code][0]) for code in range(cohort.n_jobs)]
         for variant in cohort.variants:
             pairing = _pairing(cohort, variant, k=kk, n_bootstrap=int(n_bootstrap), seed=seed)
-            redraw: Pairing | None = None
+            cell = _CellDraws(pairing, thresholds)
             for metric_id in metric_ids():
-                res, se = _compute(metric_id, pairing)
-                used = pairing
-                if near_band(res, metric_id, thresholds):
-                    redraw = redraw or redraw_pairing(pairing)
-                    res, se = _compute(metric_id, redraw)
-                    res = replace(res, notes=[*res.notes, NOTE_REDRAWN.format(b=redraw.n_bootstrap,
-                                                                              b0=pairing.n_bootstrap)])
-                    used = redraw
+                res, se, used = cell.compute(metric_id)
                 row = _row(used, metric_id, res)
                 row["bootstrap_se"] = se
                 # resamples behind the interval the row shows or decides on (its own, or the selection ratio's,
@@ -440,9 +433,9 @@ def analyse(paired: pd.DataFrame, *, reference: str, k: Mapping[str, int], alpha
             if not per_job:
                 continue
             for code, job_id in enumerate(job_names):
-                sub = pairing.restrict(code, job_id)
+                job_cell = _CellDraws(pairing.restrict(code, job_id), thresholds)
                 for metric_id in metric_ids():
-                    res, se = _compute(metric_id, sub)
+                    res, se, sub = job_cell.compute(metric_id)
                     tested = _row(sub, metric_id, res)  # the job's test, as a pooled row carries it
                     job_rows.append({"system": sub.system, "condition": sub.condition, "metric": metric_id,
                                      "variant": variant, "job_id": job_id, "n": sub.n,
@@ -489,6 +482,28 @@ REDRAW_WITHIN_MC_SE = 2.0
 #: Note of a redrawn row.
 NOTE_REDRAWN = ("redrawn with {b} bootstrap resamples (stream 'redraw'): with {b0} an end of the interval its status "
                 "reads lay within 2 Monte Carlo SEs (ci_mc_se) of a PASS-band bound")
+
+
+class _CellDraws:
+    """One cell's bootstrap, drawn again once for every metric whose status could turn on its Monte Carlo
+    error (:func:`near_band`, issue 39 §3): the pooled cells of ``metrics.csv`` and, since methods 12, the job
+    cells of ``metrics_by_job.csv`` alike (a job's status decides its ``crosses threshold`` flag)."""
+
+    def __init__(self, pairing: Pairing, thresholds: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
+        self.pairing, self.thresholds = pairing, thresholds
+        self.redraw: Pairing | None = None
+
+    def compute(self, metric_id: str) -> tuple[CellResult, float, Pairing]:
+        """``(result, bootstrap SE, the pairing it was computed on)``; a redrawn result carries
+        :data:`NOTE_REDRAWN`."""
+        res, se = _compute(metric_id, self.pairing)
+        if not near_band(res, metric_id, self.thresholds):
+            return res, se, self.pairing
+        self.redraw = self.redraw or redraw_pairing(self.pairing)
+        res, se = _compute(metric_id, self.redraw)
+        res = replace(res, notes=[*res.notes, NOTE_REDRAWN.format(b=self.redraw.n_bootstrap,
+                                                                  b0=self.pairing.n_bootstrap)])
+        return res, se, self.redraw
 
 
 def redraw_pairing(pairing: Pairing) -> Pairing:

@@ -82,7 +82,7 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
     rows : list of dict
         One per job cell, with keys ``system, condition, metric, variant, job_id, n, value, ci_low,
         ci_high, bootstrap_se, notes`` (and ``ci_mc_se``, the Monte Carlo SE of the job interval's ends,
-        issue 39 §3; per-job cells are not redrawn) and, for ``evidence``, ``p_value, p_adj, direction``.
+        issue 39 §3; a job cell near a PASS-band bound is redrawn as a pooled one, since methods 12) and, for ``evidence``, ``p_value, p_adj, direction``.
     leans : numpy.ndarray
         Each job cell's own signed statistic (``CellResult.diagnostics["lean"]``; nan when none).
     metrics : pandas.DataFrame
