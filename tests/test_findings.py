@@ -19,7 +19,7 @@ from conftest import run_cli
 from runtime.families.causal import causal_findings
 from runtime.families.metric_suite import composite_note, metric_findings, selection_text
 from runtime.report.render import _environment
-from runtime.report.sections.findings import MAX_FINDINGS, findings_section
+from runtime.report.sections.findings import MAX_FINDINGS, finding_line, findings_section
 
 LEVELS = {"BASE": {"origin": "FR"}, "V01": {"origin": "NA"}, "V02": {"origin": "SSA"}, "V03": {"origin": "EA"}}
 
@@ -58,29 +58,37 @@ def test_each_line_says_who_loses_how_much_and_in_selection_terms():
     assert [(f.metric, f.variant) for f in found] == [("score_delta", "V01"), ("score_delta", "V02"),
                                                        ("retention_rate", "V01"), ("impact_ratio", "V01")]
     lines = s.context["lines"]
-    # worst first: the two FAILs (score loss 0.042 each), then the INCONCLUSIVE with a named loser, then V02
-    assert [(x["status"], x["metric"].split(" ")[0]) for x in lines] == [
-        ("FAIL", "Score"), ("FAIL", "Retention"), ("INCONCLUSIVE", "Retention"), ("INCONCLUSIVE", "Score")]
+    # one line per variant (issue 39, a regulator's read: V01's four rows read one effect): V01's worst row
+    # leads (FAIL, the score loss 0.042), its other flagged rows follow in "also"; then V02
+    assert [(x["status"], x["metric"].split(" ")[0]) for x in lines] == [("FAIL", "Score"), ("INCONCLUSIVE", "Score")]
     first = lines[0]
     assert first["who"] == "NA (North African name) loses" and first["disadvantaged"] == "NA"
     assert first["loss"] == "V01's mean score −4.2 points on 0–100 against BASE"
     assert first["metric"] == "Score delta −0.04200, 95% CI [−0.06000, −0.03000]"
+    assert first["also"] == ("Retention ratio 0.6000 [0.4000, 0.7000] FAIL, "
+                             "Retention rate 0.7000 [0.5000, 0.8500] INCONCLUSIVE")
     assert first["where"] == "system vendor, variant V01 (origin=NA (North African name)) against BASE"
     assert first["anchor"] == "m-vendor-default-score_delta"
-    # the impact ratio pooled over 2 jobs, the retention in one job: "7 of the reference's top-10 stay"
-    assert lines[1]["selection"] == "12 of the reference's 20 top-10 places stay (2 jobs)"
-    assert lines[2]["selection"] == "7 of the reference's top-10 stay"
-    assert lines[3]["who"] == "V02: direction not established"
-    assert lines[3]["loss"] == "V02's mean score −1 points on 0–100 against BASE"
-    assert "origin=SSA (Sub-Saharan African name)" in lines[3]["where"]
-    assert s.context["counts"] == "2 FAIL, 2 INCONCLUSIVE" and s.context["more"] == 0
+    # each finding keeps its selection terms (the impact ratio pooled over 2 jobs, the retention in one job)
+    by_metric = {f.metric: finding_line(f) for f in found if f.variant == "V01"}
+    assert by_metric["impact_ratio"]["selection"] == "12 of the reference's 20 top-10 places stay (2 jobs)"
+    assert by_metric["retention_rate"]["selection"] == "7 of the reference's top-10 stay"
+    assert lines[1]["who"] == "V02: direction not established" and lines[1]["also"] == ""
+    assert lines[1]["loss"] == "V02's mean score −1 points on 0–100 against BASE"
+    assert "origin=SSA (Sub-Saharan African name)" in lines[1]["where"]
+    assert s.context["counts"] == "2 FAIL, 2 INCONCLUSIVE" and s.context["more"] == 0 and s.context["groups"] == 2
+    html = _environment().get_template("_findings.html.j2").render(section=s.context, core={})
+    assert "2 FAIL, 2 INCONCLUSIVE (research tier, decided on the 95% intervals) on 2 variants or units" in html
+    assert html.count("<li>") == 2 and "; also Retention ratio 0.6000 [0.4000, 0.7000] FAIL, Retention rate" in html
     assert s.order == -120 and not s.toc
 
 
 def test_under_a_threshold_both_selection_rates():
-    _, s = sect(metrics(), threshold=True)
-    # selection_ratio row of V01: reference selects 10 of 40; the variant 10 - 4 + 1 = 7 of 40
-    assert s.context["lines"][1]["selection"] == "selected: reference 10 of 40 (25%), variant 7 of 40 (18%)"
+    found, _ = sect(metrics(), threshold=True)
+    # the impact ratio row of V01 reads the selection ratio's in/out table: reference selects 10 of 40; the
+    # variant 10 - 4 + 1 = 7 of 40
+    impact = next(f for f in found if f.metric == "impact_ratio")
+    assert finding_line(impact)["selection"] == "selected: reference 10 of 40 (25%), variant 7 of 40 (18%)"
     assert selection_text({"metric": "score_delta"}, None, threshold=True) == ""
     assert selection_text({"metric": "flip_rate", "k": 5, "n_in_out": 3, "n_out_in": 0}, None,
                           threshold=False) == "3 leave the reference's top-5 and 0 enter"
@@ -105,7 +113,7 @@ def test_at_most_eight_then_how_many_more():
     # worst first: the largest loss (V11, 0.21) leads
     assert [x["disadvantaged"] for x in s.context["lines"]][:3] == ["L11", "L10", "L9"]
     html = _environment().get_template("_findings.html.j2").render(section=s.context, core={})
-    assert "… and 3 more findings" in html
+    assert "… and 3 more lines (variants or units with findings)" in html
     empty = findings_section([])
     assert empty.context["none"].startswith("No finding")
 

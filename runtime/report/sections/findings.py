@@ -3,8 +3,11 @@
 :func:`findings_section` turns the families' :class:`~runtime.families.base.Finding` records (the metric
 suite's FAIL and INCONCLUSIVE rows of ``metrics.csv``, the causal family's FAIL and INVESTIGATE units of
 ``causal.csv``) into the plain data of ``_findings.html.j2``: each line says who loses, how much on the
-system's score scale and, where a selection metric flags it, in selection terms; at most
-:data:`MAX_FINDINGS` lines, then how many more. The composite risk score follows as a number with what
+system's score scale and, where a selection metric flags it, in selection terms. One line per
+system × condition × variant (:func:`bundle`): the flip rate, the retention rate, the impact ratio and the
+selection ratio of a variant read one in/out table (one McNemar test), so a line leads with the variant's worst
+metric and lists its other flagged metrics after it, rather than repeating the variant once per metric; at
+most :data:`MAX_FINDINGS` lines, then how many more. The composite risk score follows as a number with what
 it averages over; its band word stays in the risk section, so a run with a FAIL never reads "low risk"
 on page 1.
 """
@@ -94,6 +97,36 @@ def finding_line(f: Any, *, label: Callable[[Any], str] = fmt_text, reference: s
             "note": getattr(f, "note", "")}
 
 
+def bundle(findings: Iterable[Any]) -> list[list[Any]]:
+    """The findings grouped by what they are about, worst group first.
+
+    A metric-suite finding is about a system × condition × variant: its metrics (a score delta, and the flip
+    rate, retention rate, impact ratio and selection ratio of one in/out table) describe one effect. A causal
+    finding is about its unit alone.
+
+    Returns
+    -------
+    list of list of Finding
+        Each group sorted worst first (:func:`sort_key`), the groups ordered by their first (worst) finding.
+    """
+    groups: dict[tuple, list[Any]] = {}
+    for i, f in enumerate(findings):
+        key = (f.family, f.system, f.condition, f.variant) if f.family != "causal" else ("causal", i)
+        groups.setdefault(key, []).append(f)
+    ranked = [sorted(g, key=sort_key) for g in groups.values()]
+    return sorted(ranked, key=lambda g: sort_key(g[0]))
+
+
+def also_text(rest: Iterable[Any]) -> str:
+    """The other flagged metrics of a line's variant: "Flip rate 0.1250 [0.0861, 0.1780] INCONCLUSIVE, …"."""
+    parts = []
+    for f in rest:
+        delta = f.metric == "score_delta"
+        parts.append(f"{METRIC_SHORT.get(f.metric, f.metric)} {fmt_sig(f.value, 4, signed=delta)} "
+                     f"{fmt_ci(f.ci_low, f.ci_high, 4, signed=delta)} {f.status}")
+    return ", ".join(parts)
+
+
 def findings_section(findings: Iterable[Any], notes: Iterable[str] = (), *,
                      label: Callable[[Any], str] = fmt_text, reference: str = "the reference") -> Section:
     """The ``findings`` front-matter section (``ORDER["findings"]``, under the header).
@@ -113,17 +146,20 @@ def findings_section(findings: Iterable[Any], notes: Iterable[str] = (), *,
     Returns
     -------
     Section
-        Context ``lines`` (at most :data:`MAX_FINDINGS`, worst first: :func:`sort_key`), ``more`` (how
-        many are left out), ``counts`` ("3 FAIL, 3 INCONCLUSIVE"), ``notes``, ``none`` (the sentence for a
-        run without findings, or empty).
+        Context ``lines`` (one per group of :func:`bundle`, at most :data:`MAX_FINDINGS`, worst first:
+        :func:`sort_key`; each line is its group's worst finding, :func:`finding_line`, with ``also``, the
+        group's other findings, :func:`also_text`), ``more`` (how many lines are left out), ``counts`` ("3
+        FAIL, 3 INCONCLUSIVE": findings, i.e. metric × variant statuses), ``groups`` (how many lines in all),
+        ``notes``, ``none`` (the sentence for a run without findings, or empty).
     """
-    ranked = sorted(findings, key=sort_key)
+    groups = bundle(findings)
     counts: dict[str, int] = {}
-    for f in ranked:
+    for f in sorted((f for g in groups for f in g), key=lambda f: STATUS_RANK.get(f.status, 2)):
         counts[f.status] = counts.get(f.status, 0) + 1
+    lines = [{**finding_line(g[0], label=label, reference=reference), "also": also_text(g[1:])}
+             for g in groups[:MAX_FINDINGS]]
     return Section(
         id="findings", title="Findings", template="_findings.html.j2", order=ORDER["findings"], toc=False,
-        context={"lines": [finding_line(f, label=label, reference=reference) for f in ranked[:MAX_FINDINGS]],
-                 "more": max(0, len(ranked) - MAX_FINDINGS),
+        context={"lines": lines, "more": max(0, len(groups) - MAX_FINDINGS), "groups": len(groups),
                  "counts": ", ".join(f"{n} {s}" for s, n in counts.items()),
-                 "notes": list(notes), "none": "" if ranked else NO_FINDINGS})
+                 "notes": list(notes), "none": "" if groups else NO_FINDINGS})
