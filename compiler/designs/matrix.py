@@ -67,6 +67,41 @@ MSG_CONTROL_SCORE_FILE_DESCRIPTION = ("negative control {id!r} needs a descripti
                                       "the reference résumé, 1 to 400 characters")
 
 
+def _control_context(ls: LoadedSpec) -> tuple[list[str], str | None]:
+    """The variant ids a control id must not take, and the candidates' generator (None: a score-file audit)."""
+    try:
+        variant_ids = list(variant_table(ls.spec))
+    except Exception:  # an ill-formed table was reported by the variants' checks
+        variant_ids = list(ls.spec.variants.table) or [ls.spec.variants.reference]
+    cand = ls.spec.candidates
+    return variant_ids, (None if cand is None else getattr(cand, "generator", "template"))
+
+
+def _control_id_issues(ls: LoadedSpec, at: tuple, cid: str, seen: set[str],
+                       taken: dict[str, tuple[list[str], str]], repeated: str) -> list[Issue]:
+    """A control id that another kind of id holds (``taken``: kind -> (ids, message), first match reported) or
+    that an earlier control of the same list holds (``repeated``); adds ``cid`` to ``seen``."""
+    out = []
+    clash = next((msg for ids, msg in taken.values() if cid in ids), None)
+    if clash is not None:
+        out.append(ls.issue((*at, "id"), clash))
+    elif cid in seen:
+        out.append(ls.issue((*at, "id"), repeated.format(id=cid)))
+    seen.add(cid)
+    return out
+
+
+def _score_file_control_issues(ls: LoadedSpec, at: tuple, c: Any, msg_perturbation: str,
+                               msg_description: str) -> list[Issue]:
+    """A score-file audit's control: no ``perturbation`` (the vendor wrote the résumés), a ``description``."""
+    out = []
+    if c.perturbation is not None:
+        out.append(ls.issue((*at, "perturbation"), msg_perturbation, key=True))
+    if c.description is None:
+        out.append(ls.issue(at, msg_description.format(id=c.id)))
+    return out
+
+
 def controls_issues(ls: LoadedSpec) -> list[Issue]:
     """Checks of ``variants.negative_controls`` (issue 38 §1): ids are not variant ids and not repeated;
     the template and llm generators need a ``perturbation`` they can make (``regenerate``, the same base
@@ -77,27 +112,18 @@ def controls_issues(ls: LoadedSpec) -> list[Issue]:
     controls = ls.spec.variants.negative_controls
     if not controls:
         return []
-    try:
-        variant_ids = list(variant_table(ls.spec))
-    except Exception:  # an ill-formed table was reported by the variants' checks
-        variant_ids = list(ls.spec.variants.table) or [ls.spec.variants.reference]
-    cand = ls.spec.candidates
-    generator = None if cand is None else getattr(cand, "generator", "template")
+    variant_ids, generator = _control_context(ls)
     allowed = {"template": TEMPLATE_PERTURBATIONS, "llm": LLM_PERTURBATIONS}.get(generator)
     out: list[Issue] = []
     seen: set[str] = set()
     for i, c in enumerate(controls):
         at = ("variants", "negative_controls", i)
-        if c.id in variant_ids:
-            out.append(ls.issue((*at, "id"), MSG_CONTROL_IS_VARIANT.format(id=c.id, variants=", ".join(variant_ids))))
-        elif c.id in seen:
-            out.append(ls.issue((*at, "id"), MSG_CONTROL_REPEATED.format(id=c.id)))
-        seen.add(c.id)
+        out += _control_id_issues(ls, at, c.id, seen, {
+            "variant": (variant_ids, MSG_CONTROL_IS_VARIANT.format(id=c.id, variants=", ".join(variant_ids)))},
+            MSG_CONTROL_REPEATED)
         if generator is None:
-            if c.perturbation is not None:
-                out.append(ls.issue((*at, "perturbation"), MSG_CONTROL_SCORE_FILE_PERTURBATION, key=True))
-            if c.description is None:
-                out.append(ls.issue(at, MSG_CONTROL_SCORE_FILE_DESCRIPTION.format(id=c.id)))
+            out += _score_file_control_issues(ls, at, c, MSG_CONTROL_SCORE_FILE_PERTURBATION,
+                                              MSG_CONTROL_SCORE_FILE_DESCRIPTION)
         elif allowed is not None:
             if c.perturbation is None:
                 out.append(ls.issue(at, MSG_CONTROL_NO_PERTURBATION.format(id=c.id, design=generator,
@@ -134,29 +160,19 @@ def positive_controls_issues(ls: LoadedSpec) -> list[Issue]:
     controls = ls.spec.variants.positive_controls
     if not controls:
         return []
-    try:
-        variant_ids = list(variant_table(ls.spec))
-    except Exception:  # an ill-formed table was reported by the variants' checks
-        variant_ids = list(ls.spec.variants.table) or [ls.spec.variants.reference]
+    variant_ids, generator = _control_context(ls)
     placebos = [c.id for c in ls.spec.variants.negative_controls or ()]
-    cand = ls.spec.candidates
-    generator = None if cand is None else getattr(cand, "generator", "template")
     out: list[Issue] = []
     seen: set[str] = set()
     for i, c in enumerate(controls):
         at = ("variants", "positive_controls", i)
-        if c.id in variant_ids:
-            out.append(ls.issue((*at, "id"), MSG_POSITIVE_IS_VARIANT.format(id=c.id, variants=", ".join(variant_ids))))
-        elif c.id in placebos:
-            out.append(ls.issue((*at, "id"), MSG_POSITIVE_IS_PLACEBO.format(id=c.id, placebos=", ".join(placebos))))
-        elif c.id in seen:
-            out.append(ls.issue((*at, "id"), MSG_POSITIVE_REPEATED.format(id=c.id)))
-        seen.add(c.id)
+        out += _control_id_issues(ls, at, c.id, seen, {
+            "variant": (variant_ids, MSG_POSITIVE_IS_VARIANT.format(id=c.id, variants=", ".join(variant_ids))),
+            "placebo": (placebos, MSG_POSITIVE_IS_PLACEBO.format(id=c.id, placebos=", ".join(placebos)))},
+            MSG_POSITIVE_REPEATED)
         if generator is None:
-            if c.perturbation is not None:
-                out.append(ls.issue((*at, "perturbation"), MSG_POSITIVE_SCORE_FILE_PERTURBATION, key=True))
-            if c.description is None:
-                out.append(ls.issue(at, MSG_POSITIVE_SCORE_FILE_DESCRIPTION.format(id=c.id)))
+            out += _score_file_control_issues(ls, at, c, MSG_POSITIVE_SCORE_FILE_PERTURBATION,
+                                              MSG_POSITIVE_SCORE_FILE_DESCRIPTION)
         elif generator == "template":
             if c.perturbation is None:
                 out.append(ls.issue(at, MSG_POSITIVE_NO_PERTURBATION.format(
