@@ -411,8 +411,29 @@ def publish(rows: list[dict], names: list[str], *, audits: int, ranking: str, pa
     if partial:
         out["partial"] = True
     coverage.MEASURED.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
-    print(f"published {coverage.MEASURED}")
+    print(f"published {coverage.MEASURED}; the README's table:\n\n{ranges_table(out)}")
     return out
+
+
+def ranges_table(published: dict) -> str:
+    """The README's coverage table from a published ``coverage_measured.json``: per metric and job count, the range
+    over the settings, "(approximate)" where it leaves :data:`runtime.analysis.coverage.TARGET`."""
+    jobs = sorted({int(j) for per in published["metrics"].values() for j in per})
+    lines = ["| metric | " + " | ".join(f"{j} jobs" for j in jobs) + " |", "|---|" + "---|" * len(jobs)]
+    for metric in catalog.METRICS:
+        per = published["metrics"].get(metric)
+        if not per:
+            continue
+        cells = []
+        for j in jobs:
+            if str(j) not in per:
+                cells.append("")
+                continue
+            lo, hi = per[str(j)]
+            out = not (coverage.TARGET[0] <= lo and hi <= coverage.TARGET[1])
+            cells.append(f"{100 * lo:.1f}–{100 * hi:.1f}%" + (" (approximate)" if out else ""))
+        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def plan(root: Path, names: list[str], *, audits: int, truth: int, chunk: int) -> list[tuple]:

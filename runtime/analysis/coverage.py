@@ -1,17 +1,22 @@
 """Measured coverage of the 95% intervals of ``metrics.csv``, shipped with the code (issue 12).
 
 ``bench/coverage_counterfactual.py --publish`` writes ``coverage_measured.json`` next to this module:
-per metric and simulated number of jobs (2, 5, 20), the lowest and highest coverage over the
-bench's settings (ties / no ties, planted effects 0, 1 and 3 SE, the demoted and the null variant;
-1,000 audits each), leaving out the reference compared with itself, whose interval is a point.
+per metric and simulated number of jobs, the lowest and highest coverage of its ``ci_low``/``ci_high`` over the
+bench's settings at that job count (``settings``: 2, 5 and 20 jobs x ties / no ties x planted effects of 0, 1 and
+3 SE; 50 jobs, no ties, null; and at 5 jobs the two ``example-*`` settings, which resample the committed example's
+candidates), the demoted and the null variants, leaving out the reference compared with itself, whose interval is
+a point. ``audits``: the simulated audits per setting (``partial``: true when some settings have fewer than the
+bench's target, and ``audits`` is then the fewest a published figure rests on).
 The report states, for every metric, the measured coverage at the simulated job count nearest the
 run's, and calls the interval **approximate** where that range leaves 93-97%. The numbers hold for
-the bench's simulation model (:mod:`runtime.analysis.counterfactual_sim`), not for every system.
+the bench's simulation models (:mod:`runtime.analysis.counterfactual_sim` and the example's resampled
+candidates), not for every system.
 
 A measurement holds for the interval it measured: the file records each metric's interval method
-(``intervals``; absent: the percentile bootstrap, what every bootstrap interval was before methods 11), and a
-metric whose interval has changed since (:data:`INTERVALS`: the log / logit-transformed intervals of the
-ratios, issue 39 §2) is **approximate**, "coverage not yet measured", until the bench is re-run and published.
+(``intervals``; absent: the percentile bootstrap, what every bootstrap interval is in this version, the flip rate's
+Wilson interval included under that name), and a metric whose interval method differs from the one measured
+(:data:`INTERVALS`, empty in this version: methods 11 measured the ratios' logit / log intervals and did not adopt
+them) is **approximate**, "coverage not yet measured", until the bench is re-run and published.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ def measured(metric: str, n_jobs: int | None) -> dict | None:
     -------
     dict or None
         ``{"low", "high"}`` (fractions in [0, 1]), ``"jobs"`` (the simulated job count used),
-        ``"audits"`` (simulated audits per setting) and ``"within"`` (both in :data:`TARGET`); None when
+        ``"audits"`` (simulated audits per setting; with ``"partial"`` true, the fewest a figure rests on) and ``"within"`` (both in :data:`TARGET`); None when
         the metric or the job count is unknown, or nothing was measured within a factor :data:`NEAR` of
         ``n_jobs``. ``{"unmeasured": method}`` (no ``"within"``) when the file measured another interval
         method than the metric's :func:`interval_method` (``method``: the one it measured).
@@ -77,7 +82,7 @@ def measured(metric: str, n_jobs: int | None) -> dict | None:
         return None
     low, high = per_jobs[str(jobs)]
     return {"low": low, "high": high, "jobs": jobs, "audits": table.get("audits"),
-            "within": TARGET[0] <= low and high <= TARGET[1]}
+            "partial": bool(table.get("partial")), "within": TARGET[0] <= low and high <= TARGET[1]}
 
 
 def statement(metric: str, n_jobs: int | None) -> str:
@@ -91,6 +96,8 @@ def statement(metric: str, n_jobs: int | None) -> str:
             else f"{100 * m['low']:.1f}–{100 * m['high']:.1f}%")
     where = f"in {m['audits']:,} simulated audits per setting with {m['jobs']} jobs" if m["audits"] else \
         f"in simulated audits with {m['jobs']} jobs"
+    if m.get("partial"):  # a bench run not complete yet: the fewest audits a figure rests on
+        where = where.replace(f"in {m['audits']:,} ", f"in at least {m['audits']:,} ") + " (partial run)"
     if m["within"]:
         return f"measured coverage {span} {where} (target 93–97%)"
     return f"approximate: measured coverage {span} {where}, outside the 93–97% target"
@@ -99,14 +106,15 @@ def statement(metric: str, n_jobs: int | None) -> str:
 def approximate(metric: str, n_jobs: int | None) -> list[str]:
     """``[note]`` for a row of ``metric`` whose interval is approximate at ``n_jobs`` jobs, else ``[]``.
 
-    Approximate: no measurement near ``n_jobs`` (the selection ratio is not in the bench), :func:`interval_method`
+    Approximate: no measurement near ``n_jobs`` (e.g. a table published before the selection ratio was in the
+    bench, or over 125 jobs: beyond a factor :data:`NEAR` of the largest simulated design), :func:`interval_method`
     differs from the published measurement's, or the measured coverage at the nearest simulated
     job count leaves :data:`TARGET`. Used by the ratio metrics (issue 39 §2: "approximate until measured in
     range"), which write it into ``metrics.csv``'s notes; the report quotes :func:`statement` for every metric.
     """
     m = measured(metric, n_jobs)
     if m is None:
-        return [NOTE_APPROXIMATE.format(why="coverage not measured")]  # e.g. the selection ratio: not in the bench
+        return [NOTE_APPROXIMATE.format(why="coverage not measured")]  # nothing measured near n_jobs
     if "unmeasured" in m:
         return [NOTE_APPROXIMATE.format(why=f"coverage of the {interval_method(metric).replace('_', ' ')} interval "
                                             "not yet measured (bench/coverage_counterfactual.py)")]

@@ -34,7 +34,7 @@ MSG_FEW_BASE = ("fewer than {min} base candidates in job(s) {jobs}: the rank and
                 "tests say little (seed 000 §5)")
 #: A metric measured outside the coverage target (one sentence for all of them).
 MSG_COVERAGE = ("the 95% intervals of {metrics} were measured outside the {lo:.0f}–{hi:.0f}% coverage target in "
-                "simulated audits with {jobs} jobs{nearest} ({audits} per setting, bench/coverage_counterfactual.py): "
+                "simulated audits with {jobs} jobs{nearest} ({audits} per setting{partial}, bench/coverage_counterfactual.py): "
                 "their intervals, and the statuses read from them, are approximate")
 #: Categories under the declared power at the SESOI (one sentence for all of them).
 MSG_POWER = ("the level-1 score test has under {target:.0f}% power at the SESOI (two-sided, level α = {alpha:g}) "
@@ -74,10 +74,13 @@ def coverage_warning(metrics: Iterable[str], n_jobs: int | None) -> str | None:
         return None
     jobs = found[0][1]["jobs"]
     audits = found[0][1]["audits"]
+    partial = found[0][1].get("partial")
     names = ", ".join(f"{m} ({_pct(r['low'])}–{_pct(r['high'])}%)" for m, r in found)
     nearest = "" if jobs == n_jobs else f", the simulated design nearest this audit's {n_jobs} job{'' if n_jobs == 1 else 's'}"
     return MSG_COVERAGE.format(metrics=names, lo=100 * coverage.TARGET[0], hi=100 * coverage.TARGET[1], jobs=jobs,
-                               nearest=nearest, audits=f"{audits:,}" if audits else "the bench's")
+                               nearest=nearest,
+                               audits=(f"at least {audits:,}" if partial else f"{audits:,}") if audits else "the bench's",
+                               partial=", a partial run" if partial else "")
 
 
 def _pct(x: float) -> str:
