@@ -42,7 +42,8 @@ and its size; a chunk saved under other methods or another ``--chunk`` is run ag
 Work is cut into chunks of ``--chunk`` audits (truth chunks: ``TRUTH_CHUNKS`` times as many), each one seeded by
 (setting, phase, chunk) and saved as soon as it ends under ``bench/results/coverage_counterfactual/<setting>/``
 (one gzipped JSON per chunk, values to 7 significant digits; **committed**, so a later checkout resumes where a
-run stopped and re-derives the table). Chunks run in round-robin over the settings (truth chunks first), so a
+run stopped and re-derives the table). The table and ``--publish`` always read every setting's saved chunks, whichever
+settings ``--settings`` ran. Chunks run in round-robin over the settings (truth chunks first), so a
 stopped run leaves every setting about as far along; ``--minutes`` stops dispatching new chunks after that long
 (the running ones finish and are saved). ``--procs`` runs chunks in parallel.
 
@@ -508,7 +509,8 @@ def main() -> int:
                           f"(elapsed {time.time() - start:.0f} s)", flush=True)
             if queue:
                 print(f"stopped after {args.minutes} min: {len(queue)} chunks left; run again to resume", flush=True)
-    rows = summarise(root, names, sizes)
+    rows = summarise(root, list(SETTINGS), sizes)  # the table and --publish read every setting's saved chunks,
+    names = list(SETTINGS)                           # whichever ones --settings ran
     stem = root.name
     (RESULTS / f"{stem}.json").write_text(json.dumps(rows, indent=1))
     header = (f"# Interval coverage, {args.ranking} ranking ({time.strftime('%Y-%m-%d')}; "
