@@ -133,10 +133,10 @@ def _selection(p: Pairing, k: int) -> Selection:
     if p.is_reference:
         return Selection(value=value, low=value, high=value, lean=0.0, lost=lost, gained=gained, selected=selected,
                          mc_se=0.0)
+    cells = [[exact_sum(both), lost], [gained, exact_sum(1 - in_ref - in_var + both)]]
     ci = stats.stratified_bootstrap((in_ref, in_var), _ratio, strata=p.job, value=value,
                                     n_resamples=p.n_bootstrap, rng=p.rng(DECISION), transform=stats.RATIO_TRANSFORMS["selection_ratio"],
-                                    floor=0.5 / selected)
-    cells = [[exact_sum(both), lost], [gained, exact_sum(1 - in_ref - in_var + both)]]
+                                    floor=0.5 / selected, counts=(cells[0][0], cells[0][1], cells[1][0], cells[1][1]))
     pv, test = stats.mcnemar_p(np.rint(np.array(cells)).astype(np.int64))
     return Selection(value=value, low=float(ci.low), high=float(ci.high), p_value=pv, test=test, lean=lean,
                      lost=lost, gained=gained, selected=selected, mc_se=ci.mc_se, notes=list(ci.notes))
