@@ -16,7 +16,9 @@ Work is cut into chunks of ``--chunk`` audits, each simulated from its own seed 
 table is the same whatever ``--procs``; nothing is saved between runs (minutes, not hours) and nothing is
 published. Output: ``bench/results/coverage_ratios_quick.json`` (or ``--out``), one row per setting, method,
 metric and variant, with the coverage, its Monte Carlo SE, the misses above and below the truth and the width.
-The workers import numpy, scipy, pandas and statsmodels only (``runtime.analysis``, no pydantic).
+The script and its workers import numpy, scipy, pandas and statsmodels only (``runtime.analysis`` and
+``compiler.catalog``, without the ``compiler`` package's spec models: no pydantic; ``tests/test_ratio_score_intervals.py``
+checks it).
 
     .venv/bin/python bench/coverage_ratios_quick.py [--jobs 2] [--effects 0 1 3] [--ties no] [--audits 1000]
         [--truth 2000] [--resamples 499] [--methods percentile transformed score] [--procs 2] [--chunk 50]
@@ -29,12 +31,21 @@ import json
 import math
 import sys
 import time
+import types
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+if "compiler" not in sys.modules:
+    # ``runtime.analysis`` needs ``compiler.catalog`` alone; the package's ``__init__`` loads the spec models
+    # (pydantic). An empty package object in its place lets ``from compiler import catalog`` load that one module,
+    # so the workers import numpy, scipy, pandas and statsmodels only (a bare 16-core machine needs no more).
+    _pkg = types.ModuleType("compiler")
+    _pkg.__path__ = [str(ROOT / "compiler")]
+    sys.modules["compiler"] = _pkg
 
 from runtime import seeding  # noqa: E402
 from runtime.analysis import _pairing, stats  # noqa: E402

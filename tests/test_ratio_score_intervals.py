@@ -182,3 +182,25 @@ def test_the_selection_ratio_reads_the_paired_score_on_its_table(cohort, monkeyp
     model = ((1 - value) ** 2 * n11 + n21 + value ** 2 * n12) / 400
     want = stats.paired_ratio_score_interval(kw["table"], deff=statistics.variance(dist.tolist()) / model)
     assert (res.ci_low, res.ci_high) == pytest.approx(want, rel=1e-12)
+
+
+def test_the_quick_bench_imports_numpy_scipy_pandas_statsmodels_only():
+    """``bench/coverage_ratios_quick.py`` runs on a bare many-core machine: its imports (and so its forked workers')
+    reach ``compiler.catalog`` without the compiler package's spec models (pydantic)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = ("import importlib.util, sys\n"
+            "spec = importlib.util.spec_from_file_location('b', 'bench/coverage_ratios_quick.py')\n"
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+            "top = {k.split('.')[0] for k in sys.modules} - set(sys.stdlib_module_names)\n"
+            "print(' '.join(sorted(t for t in top if not t.startswith('_'))))\n"
+            "print(' '.join(sorted(k for k in sys.modules if k.startswith('compiler'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}).stdout.splitlines()
+    top, compiler_modules = set(out[0].split()), out[1].split()
+    assert {"numpy", "scipy", "pandas", "statsmodels", "runtime", "compiler"} <= top
+    assert not top & {"pydantic", "pydantic_core", "jinja2", "yaml", "torch"}
+    assert compiler_modules == ["compiler", "compiler.catalog"]
