@@ -25,9 +25,14 @@ def _shipped() -> dict:
 @pytest.mark.parametrize("n_jobs, nearest", [(1, 2), (2, 2), (3, 2), (5, 5), (8, 5), (20, 20), (50, 20)])
 def test_coverage_outside_reads_the_nearest_simulated_design(n_jobs, nearest):
     """The metrics named are exactly those whose shipped [low, high] at the nearest simulated job count (log
-    scale, within a factor 2.5) leaves [0.93, 0.97], read from coverage_measured.json here."""
-    table = _shipped()["metrics"]
+    scale, within a factor 2.5) leaves [0.93, 0.97], read from coverage_measured.json here, leaving out a metric
+    whose interval method is not the one the table measured (retention and the impact ratio since issue 39 §2:
+    Wilson's score interval; the table measured their percentile interval)."""
+    shipped = _shipped()
+    table = shipped["metrics"]
+    measured_method = shipped.get("intervals", {})
     want = [m for m in METRICS if m in table
+            and coverage.interval_method(m) == measured_method.get(m, coverage.LEGACY_INTERVAL)
             and not (0.93 <= table[m][str(nearest)][0] and table[m][str(nearest)][1] <= 0.97)]
     got = coverage_outside(METRICS, n_jobs)
     assert [m for m, _ in got] == want
@@ -41,9 +46,12 @@ def test_no_coverage_warning_far_from_every_simulated_design():
 
 def test_the_coverage_warning_sentence():
     table = _shipped()["metrics"]
-    lo, hi = table["retention_rate"]["2"]
-    assert coverage_warning(["retention_rate", "marc"], 3) == (
-        f"the 95% intervals of retention_rate ({100 * lo:.1f}–{100 * hi:.1f}%) were measured outside the 93–97% "
+    lo, hi = table["score_delta"]["2"]
+    assert (lo, hi) == (0.928, 0.952)
+    # retention's shipped figures measured its former percentile interval: no claim about its Wilson interval
+    assert coverage_warning(["retention_rate", "impact_ratio"], 3) is None
+    assert coverage_warning(["retention_rate", "score_delta", "marc"], 3) == (
+        f"the 95% intervals of score_delta ({100 * lo:.1f}–{100 * hi:.1f}%) were measured outside the 93–97% "
         "coverage target in simulated audits with 2 jobs, the simulated design nearest this audit's 3 jobs (1,000 "
         "per setting, bench/coverage_counterfactual.py): their intervals, and the statuses read from them, are "
         "approximate")
@@ -114,11 +122,11 @@ def test_page_one_design_notes_from_a_runs_tables():
                          columns=["system", "condition", "category", "level", "power", "n_for_80"])
     resolved = {"jobs": [{"id": "a"}, {"id": "b"}], "analysis": {"alpha": 0.05, "effect_size": {"power": 0.8}}}
     ctx = SimpleNamespace(paired=paired, resolved=resolved,
-                          tables={"metrics": pd.DataFrame({"metric": ["retention_rate", "retention_rate", "marc"]}),
+                          tables={"metrics": pd.DataFrame({"metric": ["score_delta", "score_delta", "marc"]}),
                                   "power": power})
     notes = design_notes(ctx)
     assert notes == [f"Design warning: {w[0].upper()}{w[1:]}." for w in (
-        small_pool_warning({"a": 3, "b": 1}), coverage_warning(["retention_rate", "marc"], 2),
+        small_pool_warning({"a": 3, "b": 1}), coverage_warning(["score_delta", "marc"], 2),
         power_warning(power, target=0.8, alpha=0.05))]
     assert notes[0].startswith("Design warning: Fewer than 40 base candidates in job(s) a (3), b (1): ")
     assert design_notes(SimpleNamespace(paired=None, resolved=resolved, tables={})) == []

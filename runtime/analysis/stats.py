@@ -39,21 +39,26 @@ NOTE_TOO_FEW = "bootstrap needs at least 2 observations, got {n}; CI left empty"
 NOTE_DROPPED = ("{n} of {b} bootstrap resamples left the statistic undefined (e.g. no true match drawn) "
                 "and were dropped, not counted as 0")
 NOTE_WIDENED = "percentile CI [{low:.6g}, {high:.6g}] did not contain the estimate; widened to include it"
-#: The transform of each ratio's bootstrap interval in this methods version (issue 39 §2); ``None`` is the
-#: percentile interval. The logit / log intervals of :data:`CANDIDATE_RATIO_TRANSFORMS` were measured against it
-#: on the same resamples and not adopted: 2 jobs, effects 0, 1 and 3 SE, 1,000 audits each
-#: (``bench/coverage_ratios_quick.py``, ``bench/results/coverage_ratios_quick.json``), retention covered
-#: 92.9-97.8% (percentile 93.2-94.5%), the impact ratio 90.1-96.1% with up to 9.6% of misses above the truth
-#: (92.9-94.6%), the selection ratio 96.3-98.2% (92.7-93.9%): worse in range, and the impact ratio's misses
-#: would fall against the system. A transform is adopted only once the bench shows it in 93-97%.
-RATIO_TRANSFORMS: dict[str, str | None] = {"retention_rate": None, "impact_ratio": None, "selection_ratio": None}
-#: The transforms ``bench/coverage_ratios_quick.py`` compares with the percentile interval.
+#: The interval of each ratio in this methods version (issue 39 §2); ``None`` is the percentile interval.
+#: Retention and the impact ratio read Wilson's score interval on their pooled slots at the candidate bootstrap's
+#: design effect (``"wilson_deff"``, :func:`wilson_deff_interval`; Newcombe 1998, Korn & Graubard 1998). Measured
+#: against the percentile interval and the logit / log intervals on the same resamples
+#: (``bench/coverage_ratios_quick.py``; ``bench/results/coverage_ratios_quick*.json``): with 2 jobs (ties and none,
+#: effects 0, 1 and 3 SE, 1,000 audits each) retention covered 93.3-96.5% (percentile 90.5-94.6%, logit
+#: 91.6-97.0%) and the impact ratio 94.0-96.3% (percentile 90.8-94.7%, log 89.5-95.8%), missing above the truth in at
+#: most 3.1% (percentile 7.6%, log 10.2%); with 5 jobs (400 audits) 93.0-95.8% (percentile 91.8-94.8%). The selection
+#: ratio keeps the percentile interval (92.0-94.3% with 2 jobs): its score candidate (Tang's paired-ratio score
+#: interval) covered 95.6-98.0%, its log interval 95.2-98.0%.
+RATIO_TRANSFORMS: dict[str, str | None] = {"retention_rate": "wilson_deff", "impact_ratio": "wilson_deff",
+                                           "selection_ratio": None}
+#: The transforms ``bench/coverage_ratios_quick.py`` compares with the percentile interval (measured, not adopted).
 CANDIDATE_RATIO_TRANSFORMS: dict[str, str] = {"retention_rate": "logit", "impact_ratio": "log",
                                               "selection_ratio": "log"}
 #: Score intervals on pooled counts with the design effect of the candidate bootstrap (issue 39 §2), measured by
 #: ``bench/coverage_ratios_quick.py`` against the percentile interval on the same resamples: Wilson's interval of
-#: the retention at the effective number of slots (:func:`wilson_deff_interval`), Tang's score interval of a
-#: ratio of paired proportions at the effective number of candidates (:func:`paired_ratio_score_interval`).
+#: the retention at the effective number of slots (:func:`wilson_deff_interval`; adopted for retention and the
+#: impact ratio, :data:`RATIO_TRANSFORMS`), Tang's score interval of a ratio of paired proportions at the
+#: effective number of candidates (:func:`paired_ratio_score_interval`; measured, not adopted: it over-covered).
 CANDIDATE_RATIO_SCORES: dict[str, str] = {"retention_rate": "wilson_deff", "impact_ratio": "wilson_deff",
                                           "selection_ratio": "paired_score_deff"}
 #: The score intervals :func:`_percentile_interval` dispatches to (``transform`` names one; ``counts`` gives the
@@ -294,12 +299,11 @@ def transformed_interval(dist: np.ndarray, value: float, *, transform: str, floo
     truth in 5.0–8.6% of simulated audits (covering 89.0–94.6%, ``bench/results/coverage_counterfactual.json``,
     methods 9): not a centring problem (BCa, basic and studentized intervals assume a bias the statistic does
     not have). On the logit / log scale the interval is the estimate ± z SE there, back-transformed: it stays
-    inside the statistic's range and is asymmetric on the original scale. It is **not yet shown to fix the
-    misses**: ``bench/coverage_ratios_quick.py`` (2 jobs, no ties, effects 0, 1, 3 SE, 1,000 audits each, the
-    same resamples read both ways) measured retention 92.9–97.8% (percentile 93.2–94.5%), the impact ratio
-    90.1–96.1% (92.9–94.6%) with misses above up to 9.6% and below at most 0.3%, the selection ratio 96.3–98.2%
-    (92.7–93.9%). It is reported as **approximate** until the coverage bench
-    measures it in range (:mod:`runtime.analysis.coverage`).
+    inside the statistic's range and is asymmetric on the original scale. It **did not fix the misses** and is not
+    adopted: ``bench/coverage_ratios_quick.py`` (2 jobs, ties and none, effects 0, 1, 3 SE, 1,000 audits each, the
+    same resamples read every way) measured retention 91.6–97.0%, the impact ratio 89.5–95.8% with misses above
+    up to 10.2% and below at most 0.5%, the selection ratio 95.2–98.0%. Retention and the impact ratio read
+    :func:`wilson_deff_interval` instead (:data:`RATIO_TRANSFORMS`).
 
     Resamples on the edge of the scale (a retention of 0 or 1, a ratio of 0: every slot kept, or none)
     are clamped to ``[floor, 1 − floor]`` (logit) or ``≥ floor`` (log) before ``g``: ``floor`` is half a
@@ -387,7 +391,14 @@ def wilson_deff_interval(dist: np.ndarray, value: float, *, nobs: float, cap: fl
     ``p`` on ``n_eff`` trials: ``statsmodels.stats.proportion.proportion_confint(p·n_eff, n_eff,
     method="wilson")``, the effective-sample-size Wilson interval of complex surveys (Korn & Graubard 1998;
     Dean & Pagano 2015). Unlike the percentile interval, whose quantiles of a ratio of ~10 slots per job reproduce
-    the Wald interval's shape, it is pulled towards 1/2: longer below an estimate near 1.
+    the Wald interval's shape (short when the estimate lies near 1 by chance, so it misses *above* the truth), it is
+    pulled towards 1/2: longer below an estimate near 1. The candidate bootstrap's variance is about the binomial
+    one (``deff`` ≈ 1 without ties: the ratio estimator's linearised variance is ``p(1 − p)/slots``), so the design
+    effect mostly carries ties, unequal jobs and the macro mean. Measured (``bench/coverage_ratios_quick.py``,
+    same resamples): 2 jobs, ties and none, effects 0, 1, 3 SE, 1,000 audits each: retention 93.3–96.5%, the
+    impact ratio 94.0–96.3%, misses above 0.6–3.1% and below 2.5–4.2% (percentile 90.5–94.7%, above up to 7.6%);
+    5 jobs (400 audits): 93.0–95.8% (percentile 91.8–94.8%); 20 jobs (200 audits): 91.0–97.0%, as the percentile
+    interval (91.0–96.0%), the two nearly equal there.
 
     Parameters
     ----------
