@@ -18,7 +18,7 @@ cell, so every row that decides on the ratio at one cutoff reads the same interv
 each candidate's memberships as computed on the full pool (not re-ranked). The percentile interval (92.0-94.3%
 in simulated 2-job audits): a log-scale interval and Tang's score interval for a ratio of paired proportions at the
 bootstrap's design effect were measured on the same resamples (issue 39 §2) and not adopted, as they over-covered
-(95.2-98.0% and 95.6-98.0%, the score interval 17% wider; :data:`runtime.analysis.stats.RATIO_TRANSFORMS`). Approximate where
+(95.2-98.0% and 95.6-98.0%, the score interval 14-18% wider; :data:`runtime.analysis.stats.RATIO_TRANSFORMS`). Approximate where
 its coverage was measured outside 93-97% (:mod:`runtime.analysis.coverage`). ``mc_se``: the Monte Carlo SE of its ends, which
 decides whether a row reading it is redrawn (:func:`runtime.analysis.analyse`). Test: McNemar on the paired in/out table (exact
 below 25 discordant pairs), the flip rate's table when both read one cutoff. Under per-variant top-K
