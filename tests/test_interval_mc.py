@@ -111,15 +111,23 @@ def test_the_retention_row_reads_the_logit_interval_of_its_own_resamples(cohort,
     assert any("logit-transformed" in n for n in res.notes)
 
 
-def test_no_ratio_adopts_a_transform_and_reads_the_percentile_interval(cohort):
-    """Issue 39 §2: the logit / log intervals were measured and not adopted; the rows read the percentile
-    interval of their own resamples (numpy's percentiles of the same draws)."""
-    assert set(stats.RATIO_TRANSFORMS.values()) == {None}
+def test_retention_and_the_impact_ratio_adopt_the_wilson_score_interval(cohort):
+    """Issue 39 §2: the logit / log intervals were measured and not adopted; retention and the impact ratio read
+    Wilson's score interval at the bootstrap's design effect (measured in range), the selection ratio its percentile
+    interval (the score candidate over-covered). The coverage table's percentile figures no longer hold for them."""
+    from runtime.analysis import coverage
+
+    assert stats.RATIO_TRANSFORMS == {"retention_rate": "wilson_deff", "impact_ratio": "wilson_deff",
+                                      "selection_ratio": None}
+    assert coverage.interval_method("retention_rate") == coverage.interval_method("impact_ratio") == "wilson_deff_score"
+    assert coverage.interval_method("selection_ratio") == coverage.LEGACY_INTERVAL
     for metric in ("retention_rate", "impact_ratio"):
         p = _pairing(cohort, "V01", k=K, n_bootstrap=400, seed=11)
         res = get_metric(metric)(p)
         assert not any("transformed" in n for n in res.notes), metric
-        assert res.ci_low <= res.value <= res.ci_high
+        assert any(n.startswith("Wilson score interval") for n in res.notes), metric
+        assert any("coverage of the wilson deff score interval not yet measured" in n for n in res.notes), metric
+        assert res.ci_low <= res.value <= res.ci_high <= 1.0
 
 
 def _reseeded(cohort, metric, variant, runs=200, b=1000):

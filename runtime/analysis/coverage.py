@@ -13,10 +13,10 @@ the bench's simulation models (:mod:`runtime.analysis.counterfactual_sim` and th
 candidates), not for every system.
 
 A measurement holds for the interval it measured: the file records each metric's interval method
-(``intervals``; absent: the percentile bootstrap, what every bootstrap interval is in this version, the flip rate's
-Wilson interval included under that name), and a metric whose interval method differs from the one measured
-(:data:`INTERVALS`, empty in this version: methods 11 measured the ratios' logit / log intervals and did not adopt
-them) is **approximate**, "coverage not yet measured", until the bench is re-run and published.
+(``intervals``; absent: the percentile bootstrap, what every bootstrap interval was before methods 12, the flip
+rate's Wilson interval included under that name), and a
+metric whose interval has changed since (:data:`INTERVALS`: the Wilson score intervals of retention and the
+impact ratio at the bootstrap's design effect, methods 12, issue 39 §2) is **approximate**, "coverage not yet measured", until the bench is re-run and published.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ MEASURED = Path(__file__).with_name("coverage_measured.json")
 #: Coverage a 95% interval must reach in the bench to be shown without qualification.
 TARGET = (0.93, 0.97)
 #: The interval method of each metric whose interval is not the percentile bootstrap (or, for the flip rate, Wilson):
-#: a published measurement of another method does not hold for it. Methods 11 (issue 39 §2).
-#: Empty in this version: the ratios' logit / log intervals were measured and not adopted
-#: (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`), so every published measurement holds.
-INTERVALS: dict[str, str] = {}
+#: a published measurement of another method does not hold for it (issue 39 §2). Retention and the impact ratio
+#: read Wilson's score interval at the bootstrap's design effect (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`);
+#: the published table measured their percentile interval, so their rows say "coverage not yet measured" until
+#: ``bench/coverage_counterfactual.py --publish`` is re-run.
+INTERVALS: dict[str, str] = {"retention_rate": "wilson_deff_score", "impact_ratio": "wilson_deff_score"}
 #: The method a metric's interval had when :data:`MEASURED` records none for it.
 LEGACY_INTERVAL = "percentile_bootstrap"
 #: Note of a row whose interval's coverage is not measured, or measured outside :data:`TARGET`.

@@ -15,9 +15,10 @@ so no bound on it separates a fair system from an unfair one.
 Interval: candidate bootstrap within jobs of the two membership arrays (as retention;
 :func:`runtime.analysis.stats.stratified_bootstrap`), drawn from the ``selection_ratio`` stream of the
 cell, so every row that decides on the ratio at one cutoff reads the same interval. The resamples keep
-each candidate's memberships as computed on the full pool (not re-ranked). The percentile interval: a
-log-scale interval was measured on the same resamples (issue 39 §2) and not adopted, as it over-covered
-(96.3-98.2% in simulated 2-job audits; :data:`runtime.analysis.stats.RATIO_TRANSFORMS`). Approximate where
+each candidate's memberships as computed on the full pool (not re-ranked). The percentile interval (92.0-94.3%
+in simulated 2-job audits): a log-scale interval and Tang's score interval for a ratio of paired proportions at the
+bootstrap's design effect were measured on the same resamples (issue 39 §2) and not adopted, as they over-covered
+(95.2-98.0% and 95.6-98.0%, the score interval 14-18% wider; :data:`runtime.analysis.stats.RATIO_TRANSFORMS`). Approximate where
 its coverage was measured outside 93-97% (:mod:`runtime.analysis.coverage`). ``mc_se``: the Monte Carlo SE of its ends, which
 decides whether a row reading it is redrawn (:func:`runtime.analysis.analyse`). Test: McNemar on the paired in/out table (exact
 below 25 discordant pairs), the flip rate's table when both read one cutoff. Under per-variant top-K
@@ -133,10 +134,10 @@ def _selection(p: Pairing, k: int) -> Selection:
     if p.is_reference:
         return Selection(value=value, low=value, high=value, lean=0.0, lost=lost, gained=gained, selected=selected,
                          mc_se=0.0)
+    cells = [[exact_sum(both), lost], [gained, exact_sum(1 - in_ref - in_var + both)]]
     ci = stats.stratified_bootstrap((in_ref, in_var), _ratio, strata=p.job, value=value,
                                     n_resamples=p.n_bootstrap, rng=p.rng(DECISION), transform=stats.RATIO_TRANSFORMS["selection_ratio"],
-                                    floor=0.5 / selected)
-    cells = [[exact_sum(both), lost], [gained, exact_sum(1 - in_ref - in_var + both)]]
+                                    floor=0.5 / selected, counts=(cells[0][0], cells[0][1], cells[1][0], cells[1][1]))
     pv, test = stats.mcnemar_p(np.rint(np.array(cells)).astype(np.int64))
     return Selection(value=value, low=float(ci.low), high=float(ci.high), p_value=pv, test=test, lean=lean,
                      lost=lost, gained=gained, selected=selected, mc_se=ci.mc_se, notes=list(ci.notes))

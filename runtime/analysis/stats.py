@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import optimize
 from scipy import stats as sps
 from scipy.special import expit, logit
 from scipy.stats.mstats import mjci
@@ -38,17 +39,34 @@ NOTE_TOO_FEW = "bootstrap needs at least 2 observations, got {n}; CI left empty"
 NOTE_DROPPED = ("{n} of {b} bootstrap resamples left the statistic undefined (e.g. no true match drawn) "
                 "and were dropped, not counted as 0")
 NOTE_WIDENED = "percentile CI [{low:.6g}, {high:.6g}] did not contain the estimate; widened to include it"
-#: The transform of each ratio's bootstrap interval in this methods version (issue 39 §2); ``None`` is the
-#: percentile interval. The logit / log intervals of :data:`CANDIDATE_RATIO_TRANSFORMS` were measured against it
-#: on the same resamples and not adopted: 2 jobs, effects 0, 1 and 3 SE, 1,000 audits each
-#: (``bench/coverage_ratios_quick.py``, ``bench/results/coverage_ratios_quick.json``), retention covered
-#: 92.9-97.8% (percentile 93.2-94.5%), the impact ratio 90.1-96.1% with up to 9.6% of misses above the truth
-#: (92.9-94.6%), the selection ratio 96.3-98.2% (92.7-93.9%): worse in range, and the impact ratio's misses
-#: would fall against the system. A transform is adopted only once the bench shows it in 93-97%.
-RATIO_TRANSFORMS: dict[str, str | None] = {"retention_rate": None, "impact_ratio": None, "selection_ratio": None}
-#: The transforms ``bench/coverage_ratios_quick.py`` compares with the percentile interval.
+#: The interval of each ratio in this methods version (issue 39 §2); ``None`` is the percentile interval.
+#: Retention and the impact ratio read Wilson's score interval on their pooled slots at the candidate bootstrap's
+#: design effect (``"wilson_deff"``, :func:`wilson_deff_interval`; Newcombe 1998, Korn & Graubard 1998). Measured
+#: against the percentile interval and the logit / log intervals on the same resamples
+#: (``bench/coverage_ratios_quick.py``; ``bench/results/coverage_ratios_quick*.json``): with 2 jobs (ties and none,
+#: effects 0, 1 and 3 SE, 1,000 audits each) retention covered 93.3-96.5% (percentile 90.5-94.6%, logit
+#: 91.6-97.0%) and the impact ratio 94.0-96.3% (percentile 90.8-94.7%, log 89.5-95.8%), missing above the truth in at
+#: most 3.1% (percentile 7.6%, log 10.2%); with 5 jobs (400 audits) 93.0-95.8% (percentile 91.8-94.8%). The selection
+#: ratio keeps the percentile interval (92.0-94.3% with 2 jobs): its score candidate (Tang's paired-ratio score
+#: interval) covered 95.6-98.0%, its log interval 95.2-98.0%.
+RATIO_TRANSFORMS: dict[str, str | None] = {"retention_rate": "wilson_deff", "impact_ratio": "wilson_deff",
+                                           "selection_ratio": None}
+#: The transforms ``bench/coverage_ratios_quick.py`` compares with the percentile interval (measured, not adopted).
 CANDIDATE_RATIO_TRANSFORMS: dict[str, str] = {"retention_rate": "logit", "impact_ratio": "log",
                                               "selection_ratio": "log"}
+#: Score intervals on pooled counts with the design effect of the candidate bootstrap (issue 39 §2), measured by
+#: ``bench/coverage_ratios_quick.py`` against the percentile interval on the same resamples: Wilson's interval of
+#: the retention at the effective number of slots (:func:`wilson_deff_interval`; adopted for retention and the
+#: impact ratio, :data:`RATIO_TRANSFORMS`), Tang's score interval of a ratio of paired proportions at the
+#: effective number of candidates (:func:`paired_ratio_score_interval`; measured, not adopted: it over-covered).
+CANDIDATE_RATIO_SCORES: dict[str, str] = {"retention_rate": "wilson_deff", "impact_ratio": "wilson_deff",
+                                          "selection_ratio": "paired_score_deff"}
+#: The score intervals :func:`_percentile_interval` dispatches to (``transform`` names one; ``counts`` gives the
+#: pooled counts: ``(slots,)`` for ``wilson_deff``, the paired table ``(n11, n12, n21, n22)`` for ``paired_score_deff``).
+SCORE_INTERVALS = ("wilson_deff", "paired_score_deff")
+#: Rows whose interval is a score interval with the bootstrap's design effect.
+NOTE_SCORE = ("{method} score interval on pooled counts at the effective sample size {n_eff:.4g} "
+              "(design effect {deff:.3g} of the candidate bootstrap)")
 #: Rows whose interval is the transformed bootstrap interval (:func:`transformed_interval`).
 NOTE_TRANSFORMED = "{transform}-transformed bootstrap interval (normal on the {transform} scale, bootstrap SE there)"
 #: The estimate lies on the edge of the transformed scale (retention 0 or 1, a ratio of 0): the percentile interval.
@@ -175,14 +193,15 @@ def percentile_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
 def _percentile_interval(dist: np.ndarray, value: np.ndarray | float,
                          ci: tuple[np.ndarray | float, np.ndarray | float] | None = None, *,
                          transform: str | None = None, floor: float = math.nan,
-                         cap: float = math.inf) -> Interval:
+                         cap: float = math.inf, counts: Sequence[float] = ()) -> Interval:
     """The 95% percentile interval of a bootstrap distribution ``dist`` (resamples on the last axis).
 
     Reports the distribution's SE to :data:`BOOTSTRAP_SE`; drops and counts resamples whose statistic is
     undefined (nan), never reading them as 0; uses ``ci`` (scipy's own percentiles) when every resample
     is defined; widens the interval to contain ``value``, with a note; gives each end its Monte Carlo
     SE (:func:`endpoint_mc_se`). With ``transform`` (a scalar statistic) the interval is
-    :func:`transformed_interval` of the defined resamples instead.
+    :func:`transformed_interval` of the defined resamples instead, or with a score method of
+    :data:`SCORE_INTERVALS` that score interval on ``counts`` at the resamples' design effect.
     """
     notes: tuple[str, ...] = ()
     with warnings.catch_warnings():
@@ -198,6 +217,12 @@ def _percentile_interval(dist: np.ndarray, value: np.ndarray | float,
                 return Interval(nan, nan, notes)
             ci = None
         defined = dist[..., ~undefined] if undefined.any() else dist
+        if transform in SCORE_INTERVALS and np.ndim(value) == 0:
+            if transform == "wilson_deff":
+                out = wilson_deff_interval(defined, float(value), nobs=float(counts[0]), cap=min(cap, 1.0))
+            else:
+                out = paired_score_deff_interval(defined, float(value), table=counts)
+            return replace(out, notes=(*notes, *out.notes))
         if transform is not None and np.ndim(value) == 0:
             out = transformed_interval(defined, float(value), transform=transform, floor=floor, cap=cap)
             if out is not None:
@@ -274,12 +299,11 @@ def transformed_interval(dist: np.ndarray, value: float, *, transform: str, floo
     truth in 5.0–8.6% of simulated audits (covering 89.0–94.6%, ``bench/results/coverage_counterfactual.json``,
     methods 9): not a centring problem (BCa, basic and studentized intervals assume a bias the statistic does
     not have). On the logit / log scale the interval is the estimate ± z SE there, back-transformed: it stays
-    inside the statistic's range and is asymmetric on the original scale. It is **not yet shown to fix the
-    misses**: ``bench/coverage_ratios_quick.py`` (2 jobs, no ties, effects 0, 1, 3 SE, 1,000 audits each, the
-    same resamples read both ways) measured retention 92.9–97.8% (percentile 93.2–94.5%), the impact ratio
-    90.1–96.1% (92.9–94.6%) with misses above up to 9.6% and below at most 0.3%, the selection ratio 96.3–98.2%
-    (92.7–93.9%). It is reported as **approximate** until the coverage bench
-    measures it in range (:mod:`runtime.analysis.coverage`).
+    inside the statistic's range and is asymmetric on the original scale. It **did not fix the misses** and is not
+    adopted: ``bench/coverage_ratios_quick.py`` (2 jobs, ties and none, effects 0, 1, 3 SE, 1,000 audits each, the
+    same resamples read every way) measured retention 91.6–97.0%, the impact ratio 89.5–95.8% with misses above
+    up to 10.2% and below at most 0.5%, the selection ratio 95.2–98.0%. Retention and the impact ratio read
+    :func:`wilson_deff_interval` instead (:data:`RATIO_TRANSFORMS`).
 
     Resamples on the edge of the scale (a retention of 0 or 1, a ratio of 0: every slot kept, or none)
     are clamped to ``[floor, 1 − floor]`` (logit) or ``≥ floor`` (log) before ``g``: ``floor`` is half a
@@ -330,6 +354,238 @@ def transformed_interval(dist: np.ndarray, value: float, *, transform: str, floo
     return Interval(low, high, notes, mc_low, mc_high)
 
 
+def design_effect(dist: np.ndarray, model_var: float) -> float:
+    """Kish's design effect of a bootstrap: ``Var*(x*_b) / model_var`` (issue 39 §2).
+
+    ``Var*`` is the variance of the defined resamples (ddof 1); ``model_var`` the variance of the estimate
+    under the simple model its score interval assumes (binomial slots, a multinomial paired table). Returns
+    nan when ``model_var`` is not positive or fewer than two resamples are given.
+    """
+    x = np.asarray(dist, dtype=float).reshape(-1)
+    if x.size < 2 or not math.isfinite(model_var) or model_var <= 0:
+        return math.nan
+    return float(np.var(x, ddof=1)) / model_var
+
+
+def _deff_mc_ends(x: np.ndarray, deff: float, ends: Callable[[float], tuple[float, float]]) -> tuple[float, float]:
+    """Monte Carlo SE of a score interval's ends through its design effect: the ends depend on the resamples only
+    through ``Var*``, whose Monte Carlo SE is ``sqrt((μ₄ − s⁴) / B)`` (a sample variance); times ``deff / s²`` it
+    is ``deff``'s, and the slope of each end in ``deff`` (central difference) carries it to the end."""
+    s2 = float(np.var(x, ddof=1))
+    if x.size < 2 or s2 <= 0:
+        return math.nan, math.nan
+    mu4 = float(np.mean((x - x.mean()) ** 4))
+    se_deff = deff * math.sqrt(max(mu4 - s2 ** 2, 0.0) / x.size) / s2
+    step = 1e-4 * deff
+    (lo_a, hi_a), (lo_b, hi_b) = ends(deff - step), ends(deff + step)
+    return float(abs(lo_b - lo_a) / (2 * step) * se_deff), float(abs(hi_b - hi_a) / (2 * step) * se_deff)
+
+
+def wilson_deff_interval(dist: np.ndarray, value: float, *, nobs: float, cap: float = 1.0) -> Interval:
+    """Wilson score interval of a pooled proportion at the bootstrap's effective sample size (issue 39 §2).
+
+    The macro retention ``p`` rests on ``nobs`` reference top-K slots (pooled over jobs). Its candidate bootstrap
+    has variance ``v*``; a binomial proportion on ``nobs`` trials would have ``p(1 − p)/nobs``. The design effect
+    ``deff = v* / (p(1 − p)/nobs)`` (:func:`design_effect`; Kish 1965) gives the effective number of slots
+    ``n_eff = nobs / deff``, and the interval is Wilson's (Wilson 1927; Newcombe 1998, method 3) of
+    ``p`` on ``n_eff`` trials: ``statsmodels.stats.proportion.proportion_confint(p·n_eff, n_eff,
+    method="wilson")``, the effective-sample-size Wilson interval of complex surveys (Korn & Graubard 1998;
+    Dean & Pagano 2015). Unlike the percentile interval, whose quantiles of a ratio of ~10 slots per job reproduce
+    the Wald interval's shape (short when the estimate lies near 1 by chance, so it misses *above* the truth), it is
+    pulled towards 1/2: longer below an estimate near 1. The candidate bootstrap's variance is about the binomial
+    one (``deff`` ≈ 1 without ties: the ratio estimator's linearised variance is ``p(1 − p)/slots``), so the design
+    effect mostly carries ties, unequal jobs and the macro mean. Measured (``bench/coverage_ratios_quick.py``,
+    same resamples): 2 jobs, ties and none, effects 0, 1, 3 SE, 1,000 audits each: retention 93.3–96.5%, the
+    impact ratio 94.0–96.3%, misses above 0.6–3.1% and below 2.5–4.2% (percentile 90.5–94.7%, above up to 7.6%);
+    5 jobs (400 audits): 93.0–95.8% (percentile 91.8–94.8%); 20 jobs (200 audits): 91.0–97.0%, as the percentile
+    interval (91.0–96.0%), the two nearly equal there.
+
+    Parameters
+    ----------
+    dist : numpy.ndarray of shape (B,)
+        Defined bootstrap resamples of the proportion.
+    value : float
+        The proportion on the original data, in [0, 1].
+    nobs : float
+        The pooled slots it rests on (> 0; fractional with ties at the cutoff).
+    cap : float
+        Upper end cut here (1: the proportion's maximum).
+
+    Returns
+    -------
+    Interval
+        ``[value, value]`` when every resample equals it; at ``value`` 0 or 1 (no spread to read a design effect
+        from) the Wilson interval on ``nobs`` itself; ``mc_low``/``mc_high`` (the ends are not quantiles of the
+        resamples: their Monte Carlo error is that of ``deff``, carried to each end by its slope in ``deff``; 0 where
+        ``deff`` is not read from the resamples).
+    """
+    x = np.asarray(dist, dtype=float).reshape(-1)
+    if not (math.isfinite(value) and nobs > 0):
+        return Interval(math.nan, math.nan)
+    if x.size == 0 or np.all(x == value):
+        return Interval(value, value, (), 0.0, 0.0)
+    deff = design_effect(x, value * (1.0 - value) / nobs)
+    fitted = math.isfinite(deff) and deff > 0
+    deff = deff if fitted else 1.0
+    n_eff = nobs / deff
+
+    def ends(d: float) -> tuple[float, float]:
+        lo, hi = proportion_confint(value * nobs / d, nobs / d, alpha=1 - CONFIDENCE_LEVEL, method="wilson")
+        low, high, _ = contain(value, float(lo), float(hi))
+        return max(float(low), 0.0), min(float(high), cap)
+
+    low, high = ends(deff)
+    mc_low, mc_high = _deff_mc_ends(x, deff, ends) if fitted else (0.0, 0.0)
+    return Interval(low, high, (NOTE_SCORE.format(method="Wilson", n_eff=n_eff, deff=deff),), mc_low, mc_high)
+
+
+def _paired_restricted_mle(table: Sequence[float], theta: float) -> np.ndarray | None:
+    """Cell probabilities of a paired 2x2 table maximising the multinomial likelihood under ``p2 = theta · p1``.
+
+    ``table = (n11, n12, n21, n22)``: reference in and variant in, reference in only, variant in only, neither;
+    ``p1 = p11 + p12`` (reference), ``p2 = p11 + p21`` (variant). The constraint is ``Σ g_ij p_ij = 0`` with
+    ``g = (1 − θ, −θ, 1, 0)``. The Karush–Kuhn–Tucker conditions give ``p_ij = n_ij / (n + λ g_ij)`` for the
+    cells with a count, λ the root of ``h(λ) = Σ g_ij n_ij / (n + λ g_ij)`` (decreasing in λ) subject to
+    ``n + λ g_ij ≥ 0`` in every cell; where the root would break that bound for an empty cell, λ sits on the
+    bound and that cell takes the mass the constraint needs (Nam & Blackwelder 2002 and Tang, Tang & Chan 2003
+    solve the same problem in closed form). None when no probability vector meets the constraint with
+    positive likelihood.
+    """
+    x = np.asarray(table, dtype=float)
+    n = float(x.sum())
+    g = np.array([1.0 - theta, -theta, 1.0, 0.0])
+    live = x > 0
+    pos, neg = g > 0, g < 0
+    lo = max((-n / gi for gi in g[pos]), default=-math.inf)
+    hi = min((-n / gi for gi in g[neg]), default=math.inf)
+    lo_live = bool((live & pos).any()) and math.isclose(lo, max(-n / gi for gi in g[live & pos]))
+    hi_live = bool((live & neg).any()) and math.isclose(hi, min(-n / gi for gi in g[live & neg]))
+
+    def h(lam: float) -> float:
+        return float(np.sum(g[live] * x[live] / (n + lam * g[live])))
+
+    def cells(lam: float, empty: int | None) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(live, x / (n + lam * g), 0.0)
+        if empty is not None:
+            p[empty] = -float(np.sum(g * p)) / g[empty]
+        return p
+
+    if not lo_live and math.isfinite(lo) and h(lo) <= 0:   # an empty cell with g > 0 takes the slack
+        return cells(lo, int(np.flatnonzero(pos & ~live & np.isclose(-n / np.where(pos, g, 1.0), lo))[0]))
+    if not hi_live and math.isfinite(hi) and h(hi) >= 0:   # an empty cell with g < 0 takes it
+        return cells(hi, int(np.flatnonzero(neg & ~live & np.isclose(-n / np.where(neg, g, -1.0), hi))[0]))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    span = hi - lo
+    a, b = lo + span * 1e-12 if lo_live else lo, hi - span * 1e-12 if hi_live else hi
+    while h(a) < 0:  # only rounding can leave the bracket without a sign change
+        a = lo + (a - lo) * 1e-3
+        if a - lo <= 0:
+            return None
+    while h(b) > 0:
+        b = hi - (hi - b) * 1e-3
+        if hi - b <= 0:
+            return None
+    lam = optimize.brentq(h, a, b, xtol=1e-14 * max(1.0, abs(lo), abs(hi)), rtol=1e-15, maxiter=500)
+    return cells(lam, None)
+
+
+def paired_ratio_score(table: Sequence[float], theta: float) -> float:
+    """Score statistic of ``H0: p2 / p1 = theta`` for a paired 2x2 table (Nam & Blackwelder 2002; Tang, Tang & Chan
+    2003): ``Z(θ) = (n11 + n21 − θ (n11 + n12)) / sqrt(n · V(θ))``, ``V(θ) = (1 − θ)² p̃11 + p̃21 + θ² p̃12`` at the
+    restricted maximum likelihood (:func:`_paired_restricted_mle`). ``±inf`` where ``V(θ) = 0`` with a non-zero
+    numerator (θ impossible under the table), 0 where both are 0."""
+    x = np.asarray(table, dtype=float)
+    num = float(x[0] + x[2] - theta * (x[0] + x[1]))
+    p = _paired_restricted_mle(x, theta)
+    var = 0.0 if p is None else float((1.0 - theta) ** 2 * p[0] + p[2] + theta ** 2 * p[1])
+    if var <= 0:
+        return 0.0 if num == 0 else math.copysign(math.inf, num)
+    return num / math.sqrt(float(x.sum()) * var)
+
+
+def paired_ratio_score_interval(table: Sequence[float], *, deff: float = 1.0,
+                                level: float = CONFIDENCE_LEVEL) -> tuple[float, float]:
+    """Score interval of the ratio ``p2 / p1`` of two paired proportions, at an effective sample size (issue 39 §2).
+
+    ``{θ : |Z(θ)| ≤ z · sqrt(deff)}`` for :func:`paired_ratio_score` (Nam & Blackwelder 2002; Tang, Tang & Chan
+    2003): the score test inverted. With ``deff`` every count is divided by it, which divides ``Z`` by
+    ``sqrt(deff)`` (Z is of degree 1/2 in the counts). ``Z`` decreases in θ; each end is found by ``brentq``
+    between the estimate and a bracket grown until ``|Z|`` passes the critical value.
+
+    Parameters
+    ----------
+    table : (n11, n12, n21, n22)
+        Reference and variant in, reference in only, variant in only, neither (expected counts with ties).
+    deff : float
+        Design effect (1: the multinomial table of independent pairs).
+
+    Returns
+    -------
+    (float, float)
+        nan ends when the reference count ``n11 + n12`` is 0; the lower end 0 when ``n11 + n21`` is 0.
+    """
+    x = np.asarray(table, dtype=float)
+    ref, var = float(x[0] + x[1]), float(x[0] + x[2])
+    if ref <= 0:
+        return math.nan, math.nan
+    est = var / ref
+    crit = float(sps.norm.ppf(0.5 + level / 2)) * math.sqrt(deff)
+
+    def f(theta: float) -> float:
+        return paired_ratio_score(x, theta)
+
+    if var <= 0:
+        low = 0.0
+    else:
+        low_b = est / 2
+        while f(low_b) <= crit:
+            low_b /= 2
+            if low_b < est * 1e-12:
+                break
+        low = 0.0 if f(low_b) <= crit else optimize.brentq(lambda t: f(t) - crit, low_b, est, xtol=1e-12 * est)
+    high_b = max(est, 1e-3) * 2
+    while f(high_b) >= -crit:
+        high_b *= 2
+        if high_b > 1e12:
+            return low, math.inf
+    high = optimize.brentq(lambda t: f(t) + crit, est, high_b, xtol=1e-12 * high_b)
+    return float(low), float(high)
+
+
+def paired_score_deff_interval(dist: np.ndarray, value: float, *, table: Sequence[float]) -> Interval:
+    """The selection ratio's score interval at the bootstrap's design effect (issue 39 §2).
+
+    ``deff = Var*(θ*_b) / Var_δ(θ̂)`` (:func:`design_effect`), with ``Var_δ(θ̂) = ((1 − θ̂)² n11 + n21 + θ̂² n12) /
+    (n11 + n12)²`` the delta-method variance of the ratio of paired proportions under the multinomial table;
+    then :func:`paired_ratio_score_interval` at that ``deff``. ``[value, value]`` when every resample equals it;
+    ``deff`` 1 where the delta variance is 0 and the resamples spread (not seen: both come from the
+    discordant pairs). ``mc_low``/``mc_high``: as :func:`wilson_deff_interval`.
+    """
+    x = np.asarray(dist, dtype=float).reshape(-1)
+    t = np.asarray(table, dtype=float)
+    if not math.isfinite(value):
+        return Interval(math.nan, math.nan)
+    if x.size == 0 or np.all(x == value):
+        return Interval(value, value, (), 0.0, 0.0)
+    ref = float(t[0] + t[1])
+    model = ((1.0 - value) ** 2 * t[0] + t[2] + value ** 2 * t[1]) / ref ** 2 if ref > 0 else math.nan
+    deff = design_effect(x, model)
+    fitted = math.isfinite(deff) and deff > 0
+    deff = deff if fitted else 1.0
+
+    def ends(d: float) -> tuple[float, float]:
+        low, high, _ = contain(value, *paired_ratio_score_interval(t, deff=d))
+        return float(low), float(high)
+
+    low, high = ends(deff)
+    mc_low, mc_high = _deff_mc_ends(x, deff, ends) if fitted else (0.0, 0.0)
+    return Interval(low, high,
+                    (NOTE_SCORE.format(method="Tang paired-ratio", n_eff=float(t.sum()) / deff, deff=deff),),
+                    mc_low, mc_high)
+
+
 #: Resamples drawn at once by :func:`stratified_bootstrap`, and the most resampled values held at once
 #: (block x n): bounds its memory for a large audit (100,000 candidates per job: 40 resamples a block).
 _BLOCK = 256
@@ -339,7 +595,7 @@ _BLOCK_VALUES = 4_000_000
 def stratified_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np.ndarray], *,
                          strata: np.ndarray, value: np.ndarray | float, n_resamples: int,
                          rng: np.random.Generator, transform: str | None = None, floor: float = math.nan,
-                         cap: float = math.inf) -> Interval:
+                         cap: float = math.inf, counts: Sequence[float] = ()) -> Interval:
     """Percentile bootstrap resampling base candidates within strata (candidate-level cluster bootstrap).
 
     Each resample draws, in every stratum (a job, or a job x label), as many positions as it has,
@@ -367,9 +623,12 @@ def stratified_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
         The statistic on the original data.
     n_resamples : int
     rng : numpy.random.Generator
-    transform : {"logit", "log"}, optional
+    transform : {"logit", "log", "wilson_deff", "paired_score_deff"}, optional
         Give the interval of :func:`transformed_interval` on that scale (a scalar ratio or retention)
-        instead of the percentile interval; ``floor`` and ``cap`` as there.
+        instead of the percentile interval; ``floor`` and ``cap`` as there. The score methods
+        (:data:`SCORE_INTERVALS`) give :func:`wilson_deff_interval` or :func:`paired_score_deff_interval`.
+    counts : sequence of float
+        The pooled counts of a score method: ``(slots,)`` or the paired table ``(n11, n12, n21, n22)``.
 
     Returns
     -------
@@ -398,7 +657,8 @@ def stratified_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
         for g in groups:
             idx[:, g] = g[rng.integers(0, g.size, size=(b, g.size))]
         parts.append(np.asarray(statistic(*(a[idx] for a in arrays)), dtype=float))
-    return _percentile_interval(np.concatenate(parts, axis=-1), value, transform=transform, floor=floor, cap=cap)
+    return _percentile_interval(np.concatenate(parts, axis=-1), value, transform=transform, floor=floor, cap=cap,
+                                counts=counts)
 
 
 def wilson_interval(count: float, nobs: float) -> Interval:
