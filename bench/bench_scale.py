@@ -89,7 +89,8 @@ def one_run(root: Path, name: str, engine_args: list[str]) -> dict:
     return {"name": name, "args": engine_args, "wall_s": round(wall, 3), "score_s": record["timings"]["score"],
             "timings": record["timings"], "batches": info["score_batches"], "encoded_texts": info["encoded_texts"],
             "engine": record["engine"], "exit_code": proc.returncode,
-            "digests": {f: hashlib.sha256((run / f).read_bytes()).hexdigest() for f in RESULT_CSVS}}
+            "digests": {f: hashlib.sha256((run / f).read_bytes()).hexdigest() for f in RESULT_CSVS
+                        if (run / f).exists()}}  # paper-scale has no effects family: no effects.csv
 
 
 def model_load_s() -> float:
