@@ -150,6 +150,12 @@ def main() -> int:
     s = R2_wall - L_wall - (R2_score - L_score)
     model = {"t_b_s": round(t_b, 3), "dispatch_s_per_batch": round(d, 3), "model_load_s": round(t_load, 3),
              "fixed_start_s": round(s, 3), "cpus_per_node": 2, "price_per_node_hour_usd": args.price}
+    notes = []
+    if d < 0:
+        notes.append(f"the dispatch overhead came out negative ({d:.2f} s per batch): R1's one worker (1 torch "
+                     "thread) encoded faster than the local engine (torch's 2 threads on 2 shared cores), so the "
+                     "difference measures torch threads under contention, not Ray's dispatch; the projection takes "
+                     "d = 0 and t_b from the local arm (pessimistic for a 1-thread worker)")
     full_batches = 5 * -(-100 // (64 // 10))  # paper-scale: 5 jobs x ceil(100 / 6) batches (no placebo there)
     projection = []
     for nodes in (1, 2, 4, 8, 16, 32):
@@ -186,6 +192,7 @@ def main() -> int:
             "(the families) or are small next to encoding",
             "price: USD per 2-CPU node-hour, an assumption (--price), not a quote",
         ],
+        "notes": notes,
         "projection": projection,
         "runs": runs,
     }
@@ -200,6 +207,9 @@ def main() -> int:
           f"- model: {model}", "", "| nodes | run | batches/s | wall (h) | cost (USD) |", "|---|---|---|---|---|"]
     md += [f"| {p['nodes']} | {p['run']} | {p['batches_per_s']} | {p['wall_h']} | {p['cost_usd']} |" for p in projection]
     md += ["", "Assumptions:", *[f"- {a}" for a in out["assumptions"]], ""]
+    md += ["Notes:", *[f"- {n}" for n in notes], ""] if notes else []
+    md += [f"Machine: {os.cpu_count()} cores shared with other users (load average about 10 during the runs); R1 ran "
+           "once, after the ABAB pairs. Seconds are indicative; the ratios and the byte identity are the result.", ""]
     (RESULTS / "scale.md").write_text("\n".join(md))
     print("\n".join(md))
     return 0
