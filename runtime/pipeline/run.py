@@ -18,7 +18,7 @@ from runtime.families import STATUS_COLUMNS, FamilyResult, registered
 from runtime.families.base import combined_verdict
 from runtime.pipeline.gate import Gate, Tier
 from runtime.pipeline.generate import generate, job_texts
-from runtime.pipeline.engine import LocalEngine
+from runtime.pipeline.engine import LocalEngine, engine_settings
 from runtime.pipeline.score import check_base_counts, score_all
 from runtime.pipeline.start import STORE_BY_OPERATOR, open_run, output_error, output_failure
 from runtime.pipeline.summary import SUMMARY, build_summary, render_summary
@@ -104,7 +104,8 @@ class RunResult:
 def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = None, quiet: bool = False, keys=None,
             resume: Path | None = None, accept_vendor_file: str | None = None, tsa: str | None = None,
             fail_on: Gate | None = None, tier: Tier = "research", allow_exec: bool = False,
-            allow_unsigned: bool = False) -> RunResult:
+            allow_unsigned: bool = False, engine: str | None = None, ray_address: str | None = None,
+            workers: int | None = None) -> RunResult:
     """Run a locked spec end to end and write the run folder; or complete a killed or failed one.
 
     With ``keys`` (:class:`runtime.provenance.keys.SigningKeys`) the PDF is signed and the manifest is signed
@@ -124,7 +125,10 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
     task store (:func:`store_root`); ``run.json`` records it, and the output root, relative to the spec's
     folder only when they lie inside it (issue 41). A run without ``keys`` is sealed unsigned and its exit
     code is 8 (:data:`runtime.pipeline.gate.EXIT_UNSIGNED`, after 5 and 4) unless ``allow_unsigned`` (the
-    operator's ``--unsigned``; issue 37 §3).
+    operator's ``--unsigned``; issue 37 §3). ``engine``, ``ray_address`` and ``workers`` (``--engine``,
+    ``--ray-address``, ``--workers``) replace ``execution.engine``, ``execution.ray_address`` and
+    ``execution.workers``: where the score batches run (:mod:`runtime.pipeline.engine`, issue 40), checked before
+    the run folder exists; ``run.json`` records the engine (``engine``). Every engine gives the same bytes.
 
     Raises
     ------
@@ -139,13 +143,23 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
         No lock, or the spec no longer matches it, or ``resume`` was run under another lock (exit 3).
     compiler.errors.InputDataError
         A data file named by the spec is wrong (exit 2).
+    runtime.pipeline.engine.EngineError
+        ``--engine ray`` without Ray installed, ``--ray-address`` or ``--workers`` with the local engine, an
+        unreachable cluster (before the run folder exists), a task store a Ray worker cannot see (exit 2).
+    runtime.pipeline.engine.EngineTaskFailed
+        A batch's worker died past the retries: the run is failed at stage ``score``; ``resume`` completes it
+        (exit 7).
     OutputError
         The run folder cannot be written (disk full, read-only, permission: the message names the path,
         what to do and, once ``run.json`` exists, the ``--resume`` command; issue 41), or ``resume``
         names a folder that cannot be resumed, or ``store`` is the spec's folder or above it (exit 2).
     """
+    from compiler.load import load_spec
     from runtime.provenance.sign import seal_run
 
+    # the engine before any work and before the run folder exists (issue 40: bad input exits 2 here)
+    settings = engine_settings(load_spec(spec_path).spec.execution, engine=engine, ray_address=ray_address,
+                               workers=workers)
     locked = open_run(spec_path, store=store, keys=keys, tsa=tsa, out=out, resume=resume, allow_exec=allow_exec)
     compiled, lock, folder, git, timings = locked.compiled, locked.lock, locked.folder, locked.git, locked.timings
     run, run_dir, r = folder.run, folder.path, compiled.resolved
@@ -169,7 +183,12 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
 
                 record_use(ctx.store, lock, run["run_id"])  # the ledger of locks used (issue 16)
             run["store"] = recorded(ctx.store.root, compiled.loaded.folder, outside=STORE_BY_OPERATOR)
-            _run_stages(ctx)
+            ctx.engine = settings.start(store_root=Path(ctx.store.root).resolve())  # workers have other cwds
+            try:
+                _run_stages(ctx)
+            finally:
+                run["engine"] = ctx.engine.record()
+                ctx.engine.close()
         status = pd.concat([res.status for res in ctx.results.values()]
                            or [pd.DataFrame(columns=list(STATUS_COLUMNS))], ignore_index=True)
         result = RunResult(run_dir, dict(ctx.tables), status, dict(ctx.results), timings, run)
@@ -250,6 +269,7 @@ def _run_stages(ctx: RunContext) -> None:
         with stage_timer(timings, "score"):
             ctx.scores = score_all(ctx, artifacts)
     finally:  # raw LLM answers are kept even when a later call fails
+        ctx.run["engine"] = ctx.engine.record()
         for name, frame in artifacts.items():
             if isinstance(frame, bytes):  # a file sealed as it was read (a blind system's returned scores)
                 folder.write_bytes(name, frame)

@@ -239,6 +239,12 @@ class SystemAdapter:
     #: task, looked up before the batch is dispatched: a resumed run scores only the missing batches), or None
     #: when batches are not kept one by one (cheap systems; request systems keep each answer on arrival).
     batch_output: ClassVar[str | None] = None
+    #: Where a cluster engine runs the batches (issue 40 §3; :class:`runtime.pipeline.engine.RayEngine`):
+    #: ``"actor"`` (heavy state: :meth:`setup` once per worker process, then batch after batch: an encoder),
+    #: ``"task"`` (cheap state: one task per batch, the set-up adapter kept per worker process) or ``"driver"``
+    #: (the run's own process: systems that send requests, whose concurrency and rate limits one process holds
+    #: for the whole cluster, and systems that read a file on the driver's disk). The local engine ignores it.
+    placement: ClassVar[str] = "driver"
     #: The progress bar's label (the driver counts finished batches).
     progress_label: ClassVar[str] = "score batches"
 

@@ -123,6 +123,7 @@ class EmbeddingSystem(SystemAdapter):
         return [tuple(x) for x in ids]
 
     batch_output = "cosine"
+    placement = "actor"  # the model loads once per worker process (issue 40 §3)
     progress_label = "embedding"
     model: Any = None
 

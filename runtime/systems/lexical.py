@@ -140,6 +140,7 @@ class LexicalSystem(SystemAdapter):
     """BM25 or TF-IDF cosine against the job's description, with a fixed corpus's statistics (higher = better)."""
 
     progress_label = "lexical"
+    placement = "task"  # a CPU system: one task per batch (issue 40 §3)
     engine: LexicalScorer | None = None
 
     def setup(self, request: ScoreRequest) -> None:
