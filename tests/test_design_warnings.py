@@ -83,8 +83,7 @@ def test_the_coverage_warning_sentence_of_a_partial_table(monkeypatch, partial):
         f"coverage target in simulated audits with 2 jobs, the simulated design nearest this audit's 3 jobs ({per}, "
         "bench/coverage_counterfactual.py): their intervals, and the statuses read from them, are "
         "approximate")
-        "approximate")
-    assert coverage_warning(["retention_rate", "marc"], 5) is None
+    assert coverage_warning(["score_delta", "marc"], 5) is None
 
 
 def test_power_warning_names_the_cells_under_the_target_at_alpha():
