@@ -3,7 +3,8 @@ engine's bad input.
 
 A small spec (:func:`small_spec`: the reduced example cut to 2 jobs x 30 base candidates x 3 variants, one negative
 control, the real embedding model, effects and validity) runs once locally (``local_run``, shared by the module)
-and on Ray three times, each in an empty store of its own: a private instance with 1 worker, a cluster started by
+and on Ray three times, each in an empty store of its own: a private instance with 1 worker (resuming a run whose
+workers died past the retries), a cluster started by
 ``ray start --head`` (a subprocess on 127.0.0.1, ended by terminating it) with 2 workers, and a cluster started in
 this process (``ray.init(address="local", ...)``) whose encoding actor is SIGKILLed mid-run. Never ``ray stop``: it
 ends every Ray process of the user on the machine.
@@ -143,19 +144,6 @@ def ray_head(tmp_path):
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def test_a_private_ray_with_1_worker_gives_the_local_bytes(small, local_run):
-    proc = execute(small, "ray1", "--engine", "ray", "--workers", "1")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run = run_dir(small, "ray1")
-    assert result_digests(run) == result_digests(local_run)
-    engine = engine_of(run)
-    assert engine["name"] == "ray" and engine["address"] is None and engine["workers"] == 1
-    assert engine["retried_tasks"] == [] and os.getpid() not in engine["worker_pids"]
-    local = engine_of(local_run)
-    assert local["name"] == "local" and local["address"] is None and len(local["worker_pids"]) == 1
-    assert engine["tasks"] == local["tasks"]  # 2 jobs + 4 variant batches + 2 placebo batches, on both
-
-
 def test_a_cluster_started_by_ray_start_with_2_workers_gives_the_local_bytes(small, local_run, ray_head):
     proc = execute(small, "ray2", "--engine", "ray", "--ray-address", ray_head, "--workers", "2")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -214,10 +202,15 @@ def test_a_worker_that_dies_past_the_retries_fails_the_run_at_score_and_resume_c
     record = json.loads((run / "run.json").read_text())
     assert (record["status"], record["stage"]) == ("failed", "score")
     assert record["engine"]["retried_tasks"] and record["error"].startswith("EngineTaskFailed: score batch ")
-    resumed = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--store", "store-dies", "--resume",
-                      str(run), cwd=small)  # the local engine completes what Ray began
+    # a private Ray with 1 worker completes what the dying workers began (the kill hook off): the local bytes
+    resumed = execute(small, "dies", "--engine", "ray", "--workers", "1", "--resume", str(run))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert result_digests(run) == result_digests(local_run)
+    engine = engine_of(run)
+    assert engine["name"] == "ray" and engine["address"] is None and engine["workers"] == 1
+    assert os.getpid() not in engine["worker_pids"] and engine["worker_pids"]
+    local = engine_of(local_run)
+    assert local["name"] == "local" and local["address"] is None and len(local["worker_pids"]) == 1
 
 
 def test_a_worker_that_cannot_see_the_store_is_named(in_process_ray, tmp_path):
