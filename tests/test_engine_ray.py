@@ -137,7 +137,7 @@ def ray_head(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)  # its own session: the head and the processes it started
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=3)  # a --block head can ignore SIGTERM for over 10 s: killed after 3
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
