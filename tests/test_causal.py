@@ -312,26 +312,27 @@ def test_repeated_cross_fitting_aggregates_the_splits_by_the_mean(pilot_params):
     """Methods v6 (Chernozhukov et al. 2018, §3.4): estimate = mean of the split estimates, variance =
     mean of (split variance + squared distance to the estimate); the first split alone is the
     one-split estimator, and the identities TE = NDE + NIE, NIE = BIE + RIE still hold exactly."""
-    data = LinearSCM().sample(1500, rng(7, "repeats"))
-    one = estimate_pse(**data, seed=4, n_bootstrap=300, params=pilot_params, repeats=1)
-    five = estimate_pse(**data, seed=4, n_bootstrap=300, params=pilot_params, repeats=5)
-    t1, t5 = one.table.set_index("term"), five.table.set_index("term")
+    # identities only, so a small draw does (n = 1,000, 3 splits, 100 bootstrap draws: CI time)
+    data = LinearSCM().sample(1000, rng(7, "repeats"))
+    one = estimate_pse(**data, seed=4, n_bootstrap=100, params=pilot_params, repeats=1)
+    three = estimate_pse(**data, seed=4, n_bootstrap=100, params=pilot_params, repeats=3)
+    t1, t3 = one.table.set_index("term"), three.table.set_index("term")
     z = 1.959963984540054
     for e in EFFECTS:
-        est = np.array(five.diagnostics["split_estimates"][e])
-        se = np.array(five.diagnostics["split_se"][e])
-        assert est.shape == (5,) and np.ptp(est) > 0  # the splits differ
-        assert t5.loc[e, "estimate"] == pytest.approx(est.mean(), abs=1e-12)
-        assert t5.loc[e, "se"] == pytest.approx(np.sqrt(np.mean(se ** 2 + (est - est.mean()) ** 2)), rel=1e-12)
-        assert t5.loc[e, "se"] > np.sqrt(np.mean(se ** 2))  # the spread between splits is added
-        assert (t5.loc[e, "ci_low"], t5.loc[e, "ci_high"]) == pytest.approx(
-            (t5.loc[e, "estimate"] - z * t5.loc[e, "se"], t5.loc[e, "estimate"] + z * t5.loc[e, "se"]), rel=1e-9)
+        est = np.array(three.diagnostics["split_estimates"][e])
+        se = np.array(three.diagnostics["split_se"][e])
+        assert est.shape == (3,) and np.ptp(est) > 0  # the splits differ
+        assert t3.loc[e, "estimate"] == pytest.approx(est.mean(), abs=1e-12)
+        assert t3.loc[e, "se"] == pytest.approx(np.sqrt(np.mean(se ** 2 + (est - est.mean()) ** 2)), rel=1e-12)
+        assert t3.loc[e, "se"] > np.sqrt(np.mean(se ** 2))  # the spread between splits is added
+        assert (t3.loc[e, "ci_low"], t3.loc[e, "ci_high"]) == pytest.approx(
+            (t3.loc[e, "estimate"] - z * t3.loc[e, "se"], t3.loc[e, "estimate"] + z * t3.loc[e, "se"]), rel=1e-9)
         assert t1.loc[e, "estimate"] == pytest.approx(est[0], abs=1e-12)
         assert t1.loc[e, "se"] == pytest.approx(se[0], rel=1e-12)
-        assert five.diagnostics["split_sd"][e] == pytest.approx(est.std(ddof=1), rel=1e-12)
-    assert t5.loc["TE", "estimate"] == t5.loc["NDE", "estimate"] + t5.loc["NIE", "estimate"]
-    assert t5.loc["NIE", "estimate"] == t5.loc["BIE", "estimate"] + t5.loc["RIE", "estimate"]
-    assert one.diagnostics["repeats"] == 1 and five.diagnostics["repeats"] == 5
+        assert three.diagnostics["split_sd"][e] == pytest.approx(est.std(ddof=1), rel=1e-12)
+    assert t3.loc["TE", "estimate"] == t3.loc["NDE", "estimate"] + t3.loc["NIE", "estimate"]
+    assert t3.loc["NIE", "estimate"] == t3.loc["BIE", "estimate"] + t3.loc["RIE", "estimate"]
+    assert one.diagnostics["repeats"] == 1 and three.diagnostics["repeats"] == 3
     with pytest.raises(ValueError, match="repeats must be an integer >= 1; got 0"):
         estimate_pse(**data, seed=4, params=pilot_params, repeats=0)
 

@@ -152,6 +152,9 @@ def test_a_cluster_started_by_ray_start_with_2_workers_gives_the_local_bytes(sma
     engine = engine_of(run)
     assert engine["address"] == ray_head and engine["workers"] == 2
     assert len(engine["worker_pids"]) >= 2, engine  # the batches ran in at least two processes
+    # run.json records the threads the workers' torch ran with (1-CPU actors), not the driver's
+    systems = json.loads((run / "run.json").read_text())["systems_info"]
+    assert systems["minilm"]["torch_threads"] == 1, systems["minilm"]
     # finished batches are in the store (kept by the workers): a warm re-run encodes nothing
     batches = [json.loads(p.read_text()) for p in (small / "store-ray2" / "tasks").glob("*.json")]
     assert sum(b["kind"] == "score_batch" for b in batches) == 6
@@ -187,7 +190,9 @@ def test_an_encoding_actor_killed_mid_run_is_replaced_and_the_bytes_stay(small, 
     assert result_digests(run) == result_digests(local_run)
     engine = engine_of(run)
     assert engine["retried_tasks"], engine  # the batches in flight on the killed actor ran again
-    assert pid in engine["worker_pids"] and len(engine["worker_pids"]) >= 2  # the killed actor and its successor
+    # its successor is another process (the killed actor's own pid may be missing: the answer of a batch it
+    # finished and stored can die with it before reaching the driver)
+    assert set(engine["worker_pids"]) - {pid}, engine
 
 
 def test_a_worker_that_dies_past_the_retries_fails_the_run_at_score_and_resume_completes_it(small, local_run):

@@ -107,6 +107,11 @@ class Engine(ABC):
         """Apply ``fn`` (a design's per-job work, a module-level function) to each job; yield
         ``(index, result)`` as each finishes, ``index`` being the job's position in ``jobs``."""
 
+    def worker_threads(self, system_id: str) -> list[int] | None:
+        """The torch intra-op thread counts the processes that scored ``system_id``'s batches ran with (sorted,
+        distinct), or None when those batches ran in this process (the adapter's own count is the truth)."""
+        return None
+
     def close(self) -> None:
         """Release the engine's workers (the local engine holds none)."""
 
@@ -304,6 +309,9 @@ def score_system(adapter: Any, request: Any, *, engine: Engine | None = None) ->
         adapter.abort([r for r in results if r is not None])
         raise
     scores, info = adapter.finish(results)  # type: ignore[arg-type]  (every position is filled here)
+    threads = engine.worker_threads(adapter.id)
+    if threads and "torch_threads" in info:  # the workers' counts, not the driver's (run.json, issue 40 §4)
+        info["torch_threads"] = threads[0] if len(threads) == 1 else threads
     request.info[adapter.id] = info
     return scores
 
@@ -346,9 +354,10 @@ def probe_store(store_root: str, marker: str) -> tuple[bool, str, str]:
     return True, "", node
 
 
-def run_batch(adapter: Any, batch: Any, store_root: str | None) -> tuple[int, pd.DataFrame, int, str]:
+def run_batch(adapter: Any, batch: Any, store_root: str | None) -> tuple[int, pd.DataFrame, int, str, int | None]:
     """On a worker: score one batch and keep its frame in the task store (when the adapter keeps batches there):
-    ``(position, frame, pid, node id)``. Kill point ``batch:<system id>`` (:mod:`runtime.testhooks`): before the
+    ``(position, frame, pid, node id, torch threads)`` (the threads: the adapter's ``torch_threads``, None for
+    a system without torch). Kill point ``batch:<system id>`` (:mod:`runtime.testhooks`): before the
     batch, in the worker."""
     from runtime.testhooks import kill_point
 
@@ -361,11 +370,11 @@ def run_batch(adapter: Any, batch: Any, store_root: str | None) -> tuple[int, pd
 
         tid, key = batch_task(adapter.id, batch)
         TaskStore(Path(store_root)).put(tid, "score_batch", {adapter.batch_output: frame_bytes(frame)}, key=key)
-    return batch.position, frame, os.getpid(), _node()
+    return batch.position, frame, os.getpid(), _node(), getattr(adapter, "torch_threads", None)
 
 
 def score_task(kind: str, resolved: dict[str, Any], request: Any, token: str, batch: Any,
-               store_root: str | None) -> tuple[int, pd.DataFrame, int, str]:
+               store_root: str | None) -> tuple[int, pd.DataFrame, int, str, int | None]:
     """A Ray task (``placement = "task"``): one batch, with the adapter set up once per worker process."""
     adapter = _ADAPTERS.get(token)
     if adapter is None:
@@ -397,7 +406,7 @@ class BatchActor:
     def probe(self, marker: str) -> tuple[bool, str, str]:
         return probe_store(self.store_root, marker) if self.store_root else (True, "", _node())
 
-    def score(self, batch: Any, request: list[Any], token: str) -> tuple[int, pd.DataFrame, int, str]:
+    def score(self, batch: Any, request: list[Any], token: str) -> tuple[int, pd.DataFrame, int, str, int | None]:
         """One batch of the request ``token`` (``request``: its ObjectRef in a list, fetched only when this actor
         is not yet set up for it: its first batch, or a later request of the same system). The request never
         is a constructor argument, so a restarted actor never needs an object that has gone out of scope."""
@@ -453,6 +462,7 @@ class RayEngine(Engine):
         self.retries = retries
         self.store_root = None if store_root is None else str(store_root)
         self.pids: set[int] = set()
+        self.threads: dict[str, set[int]] = {}  # per system: the torch threads its workers ran with
         self.retried: list[str] = []
         self._temp: str | None = None
         self._owned = False
@@ -522,7 +532,7 @@ class RayEngine(Engine):
                     raise EngineError(MSG_STORE_UNSEEN.format(store=self.store_root, node=nodes.get(slot, "unknown"),
                                                               why=str(inner))) from None
                 raise (inner if isinstance(inner, BaseException) else err.as_instanceof_cause()) from None
-            if isinstance(out, tuple) and len(out) == 4:
+            if isinstance(out, tuple) and len(out) == 5:
                 nodes[slot] = out[3]
             yield out
             fill(slot)
@@ -575,10 +585,10 @@ class RayEngine(Engine):
             if store is not None:
                 marker, path = self._marker()
                 self._check_store([a.probe.remote(marker) for a in actors[:n]], path)
-            for pos, frame, pid, _node_id in self._drive(
+            for pos, frame, pid, _node_id, threads in self._drive(
                     batches, 2 * n, lambda slot, b: actors[slot % n].score.remote(b, [request], token), label,
                     system.id):
-                self.pids.add(pid)
+                self._ran(system.id, pid, threads)
                 yield pos, frame
             return
         if placement != "task":
@@ -588,11 +598,19 @@ class RayEngine(Engine):
             marker, path = self._marker()
             probe = ray.remote(num_cpus=0)(probe_store)
             self._check_store([probe.remote(store, marker)], path)
-        for pos, frame, pid, _node_id in self._drive(
+        for pos, frame, pid, _node_id, threads in self._drive(
                 batches, n, lambda slot, b: task.remote(system.kind, system.resolved, request, token, b, store),
                 label, system.id):
-            self.pids.add(pid)
+            self._ran(system.id, pid, threads)
             yield pos, frame
+
+    def _ran(self, system_id: str, pid: int, threads: int | None) -> None:
+        self.pids.add(pid)
+        if threads is not None:
+            self.threads.setdefault(system_id, set()).add(int(threads))
+
+    def worker_threads(self, system_id: str) -> list[int] | None:
+        return sorted(self.threads[system_id]) if system_id in self.threads else None
 
     def map_jobs(self, fn: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[tuple[int, Any]]:
         jobs = list(enumerate(jobs))
