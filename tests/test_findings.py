@@ -191,3 +191,12 @@ def test_a_cosine_scale_and_the_reference_losing():
     # the variant scores higher: the reference's levels lose; on [0, 1] the normalised value is the score
     assert line["who"] == "the reference BASE loses"
     assert line["loss"] == "V01's mean score +0.0163 on 0–1 against BASE"
+
+
+def test_a_line_led_by_a_selection_metric_says_the_direction_of_selection_is_not_established():
+    """The flip rate, retention and both ratios read one in/out table: when its McNemar test names nobody, the
+    line says so of selection only (a regulator's read: the variant's score test may reject, see the headline)."""
+    m = pd.DataFrame([row("flip_rate", "V02", 0.11, 0.07, 0.16, "INCONCLUSIVE", "direction not established", k=10,
+                          n_in_out=15, n_out_in=7)])
+    (line,) = sect(m)[1].context["lines"]
+    assert line["who"] == "V02: direction not established for selection"

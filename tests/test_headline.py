@@ -117,3 +117,31 @@ def test_page_one_of_the_pdf_says_fail_and_names_the_category(tmp_path):
     assert "Score delta" in line, line
     assert "System minilm: FAIL : 1 of 9 categories FAIL; who loses: LV03" in " ".join(page1.split()), page1
     assert "Eq. 6" not in page1 and "Risk score" not in page1
+
+
+def test_a_side_only_a_non_deciding_metric_establishes_is_named_with_its_metrics():
+    """A regulator's read of the example: V03's score test rejected (it scores lower) while its deciding
+    selection metric established no direction; the category read "direction not established". The cell now
+    names the side and the metrics that establish it; the system line lists such categories; without
+    ``metrics.csv`` the cell is the headline's alone."""
+    from runtime.report.sections.metric_suite.headline import headline_context
+
+    m = synthetic_metrics()
+    m.loc[m["variant"] == LOSER, ["status", "disadvantaged"]] = ["PASS", ""]
+    m.loc[(m["variant"] == "V05") & (m["metric"] == "marc"), ["status", "ci_high"]] = ["INCONCLUSIVE", 0.6]
+    m.loc[(m["variant"] == "V05") & (m["metric"] == "score_delta"), "disadvantaged"] = "LV05"  # PASS, significant
+    m.loc[(m["variant"] == "V07") & (m["metric"] == "marc"), ["status", "ci_high", "disadvantaged"]] = [
+        "INCONCLUSIVE", 0.6, "LV07"]
+    m.loc[(m["variant"] == "V07") & (m["metric"] == "score_delta"), "disadvantaged"] = "reference"  # the other way
+    h = headline_frame(m, reference=REF, levels=LEVELS)
+    assert h.set_index("category").loc["LV05", "disadvantaged"] == "direction not established"
+    (s,) = headline_context(h, metrics=m)["systems"]
+    cells = {c["variants"]: c["disadvantaged"] for c in s["categories"]}
+    assert cells["V05"] == ("this category on Score delta (a test rejects after adjustment); on the deciding "
+                            "metric: direction not established")
+    assert cells["V07"] == "LV07; also the reference on Score delta (a test rejects after adjustment)"
+    assert cells["V01"] == "—"  # nothing established anywhere: as before
+    assert s["also"] == "V05 loses on Score delta"
+    (plain,) = headline_context(h)["systems"]
+    assert {c["variants"]: c["disadvantaged"] for c in plain["categories"]}["V05"] == "direction not established"
+    assert plain["also"] == ""

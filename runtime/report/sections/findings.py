@@ -28,6 +28,9 @@ MAX_FINDINGS = 8
 STATUS_RANK = {"FAIL": 0, "INVESTIGATE": 1, "INCONCLUSIVE": 1}
 #: A ``disadvantaged`` that names nobody.
 NOT_ESTABLISHED = "direction not established"
+#: Metrics that read one in/out table of the shortlist (one McNemar test): a line led by one that names nobody
+#: says "direction not established for selection", as the variant's score or rank test may establish one.
+SELECTION_TABLE = frozenset({"flip_rate", "retention_rate", "impact_ratio", "selection_ratio"})
 #: Names of the causal family's effects (seed 001 Eqs. 1-5).
 EFFECT_SHORT = {"TE": "total effect TE", "NDE": "direct effect NDE", "NIE": "indirect effect NIE",
                 "BIE": "qualification effect BIE", "RIE": "proxy effect RIE"}
@@ -75,6 +78,8 @@ def finding_line(f: Any, *, label: Callable[[Any], str] = fmt_text, reference: s
         who = f"{label(f.disadvantaged)} loses"
     elif causal:
         who = f"{levels}: no effect is significant"
+    elif f.metric in SELECTION_TABLE:  # one McNemar test of the in/out table: a score test may still reject
+        who = f"{f.variant}: {NOT_ESTABLISHED} for selection"
     else:  # the variant's levels are spelled out beside the link
         who = f"{f.variant}: {NOT_ESTABLISHED}"
     pts = _points(f.score_loss, f.score_range)

@@ -89,7 +89,8 @@ def metric_suite_sections(
     return [
         *([Section(id="headline", title="Findings by protected category",
                    template="sections/metric_suite_headline.html.j2", context=headline_context(headline, detectable, label=meta.with_level_labels,
-                                                    score_ranges={s.id: s.score_range for s in meta.systems}),
+                                                    score_ranges={s.id: s.score_range for s in meta.systems},
+                                                    metrics=metrics),
                    order=ORDER["headline"], toc=False)] if headline is not None else []),
         *([Section(id="score-source", title="Where the scores come from", template="sections/metric_suite_source.html.j2",
                    context=source_context(meta, metrics), order=ORDER["source"], toc=False)] if meta.score_file else []),

@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from runtime.analysis.headline import ALL, RANKING
+from runtime.analysis.direction import NO_DIRECTION
+from runtime.analysis.headline import ALL, CATEGORY_METRICS, RANKING, SEP
 from runtime.report.formatting import MISSING, fmt_ci, fmt_sig, fmt_text, with_points, with_points_ci
 from runtime.report.sections.metric_suite.common import status
 from runtime.report.sections.metric_suite.texts import METRIC_SHORT
@@ -33,6 +34,55 @@ def _metrics_text(deciding: Any, status_: str = "") -> str:
     return "; ".join(parts)
 
 
+def _named(side: Any) -> bool:
+    return isinstance(side, str) and side.strip() not in ("", NO_DIRECTION)
+
+
+def other_sides(metrics: pd.DataFrame | None, system: str, variants: Any, deciding: Any) -> dict[str, list[str]]:
+    """The sides a category's metrics that do not decide its status establish (``metrics.csv`` rows of
+    ``system`` and the category's variants, among :data:`~runtime.analysis.headline.CATEGORY_METRICS`, whose
+    ``disadvantaged`` names a side: their test rejected after adjustment, issue 29 §3), each with its metrics'
+    short names in catalogue order. A score shift inside its PASS band can be significant while the deciding
+    selection ratio establishes no direction: the reader is told, not left with "direction not established"."""
+    if metrics is None or len(metrics) == 0 or "disadvantaged" not in metrics.columns:
+        return {}
+    skip = {d.split(" ")[0] for d in fmt_text(deciding, "").split("; ") if d}
+    wanted = set(fmt_text(variants, "").split("; "))
+    rows = metrics[(metrics["system"].astype(str) == str(system)) & metrics["variant"].astype(str).isin(wanted)
+                   & metrics["metric"].isin([m for m in CATEGORY_METRICS if m not in skip])]
+    sides: dict[str, list[str]] = {}
+    for metric in CATEGORY_METRICS:
+        for side in rows.loc[rows["metric"] == metric, "disadvantaged"]:
+            if _named(side):
+                names = sides.setdefault(str(side), [])
+                if METRIC_SHORT.get(metric, metric) not in names:
+                    names.append(METRIC_SHORT.get(metric, metric))
+    return sides
+
+
+def _who(side: str, category: Any, label: Callable[[Any], str]) -> str:
+    if side == "reference":
+        return "the reference"
+    return "this category" if side == str(category) else label(side)
+
+
+def _who_loses(r: Mapping[str, Any], others: Mapping[str, list[str]], label: Callable[[Any], str]) -> str:
+    """A category's "Who loses" cell: the side its deciding rows establish, then the sides its other rows
+    establish, each with the metrics that establish it."""
+    own = r["disadvantaged"]
+    named = _named(own)
+    extra = [f"{_who(side, r['category'], label)} on {', '.join(names)}" for side, names in others.items()
+             if not (named and side in str(own).split(SEP))]
+    if not extra:
+        return label(own)
+    also = "; ".join(extra) + " (a test rejects after adjustment)"
+    if named:
+        return f"{label(own)}; also {also}"
+    if str(r["status"]) == "PASS":
+        return f"{also}, inside the PASS band"
+    return f"{also}; on the deciding metric: {NO_DIRECTION}"
+
+
 def _value_ci(r: Mapping[str, Any], score_range: Any) -> dict[str, str]:
     """A category's value and interval as shown; a score delta also on the system's own scale (issue 31 §3)."""
     delta = str(r["deciding_metrics"]).startswith("score_delta")
@@ -46,7 +96,8 @@ def _value_ci(r: Mapping[str, Any], score_range: Any) -> dict[str, str]:
 def headline_context(headline: pd.DataFrame | None,
                      detectable: pd.DataFrame | None = None, *,
                      label: Callable[[Any], str] = fmt_text,
-                     score_ranges: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     score_ranges: Mapping[str, Any] | None = None,
+                     metrics: pd.DataFrame | None = None) -> dict[str, Any]:
     """Plain data of the headline section: ``systems``, one dict per system with ``system``, ``verdict``
     (status), ``failing`` (the categories at the verdict's status), ``disadvantaged``, ``categories`` (one
     dict per category: ``category, variants, status, metrics, value, ci, disadvantaged``) and ``ranking``
@@ -55,7 +106,11 @@ def headline_context(headline: pd.DataFrame | None,
     ``detectable``: :func:`runtime.analysis.power.smallest_detectable_ratio` (``power.csv``, issue 30 §3;
     columns ``system, category`` = a variant id, ``mde_ratio``, ``level``): each category's ``detectable``
     is the lowest over its variants, the selection ratio the audit's score test detects with the declared
-    power at its family level (a ratio between it and 1 may go unseen); empty without power."""
+    power at its family level (a ratio between it and 1 may go unseen); empty without power.
+
+    ``metrics``: ``metrics.csv``; when given, a category's ``disadvantaged`` also names the sides its
+    non-deciding rows establish (:func:`other_sides`), and the system's ``also`` lists the categories where
+    only those rows establish one."""
     systems: list[dict[str, Any]] = []
     if headline is None or len(headline) == 0:
         return {"systems": systems, "power": False}
@@ -70,13 +125,23 @@ def headline_context(headline: pd.DataFrame | None,
         rows = sub.to_dict("records")
         verdict = next((r for r in rows if r["category"] == ALL), None)
         ranking = next((r for r in rows if r["category"] == RANKING), None)
-        cats = [{
-            "category": label(r["category"]), "variants": fmt_text(r["variants"], ""),
-            "status": status(r["status"]), "metrics": _metrics_text(r["deciding_metrics"], status(r["status"])) or MISSING,
-            **_value_ci(r, (score_ranges or {}).get(str(system))),
-            "disadvantaged": label(r["disadvantaged"]),
-            "detectable": smallest(str(system), r["variants"]),
-        } for r in rows if r["category"] not in (ALL, RANKING)]
+        cats, also = [], []
+        for r in rows:
+            if r["category"] in (ALL, RANKING):
+                continue
+            others = other_sides(metrics, str(system), r["variants"], r["deciding_metrics"])
+            if others and not _named(r["disadvantaged"]):
+                v = fmt_text(r["variants"], "")
+                also.extend(f"{v} loses on {', '.join(n)}" if side == str(r["category"])
+                            else f"{v}: {_who(side, r['category'], label)} loses on {', '.join(n)}"
+                            for side, n in others.items())
+            cats.append({
+                "category": label(r["category"]), "variants": fmt_text(r["variants"], ""),
+                "status": status(r["status"]), "metrics": _metrics_text(r["deciding_metrics"], status(r["status"])) or MISSING,
+                **_value_ci(r, (score_ranges or {}).get(str(system))),
+                "disadvantaged": _who_loses(r, others, label),
+                "detectable": smallest(str(system), r["variants"]),
+            })
         systems.append({
             "system": str(system),
             "verdict": status(verdict["status"]) if verdict else "N/A",
@@ -84,6 +149,7 @@ def headline_context(headline: pd.DataFrame | None,
                         f" of {len(cats)} categories {verdict['status']}")
                        if verdict and fmt_text(verdict["deciding_metrics"], "") else "",
             "disadvantaged": label(verdict["disadvantaged"]) if verdict and fmt_text(verdict["disadvantaged"], "") else "",
+            "also": "; ".join(also),
             "categories": cats,
             "ranking": None if ranking is None else {
                 "status": status(ranking["status"]),
