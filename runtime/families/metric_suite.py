@@ -186,8 +186,9 @@ def composite_note(risk: pd.DataFrame) -> list[str]:
     n_inv = int(r["n_investigate"])
     return [f"Seed 000's composite risk score (Eq. 6, on point estimates, research tier): {float(r['risk_score']):.3f}, "
             f"from {int(r['n_fail'])} FAIL and {n_inv} INVESTIGATE among {int(r['n_total'])} metric × variant "
-            f"statuses; each FAIL weighs as three INVESTIGATE, and a PASS on a point estimate can hide an "
-            f"interval that straddles its bound."]
+            f"statuses (seed 000's nine metrics for every variant, the reference's own rows included, as in its "
+            f"§4.2; the selection ratio is not one of them); each FAIL weighs as three INVESTIGATE, and a PASS on a "
+            f"point estimate can hide an interval that straddles its bound."]
 
 
 @family("metric_suite")
