@@ -54,7 +54,7 @@ FAIL_VARIANT = "V04"
 NA_CELL = ("recall_at_k", "V09")
 
 SECTION_HEADINGS = [
-    "Variants with FAIL or INVESTIGATE findings",
+    "Variants with FAIL, INCONCLUSIVE or INVESTIGATE findings",
     "Audit design",
     "Variants (treatments) and their levels",
     "Jobs",
@@ -292,7 +292,7 @@ def test_every_section_heading_is_present_in_order(html):
         assert hits, f"missing heading {wanted!r}"
         positions.append(hits[0])
     main = [positions[SECTION_HEADINGS.index(h)] for h in (
-        "Variants with FAIL or INVESTIGATE findings", "Audit design", "Results: system", "Qualification drift", "Amendments",
+        "Variants with FAIL, INCONCLUSIVE or INVESTIGATE findings", "Audit design", "Results: system", "Qualification drift", "Amendments",
         "Seed 000 Eq. 6 on point estimates, not a verdict", "Key figures (research tier)", "Thresholds and method",
         "Timings")]
     assert main == sorted(main)

@@ -139,7 +139,7 @@ def test_a_loss_of_4_2_of_100_prints_minus_4_2_points(sections):
 
 def test_an_investigate_only_variant_is_in_fail_variants(sections):
     fv = sections["fail-variants"]
-    assert fv.title == "Variants with FAIL or INVESTIGATE findings"
+    assert fv.title == "Variants with FAIL, INCONCLUSIVE or INVESTIGATE findings"
     rows = {f["variant"]: f for f in fv.context["rows"]}
     assert list(rows) == ["V01", "V02", "V03"]  # V03: seed 000 INVESTIGATE only
     (v03,) = rows["V03"]["failing"]
@@ -156,6 +156,20 @@ def test_an_investigate_only_variant_is_in_fail_variants(sections):
     v03_row = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", section.split("<strong>V03</strong>", 1)[1]))
     # the status cell says which rule flags it: research and operational PASS, seed 000 INVESTIGATE
     assert "research PASS operational PASS seed 000 (point estimate) INVESTIGATE" in v03_row
+
+
+def test_with_no_flagged_variant_the_fail_variants_title_and_contents_say_none():
+    """A regulator's read: the contents listed "Variants with FAIL ... findings" for a table that was empty."""
+    passing = _metrics()
+    passing = passing[passing["variant"].isin(["BASE", "V03"]) & (passing["metric"] == "score_delta")]
+    secs = {s.id: s for s in metric_suite_sections(metrics=passing, risk=pd.DataFrame(), drift=pd.DataFrame(),
+                                                  meta=_meta())}
+    fv = secs["fail-variants"]
+    assert fv.context["rows"] == []
+    assert fv.title == "Variants with FAIL, INCONCLUSIVE or INVESTIGATE findings: none"
+    html = render_report(build_core(_meta()), list(secs.values()))
+    assert html.count("Variants with FAIL, INCONCLUSIVE or INVESTIGATE findings: none") == 2  # contents and heading
+    assert "No variant has a FAIL or INCONCLUSIVE status" in html
 
 
 def assert_four_fifths_only_beside_selection_rates(html: str) -> None:

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from runtime.analysis.classify import interval_status, tier_bounds
-from runtime.analysis.direction import NO_DIRECTION, REFERENCE_LOSES, row_leans, side_label
+from runtime.analysis.direction import NO_DIRECTION, REFERENCE_LOSES, names_a_side, row_leans, side_label
 
 BY_JOB_COLUMNS = ("system", "condition", "metric", "variant", "job_id", "n", "value", "ci_low", "ci_high",
                   "bootstrap_se", "ci_mc_se", "value_shrunk", "p_value", "p_adj", "status", "status_operational",
@@ -147,7 +147,7 @@ def job_frame(rows: list[dict[str, object]], leans: np.ndarray, metrics: pd.Data
             ["system", "condition", "metric", "variant"], sort=False):
         p_value, p_low, p_high, p_status, p_status_op, p_side = pooled[(system, condition, metric_id, variant)]
         is_ref = variant == reference
-        p_named = isinstance(p_side, str) and p_side not in ("", NO_DIRECTION)
+        p_named = names_a_side(p_side)
         pool, shrunk = pool_jobs(sub, absolute=metric_id in ABSOLUTE_METRICS)
         for r, v_shrunk in zip(sub.to_dict("records"), shrunk):
             flags = []

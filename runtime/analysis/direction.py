@@ -17,6 +17,12 @@ NO_DIRECTION = "direction not established"
 REFERENCE_LOSES = "reference"
 
 
+def names_a_side(side: object) -> bool:
+    """Whether a ``disadvantaged`` value names a side (a level, or :data:`REFERENCE_LOSES`): a non-empty
+    string other than :data:`NO_DIRECTION`. Missing values (``None``, NaN) name nobody."""
+    return isinstance(side, str) and side.strip() not in ("", NO_DIRECTION)
+
+
 def level_label(variant: str, reference: str, levels: Mapping[str, Mapping[str, str]] | None) -> str:
     """The level(s) a variant changes from the reference: ``Female-NA``, or ``sex_gender=Female-NA;
     age=older`` when it changes several axes; the variant id when the levels are unknown."""

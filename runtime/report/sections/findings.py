@@ -18,6 +18,8 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from runtime.analysis import SELECTION_TABLE_METRICS
+from runtime.analysis.direction import NO_DIRECTION, names_a_side
 from runtime.report.formatting import fmt_ci, fmt_points, fmt_sig, fmt_text
 from runtime.report.sections import ORDER, Section
 from runtime.report.sections.metric_suite.texts import METRIC_SHORT
@@ -27,10 +29,10 @@ MAX_FINDINGS = 8
 #: Worst first: a FAIL before an INVESTIGATE or INCONCLUSIVE finding.
 STATUS_RANK = {"FAIL": 0, "INVESTIGATE": 1, "INCONCLUSIVE": 1}
 #: A ``disadvantaged`` that names nobody.
-NOT_ESTABLISHED = "direction not established"
+NOT_ESTABLISHED = NO_DIRECTION
 #: Metrics that read one in/out table of the shortlist (one McNemar test): a line led by one that names nobody
 #: says "direction not established for selection", as the variant's score or rank test may establish one.
-SELECTION_TABLE = frozenset({"flip_rate", "retention_rate", "impact_ratio", "selection_ratio"})
+SELECTION_TABLE = frozenset(SELECTION_TABLE_METRICS)
 #: Names of the causal family's effects (seed 001 Eqs. 1-5).
 EFFECT_SHORT = {"TE": "total effect TE", "NDE": "direct effect NDE", "NIE": "indirect effect NIE",
                 "BIE": "qualification effect BIE", "RIE": "proxy effect RIE"}
@@ -38,7 +40,7 @@ NO_FINDINGS = "No finding: every status of the research tier is PASS (or N/A)."
 
 
 def _named(f: Any) -> bool:
-    return bool(f.disadvantaged) and f.disadvantaged != NOT_ESTABLISHED
+    return names_a_side(f.disadvantaged)
 
 
 def _points(x: float | None, score_range: Any) -> str:

@@ -32,7 +32,11 @@ from runtime.report.sections.metric_suite.risk import kpis, risk_context
 from runtime.report.sections.metric_suite.thresholds import bounds, threshold_table, threshold_text
 from runtime.report.sections.metric_suite.units import drift_rows, fail_table, units
 
-__all__ = ["metric_suite_sections"]
+__all__ = ["FAIL_VARIANTS_TITLE", "metric_suite_sections"]
+
+#: The FAIL-variants section's title; ": none" is appended when no variant has such a finding, so that the
+#: contents do not announce a table that is empty.
+FAIL_VARIANTS_TITLE = "Variants with FAIL, INCONCLUSIVE or INVESTIGATE findings"
 
 
 def metric_suite_sections(
@@ -86,6 +90,7 @@ def metric_suite_sections(
     unit_list = units(metrics, meta, variant_order, reference)
     metric_ids = unique([m["id"] for u in unit_list for m in u["metrics"]] + list(METRICS), METRICS)
     threshold = threshold_text(meta.threshold)
+    fail_rows = fail_table(unit_list, meta, variant_order)
     return [
         *([Section(id="headline", title="Findings by protected category",
                    template="sections/metric_suite_headline.html.j2", context=headline_context(headline, detectable, label=meta.with_level_labels,
@@ -100,9 +105,10 @@ def metric_suite_sections(
                 template="sections/metric_suite_risk.html.j2",
                 context={**risk_context(risk), "kpis": kpis(metrics), "threshold": threshold},
                 order=ORDER["appendix"] - 10),
-        Section(id="fail-variants", title="Variants with FAIL or INVESTIGATE findings",
+        Section(id="fail-variants", title=FAIL_VARIANTS_TITLE + ("" if fail_rows else ": none"),
                 template="sections/metric_suite_fail_variants.html.j2",
-                context={"rows": fail_table(unit_list, meta, variant_order), "reference": reference},
+                context={"rows": fail_rows, "reference": reference,
+                         "title": FAIL_VARIANTS_TITLE + ("" if fail_rows else ": none")},
                 order=ORDER["fail"]),
         Section(id="design", title="Audit design", template="sections/metric_suite_design.html.j2",
                 context=design(meta, variant_order, reference), order=ORDER["design"]),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from runtime.analysis.direction import NO_DIRECTION
+from runtime.analysis.direction import NO_DIRECTION, names_a_side
 from runtime.analysis.headline import ALL, CATEGORY_METRICS, RANKING, SEP
 from runtime.report.formatting import MISSING, fmt_ci, fmt_sig, fmt_text, with_points, with_points_ci
 from runtime.report.sections.metric_suite.common import status
@@ -34,10 +34,6 @@ def _metrics_text(deciding: Any, status_: str = "") -> str:
     return "; ".join(parts)
 
 
-def _named(side: Any) -> bool:
-    return isinstance(side, str) and side.strip() not in ("", NO_DIRECTION)
-
-
 def other_sides(metrics: pd.DataFrame | None, system: str, variants: Any, deciding: Any) -> dict[str, list[str]]:
     """The sides a category's metrics that do not decide its status establish (``metrics.csv`` rows of
     ``system`` and the category's variants, among :data:`~runtime.analysis.headline.CATEGORY_METRICS`, whose
@@ -53,7 +49,7 @@ def other_sides(metrics: pd.DataFrame | None, system: str, variants: Any, decidi
     sides: dict[str, list[str]] = {}
     for metric in CATEGORY_METRICS:
         for side in rows.loc[rows["metric"] == metric, "disadvantaged"]:
-            if _named(side):
+            if names_a_side(side):
                 names = sides.setdefault(str(side), [])
                 if METRIC_SHORT.get(metric, metric) not in names:
                     names.append(METRIC_SHORT.get(metric, metric))
@@ -70,7 +66,7 @@ def _who_loses(r: Mapping[str, Any], others: Mapping[str, list[str]], label: Cal
     """A category's "Who loses" cell: the side its deciding rows establish, then the sides its other rows
     establish, each with the metrics that establish it."""
     own = r["disadvantaged"]
-    named = _named(own)
+    named = names_a_side(own)
     extra = [f"{_who(side, r['category'], label)} on {', '.join(names)}" for side, names in others.items()
              if not (named and side in str(own).split(SEP))]
     if not extra:
@@ -130,7 +126,7 @@ def headline_context(headline: pd.DataFrame | None,
             if r["category"] in (ALL, RANKING):
                 continue
             others = other_sides(metrics, str(system), r["variants"], r["deciding_metrics"])
-            if others and not _named(r["disadvantaged"]):
+            if others and not names_a_side(r["disadvantaged"]):
                 v = fmt_text(r["variants"], "")
                 also.extend(f"{v} loses on {', '.join(n)}" if side == str(r["category"])
                             else f"{v}: {_who(side, r['category'], label)} loses on {', '.join(n)}"
