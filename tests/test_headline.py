@@ -145,3 +145,30 @@ def test_a_side_only_a_non_deciding_metric_establishes_is_named_with_its_metrics
     (plain,) = headline_context(h)["systems"]
     assert {c["variants"]: c["disadvantaged"] for c in plain["categories"]}["V05"] == "direction not established"
     assert plain["also"] == ""
+
+
+def test_page_one_says_which_rows_were_redrawn_and_with_how_many_resamples():
+    """A regulator's read of the example: V06's status came from a redrawn bootstrap (issue 39 §3) and page 1
+    did not say so. The system's line names the redrawn rows and the resamples; none redrawn, nothing said."""
+    from runtime.analysis import NOTE_REDRAWN
+    from runtime.report import ReportMeta, ReportSystem, build_core, render_report
+    from runtime.report.sections import Section
+    from runtime.report.sections.metric_suite.headline import headline_context
+
+    m = synthetic_metrics().assign(notes="")
+    note = NOTE_REDRAWN.format(b=2000, b0=500)
+    m.loc[(m["variant"] == "V06") & (m["metric"] == "score_delta"), "notes"] = note
+    m.loc[(m["variant"] == "V06") & (m["metric"] == "marc"), "notes"] = "binary scores; " + note
+    h = headline_frame(m, reference=REF, levels=LEVELS)
+    (s,) = headline_context(h, metrics=m)["systems"]
+    assert s["redrawn"] == {"rows": "V06 Score delta; V06 MARC / K", "resamples": "2,000"}
+    (plain,) = headline_context(h, metrics=synthetic_metrics().assign(notes=""))["systems"]
+    assert plain["redrawn"] == {}
+    meta = ReportMeta(audit="redraw", reference=REF, alpha=0.05, thresholds=catalog.default_thresholds(),
+                      k={"counterfactual": 10, "group": 10, "merit": 10},
+                      systems=(ReportSystem(id="minilm", kind="precomputed", score_range=(0, 1)),),
+                      variants=LEVELS, axes=("sex_gender",))
+    section = Section(id="headline", title="Findings by protected category",
+                      template="sections/metric_suite_headline.html.j2", context=headline_context(h, metrics=m), order=0)
+    text = " ".join(render_report(build_core(meta), [section]).split())
+    assert "Redrawn with 2,000 bootstrap resamples: V06 Score delta; V06 MARC / K." in text

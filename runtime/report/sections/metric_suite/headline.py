@@ -89,6 +89,29 @@ def _value_ci(r: Mapping[str, Any], score_range: Any) -> dict[str, str]:
     return {"value": value, "ci": ci}
 
 
+#: How ``metrics.csv``'s ``notes`` start on a row whose bootstrap was redrawn (issue 39 §3,
+#: :data:`runtime.analysis.NOTE_REDRAWN`).
+REDRAWN_PREFIX = "redrawn with "
+
+
+def redrawn_rows(metrics: pd.DataFrame | None, system: str) -> dict[str, Any]:
+    """The rows of ``system`` whose interval was redrawn with more bootstrap resamples because an end lay within
+    2 Monte Carlo SEs of a PASS-band bound (issue 39 §3): ``{"rows": "V06 score shift; V06 MARC", "resamples":
+    "2,000"}``, or empty when none was. Page 1 says so: such a status was close to turning on resampling noise."""
+    if metrics is None or len(metrics) == 0 or "notes" not in metrics.columns:
+        return {}
+    sub = metrics[(metrics["system"].astype(str) == str(system))
+                  & metrics["notes"].fillna("").astype(str).str.contains(REDRAWN_PREFIX, regex=False)]
+    if sub.empty:
+        return {}
+    names = [f"{r.variant} {METRIC_SHORT.get(r.metric, r.metric)}" + ("" if str(getattr(r, "condition", "default"))
+             in ("default", "", "nan") else f" ({r.condition})") for r in sub.itertuples()]
+    counts = sorted({n.split(REDRAWN_PREFIX, 1)[1].split(" ", 1)[0]
+                     for note in sub["notes"].astype(str) for n in note.split("; ") if n.startswith(REDRAWN_PREFIX)})
+    return {"rows": "; ".join(dict.fromkeys(names)), "resamples": " or ".join(
+        f"{int(c):,}" if c.isdigit() else c for c in counts)}
+
+
 def headline_context(headline: pd.DataFrame | None,
                      detectable: pd.DataFrame | None = None, *,
                      label: Callable[[Any], str] = fmt_text,
@@ -105,8 +128,9 @@ def headline_context(headline: pd.DataFrame | None,
     power at its family level (a ratio between it and 1 may go unseen); empty without power.
 
     ``metrics``: ``metrics.csv``; when given, a category's ``disadvantaged`` also names the sides its
-    non-deciding rows establish (:func:`other_sides`), and the system's ``also`` lists the categories where
-    only those rows establish one."""
+    non-deciding rows establish (:func:`other_sides`), the system's ``also`` lists the categories where
+    only those rows establish one, and its ``redrawn`` names the rows whose bootstrap was redrawn
+    (:func:`redrawn_rows`)."""
     systems: list[dict[str, Any]] = []
     if headline is None or len(headline) == 0:
         return {"systems": systems, "power": False}
@@ -146,6 +170,7 @@ def headline_context(headline: pd.DataFrame | None,
                        if verdict and fmt_text(verdict["deciding_metrics"], "") else "",
             "disadvantaged": label(verdict["disadvantaged"]) if verdict and fmt_text(verdict["disadvantaged"], "") else "",
             "also": "; ".join(also),
+            "redrawn": redrawn_rows(metrics, str(system)),
             "categories": cats,
             "ranking": None if ranking is None else {
                 "status": status(ranking["status"]),
