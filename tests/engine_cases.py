@@ -212,6 +212,43 @@ def digests(score, folder: Path, urls: dict[str, str], kinds=KINDS) -> dict[str,
     return out
 
 
+#: The embedding model's bytes recorded on other machines (``{environment: {"embedding": scores digest,
+#: "results": {csv: digest}}}``). torch's CPU kernels differ by instruction set (AVX2 / AVX512) and so may the
+#: libraries' versions that ``pyproject.toml`` leaves as ranges: the same code then gives other float bits.
+#: ``adapter_digests.json`` and ``engine_results.json`` hold the first recording (environment not kept).
+MODEL_GOLDEN = HERE / "golden" / "model_digests_by_env.json"
+
+
+def model_env() -> str:
+    """The environment the embedding model's bytes depend on: torch's version and CPU capability, and the
+    versions of transformers and sentence-transformers."""
+    from importlib.metadata import version
+
+    import torch
+
+    return (f"torch {torch.__version__} {torch.backends.cpu.get_cpu_capability()}; transformers {version('transformers')};"
+            f" sentence-transformers {version('sentence-transformers')}")
+
+
+def check_model_bytes(what: str, got: object, first: object) -> None:
+    """Assert that ``got`` (the embedding scores' digest, ``what = "embedding"``, or the reduced example's result
+    digests, ``what = "results"``) is a recorded one: ``first`` (the first recording) or one of
+    :data:`MODEL_GOLDEN`. Fails when this environment has a recording and ``got`` differs from every recording;
+    skips, naming the environment and how to record it, when this environment has none (another CPU or
+    library version: the bytes may legitimately differ, and the plan-order and resume checks still run)."""
+    import pytest
+
+    recorded = json.loads(MODEL_GOLDEN.read_text()) if MODEL_GOLDEN.exists() else {}
+    known = [first, *(r[what] for r in recorded.values() if what in r)]
+    if got in known:
+        return
+    env = model_env()
+    if env in recorded:
+        assert got == recorded[env][what]
+    pytest.skip(f"no {what} digest recorded for this environment ({env}); got {got}: add it to "
+                f"{MODEL_GOLDEN.relative_to(HERE.parent)} after checking that the code did not change them")
+
+
 #: The result CSVs a run of :func:`reduced_example` is compared on (issue 40, "Must show").
 RESULT_CSVS = ("metrics.csv", "paired.csv", "effects.csv", "metrics_by_job.csv", "risk.csv")
 RESULTS_GOLDEN = HERE / "golden" / "engine_results.json"
