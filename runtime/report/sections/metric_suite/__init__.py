@@ -91,6 +91,7 @@ def metric_suite_sections(
     metric_ids = unique([m["id"] for u in unit_list for m in u["metrics"]] + list(METRICS), METRICS)
     threshold = threshold_text(meta.threshold)
     fail_rows = fail_table(unit_list, meta, variant_order)
+    fail_title = FAIL_VARIANTS_TITLE + ("" if fail_rows else ": none")
     return [
         *([Section(id="headline", title="Findings by protected category",
                    template="sections/metric_suite_headline.html.j2", context=headline_context(headline, detectable, label=meta.with_level_labels,
@@ -105,10 +106,10 @@ def metric_suite_sections(
                 template="sections/metric_suite_risk.html.j2",
                 context={**risk_context(risk), "kpis": kpis(metrics), "threshold": threshold},
                 order=ORDER["appendix"] - 10),
-        Section(id="fail-variants", title=FAIL_VARIANTS_TITLE + ("" if fail_rows else ": none"),
+        Section(id="fail-variants", title=fail_title,
                 template="sections/metric_suite_fail_variants.html.j2",
                 context={"rows": fail_rows, "reference": reference,
-                         "title": FAIL_VARIANTS_TITLE + ("" if fail_rows else ": none")},
+                         "title": fail_title},
                 order=ORDER["fail"]),
         Section(id="design", title="Audit design", template="sections/metric_suite_design.html.j2",
                 context=design(meta, variant_order, reference), order=ORDER["design"]),

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from runtime.analysis import NOTE_REDRAWN
 from runtime.analysis.direction import NO_DIRECTION, names_a_side
 from runtime.analysis.headline import ALL, CATEGORY_METRICS, RANKING, SEP
 from runtime.report.formatting import MISSING, fmt_ci, fmt_sig, fmt_text, with_points, with_points_ci
@@ -91,12 +92,12 @@ def _value_ci(r: Mapping[str, Any], score_range: Any) -> dict[str, str]:
 
 #: How ``metrics.csv``'s ``notes`` start on a row whose bootstrap was redrawn (issue 39 §3,
 #: :data:`runtime.analysis.NOTE_REDRAWN`).
-REDRAWN_PREFIX = "redrawn with "
+REDRAWN_PREFIX = NOTE_REDRAWN.split("{b}", 1)[0]
 
 
 def redrawn_rows(metrics: pd.DataFrame | None, system: str) -> dict[str, Any]:
     """The rows of ``system`` whose interval was redrawn with more bootstrap resamples because an end lay within
-    2 Monte Carlo SEs of a PASS-band bound (issue 39 §3): ``{"rows": "V06 score shift; V06 MARC", "resamples":
+    2 Monte Carlo SEs of a PASS-band bound (issue 39 §3): ``{"rows": "V06 Score delta; V06 MARC / K", "resamples":
     "2,000"}``, or empty when none was. Page 1 says so: such a status was close to turning on resampling noise."""
     if metrics is None or len(metrics) == 0 or "notes" not in metrics.columns:
         return {}
