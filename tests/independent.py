@@ -1,6 +1,7 @@
 """Independent verifiers of a signed run (issue 16): code that is not ours checks what we sign.
 
-- the PDF: poppler's ``pdfsig`` (NSS), with the trusted certificates in a throwaway NSS database;
+- the PDF: poppler's ``pdfsig`` (NSS), with the trusted certificates in a throwaway NSS database, and
+  OpenSSL's ``openssl cms -verify`` where poppler 22.12 gives its catch-all certificate line;
 - the envelope: scripts/verify_dsse.py, the reference verifier shipped for people without this tool:
   securesystemslib's DSSE ``Envelope`` verifies ``manifest.dsse.json``, and the in-toto Statement's subjects
   are checked against the folder with :mod:`hashlib` (``report.pdf`` by its sealed revision, issue 27 §4).
@@ -43,6 +44,69 @@ def pdfsig(pdf: Path, db: str, *options: str) -> list[dict[str, str]]:
             key, _, value = line.strip()[2:].partition(": ")
             sigs[-1][key] = value or key
     return sigs
+
+
+#: poppler's certificate line for any NSS error code it does not name. Poppler up to 23.x (this machine has
+#: 22.12) reads ``PORT_GetError()`` after ``CERT_PKIXVerifyCert`` without checking that call's result
+#: (``SignatureHandler::validateCertificate``; later versions read it only on failure), so an error code left
+#: over from an earlier NSS call of the same process turns a chain NSS verified into this line. CI of stops 44,
+#: 45 and 53 met it on the third signature of a twice-countersigned report, online and with ``-no-ocsp``.
+POPPLER_GENERIC_CERT_ERROR = "Unknown issue with Certificate or corrupted data."
+CADES = "ETSI.CAdES.detached"
+
+
+def openssl_cms_verify(pdf: Path, root_pem: Path) -> list[tuple[str, bool, str]]:
+    """Each CAdES signature of ``pdf`` verified by OpenSSL (``openssl cms -verify``): the CMS over its
+    /ByteRange bytes and its certificate chain (the certificates the CMS carries) up to ``root_pem`` at the
+    current time. One ``(signer common name, verified, OpenSSL's message)`` per signature, in field order.
+    pyHanko only reads the file (the /Contents and /ByteRange of each field); OpenSSL checks."""
+    import tempfile
+
+    from pyhanko.pdf_utils.reader import PdfFileReader
+
+    data = pdf.read_bytes()
+    reader = PdfFileReader(__import__("io").BytesIO(data), strict=False)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, sig in enumerate(reader.embedded_signatures):
+            obj = sig.sig_object
+            if sig.sig_object_type == "/DocTimeStamp" or obj.get("/SubFilter") != "/" + CADES:
+                continue
+            a, la, b, lb = (int(x) for x in obj["/ByteRange"])
+            content, cms = Path(tmp) / f"{i}.bin", Path(tmp) / f"{i}.der"
+            content.write_bytes(data[a:a + la] + data[b:b + lb])
+            cms.write_bytes(_der_prefix(bytes(obj["/Contents"])))  # the ContentInfo, without its zero padding
+            proc = subprocess.run(["openssl", "cms", "-verify", "-binary", "-inform", "DER", "-in", str(cms),
+                                   "-content", str(content), "-CAfile", str(root_pem), "-purpose", "any",
+                                   "-out", "/dev/null"], capture_output=True, text=True, timeout=60)
+            name = sig.signer_cert.subject.native["common_name"]
+            out.append((name, proc.returncode == 0, (proc.stderr or proc.stdout).strip()))
+    return out
+
+
+def _der_prefix(raw: bytes) -> bytes:
+    """The first DER element of ``raw`` (a /Contents string: the CMS ContentInfo, then zeros up to the
+    reserved size), by its tag and length octets."""
+    if raw[1] < 0x80:
+        return raw[:2 + raw[1]]
+    n = raw[1] & 0x7F
+    return raw[:2 + n + int.from_bytes(raw[2:2 + n], "big")]
+
+
+def pdfsig_cades(pdf: Path, db: str, root_pem: Path, *options: str) -> list[tuple[str, str, str]]:
+    """pdfsig's ``(signer, signature validation, certificate validation)`` of each CAdES signature, with
+    poppler's catch-all certificate line (:data:`POPPLER_GENERIC_CERT_ERROR`, which its stale-error bug gives
+    for chains NSS verified) settled by OpenSSL: ``"Certificate is Trusted. (OpenSSL)"`` when
+    :func:`openssl_cms_verify` verifies that signature and its chain to ``root_pem``, else pdfsig's line kept.
+    A named failure (revoked, expired, unknown or untrusted issuer) is never replaced."""
+    rows = [(s["Signer Certificate Common Name"], s["Signature Validation"], s["Certificate Validation"])
+            for s in pdfsig(pdf, db, *options) if s.get("Signature Type") == CADES]
+    if any(c == POPPLER_GENERIC_CERT_ERROR for _, _, c in rows):
+        checked = openssl_cms_verify(pdf, root_pem)
+        assert [n for n, _, _ in checked] == [n for n, _, _ in rows], (checked, rows)
+        rows = [(n, v, "Certificate is Trusted. (OpenSSL)" if c == POPPLER_GENERIC_CERT_ERROR and ok else c)
+                for (n, v, c), (_, ok, _) in zip(rows, checked)]
+    return rows
 
 
 def pdfsig_trusts_all(pdf: Path, db: str) -> bool:

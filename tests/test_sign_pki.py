@@ -20,7 +20,7 @@ import pytest
 
 from conftest import TINY_SCORES, TINY_SPEC, run_cli
 from conftest import latest_run as _latest, pki_key_dir as _key_dir, pki_run as _run
-from independent import nss_db, pdfsig
+from independent import nss_db, pdfsig, pdfsig_cades
 from pki import SIGNER_DAYS
 from runtime.provenance import keys as K
 from runtime.provenance.keygen import keygen
@@ -205,11 +205,10 @@ def test_verify_lists_the_auditor_and_the_reviewer_with_their_roles(countersigne
     env = json.loads((countersigned_run / "manifest.dsse.json").read_text())
     assert len(env["signatures"]) == 2
     # poppler validates both CAdES signatures, the auditor's still valid after the increment
-    sigs = [s for s in pdfsig(countersigned_run / "report.pdf", nss_db(tmp_path, test_pki.root_pem))
-            if s.get("Signature Type") == "ETSI.CAdES.detached"]
-    assert [s["Signer Certificate Common Name"] for s in sigs] == ["Alice Auditor", "Rob Reviewer"]
-    assert all(s["Signature Validation"] == "Signature is Valid." and s["Certificate Validation"] == "Certificate is Trusted."
-               for s in sigs), sigs
+    # (poppler 22.12's catch-all certificate line settled by OpenSSL: independent.pdfsig_cades)
+    rows = pdfsig_cades(countersigned_run / "report.pdf", nss_db(tmp_path, test_pki.root_pem), test_pki.root_pem)
+    assert [n for n, _, _ in rows] == ["Alice Auditor", "Rob Reviewer"]
+    assert all(v == "Signature is Valid." and c.startswith("Certificate is Trusted.") for _, v, c in rows), rows
 
 
 def test_without_the_reviewers_signature_require_role_reviewer_exits_6(countersigned_run, test_pki, tmp_path):
