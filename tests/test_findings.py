@@ -92,6 +92,13 @@ def test_under_a_threshold_both_selection_rates():
     assert selection_text({"metric": "score_delta"}, None, threshold=True) == ""
     assert selection_text({"metric": "flip_rate", "k": 5, "n_in_out": 3, "n_out_in": 0}, None,
                           threshold=False) == "3 leave the reference's top-5 and 0 enter"
+    # several jobs (the example's 5 jobs x top-10): the count names the pooled places, not one top-10 list
+    flip = {"metric": "flip_rate", "k": 10, "n_in_out": 8, "n_out_in": 16}
+    sel = {"slots": 50, "n_in_out": 8, "n_out_in": 16, "n": 200}
+    assert selection_text(flip, sel, threshold=False) == (
+        "8 leave the reference's 50 top-10 places (pooled over jobs) and 16 enter")
+    assert selection_text(flip, {"slots": 10, "n_in_out": 8, "n_out_in": 16, "n": 40},
+                          threshold=False) == "8 leave the reference's top-10 and 16 enter"
 
 
 def test_flipping_one_status_changes_page_one():

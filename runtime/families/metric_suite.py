@@ -71,7 +71,9 @@ def selection_text(row: Mapping[str, Any], selection_row: Mapping[str, Any] | No
     -------
     str
         "7 of the reference's top-10 stay" (one job; pooled over jobs: "14 of the reference's 20
-        top-10 places stay (2 jobs)"); under a threshold "selected: reference 12 of 40 (30%),
+        top-10 places stay (2 jobs)"); the flip rate: "3 leave the reference's top-5 and 0 enter" (one job;
+        several, from the selection row's ``slots``: "8 leave the reference's 50 top-10 places (pooled over
+        jobs) and 16 enter"); under a threshold "selected: reference 12 of 40 (30%),
         variant 8 of 40 (20%)"; "" when the row is no selection metric or lacks the counts.
     """
     if row.get("metric") not in SELECTION_METRICS:
@@ -93,6 +95,9 @@ def selection_text(row: Mapping[str, Any], selection_row: Mapping[str, Any] | No
         return f"{_count(retained)} of the reference's {_count(places)} top-{k:.0f} places stay ({jobs:.0f} jobs)"
     lost, gained = _num(row.get("n_in_out")), _num(row.get("n_out_in"))
     if lost is not None and gained is not None and k:
+        if slots is not None and slots > k + 1e-9:  # several jobs' top-K lists: say how many places
+            return (f"{_count(lost)} leave the reference's {_count(slots)} top-{k:.0f} places (pooled over jobs) "
+                    f"and {_count(gained)} enter")
         return f"{_count(lost)} leave the reference's top-{k:.0f} and {_count(gained)} enter"
     return ""
 
