@@ -12,7 +12,8 @@ import pytest
 
 from conftest import TINY_SCORES, TINY_SPEC, run_cli
 from runtime.analysis import coverage
-from runtime.analysis.design_warnings import coverage_outside, coverage_warning, power_warning, small_pool_warning
+from runtime.analysis.design_warnings import (coverage_outside, coverage_warning, power_warning, sesoi_band_warning,
+                                              small_pool_warning)
 
 METRICS = ("score_delta", "marc", "flip_rate", "retention_rate", "impact_ratio", "recall_at_k", "ndcg_at_k",
            "equal_opportunity_gap", "equalized_odds_gap", "selection_ratio")
@@ -153,12 +154,40 @@ def test_page_one_design_notes_from_a_runs_tables():
     power = pd.DataFrame([("s", "c", "V01", 0.05, 0.4, 90)],
                          columns=["system", "condition", "category", "level", "power", "n_for_80"])
     resolved = {"jobs": [{"id": "a"}, {"id": "b"}], "analysis": {"alpha": 0.05, "effect_size": {"power": 0.8}}}
-    ctx = SimpleNamespace(paired=paired, resolved=resolved,
-                          tables={"metrics": pd.DataFrame({"metric": ["score_delta", "score_delta", "marc"]}),
-                                  "power": power})
+    metrics = pd.DataFrame({"metric": ["score_delta", "score_delta", "marc"], "system": "s", "condition": "c",
+                            "pass_low": [-0.02, -0.02, 0.0], "pass_high": [0.02, 0.02, 0.5]})
+    ctx = SimpleNamespace(paired=paired, resolved=resolved, tables={"metrics": metrics, "power": power,
+                                                                    "sesoi": _sesoi(0.0061)})
     notes = design_notes(ctx)
     assert notes == [f"Design warning: {w[0].upper()}{w[1:]}." for w in (
         small_pool_warning({"a": 3, "b": 1}), coverage_warning(["score_delta", "marc"], 2),
-        power_warning(power, target=0.8, alpha=0.05))]
+        power_warning(power, target=0.8, alpha=0.05), sesoi_band_warning(metrics, _sesoi(0.0061)))]
+    assert notes[-1].startswith("Design warning: The score delta's PASS band is wider than the SESOI's score shift for "
+                                "s · c (±0.02 against 0.0061 normalised, 3.3 times;")
     assert notes[0].startswith("Design warning: Fewer than 40 base candidates in job(s) a (3), b (1): ")
     assert design_notes(SimpleNamespace(paired=None, resolved=resolved, tables={})) == []
+
+
+def _sesoi(shift_all: float, shift_job: float = 0.5) -> pd.DataFrame:
+    """A ``sesoi.csv`` of system s, condition c: the pooled row and one job's (never read by the warning)."""
+    return pd.DataFrame({"system": "s", "condition": "c", "job_id": ["ALL", "a"], "form": "{selection_ratio: 0.8}",
+                         "shift_normalised": [shift_all, shift_job]})
+
+
+def test_a_score_delta_pass_band_wider_than_the_sesoi_shift_is_named_with_its_ratio():
+    """The regulator's read of the example: the score delta PASSes within ±0.02 while the SESOI (a selection ratio
+    of 0.8 at the top-10) is a shift of 0.0061; a PASS there rules out no effect of the SESOI's size."""
+    metrics = pd.DataFrame({"metric": ["score_delta", "score_delta", "selection_ratio"], "system": "s",
+                            "condition": "c", "pass_low": [-0.02, -0.025, 0.8], "pass_high": [0.02, 0.02, 1.25]})
+    w = sesoi_band_warning(metrics, _sesoi(0.0061))
+    # the widest bound over the cell's score-delta rows: 0.025 / 0.0061 = 4.098...
+    assert w == ("the score delta's PASS band is wider than the SESOI's score shift for s · c (±0.025 against 0.0061 "
+                 "normalised, 4.1 times; SESOI {selection_ratio: 0.8}): a score-delta PASS there admits a mean shift "
+                 "the SESOI calls material, so it shows no shift beyond the band, not no effect; the category's status "
+                 "also reads its selection metrics, decided at the SESOI (seed 003 §3.7)")
+    assert sesoi_band_warning(metrics, _sesoi(0.025)) is None       # the band within the shift: nothing to say
+    assert sesoi_band_warning(metrics, _sesoi(0.03, shift_job=0.001)) is None  # per-job rows are not read
+    assert sesoi_band_warning(metrics, _sesoi(math.nan)) is None
+    assert sesoi_band_warning(metrics, None) is None and sesoi_band_warning(None, _sesoi(0.0061)) is None
+    other = _sesoi(0.0061).assign(condition="other")                 # no score-delta row of that cell
+    assert sesoi_band_warning(metrics, other) is None

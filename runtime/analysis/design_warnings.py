@@ -10,7 +10,9 @@ and on the report's first page, beside seed 000 §5's minimum-n warning
   (``analysis.effect_size.power``, default 0.8) at the SESOI, at level α (``power.csv``,
   :func:`runtime.analysis.power.power_table`; :func:`compiler.power.level_one_power`): a PASS there may be a
   bias the audit could not see (seed 003 §3.7). Known at compile only with scores (a score file, or
-  ``audit compile --pilot RUN_DIR``).
+  ``audit compile --pilot RUN_DIR``);
+- **SESOI band** (page 1 only: it needs the run's scores): a score-delta PASS band wider than the SESOI's score
+  shift, where a score-delta PASS cannot rule out an effect of the SESOI's size.
 
 Each function returns one sentence (or None), so a design with many metrics or categories prints one line
 per kind. Pure: no I/O beyond the shipped coverage table.
@@ -82,6 +84,54 @@ def coverage_warning(metrics: Iterable[str], n_jobs: int | None) -> str | None:
                                audits=(f"at least {audits:,}" if partial else f"{audits:,}") if audits else "the bench's",
                                partial=", a partial run" if partial else "")
 
+#: A score-delta PASS band wider than the SESOI's score shift (one sentence for all cells).
+MSG_SESOI_BAND = ("the score delta's PASS band is wider than the SESOI's score shift for {cells}: a score-delta PASS "
+                  "there admits a mean shift the SESOI calls material, so it shows no shift beyond the band, not no "
+                  "effect; the category's status also reads its selection metrics, decided at the SESOI (seed 003 §3.7)")
+
+
+def sesoi_band_warning(metrics: pd.DataFrame | None, sesoi: pd.DataFrame | None) -> str | None:
+    """One sentence naming each system · condition whose score-delta PASS band (``metrics.csv``: the widest
+    ``|pass_low|``, ``|pass_high|`` of its ``score_delta`` rows, normalised scores) is wider than its SESOI's score
+    shift (``sesoi.csv``: ``shift_normalised`` of the job ``ALL`` row, :func:`runtime.analysis.sesoi.sesoi_table`),
+    with the ratio (:data:`MSG_SESOI_BAND`); None when every band lies within its shift, or without either table.
+
+    The score delta is decided on seed 000 Table 3's band (default ±0.02, normalised), the SESOI on the decision's
+    own scale (e.g. ``{selection_ratio: 0.8}``, turned into the shift that moves the top-K that far): where the band
+    is wider, a PASS on the score delta cannot rule out an effect of the SESOI's size (a regulator's read of the
+    example: ±0.02 against 0.0061).
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame or None
+        ``metrics.csv`` (``metric``, ``system``, ``condition``, ``pass_low``, ``pass_high``).
+    sesoi : pandas.DataFrame or None
+        ``sesoi.csv`` (:data:`runtime.analysis.sesoi.SESOI_COLUMNS`); rows with a non-finite or non-positive shift
+        are left out.
+    """
+    if metrics is None or sesoi is None or len(metrics) == 0 or len(sesoi) == 0:
+        return None
+    sd = metrics[metrics["metric"] == "score_delta"]
+    if sd.empty or not {"pass_low", "pass_high"} <= set(sd.columns):
+        return None
+    band = (pd.concat([pd.to_numeric(sd["pass_low"], errors="coerce").abs(),
+                       pd.to_numeric(sd["pass_high"], errors="coerce").abs()], axis=1).max(axis=1)
+            .groupby([sd["system"].astype(str), sd["condition"].astype(str)], sort=False).max())
+    all_rows = sesoi[sesoi["job_id"].astype(str) == "ALL"]
+    cells = []
+    for r in all_rows.itertuples(index=False):
+        shift = pd.to_numeric(pd.Series([r.shift_normalised]), errors="coerce").iloc[0]
+        width = band.get((str(r.system), str(r.condition)))
+        if width is None or not (pd.notna(shift) and shift > 0 and pd.notna(width)) or width <= shift * (1 + 1e-9):
+            continue
+        cells.append(f"{r.system} · {r.condition} (±{width:.3g} against {shift:.3g} normalised, "
+                     f"{width / shift:.1f} times; SESOI {r.form})")
+    if not cells:
+        return None
+    if len(cells) > MAX_NAMED:
+        cells = cells[:MAX_NAMED] + [f"and {len(cells) - MAX_NAMED} more"]
+    return MSG_SESOI_BAND.format(cells=", ".join(cells))
+
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
@@ -116,5 +166,5 @@ def power_warning(power: pd.DataFrame | None, *, target: float, alpha: float) ->
                             need="unknown" if pd.isna(need) else f"{int(need)} per variant")
 
 
-__all__ = ["coverage_outside", "coverage_warning", "power_warning", "small_pool_warning", "MSG_COVERAGE", "MSG_FEW_BASE",
-           "MSG_POWER"]
+__all__ = ["coverage_outside", "coverage_warning", "power_warning", "sesoi_band_warning", "small_pool_warning",
+           "MSG_COVERAGE", "MSG_FEW_BASE", "MSG_POWER", "MSG_SESOI_BAND"]

@@ -45,9 +45,10 @@ def design_notes(ctx: RunContext) -> list[str]:
     """Page 1's design warnings (issue 39 §8), the sentences ``audit validate`` and ``audit compile`` print: a
     job with fewer than :data:`compiler.validate.MIN_BASE_PER_JOB` base candidates (seed 000 §5), the metrics of
     ``metrics.csv`` whose intervals were measured outside the coverage target at the nearest simulated design,
-    and the categories under the declared power at the SESOI (``power.csv``); each "Design warning: ...".
+    the categories under the declared power at the SESOI (``power.csv``), and a score-delta PASS band wider than
+    the SESOI's score shift (``sesoi.csv``); each "Design warning: ...".
     Empty for a run without a paired frame."""
-    from runtime.analysis.design_warnings import coverage_warning, power_warning, small_pool_warning
+    from runtime.analysis.design_warnings import coverage_warning, power_warning, sesoi_band_warning, small_pool_warning
 
     if ctx.paired is None or ctx.paired.empty:
         return []
@@ -65,6 +66,9 @@ def design_notes(ctx: RunContext) -> list[str]:
         w = power_warning(ctx.tables.get("power"), target=float(es["power"]), alpha=float(ctx.resolved["analysis"]["alpha"]))
         if w:
             out.append(w)
+    w = sesoi_band_warning(metrics, ctx.tables.get("sesoi"))
+    if w:
+        out.append(w)
     return [f"Design warning: {w[0].upper()}{w[1:]}." for w in out]
 
 
