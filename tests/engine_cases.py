@@ -215,7 +215,9 @@ def digests(score, folder: Path, urls: dict[str, str], kinds=KINDS) -> dict[str,
 #: The embedding model's bytes recorded on other machines (``{environment: {"embedding": scores digest,
 #: "results": {csv: digest}}}``). torch's CPU kernels differ by instruction set (AVX2 / AVX512) and so may the
 #: libraries' versions that ``pyproject.toml`` leaves as ranges: the same code then gives other float bits.
-#: ``adapter_digests.json`` and ``engine_results.json`` hold the first recording (environment not kept).
+#: ``adapter_digests.json`` and ``engine_results.json`` hold the first recording (environment not kept). A methods
+#: change re-records ``engine_results.json`` (``UPDATE_GOLDEN=1``) and this file's ``results`` in the environment
+#: that ran it: methods 13 did so on ``torch 2.13.0+cpu AVX512``, so another environment skips until recorded.
 MODEL_GOLDEN = HERE / "golden" / "model_digests_by_env.json"
 
 

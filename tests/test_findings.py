@@ -187,7 +187,11 @@ def test_uniform_loss_under_per_variant_page_one(tmp_path):
         assert r.status == "FAIL" and math.isclose(r.value, -0.3)
         # the level named is the row's disadvantaged, spelled out, with its loss in points
         assert f"{r.disadvantaged} ({name.split(' (')[1]} loses: {v}'s mean score −30 points on 0–100 against BASE" in flat, v
-    assert "3 FAIL, 3 INCONCLUSIVE" in flat
+    # 3 INCONCLUSIVE flip rates (0 of 40 flips, Wilson [0, 0.0876] straddles 0.05), and since methods 13 the merit
+    # rows: 0 misses in the 2 x min(5, 4) = 8 attainable slots give Recall@K and nDCG@K [1 - 3.8415/11.8415, 1] =
+    # [0.6756, 1] across the PASS bound 0.8, and no true match changing membership the gaps [0, 0.3244] across 0.1
+    assert "3 FAIL, 15 INCONCLUSIVE" in flat
+    assert "Recall@K 1.000 [0.6756, 1.000] INCONCLUSIVE" in flat and "Equal opportunity gap 0.000 [0.000, 0.3244]" in flat
     assert "0.083, from 3 FAIL and 0 INVESTIGATE among 36 metric × variant statuses" in flat
 
 

@@ -35,7 +35,12 @@ TARGET = (0.93, 0.97)
 #: read Wilson's score interval at the bootstrap's design effect (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`);
 #: the published table measured their percentile interval, so their rows say "coverage not yet measured" until
 #: ``bench/coverage_counterfactual.py --publish`` is re-run.
-INTERVALS: dict[str, str] = {"retention_rate": "wilson_deff_score", "impact_ratio": "wilson_deff_score"}
+#: Recall@K, nDCG@K and the TPR/FPR gaps keep the percentile bootstrap but read Wilson's interval on a count seen 0
+#: times where every resample gave the estimate (methods 13, :func:`runtime.analysis.merit.zero_event_bound`).
+INTERVALS: dict[str, str] = {"retention_rate": "wilson_deff_score", "impact_ratio": "wilson_deff_score",
+                             **{m: "percentile_zero_event_wilson" for m in ("recall_at_k", "ndcg_at_k",
+                                                                            "equal_opportunity_gap",
+                                                                            "equalized_odds_gap")}}
 #: The method a metric's interval had when :data:`MEASURED` records none for it.
 LEGACY_INTERVAL = "percentile_bootstrap"
 #: Note of a row whose interval's coverage is not measured, or measured outside :data:`TARGET`.

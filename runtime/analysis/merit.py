@@ -25,6 +25,22 @@ NOTE_NO_MATCH = "no true match in any labelled job: undefined"
 NOTE_MAX_ATTAINABLE = ("max attainable = {cap:.6g} (Eq. 4 caps a job's recall at K/P when its P "
                        "true matches exceed K={k})")
 NOTE_NO_NEGATIVES = "no non-match in any labelled job: FPR term undefined, gap = |ΔTPR|"
+#: A merit interval whose every resample gave the estimate, a count seen 0 times (methods 13).
+NOTE_ZERO_EVENTS = ("every bootstrap resample gave the estimate ({what}: 0 of {nobs:.4g}): Wilson's interval on that "
+                    "count instead, as a percentile interval of a count seen 0 times is a point")
+
+
+def _point(low: float, high: float, value: float) -> bool:
+    """Whether a bootstrap interval collapsed onto its estimate (every resample gave the value)."""
+    tol = 1e-12 * max(1.0, abs(value))
+    return abs(high - low) <= tol and abs(low - value) <= tol
+
+
+def zero_event_bound(nobs: float) -> float:
+    """Wilson's 95% upper bound on a proportion seen 0 times in ``nobs`` trials, ``z²/(nobs + z²)``
+    (:func:`runtime.analysis.stats.wilson_interval`; the rule of three's regime, Hanley & Lippman-Hand 1983,
+    with Wilson's interval as for every other count of the suite): 0.0370 for 100 trials."""
+    return float(stats.wilson_interval(0.0, nobs).high)
 
 
 @dataclass(frozen=True)
@@ -130,7 +146,8 @@ def recall_at_k(p: Pairing) -> CellResult:
 
     CI: candidate-level percentile bootstrap within job x label strata
     (:func:`runtime.analysis.stats.stratified_bootstrap`; each job keeps its P true matches),
-    defined from one job on. No test.
+    defined from one job on; where every resample gives the estimate at its maximum (or 0), Wilson's interval
+    on the count seen 0 times (:func:`_merit_zero_events`, methods 13). No test.
 
     Under a threshold rule (``analysis.decision.threshold``, issue 15) "rank ≤ K" reads "score at or
     above the threshold": the value is the share of each job's true matches whose variant resume is
@@ -163,8 +180,43 @@ def recall_at_k(p: Pairing) -> CellResult:
                                     n_resamples=p.n_bootstrap, rng=p.rng("recall_at_k"))
     notes.extend(ci.notes)
     diag["ci_mc_se"] = ci.mc_se
-    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
-                      diagnostics=diag)
+    slots = pos[used] if p.thresholded else np.minimum(k, pos[used])
+    hits = float(tp[used].sum())
+    low, high = _merit_zero_events(float(ci.low), float(ci.high), value, slots=float(slots.sum()),
+                                   at_cap=hits >= float(slots.sum()) - 1e-9, at_zero=hits <= 1e-9,
+                                   cap=float(np.mean(slots / pos[used])), notes=notes, diag=diag)
+    return CellResult(value=value, ci_low=low, ci_high=high, notes=notes, diagnostics=diag)
+
+
+def _merit_zero_events(low: float, high: float, value: float, *, slots: float, at_cap: bool, at_zero: bool,
+                       cap: float, notes: list[str], diag: dict) -> tuple[float, float]:
+    """Recall@K's and nDCG@K's interval when every resample gave the estimate (methods 13).
+
+    The stratified bootstrap keeps each job's true matches and non-matches apart; when every true match of
+    the sample outranks every non-match at the cutoff (a matcher that separates the two, as the example's,
+    match d = 4.26), no resample can put a non-match into a top-K slot, and the percentile interval is the
+    point ``[1, 1]``, although the population's expected recall is below 1 (0.996 in the example's resampled
+    settings, where that point covered 33% of audits). The count behind it is 0 non-matches in the
+    ``S = Σ_j min(K, P_j)`` attainable top slots of the jobs used (``P_j`` under a threshold rule): the
+    interval becomes ``[value · (1 − u), value]`` with ``u`` Wilson's upper bound on 0 of S
+    (:func:`zero_event_bound`). Symmetrically, no true match in any slot gives ``[0, u · cap]``, ``cap`` the
+    attainable maximum. For nDCG@K the same share bounds the gain lost: a non-match at a uniformly drawn top
+    position costs on average ``1 / min(K, P_j)`` of the ideal DCG, as one slot of recall; near the cutoff,
+    where a non-match most often enters, it costs less. ``ci_mc_se`` is then 0 (no bootstrap end is read).
+    Any other interval is returned unchanged.
+    """
+    if not _point(low, high, value) or slots <= 0:
+        return low, high
+    u = zero_event_bound(slots)
+    if at_cap:
+        low, what = value * (1.0 - u), "non-matches in the attainable top slots"
+    elif at_zero:
+        high, what = u * cap, "true matches in the attainable top slots"
+    else:
+        return low, high
+    notes.append(NOTE_ZERO_EVENTS.format(what=what, nobs=slots))
+    diag["ci_mc_se"] = 0.0
+    return low, high
 
 
 def ideal_dcg(n_relevant: np.ndarray, k: int) -> np.ndarray:
@@ -204,7 +256,8 @@ def ndcg_at_k(p: Pairing) -> CellResult:
     ``Σ_{r=a}^{min(b, K)} 1 / log2(r + 1)``, the expectation over the orders of the tied candidates.
 
     CI: candidate-level percentile bootstrap within job x label strata, each resampled candidate
-    keeping its tie-averaged gain (as :func:`recall_at_k`), defined from one job on. No test.
+    keeping its tie-averaged gain (as :func:`recall_at_k`), defined from one job on; at 1 (or 0) in every
+    resample, Wilson's interval on the count seen 0 times, as Recall@K's (:func:`_merit_zero_events`). No test.
     """
     start = _merit_start(p, "ndcg_at_k")
     if isinstance(start, CellResult):
@@ -226,8 +279,12 @@ def ndcg_at_k(p: Pairing) -> CellResult:
     ci = stats.stratified_bootstrap((code, lab.y), stat, strata=_strata(lab), value=value,
                                     n_resamples=p.n_bootstrap, rng=p.rng("ndcg_at_k"))
     notes.extend(ci.notes)
-    return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), notes=notes,
-                      diagnostics={"jobs_used": int(used.sum()), "ci_mc_se": ci.mc_se})
+    diag = {"jobs_used": int(used.sum()), "ci_mc_se": ci.mc_se}
+    # nDCG@K is 1 exactly when each job's top min(K, P_j) places hold true matches, 0 when they hold none
+    low, high = _merit_zero_events(float(ci.low), float(ci.high), value, slots=float(np.minimum(k, pos[used]).sum()),
+                                   at_cap=value >= 1.0 - 1e-12, at_zero=value <= 1e-12, cap=1.0, notes=notes,
+                                   diag=diag)
+    return CellResult(value=value, ci_low=low, ci_high=high, notes=notes, diagnostics=diag)
 
 
 def abs_interval(low: float, high: float) -> tuple[float, float]:
@@ -300,7 +357,9 @@ def equal_opportunity_gap(p: Pairing) -> CellResult:
     else ``[min(|a|, |b|), max(|a|, |b|)]``. A percentile interval of ``|TPR_v − TPR_ref|``
     itself would be biased away from 0: every resample's absolute gap is ≥ 0 and almost all are
     > 0, so its 2.5th percentile sits above a gap of exactly 0 and the interval would exclude the
-    estimate it belongs to. No test.
+    estimate it belongs to. When no true match changes top-K membership (the signed interval is the point 0)
+    and the variant is not scored exactly as its reference, ``[0, u]``, Wilson's upper bound on 0 of P
+    (:func:`_gap_zero_events`, methods 13). No test.
     """
     k = p.k_of("equal_opportunity_gap")
     lab = _labelled(p, k)
@@ -317,9 +376,39 @@ def equal_opportunity_gap(p: Pairing) -> CellResult:
                                     n_resamples=p.n_bootstrap, rng=p.rng("equal_opportunity_gap"),
                                     paired=True)
     low, high = abs_interval(float(ci.low), float(ci.high))
-    return CellResult(value=value, ci_low=low, ci_high=high, notes=[*notes, *ci.notes],
-                      diagnostics={"tp": r.tp_v, "p": r.pos, "tpr": r.tp_v / r.pos,
-                                   "lean": -float(np.sign(round(signed, 12))), "ci_mc_se": ci.mc_se})
+    diag = {"tp": r.tp_v, "p": r.pos, "tpr": r.tp_v / r.pos, "lean": -float(np.sign(round(signed, 12))),
+            "ci_mc_se": ci.mc_se}
+    notes = [*notes, *ci.notes]
+    zero = _gap_zero_events(float(ci.low), float(ci.high), signed, lab, r.pos, TPR_EVENTS, notes)
+    if zero is not None:
+        (low, high), diag["ci_mc_se"] = zero, 0.0
+    return CellResult(value=value, ci_low=low, ci_high=high, notes=notes, diagnostics=diag)
+
+
+#: What a zero-event gap interval counted (:data:`NOTE_ZERO_EVENTS`).
+TPR_EVENTS = "true matches entering or leaving the top-K"
+FPR_EVENTS = "non-matches entering or leaving the top-K"
+
+
+def _gap_zero_events(low: float, high: float, signed: float, lab: _Labelled, nobs: int, what: str,
+                     notes: list[str]) -> tuple[float, float] | None:
+    """The interval of ``|TPR_v − TPR_ref|`` (or of the FPR term) when its signed bootstrap interval collapsed on 0
+    (methods 13), else None.
+
+    The signed difference is ``(entering − leaving) / P`` over the true matches: when none of the sample's
+    ``P`` true matches changes top-K membership between its reference and variant resumes, every resample gives
+    0 and the percentile interval is ``[0, 0]``, although the population's expected gap is above 0 (0.002 in the
+    example's resampled settings, where that point covered 55% of audits). The gap is at most the share of true
+    matches that change membership, seen 0 times in ``P``: the interval becomes ``[0, u]``, ``u`` Wilson's upper
+    bound on 0 of P (:func:`zero_event_bound`). A variant scored exactly as its reference (every labelled paired
+    difference 0, e.g. the reference compared with itself) cannot change any membership: its ``[0, 0]`` is exact
+    and kept."""
+    if not (_point(low, high, signed) and abs(signed) <= 1e-12 and nobs > 0):
+        return None
+    if np.array_equal(lab.score_var, lab.score_ref):
+        return None
+    notes.append(NOTE_ZERO_EVENTS.format(what=what, nobs=nobs))
+    return 0.0, zero_event_bound(nobs)
 
 
 @metric("equalized_odds_gap")
@@ -334,7 +423,8 @@ def equalized_odds_gap(p: Pairing) -> CellResult:
     CI: one paired bootstrap of base candidates gives signed intervals of both differences; each is
     mapped to its absolute value as in :func:`equal_opportunity_gap` (same reason) and the two are
     combined as ``[max(lo_tpr, lo_fpr), max(hi_tpr, hi_fpr)]``, which contains the max of two
-    values each inside its own interval. No test.
+    values each inside its own interval. A term whose signed interval is the point 0 while the variant's
+    scores differ from its reference's reads ``[0, u]`` on P (or N) (:func:`_gap_zero_events`, methods 13). No test.
     """
     k = p.k_of("equalized_odds_gap")
     lab = _labelled(p, k)
@@ -354,8 +444,11 @@ def equalized_odds_gap(p: Pairing) -> CellResult:
                                         n_resamples=p.n_bootstrap, rng=rng, paired=True)
         low, high = abs_interval(float(ci.low), float(ci.high))
         diag["ci_mc_se"] = ci.mc_se
-        return CellResult(value=abs(d_tpr), ci_low=low, ci_high=high,
-                          notes=[*notes, NOTE_NO_NEGATIVES, *ci.notes], diagnostics=diag)
+        notes = [*notes, NOTE_NO_NEGATIVES, *ci.notes]
+        zero = _gap_zero_events(float(ci.low), float(ci.high), d_tpr, lab, r.pos, TPR_EVENTS, notes)
+        if zero is not None:
+            (low, high), diag["ci_mc_se"] = zero, 0.0
+        return CellResult(value=abs(d_tpr), ci_low=low, ci_high=high, notes=notes, diagnostics=diag)
     d_fpr = (r.fp_v - r.fp_r) / r.neg
     diag["fpr"] = r.fp_v / r.neg
     if abs(d_fpr) > abs(d_tpr):  # the larger gap decides: being selected more is the advantage
@@ -366,5 +459,10 @@ def equalized_odds_gap(p: Pairing) -> CellResult:
     lo_t, hi_t = abs_interval(float(ci.low[0]), float(ci.high[0]))
     lo_f, hi_f = abs_interval(float(ci.low[1]), float(ci.high[1]))
     diag["ci_mc_se"] = ci.mc_se  # |·| and max(·, ·) move an end by no more than the ends they read
+    notes = [*notes, *ci.notes]
+    zero_t = _gap_zero_events(float(ci.low[0]), float(ci.high[0]), d_tpr, lab, r.pos, TPR_EVENTS, notes)
+    zero_f = _gap_zero_events(float(ci.low[1]), float(ci.high[1]), d_fpr, lab, r.neg, FPR_EVENTS, notes)
+    lo_t, hi_t = zero_t or (lo_t, hi_t)
+    lo_f, hi_f = zero_f or (lo_f, hi_f)
     return CellResult(value=max(abs(d_tpr), abs(d_fpr)), ci_low=max(lo_t, lo_f),
-                      ci_high=max(hi_t, hi_f), notes=[*notes, *ci.notes], diagnostics=diag)
+                      ci_high=max(hi_t, hi_f), notes=notes, diagnostics=diag)
