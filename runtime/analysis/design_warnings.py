@@ -20,6 +20,7 @@ per kind. Pure: no I/O beyond the shipped coverage table.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -84,6 +85,7 @@ def coverage_warning(metrics: Iterable[str], n_jobs: int | None) -> str | None:
                                audits=(f"at least {audits:,}" if partial else f"{audits:,}") if audits else "the bench's",
                                partial=", a partial run" if partial else "")
 
+
 #: A score-delta PASS band wider than the SESOI's score shift (one sentence for all cells).
 MSG_SESOI_BAND = ("the score delta's PASS band is wider than the SESOI's score shift for {cells}: a score-delta PASS "
                   "there admits a mean shift the SESOI calls material, so it shows no shift beyond the band, not no "
@@ -117,12 +119,11 @@ def sesoi_band_warning(metrics: pd.DataFrame | None, sesoi: pd.DataFrame | None)
     band = (pd.concat([pd.to_numeric(sd["pass_low"], errors="coerce").abs(),
                        pd.to_numeric(sd["pass_high"], errors="coerce").abs()], axis=1).max(axis=1)
             .groupby([sd["system"].astype(str), sd["condition"].astype(str)], sort=False).max())
-    all_rows = sesoi[sesoi["job_id"].astype(str) == "ALL"]
+    pooled = sesoi[sesoi["job_id"].astype(str) == "ALL"]
     cells = []
-    for r in all_rows.itertuples(index=False):
-        shift = pd.to_numeric(pd.Series([r.shift_normalised]), errors="coerce").iloc[0]
-        width = band.get((str(r.system), str(r.condition)))
-        if width is None or not (pd.notna(shift) and shift > 0 and pd.notna(width)) or width <= shift * (1 + 1e-9):
+    for r, shift in zip(pooled.itertuples(index=False), pd.to_numeric(pooled["shift_normalised"], errors="coerce")):
+        width = band.get((str(r.system), str(r.condition)), math.nan)
+        if not (shift > 0 and width > shift * (1 + 1e-9)):  # nan compares False: nothing to say
             continue
         cells.append(f"{r.system} · {r.condition} (±{width:.3g} against {shift:.3g} normalised, "
                      f"{width / shift:.1f} times; SESOI {r.form})")
