@@ -251,17 +251,25 @@ def read_chunk(path: Path) -> dict:
         return json.load(fh)
 
 
-def current(path: Path, size: int | None = None) -> bool:
-    """Whether a saved chunk was computed with this version's interval methods and (given ``size``, the chunk size
-    its phase runs with now) as many audits: a chunk without ``intervals`` predates them (percentile intervals,
-    like today's; recorded chunks of methods 11's transformed intervals are not)."""
-    rec = read_chunk(path)
+def current(path: Path, size: int | None = None, rec: dict | None = None) -> bool:
+    """Whether a saved chunk was computed with this version's interval methods for every metric and (given ``size``,
+    the chunk size its phase runs with now) as many audits: a chunk without ``intervals`` predates them (percentile
+    intervals, like today's; recorded chunks of methods 11's transformed intervals are not). A chunk that is not
+    current is run again; until then :func:`load` still reads its rows of the metrics it is current for
+    (:func:`stale_metrics`)."""
+    rec = read_chunk(path) if rec is None else rec
     if size is not None and rec.get("size") != size:
         return False
-    if rec.get("phase") == "truth":  # values only (one resample): the interval method does not enter
-        return True
+    return not stale_metrics(rec)
+
+
+def stale_metrics(rec: dict) -> set[str]:
+    """The metrics whose interval method a saved chunk did not record as today's (none for a truth chunk: values
+    only, one resample, so the interval method does not enter)."""
+    if rec.get("phase") == "truth":
+        return set()
     saved = rec.get("intervals") or {}
-    return all(saved.get(m, coverage.LEGACY_INTERVAL) == method for m, method in intervals().items())
+    return {m for m, method in intervals().items() if saved.get(m, coverage.LEGACY_INTERVAL) != method}
 
 
 def gap_truth(truth: dict, metric: str, variant: str) -> tuple[float, float]:
@@ -283,13 +291,19 @@ def _floats(values) -> np.ndarray:
 
 
 def load(root: Path, name: str, sizes: dict[str, int] | None = None) -> dict[str, dict[str, dict]]:
-    """The saved chunks of one setting, ``{phase: {"metric variant": {column: values}}}`` (current ones only)."""
+    """The saved chunks of one setting, ``{phase: {"metric variant": {column: values}}}``: of each chunk of the
+    current size, the rows of the metrics whose interval method it recorded as today's (methods 14 changed MARC's
+    only: the methods-13 chunks still measure every other interval until they are run again)."""
     loaded: dict[str, dict[str, dict]] = {"truth": {}, "cover": {}}
     for path in sorted((root / name).glob("*.json.gz")):
         rec = read_chunk(path)
-        if not current(path, (sizes or {}).get(rec["phase"])):
+        size = (sizes or {}).get(rec["phase"])
+        if size is not None and rec.get("size") != size:
             continue
+        stale = stale_metrics(rec)
         for key, cols in rec["rows"].items():
+            if key.split(" ")[0] in stale:
+                continue
             dst = loaded[rec["phase"]].setdefault(key, {})
             for c, vals in cols.items():
                 if c == "decision_on":

@@ -110,9 +110,13 @@ def test_a_cover_chunk_records_every_interval_and_the_table_checks_them(bench, t
     # --chunk 1: the truth chunk (4 = TRUTH_CHUNKS x 1 audits) is kept, the cover chunk of 2 is run again
     assert [t[1:] for t in bench.plan(root, ["example-null"], audits=2, truth=4, chunk=1)] == [
         ("cover", 0, 1), ("cover", 1, 1)]
-    monkeypatch.setattr(bench.coverage, "INTERVALS", {"retention_rate": "logit_bootstrap"})
+    monkeypatch.setattr(bench.coverage, "INTERVALS", {**bench.coverage.INTERVALS, "retention_rate": "logit_bootstrap"})
     assert not bench.current(bench.chunk_path(root, "example-null", "cover", 0), 2)
     assert bench.current(bench.chunk_path(root, "example-null", "truth", 0), 4)  # values only
+    # until it is run again, the stale chunk still measures every metric whose interval it recorded as today's
+    after = bench.summarise(root, ["example-null"], {"truth": 4, "cover": 2})
+    assert {r["metric"] for r in after} == {r["metric"] for r in rows} - {"retention_rate"}
+    assert [r for r in after if r["metric"] == "marc"] == [r for r in rows if r["metric"] == "marc"]
     monkeypatch.undo()
     # --publish --partial: the ci rows only, the fewest audits shown, marked partial
     monkeypatch.setattr(bench.coverage, "MEASURED", tmp_path / "coverage_measured.json")

@@ -44,12 +44,16 @@ def test_coverage_outside_reads_the_nearest_simulated_design(n_jobs):
     simulated = sorted({int(j) for per in table.values() for j in per})
     nearest = min(simulated, key=lambda j: (abs(math.log(j) - math.log(n_jobs)), j))
     assert nearest == {1: 2, 2: 2, 3: 2, 5: 5, 8: 5, 20: 20, 30: 20}.get(n_jobs, 50 if 50 in simulated else 20)
-    want = [m for m in METRICS if m in table and str(nearest) in table[m]
+    # each metric reads its own nearest job count (MARC's U-statistic interval, methods 14, is measured at 50 jobs too,
+    # by bench/coverage_marc_u.py; a metric measured at 20 jobs only reads 20 for 50, within the factor 2.5)
+    own = {m: min((int(j) for j in table[m]), key=lambda j: (abs(math.log(j) - math.log(n_jobs)), j))
+           for m in METRICS if m in table}
+    want = [m for m in METRICS if m in own
             and coverage.interval_method(m) == measured_method.get(m, coverage.LEGACY_INTERVAL)
-            and not (0.93 <= table[m][str(nearest)][0] and table[m][str(nearest)][1] <= 0.97)]
+            and not (0.93 <= table[m][str(own[m])][0] and table[m][str(own[m])][1] <= 0.97)]
     got = coverage_outside(METRICS, n_jobs)
     assert [m for m, _ in got] == want
-    assert all(r["jobs"] == nearest and (r["low"], r["high"]) == tuple(table[m][str(nearest)]) for m, r in got)
+    assert all(r["jobs"] == own[m] and (r["low"], r["high"]) == tuple(table[m][str(own[m])]) for m, r in got)
 
 
 def test_no_coverage_warning_far_from_every_simulated_design(monkeypatch):

@@ -211,21 +211,25 @@ def test_analyse_redraws_exactly_the_cell_near_a_bound(sim_frame):
     # at B = 200 the MC SE is large: ndcg@K of BASE (0.822 vs the bound 0.8, ci_mc_se 0.011) is among those redrawn
     assert ((base["resamples"] == 2000) == redrawn_before).all() and redrawn_before.any()
     assert (base.loc[base["ci_mc_se"].notna() & ~redrawn_before, "resamples"] == 200).all()
-    pick = (base["metric"] == "marc") & (base["variant"] == "V02")   # band [0, pass]: one bound to cross
+    # methods 14: swap-in MARC reads the U-statistic interval, nothing drawn, so nothing to redraw
+    marc = base[(base["metric"] == "marc") & (base["variant"] != "BASE")]
+    assert marc["ci_mc_se"].isna().all() and marc["resamples"].isna().all() and not redrawn_before[marc.index].any()
+    pick = (base["metric"] == "score_delta") & (base["variant"] == "V02")   # band [-pass, pass]
     assert not redrawn_before[pick].any()
     row = base[pick].iloc[0]
     assert row["ci_mc_se"] > 0
+    end = max(abs(row["ci_low"]), abs(row["ci_high"]))
     for gap, redrawn in ((1.5, True), (2.5, False)):
-        got = _analyse(sim_frame, _thresholds("marc", float(row["ci_high"] + gap * row["ci_mc_se"])))
+        got = _analyse(sim_frame, _thresholds("score_delta", float(end + gap * row["ci_mc_se"])))
         mine = got[pick].iloc[0]
         assert ("redrawn with 2000 bootstrap resamples" in mine["notes"]) is redrawn
         assert mine["resamples"] == (2000 if redrawn else 200)
         assert bool(mine["ci_low"] != row["ci_low"]) is redrawn
-        others = base["metric"] != "marc"   # (the moved bound can come near V01's end too)
+        others = base["metric"] != "score_delta"   # (the moved bound can come near V01's end too)
         assert got.loc[others, ["ci_low", "ci_high"]].equals(base.loc[others, ["ci_low", "ci_high"]])
         assert got.loc[others, ["notes", "resamples"]].equals(base.loc[others, ["notes", "resamples"]])
     # the redraw's generator derives from the spec's seed: the same bytes again
-    near = _thresholds("marc", float(row["ci_high"] + 1.5 * row["ci_mc_se"]))
+    near = _thresholds("score_delta", float(end + 1.5 * row["ci_mc_se"]))
     assert _analyse(sim_frame, near).equals(_analyse(sim_frame, near))
 
 
@@ -239,8 +243,9 @@ def test_a_job_cell_near_a_bound_is_redrawn_as_a_pooled_one(sim_frame):
     within 2 ci_mc_se of a PASS-band bound is redrawn as a pooled cell is; a bound 2.5 ci_mc_se away leaves it."""
     base = _by_job(sim_frame, catalog.default_thresholds())
     jobs = base[(base["job_id"] != "ALL") & (base["variant"] != "BASE")]
-    # at B = 200 a job's Monte Carlo SE is large: 4 of its 4 MARC cells lie near the default band and are redrawn
-    assert jobs.loc[jobs["metric"] == "marc", "notes"].str.contains("redrawn").all()
+    # a job's swap-in MARC reads the U-statistic interval (methods 14): no Monte Carlo error, never redrawn
+    assert not jobs.loc[jobs["metric"] == "marc", "notes"].str.contains("redrawn").any()
+    assert jobs.loc[jobs["metric"] == "marc", "ci_mc_se"].isna().all()
     delta = jobs[(jobs["metric"] == "score_delta") & ~jobs["notes"].str.contains("redrawn") & (jobs["ci_mc_se"] > 0)]
     row = delta.iloc[0]
     pick = (base["metric"] == "score_delta") & (base["variant"] == row["variant"]) & (base["job_id"] == row["job_id"])
@@ -252,5 +257,5 @@ def test_a_job_cell_near_a_bound_is_redrawn_as_a_pooled_one(sim_frame):
         assert bool(mine["ci_low"] != row["ci_low"]) is redrawn
         # the redraw reads its own generator (stream job, <job>, redraw): the same value, other resamples
         assert mine["value"] == row["value"]
-    near = _thresholds("marc", float(row["ci_high"] + 1.5 * row["ci_mc_se"]))
+    near = _thresholds("score_delta", bound)
     assert _by_job(sim_frame, near).equals(_by_job(sim_frame, near))

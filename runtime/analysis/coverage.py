@@ -37,7 +37,10 @@ TARGET = (0.93, 0.97)
 #: ``bench/coverage_counterfactual.py --publish`` is re-run.
 #: Recall@K, nDCG@K and the TPR/FPR gaps keep the percentile bootstrap but read Wilson's interval on a count seen 0
 #: times where every resample gave the estimate (methods 13, :func:`runtime.analysis.merit.zero_event_bound`).
-INTERVALS: dict[str, str] = {"retention_rate": "wilson_deff_score", "impact_ratio": "wilson_deff_score",
+#: MARC reads Hoeffding's U-statistic variance on the log scale under swap-in ranking (methods 14,
+#: :func:`runtime.analysis.counterfactual.marc_u_se`).
+INTERVALS: dict[str, str] = {"marc": "u_statistic_log_wald",
+                             "retention_rate": "wilson_deff_score", "impact_ratio": "wilson_deff_score",
                              **{m: "percentile_zero_event_wilson" for m in ("recall_at_k", "ndcg_at_k",
                                                                             "equal_opportunity_gap",
                                                                             "equalized_odds_gap")}}

@@ -1,0 +1,116 @@
+"""MARC's U-statistic interval under swap-in ranking (methods 14, issue 39 §4).
+
+Checked against independent computations: the U-statistic variance estimator against a brute-force sum over every
+quadruple of distinct units and against the variance of U over simulated samples; MARC's pairwise counts against
+the ranks of :func:`runtime.analysis.frame.cohorts` (via ``analyse``) and a count by hand.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from compiler import catalog
+from runtime.analysis import analyse, stats
+from runtime.analysis.cell import dense_codes
+from runtime.analysis.counterfactual import NOTE_MARC_BOOTSTRAP, marc_u_se
+from runtime.analysis.counterfactual_sim import SCORE_RANGE, CorrespondenceSim
+
+
+def test_u_statistic_variance_equals_the_brute_force_sum_over_distinct_quadruples():
+    g = np.random.default_rng(14).random((7, 7))
+    sym = (g + g.T) / 2
+    np.fill_diagonal(sym, 0.0)
+    n = 7
+    pairs = [(a, b) for a in range(n) for b in range(n) if a != b]
+    u = sum(sym[a, b] for a, b in pairs) / len(pairs)
+    quads = [q for q in itertools.permutations(range(n), 4)]
+    theta2 = sum(sym[a, b] * sym[c, d] for a, b, c, d in quads) / len(quads)
+    got_u, got_var = stats.u_statistic_variance(g)   # asymmetric on purpose: symmetrised inside
+    assert got_u == pytest.approx(u, rel=1e-12)
+    assert got_var == pytest.approx(u * u - theta2, rel=1e-10)
+
+
+def test_u_statistic_variance_is_unbiased_for_the_variance_of_u():
+    # Gini's mean difference: kernel |x_a - x_b| of n = 8 standard normals, 20,000 samples. The mean of the estimates
+    # must equal the variance of U over the samples within 4 Monte Carlo SEs of that difference.
+    rng = np.random.default_rng(1948)
+    us, vs = [], []
+    for _ in range(20_000):
+        x = rng.normal(size=8)
+        u, v = stats.u_statistic_variance(np.abs(x[:, None] - x[None, :]))
+        us.append(u)
+        vs.append(v)
+    us, vs = np.asarray(us), np.asarray(vs)
+    diff = vs - (us - us.mean()) ** 2 * len(us) / (len(us) - 1)
+    assert abs(diff.mean()) < 4 * diff.std(ddof=1) / math.sqrt(len(diff))
+    # and the estimate is not the plug-in: the bootstrap-like V-statistic variance would be larger
+    assert vs.mean() == pytest.approx(us.var(ddof=1), rel=0.05)
+
+
+def test_u_statistic_variance_needs_four_units_and_a_square_kernel():
+    assert math.isnan(stats.u_statistic_variance(np.ones((3, 3)))[1])
+    with pytest.raises(ValueError, match="square"):
+        stats.u_statistic_variance(np.ones((3, 4)))
+
+
+def test_log_wald_interval_by_hand():
+    low, high = stats.log_wald_interval(0.4, 0.05)
+    z = norm.ppf(0.975)
+    assert low == pytest.approx(0.4 * math.exp(-z * 0.125)) and high == pytest.approx(0.4 * math.exp(z * 0.125))
+    with pytest.raises(ValueError):
+        stats.log_wald_interval(0.0, 0.1)
+
+
+def test_marc_pairwise_counts_by_hand():
+    # one job, reference scores 4 3 2 1 (ranks 1-4), variant scores 4 1.5 2 1: candidate b's variant (1.5) passes the
+    # reference scores 2 of c ... below b's own 3: it lies below c (2) and above d (1): |Δrank| = 1 (c); a, c, d
+    # keep their places. h_bc = 1, every other h = 0; raw = 1/4.
+    ref = np.array([4.0, 3.0, 2.0, 1.0])
+    var = np.array([4.0, 1.5, 2.0, 1.0])
+    job = np.zeros(4, dtype=int)
+    code_ref, code_var = dense_codes(ref, var, job)
+    # U = 1/12 (one pair of 12 ordered ones, symmetrised: g_bc = g_cb = 1/2); theta^2's estimate: S = 1,
+    # r = (0, 1/2, 1/2, 0), sum g^2 = 1/2: (1 - 4 * 1/2 + 2 * 1/2) / 24 = 0; Var U = 1/144; SE of raw = 3 * 1/12
+    assert marc_u_se(code_ref, code_var, job, raw=0.25) == pytest.approx(3 / 12)
+    with pytest.raises(RuntimeError, match="pairwise counts"):
+        marc_u_se(code_ref, code_var, job, raw=0.5)
+
+
+def test_analyse_reads_the_u_statistic_interval_for_swap_in_marc():
+    sim = CorrespondenceSim(n_jobs=3, effect_se=1.0)
+    frame = sim.frame(np.random.default_rng(3), 1)
+    k = {"counterfactual": 10, "group": 10, "merit": 20}
+    res = analyse(frame, reference="BASE", k=k, alpha=0.05, n_bootstrap=50, seed=1,
+                  thresholds=catalog.default_thresholds(), score_range={"sim": SCORE_RANGE}, ranking="swap_in")
+    m = res.metrics[(res.metrics["metric"] == "marc") & (res.metrics["variant"] == "V01")].iloc[0]
+    wide = frame.pivot_table(index=["job_id", "cv_id"], columns="variant", values="score").reset_index()
+    jobs = wide["job_id"].astype("category").cat.codes.to_numpy()
+    code_ref, code_var = dense_codes(wide["BASE"].to_numpy(), wide["V01"].to_numpy(), jobs)
+    se = marc_u_se(code_ref, code_var, jobs, raw=m["value"] * 10) / 10
+    assert (m["ci_low"], m["ci_high"]) == pytest.approx(stats.log_wald_interval(m["value"], se), rel=1e-12)
+    assert math.isnan(m["ci_mc_se"]) and NOTE_MARC_BOOTSTRAP not in m["notes"]
+    # per-variant ranking keeps the candidate bootstrap (rank changes of either sign), without the note
+    pv = analyse(frame, reference="BASE", k=k, alpha=0.05, n_bootstrap=50, seed=1,
+                 thresholds=catalog.default_thresholds(), score_range={"sim": SCORE_RANGE}, ranking="per_variant")
+    row = pv.metrics[(pv.metrics["metric"] == "marc") & (pv.metrics["variant"] == "V01")].iloc[0]
+    assert math.isfinite(row["bootstrap_se"]) and row["resamples"] == 50 and NOTE_MARC_BOOTSTRAP not in row["notes"]
+
+
+def test_a_job_of_three_candidates_falls_back_to_the_bootstrap_with_a_note():
+    sim = CorrespondenceSim(n_jobs=1, effect_se=1.0)
+    frame = sim.frame(np.random.default_rng(4), 1)
+    keep = sorted(frame["cv_id"].unique())[:3]
+    frame = frame[frame["cv_id"].isin(keep)].copy()
+    # the first candidate's V01 resume falls below every reference score: a rank change of 2
+    low = frame.loc[frame["variant"] == "BASE", "score"].min() - 1.0
+    frame.loc[(frame["cv_id"] == keep[0]) & (frame["variant"] == "V01"), "score"] = low
+    res = analyse(frame, reference="BASE", k={"counterfactual": 1, "group": 1, "merit": 1}, alpha=0.05,
+                  n_bootstrap=50, seed=1, thresholds=catalog.default_thresholds(),
+                  score_range={"sim": SCORE_RANGE}, ranking="swap_in")
+    rows = res.metrics[(res.metrics["metric"] == "marc") & (res.metrics["variant"] != "BASE")]
+    assert rows["notes"].str.contains("candidate bootstrap").all() and len(rows) == 2
