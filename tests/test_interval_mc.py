@@ -119,14 +119,17 @@ def test_retention_and_the_impact_ratio_adopt_the_wilson_score_interval(cohort):
 
     assert stats.RATIO_TRANSFORMS == {"retention_rate": "wilson_deff", "impact_ratio": "wilson_deff",
                                       "selection_ratio": None}
-    assert coverage.interval_method("retention_rate") == coverage.interval_method("impact_ratio") == "wilson_deff_score"
-    assert coverage.interval_method("selection_ratio") == coverage.LEGACY_INTERVAL
+    # methods 14 names the zero-churn rule (Wilson on 0 slots lost where no resample moves the ratio)
+    assert coverage.interval_method("retention_rate") == coverage.interval_method("impact_ratio") \
+        == "wilson_deff_score_zero_churn"
+    assert coverage.interval_method("selection_ratio") == "percentile_zero_churn_wilson"
     for metric in ("retention_rate", "impact_ratio"):
         p = _pairing(cohort, "V01", k=K, n_bootstrap=400, seed=11)
         res = get_metric(metric)(p)
         assert not any("transformed" in n for n in res.notes), metric
         assert any(n.startswith("Wilson score interval") for n in res.notes), metric
-        assert any("coverage of the wilson deff score interval not yet measured" in n for n in res.notes), metric
+        assert any("coverage of the wilson deff score zero churn interval not yet measured" in n
+                   for n in res.notes), metric
         assert res.ci_low <= res.value <= res.ci_high <= 1.0
 
 

@@ -110,6 +110,13 @@ class Pairing:
         """Whether this is the reference compared with itself."""
         return self.variant == self.reference
 
+    @property
+    def scored_as_reference(self) -> bool:
+        """Whether every variant resume scored exactly as its reference resume (the reference compared with itself,
+        or a variant the system does not tell apart): a selection or retention statistic then has no sampling error
+        (methods 14: otherwise a statistic that no resample moves reads Wilson's interval on a count seen 0 times)."""
+        return self.is_reference or bool(np.array_equal(self.score_var, self.score_ref))
+
     def k_of(self, metric_id: str) -> int:
         """Shortlist size of the family of ``metric_id``."""
         return int(self.k[catalog.METRICS[metric_id].family])

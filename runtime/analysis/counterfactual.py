@@ -155,7 +155,7 @@ def marc(p: Pairing) -> CellResult:
         ci = stats.stratified_bootstrap((code_ref, code_var, np.arange(p.n)), stat, strata=p.job, value=value,
                                         n_resamples=p.n_bootstrap, rng=p.rng("marc"))
         low, high, mc_se = float(ci.low), float(ci.high), ci.mc_se
-        ci_notes = (*ci.notes, *((NOTE_MARC_BOOTSTRAP,) if swap_in else ()))
+        ci_notes = (*ci.notes, *((NOTE_MARC_BOOTSTRAP,) if swap_in and value > 0 else ()))
     pv, notes, test = stats.wilcoxon_p(p.rank_var, p.rank_ref, step=0.5)
     return CellResult(value=value, ci_low=float(low), ci_high=float(high), p_value=pv,
                       test=test, notes=[*ci_notes, *notes],
@@ -166,8 +166,8 @@ def marc(p: Pairing) -> CellResult:
 
 
 #: Note of a swap-in MARC row whose interval falls back to the bootstrap (:func:`marc`).
-NOTE_MARC_BOOTSTRAP = ("MARC interval: candidate bootstrap (the U-statistic variance needs 4 candidates per job, "
-                       "a rank change and a positive estimate)")
+NOTE_MARC_BOOTSTRAP = ("MARC interval: candidate bootstrap (the U-statistic variance needs 4 candidates per job "
+                       "and a positive estimate)")
 
 
 def marc_u_se(code_ref: np.ndarray, code_var: np.ndarray, job: np.ndarray, *, raw: float) -> float:

@@ -139,8 +139,22 @@ def _selection(p: Pairing, k: int) -> Selection:
                                     n_resamples=p.n_bootstrap, rng=p.rng(DECISION), transform=stats.RATIO_TRANSFORMS["selection_ratio"],
                                     floor=0.5 / selected, counts=(cells[0][0], cells[0][1], cells[1][0], cells[1][1]))
     pv, test = stats.mcnemar_p(np.rint(np.array(cells)).astype(np.int64))
-    return Selection(value=value, low=float(ci.low), high=float(ci.high), p_value=pv, test=test, lean=lean,
-                     lost=lost, gained=gained, selected=selected, mc_se=ci.mc_se, notes=list(ci.notes))
+    low, high, mc_se, notes = float(ci.low), float(ci.high), ci.mc_se, list(ci.notes)
+    if low == high == value and lost == gained == 0 and not p.scored_as_reference:
+        low, high, mc_se, notes = _zero_churn(value, selected, notes)
+    return Selection(value=value, low=low, high=high, p_value=pv, test=test, lean=lean,
+                     lost=lost, gained=gained, selected=selected, mc_se=mc_se, notes=notes)
+
+
+def _zero_churn(value: float, selected: float, notes: list[str]) -> tuple[float, float, float, list[str]]:
+    """The selection ratio's interval when no selected place changed hands and so no resample moves it from 1
+    although the variant's scores differ (methods 14): ``[1 − u, 1 + u]``, ``u`` Wilson's 95% upper bound on 0
+    places lost (or gained) of the ``selected`` reference places (:func:`runtime.analysis.stats.wilson_interval`),
+    the rule methods 13 gave Recall@K (:func:`runtime.analysis.merit.zero_event_bound`). The percentile point
+    ``[1, 1]`` claimed that ``selected`` places certify the ratio exactly; 20 places give ``[0.839, 1.161]``."""
+    u = float(stats.wilson_interval(0.0, selected).high)
+    note = stats.NOTE_ZERO_CHURN.format(what="selected place", value=value, nobs=selected)
+    return value * (1.0 - u), value * (1.0 + u), 0.0, [*notes, note]
 
 
 def same_cut(p: Pairing, k: int) -> bool:

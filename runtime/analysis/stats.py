@@ -65,6 +65,10 @@ CANDIDATE_RATIO_SCORES: dict[str, str] = {"retention_rate": "wilson_deff", "impa
 #: pooled counts: ``(slots,)`` for ``wilson_deff``, the paired table ``(n11, n12, n21, n22)`` for ``paired_score_deff``).
 SCORE_INTERVALS = ("wilson_deff", "paired_score_deff")
 #: Rows whose interval is a score interval with the bootstrap's design effect.
+#: Note of a ratio row whose every bootstrap resample equals its estimate although the variant's scores differ
+#: from the reference's (no slot changed hands, methods 14): the interval is Wilson's on the count seen 0 times.
+NOTE_ZERO_CHURN = ("no {what} changed between the reference and the variant, and every bootstrap resample gives "
+                   "{value:.4g}: Wilson's interval on 0 of {nobs:.4g} (not the point [{value:.4g}, {value:.4g}])")
 NOTE_SCORE = ("{method} score interval on pooled counts at the effective sample size {n_eff:.4g} "
               "(design effect {deff:.3g} of the candidate bootstrap)")
 #: Rows whose interval is the transformed bootstrap interval (:func:`transformed_interval`).
@@ -193,7 +197,7 @@ def percentile_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
 def _percentile_interval(dist: np.ndarray, value: np.ndarray | float,
                          ci: tuple[np.ndarray | float, np.ndarray | float] | None = None, *,
                          transform: str | None = None, floor: float = math.nan,
-                         cap: float = math.inf, counts: Sequence[float] = ()) -> Interval:
+                         cap: float = math.inf, counts: Sequence[float] = (), exact: bool = False) -> Interval:
     """The 95% percentile interval of a bootstrap distribution ``dist`` (resamples on the last axis).
 
     Reports the distribution's SE to :data:`BOOTSTRAP_SE`; drops and counts resamples whose statistic is
@@ -219,7 +223,8 @@ def _percentile_interval(dist: np.ndarray, value: np.ndarray | float,
         defined = dist[..., ~undefined] if undefined.any() else dist
         if transform in SCORE_INTERVALS and np.ndim(value) == 0:
             if transform == "wilson_deff":
-                out = wilson_deff_interval(defined, float(value), nobs=float(counts[0]), cap=min(cap, 1.0))
+                out = wilson_deff_interval(defined, float(value), nobs=float(counts[0]), cap=min(cap, 1.0),
+                                           exact=exact)
             else:
                 out = paired_score_deff_interval(defined, float(value), table=counts)
             return replace(out, notes=(*notes, *out.notes))
@@ -381,7 +386,8 @@ def _deff_mc_ends(x: np.ndarray, deff: float, ends: Callable[[float], tuple[floa
     return float(abs(lo_b - lo_a) / (2 * step) * se_deff), float(abs(hi_b - hi_a) / (2 * step) * se_deff)
 
 
-def wilson_deff_interval(dist: np.ndarray, value: float, *, nobs: float, cap: float = 1.0) -> Interval:
+def wilson_deff_interval(dist: np.ndarray, value: float, *, nobs: float, cap: float = 1.0,
+                         exact: bool = False) -> Interval:
     """Wilson score interval of a pooled proportion at the bootstrap's effective sample size (issue 39 §2).
 
     The macro retention ``p`` rests on ``nobs`` reference top-K slots (pooled over jobs). Its candidate bootstrap
@@ -410,20 +416,31 @@ def wilson_deff_interval(dist: np.ndarray, value: float, *, nobs: float, cap: fl
         The pooled slots it rests on (> 0; fractional with ties at the cutoff).
     cap : float
         Upper end cut here (1: the proportion's maximum).
+    exact : bool
+        The variant is scored exactly as the reference (the reference row, or identical scores): the estimate has no
+        sampling error.
 
     Returns
     -------
     Interval
-        ``[value, value]`` when every resample equals it; at ``value`` 0 or 1 (no spread to read a design effect
-        from) the Wilson interval on ``nobs`` itself; ``mc_low``/``mc_high`` (the ends are not quantiles of the
+        ``[value, value]`` when ``exact``; when every resample equals ``value`` otherwise (no slot changed hands:
+        the retention is 1 in every resample although the scores differ, methods 14) or at ``value`` 0 or 1 (no
+        spread to read a design effect from), the Wilson interval on ``nobs`` itself, with
+        :data:`NOTE_ZERO_CHURN` in the first case (the point ``[1, 1]`` of methods 12-13 claimed a certainty that
+        ``nobs`` slots cannot give); ``mc_low``/``mc_high`` (the ends are not quantiles of the
         resamples: their Monte Carlo error is that of ``deff``, carried to each end by its slope in ``deff``; 0 where
         ``deff`` is not read from the resamples).
     """
     x = np.asarray(dist, dtype=float).reshape(-1)
     if not (math.isfinite(value) and nobs > 0):
         return Interval(math.nan, math.nan)
-    if x.size == 0 or np.all(x == value):
+    if exact:
         return Interval(value, value, (), 0.0, 0.0)
+    if x.size == 0 or np.all(x == value):
+        lo, hi = proportion_confint(value * nobs, nobs, alpha=1 - CONFIDENCE_LEVEL, method="wilson")
+        low, high, _ = contain(value, float(lo), float(hi))
+        note = NOTE_ZERO_CHURN.format(what="top-K slot", value=value, nobs=nobs)
+        return Interval(max(float(low), 0.0), min(float(high), cap), (note,), 0.0, 0.0)
     deff = design_effect(x, value * (1.0 - value) / nobs)
     fitted = math.isfinite(deff) and deff > 0
     deff = deff if fitted else 1.0
@@ -595,7 +612,7 @@ _BLOCK_VALUES = 4_000_000
 def stratified_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np.ndarray], *,
                          strata: np.ndarray, value: np.ndarray | float, n_resamples: int,
                          rng: np.random.Generator, transform: str | None = None, floor: float = math.nan,
-                         cap: float = math.inf, counts: Sequence[float] = ()) -> Interval:
+                         cap: float = math.inf, counts: Sequence[float] = (), exact: bool = False) -> Interval:
     """Percentile bootstrap resampling base candidates within strata (candidate-level cluster bootstrap).
 
     Each resample draws, in every stratum (a job, or a job x label), as many positions as it has,
@@ -629,6 +646,8 @@ def stratified_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
         (:data:`SCORE_INTERVALS`) give :func:`wilson_deff_interval` or :func:`paired_score_deff_interval`.
     counts : sequence of float
         The pooled counts of a score method: ``(slots,)`` or the paired table ``(n11, n12, n21, n22)``.
+    exact : bool
+        For ``wilson_deff``: the variant is scored exactly as the reference (:func:`wilson_deff_interval`).
 
     Returns
     -------
@@ -658,7 +677,7 @@ def stratified_bootstrap(data: Sequence[np.ndarray], statistic: Callable[..., np
             idx[:, g] = g[rng.integers(0, g.size, size=(b, g.size))]
         parts.append(np.asarray(statistic(*(a[idx] for a in arrays)), dtype=float))
     return _percentile_interval(np.concatenate(parts, axis=-1), value, transform=transform, floor=floor, cap=cap,
-                                counts=counts)
+                                counts=counts, exact=exact)
 
 
 def u_statistic_variance(kernel: np.ndarray) -> tuple[float, float]:
