@@ -117,6 +117,15 @@ class Pairing:
         (methods 14: otherwise a statistic that no resample moves reads Wilson's interval on a count seen 0 times)."""
         return self.is_reference or bool(np.array_equal(self.score_var, self.score_ref))
 
+    @property
+    def ranked_as_reference(self) -> bool:
+        """:attr:`scored_as_reference`, or under per-variant ranking every variant resume holds its reference resume's
+        place in its own pool (a shift that keeps the order, such as a uniform penalty): a retention or impact ratio,
+        which read only those places there, is then exactly the reference's (methods 14)."""
+        if self.scored_as_reference:
+            return True
+        return bool(self.per_variant and np.array_equal(self.pool_var[0], self.rank_ref))
+
     def k_of(self, metric_id: str) -> int:
         """Shortlist size of the family of ``metric_id``."""
         return int(self.k[catalog.METRICS[metric_id].family])

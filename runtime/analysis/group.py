@@ -122,7 +122,7 @@ def retention_rate(p: Pairing) -> CellResult:
     ci = stats.stratified_bootstrap((in_ref, both), lambda i, b: _macro_b(b, i, onehot), strata=p.job,
                                     value=value, n_resamples=p.n_bootstrap, rng=p.rng("retention_rate"),
                                     transform=stats.RATIO_TRANSFORMS["retention_rate"], floor=_half_slot(slots[used]),
-                                    counts=(float(np.sum(slots[used])),), exact=p.scored_as_reference)
+                                    counts=(float(np.sum(slots[used])),), exact=p.ranked_as_reference)
     diag["ci_mc_se"] = ci.mc_se
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high),
                       notes=[*ci.notes, *coverage.approximate("retention_rate", p.n_jobs)],
@@ -205,7 +205,7 @@ def impact_ratio(p: Pairing) -> CellResult:
         (in_ref, both), lambda i, b: _macro_b(b, i, onehot) / _macro_b(i, i, onehot), strata=p.job,
         value=value, n_resamples=p.n_bootstrap, rng=p.rng("impact_ratio"),
         transform=stats.RATIO_TRANSFORMS["impact_ratio"], floor=_half_slot(slots_v[used]), cap=1.0,
-        counts=(float(np.sum(slots_v[used])),), exact=p.scored_as_reference)
+        counts=(float(np.sum(slots_v[used])),), exact=p.ranked_as_reference)
     diag["ci_mc_se"] = ci.mc_se
     low, high = float(ci.low), float(ci.high)
     notes = [*ci.notes, *coverage.approximate("impact_ratio", p.n_jobs)]

@@ -423,7 +423,8 @@ def wilson_deff_interval(dist: np.ndarray, value: float, *, nobs: float, cap: fl
     Returns
     -------
     Interval
-        ``[value, value]`` when ``exact``; when every resample equals ``value`` otherwise (no slot changed hands:
+        ``[value, value]`` when ``exact``, or when every resample equals a ``value`` inside (0, 1); when every
+        resample equals ``value`` 0 or 1 otherwise (no slot changed hands:
         the retention is 1 in every resample although the scores differ, methods 14) or at ``value`` 0 or 1 (no
         spread to read a design effect from), the Wilson interval on ``nobs`` itself, with
         :data:`NOTE_ZERO_CHURN` in the first case (the point ``[1, 1]`` of methods 12-13 claimed a certainty that
@@ -437,6 +438,8 @@ def wilson_deff_interval(dist: np.ndarray, value: float, *, nobs: float, cap: fl
     if exact:
         return Interval(value, value, (), 0.0, 0.0)
     if x.size == 0 or np.all(x == value):
+        if 0.0 < value < 1.0:  # a constant bootstrap inside (0, 1): slots changed hands, none could move
+            return Interval(value, value, (), 0.0, 0.0)
         lo, hi = proportion_confint(value * nobs, nobs, alpha=1 - CONFIDENCE_LEVEL, method="wilson")
         low, high, _ = contain(value, float(lo), float(hi))
         note = NOTE_ZERO_CHURN.format(what="top-K slot", value=value, nobs=nobs)
