@@ -28,6 +28,7 @@ coverage and its MC SE, misses below / above, width ratio).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import math
@@ -127,7 +128,7 @@ def main() -> int:
     if args.table_only:
         rows = json.loads((RESULTS / "coverage_marc_u.json").read_text())
         names = []
-    with ProcessPoolExecutor(max_workers=args.procs) as pool:
+    with ProcessPoolExecutor(max_workers=args.procs) if names else contextlib.nullcontext() as pool:
         for name in names:
             parts = list(pool.map(run, [name] * n_chunks, range(n_chunks), [args.chunk] * n_chunks))
             got = summarise(name, parts)

@@ -115,3 +115,21 @@ def test_a_job_of_three_candidates_falls_back_to_the_bootstrap_with_a_note():
     rows = res.metrics[(res.metrics["metric"] == "marc") & (res.metrics["variant"] != "BASE")]
     v01 = rows[rows["variant"] == "V01"].iloc[0]
     assert v01["value"] > 0 and NOTE_MARC_BOOTSTRAP in v01["notes"]
+
+
+@pytest.mark.parametrize("block", [1, 7, 1000])
+def test_crossing_sums_block_by_block_equal_the_whole_kernel(monkeypatch, block):
+    # a job too large for its n x n kernel is summed CROSSING_BLOCK rows at a time: the sums, and so U and its
+    # variance, must not depend on the block size (ties included: integer scores)
+    from runtime.analysis import counterfactual as cf
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 30, 61).astype(float)
+    v = a + rng.integers(-3, 4, 61)
+    above_var = (a[None, :] > v[:, None]) + 0.5 * (a[None, :] == v[:, None])
+    above_ref = (a[None, :] > a[:, None]) + 0.5 * (a[None, :] == a[:, None])
+    h = np.abs(above_var - above_ref)
+    np.fill_diagonal(h, 0.0)
+    monkeypatch.setattr(cf, "CROSSING_BLOCK", block)
+    total, rows, square_sum = cf._crossing_sums(a, v)
+    assert total == pytest.approx(h.sum())
+    assert stats.u_statistic_from_sums(61, total, rows, square_sum) == pytest.approx(stats.u_statistic_variance(h))

@@ -714,14 +714,37 @@ def u_statistic_variance(kernel: np.ndarray) -> tuple[float, float]:
         raise ValueError(f"kernel must be square, got shape {g.shape}")
     g = (g + g.T) / 2
     np.fill_diagonal(g, 0.0)
+    rows = g.sum(axis=1)
+    return u_statistic_from_sums(n, float(g.sum()), rows, float((g * g).sum()))
+
+
+def u_statistic_from_sums(n: int, total: float, rows: np.ndarray, square_sum: float) -> tuple[float, float]:
+    """:func:`u_statistic_variance` from the sums it reads, for a kernel too large to hold whole (a caller adds them
+    up block by block, as :func:`runtime.analysis.counterfactual.marc_u_se` does).
+
+    Parameters
+    ----------
+    n : int
+        Units.
+    total : float
+        ``S = Σ_{a≠b} g_ab`` of the symmetric kernel (diagonal 0).
+    rows : numpy.ndarray, shape (n,)
+        ``r_a = Σ_{b≠a} g_ab``.
+    square_sum : float
+        ``Σ_{a≠b} g_ab²``.
+
+    Returns
+    -------
+    (float, float)
+        ``U`` and its unbiased variance estimate, as :func:`u_statistic_variance` (nan below 2 / 4 units).
+    """
     if n < 2:
         return math.nan, math.nan
-    total = float(g.sum())
     u = total / (n * (n - 1))
     if n < 4:
         return u, math.nan
-    rows = g.sum(axis=1)
-    theta2 = (total ** 2 - 4 * float(rows @ rows) + 2 * float((g * g).sum())) / (n * (n - 1) * (n - 2) * (n - 3))
+    r = np.asarray(rows, dtype=float)
+    theta2 = (total ** 2 - 4 * float(r @ r) + 2 * square_sum) / (n * (n - 1) * (n - 2) * (n - 3))
     return u, u * u - theta2
 
 
