@@ -10,7 +10,9 @@ method on the same bootstrap resamples (each metric's stream is seeded by the ce
 - ``transformed``: the logit / log-transformed interval (``stats.CANDIDATE_RATIO_TRANSFORMS``, measured, not adopted);
 - ``score``: the score interval on pooled counts at the bootstrap's design effect
   (``stats.CANDIDATE_RATIO_SCORES``: Wilson for retention and the impact ratio, Tang's paired-ratio score
-  interval for the selection ratio).
+  interval for the selection ratio);
+- ``adopted``: the shipped intervals (``stats.RATIO_TRANSFORMS``; methods 15: the truncated Jeffreys interval for
+  retention and the impact ratio, the percentile interval for the selection ratio).
 
 Work is cut into chunks of ``--chunk`` audits, each simulated from its own seed (setting, phase, chunk), so the
 table is the same whatever ``--procs``; nothing is saved between runs (minutes, not hours) and nothing is
@@ -56,13 +58,17 @@ from runtime.analysis.registry import get_metric  # noqa: E402
 K = {"counterfactual": 10, "group": 10, "merit": 20}
 METRICS = ("retention_rate", "impact_ratio", "selection_ratio")
 VARIANTS = ("V01", "V02")
-METHODS = ("percentile", "transformed", "score")
+METHODS = ("percentile", "transformed", "score", "adopted")
+#: The shipped intervals, read when the bench starts (``adopted``: the metrics as an audit computes them).
+ADOPTED = dict(stats.RATIO_TRANSFORMS)
 
 
 def _methods(method: str) -> dict[str, str | None]:
     """The ``stats.RATIO_TRANSFORMS`` entries of one method."""
     if method == "percentile":
         return dict.fromkeys(METRICS)
+    if method == "adopted":
+        return dict(ADOPTED)
     return dict(stats.CANDIDATE_RATIO_TRANSFORMS if method == "transformed" else stats.CANDIDATE_RATIO_SCORES)
 
 
@@ -163,7 +169,8 @@ def main() -> int:
               f"width {r['mean_width']:.4f}")
     meta = {"source": "bench/coverage_ratios_quick.py", "date": time.strftime("%Y-%m-%d"), "audits": args.audits,
             "truth": args.truth, "resamples": args.resamples, "chunk": args.chunk, "methods": args.methods,
-            "candidates": {"transformed": stats.CANDIDATE_RATIO_TRANSFORMS, "score": stats.CANDIDATE_RATIO_SCORES}}
+            "candidates": {"transformed": stats.CANDIDATE_RATIO_TRANSFORMS, "score": stats.CANDIDATE_RATIO_SCORES,
+                           "adopted": ADOPTED}}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     print(f"wrote {args.out} ({time.time() - start:.0f} s)")

@@ -204,3 +204,45 @@ def test_the_quick_bench_imports_numpy_scipy_pandas_statsmodels_only():
     assert {"numpy", "scipy", "pandas", "statsmodels", "runtime", "compiler"} <= top
     assert not top & {"pydantic", "pydantic_core", "jinja2", "yaml", "torch"}
     assert compiler_modules == ["compiler", "compiler.catalog"]
+
+
+def _jeffreys(x: float, n: float) -> tuple[float, float]:
+    """Jeffreys' equal-tailed interval from scipy's Beta quantiles (independent of statsmodels)."""
+    from scipy.stats import beta
+    return float(beta.ppf(0.025, x + 0.5, n - x + 0.5)), float(beta.ppf(0.975, x + 0.5, n - x + 0.5))
+
+
+def test_jeffreys_at_the_design_effect_by_hand():
+    # a spread above the binomial one: deff > 1, n_eff = 20 / deff trials, Beta(x + 1/2, n - x + 1/2) quantiles
+    dist = [0.6, 0.7, 0.75, 0.8, 0.8, 0.85, 0.9, 0.95, 1.0, 0.65]
+    value, nobs = 0.8, 20.0
+    deff = statistics.variance(dist) / (value * (1 - value) / nobs)
+    assert deff > 1
+    got = stats.jeffreys_deff_interval(np.array(dist), value, nobs=nobs)
+    assert (got.low, got.high) == pytest.approx(_jeffreys(value * nobs / deff, nobs / deff), rel=1e-9)
+    assert got.notes[0].startswith("Jeffreys interval") and "truncated" not in got.notes[0]
+    assert 0 < got.mc_low and 0 < got.mc_high
+    # less pulled towards 1/2 than Wilson's at the same n_eff: both ends higher for an estimate of 0.8
+    wilson = stats.wilson_deff_interval(np.array(dist), value, nobs=nobs)
+    assert got.low > wilson.low and got.high > wilson.high
+
+
+def test_jeffreys_truncates_a_design_effect_under_one_at_the_slots():
+    # resamples tighter than the binomial (deff ~ 0.25): the interval is Jeffreys' on the 20 slots themselves
+    dist = np.array([0.75, 0.8, 0.85] * 100)
+    value, nobs = 0.8, 20.0
+    assert statistics.variance(dist.tolist()) / (value * (1 - value) / nobs) < 1
+    got = stats.jeffreys_deff_interval(dist, value, nobs=nobs)
+    assert (got.low, got.high) == pytest.approx(_jeffreys(16.0, 20.0), rel=1e-9)
+    assert "truncated at 1" in got.notes[0] and (got.mc_low, got.mc_high) == pytest.approx((0.0, 0.0), abs=1e-9)
+    # Wilson's (methods 12-14) read the same resamples at n_eff = 20 / deff: far narrower
+    assert stats.wilson_deff_interval(dist, value, nobs=nobs).low > got.low + 0.1
+
+
+def test_jeffreys_keeps_the_edge_and_exact_rules():
+    edge = stats.jeffreys_deff_interval(np.array([1.0, 1.0, 0.95]), 1.0, nobs=20)
+    assert (edge.low, edge.high) == pytest.approx((20 / (20 + Z * Z), 1.0), rel=1e-12)   # Wilson on the slots
+    point = stats.jeffreys_deff_interval(np.full(50, 0.75), 0.75, nobs=20)
+    assert (point.low, point.high) == (0.75, 0.75)
+    exact = stats.jeffreys_deff_interval(np.ones(5), 1.0, nobs=20, exact=True)
+    assert (exact.low, exact.high) == (1.0, 1.0)

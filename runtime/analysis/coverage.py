@@ -39,11 +39,13 @@ TARGET = (0.93, 0.97)
 #: times where every resample gave the estimate (methods 13, :func:`runtime.analysis.merit.zero_event_bound`).
 #: MARC reads Hoeffding's U-statistic variance on the log scale under swap-in ranking (methods 14,
 #: :func:`runtime.analysis.counterfactual.marc_u_se`).
+#: Retention and the impact ratio read the Jeffreys interval at the design effect truncated at 1 (methods 15,
+#: :func:`runtime.analysis.stats.jeffreys_deff_interval`).
 #: Retention, the impact ratio and the selection ratio read Wilson's interval on 0 slots lost where no resample moves
 #: them although the scores differ (methods 14, :data:`runtime.analysis.stats.NOTE_ZERO_CHURN`).
 INTERVALS: dict[str, str] = {"marc": "u_statistic_log_wald",
-                             "retention_rate": "wilson_deff_score_zero_churn",
-                             "impact_ratio": "wilson_deff_score_zero_churn",
+                             "retention_rate": "jeffreys_deff_kg_zero_churn",
+                             "impact_ratio": "jeffreys_deff_kg_zero_churn",
                              "selection_ratio": "percentile_zero_churn_wilson",
                              **{m: "percentile_zero_event_wilson" for m in ("recall_at_k", "ndcg_at_k",
                                                                             "equal_opportunity_gap",

@@ -92,18 +92,19 @@ def retention_rate(p: Pairing) -> CellResult:
     selection ratio at the same cutoff (retention divided by the reverse retention;
     :func:`decided_on_selection`); value and ``status_seed000`` stay seed 000's.
 
-    CI (issue 39 §2): Wilson's score interval of the retention on the pooled slots ``Σ slots`` at the design
-    effect of the candidate bootstrap (:func:`runtime.analysis.stats.wilson_deff_interval`; Wilson 1927, Newcombe
-    1998, with Kish's effective sample size as Korn & Graubard 1998): the bootstrap
+    CI (issue 39 §2, methods 15): the Jeffreys interval of the retention on the pooled slots ``Σ slots`` at the
+    design effect of the candidate bootstrap, truncated at 1 (:func:`runtime.analysis.stats.jeffreys_deff_interval`;
+    Brown, Cai & DasGupta 2001; Kish's effective sample size with Korn & Graubard 1998's truncation): the bootstrap
     (:func:`runtime.analysis.stats.stratified_bootstrap`: each resample redraws the base candidates of every job,
     each with its reference and variant membership, and recomputes the macro mean) gives the variance ``v*``;
-    ``deff = v* / (R̄(1 − R̄)/Σ slots)`` and the interval is Wilson's at ``Σ slots / deff`` trials. With about ten
-    slots per job the retention is a skewed ratio of small counts, which the percentile interval reproduced the
-    wrong way round (it missed above the truth in up to 7.6% of simulated 2-job audits); Wilson's interval, pulled
-    towards 1/2, covered 93.3-96.5% there, missing above in at most 3.1%
-    (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`). **Approximate** until the coverage bench measures it, and
-    where it measured it outside 93-97% (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo
-    SE of its ends, through that of ``deff``.
+    ``deff = v* / (R̄(1 − R̄)/Σ slots)`` and the interval is Jeffreys' at ``Σ slots / max(deff, 1)`` trials. With
+    about ten slots per job the retention is a skewed ratio of small counts, which the percentile interval
+    reproduced the wrong way round (it missed above the truth in up to 7.6% of simulated 2-job audits); Wilson's
+    interval (methods 12-14) over-corrected (below in up to 4.2%); the truncated Jeffreys interval covered
+    93.1-96.1%, missing above in 2.7% and below in 2.2% pooled (``bench/ratio_interval_families.py``).
+    **Approximate** until the coverage bench measures it, and where it measured it outside 93-97%
+    (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its ends, through that of
+    ``deff`` (0 where the truncation holds).
     No test.
     """
     k = p.k_of("retention_rate")
@@ -148,11 +149,12 @@ def impact_ratio(p: Pairing) -> CellResult:
     ``IR_v = R̄_v / R̄_ref``, where ``R̄_ref`` is the reference's retention against itself (1 by
     construction); range [0, 1], higher is better.
 
-    CI: Wilson's score interval on the pooled slots at the design effect of the candidate bootstrap of the ratio
-    of the two macro means (as :func:`retention_rate`; the reference's retention is 1, so the ratio is the
-    retention), cut at 1. Measured on the same resamples (issue 39 §2): 94.0-96.3% in simulated 2-job audits,
-    missing above the truth (for the system) in at most 2.8%, where the percentile interval missed above in up to
-    7.5% and a log-scale interval in up to 10.2% (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`).
+    CI: the Jeffreys interval on the pooled slots at the design effect (truncated at 1) of the candidate bootstrap
+    of the ratio of the two macro means (as :func:`retention_rate`; the reference's retention is 1, so the ratio is
+    the retention), cut at 1. Measured on the same resamples (issue 39 §2, methods 15): 93.4-95.8% in simulated
+    2-job audits, missing above the truth 2.7% and below 2.3% pooled, where the percentile interval missed above in
+    up to 7.5%, a log-scale interval in up to 10.2% and Wilson's below in up to 4.0%
+    (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`).
     **Approximate** until the coverage bench measures it, and where it measured it outside 93-97%
     (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its ends. Test: Fisher exact on the pooled
     table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]`` (counts

@@ -68,6 +68,16 @@ CI_TEXT: dict[str, str] = {
                                                               "job and match label, every resampled pool "
                                                               "ranked again"),
     "paired bootstrap over candidates": "paired bootstrap over candidates",
+    # methods 14 (issue 39 §4): swap-in MARC's variance is analytic; per-variant ranking keeps the re-ranked bootstrap
+    "u-statistic variance, log scale": ("normal interval on the log scale with Hoeffding's unbiased variance of each "
+                                        "job's U-statistic (a job under 4 candidates, or MARC 0: the bootstrap of "
+                                        "the base candidates within each job, every resampled pool ranked again, "
+                                        "noted on the row)"),
+    # methods 15 (issue 39 §2)
+    "jeffreys at the bootstrap's design effect": ("Jeffreys interval on the pooled top-K slots at the design effect "
+                                                  "of a bootstrap of the base candidates within each job, never "
+                                                  "more trials than the slots (no slot changing hands: Wilson's "
+                                                  "interval on 0 lost, noted on the row)"),
     "candidate bootstrap within jobs and labels": ("bootstrap of the base candidates within each job and match "
                                                    "label (each keeps its selection at the threshold)"),
 }

@@ -242,6 +242,14 @@ def _metric_rows(
     return out, [d[0] for d in diags]
 
 
+def _ci_key(metric: str, ci: str, ranking: str | None) -> str:
+    """The :data:`CI_TEXT` key of ``metric``'s interval under ``ranking``: MARC's analytic interval holds under swap-in
+    ranking only (methods 14); per-variant ranking keeps the re-ranked candidate bootstrap."""
+    if metric == "marc" and ranking == "per_variant":
+        return "candidate bootstrap within jobs, re-ranked"
+    return ci
+
+
 def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta, system: str, condition: str,
                   variant_order: list[str], reference: str) -> dict[str, Any]:
     """One metric of a unit: its rows by variant, its chart, its test, interval and thresholds in words."""
@@ -301,7 +309,7 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         "threshold": thr if metric in SELECTION_METRICS else None,
         "test_text": test_text,
         "has_test": bool(tests) or any(not is_missing(r.get("p_value")) for r in mrecs),
-        "ci_text": CI_TEXT.get(info["ci"], info["ci"]),
+        "ci_text": CI_TEXT.get(_ci_key(metric, info["ci"], meta.ranking), info["ci"]),
         "ci_coverage": ci_coverage,
         "ci_approximate": ci_coverage.startswith("approximate"),
         "direction_text": ("1 is best: a ratio below pass disfavours the variant, above 1/pass the reference"
