@@ -146,34 +146,35 @@ def test_hand_flip_rate(tiny):
 def test_hand_retention_and_impact_ratio(tiny):
     # J1: B = {a, b}, V = {a, c} -> 1/2; J2: B = V = {a, b} -> 1. Macro 0.75 (INVESTIGATE:
     # 0.70 <= 0.75 < 0.80). retained 3, slots 4.
-    # Interval (issue 39 §2): Wilson's score interval of 0.75 at the effective slots 4 / deff, deff the candidate
-    # bootstrap's variance over the binomial 0.75 * 0.25 / 4, both named in the row's notes.
+    # Interval (issue 39 §2, methods 15): the Jeffreys interval of 0.75 at the effective slots 4 / max(deff, 1), deff
+    # the candidate bootstrap's variance over the binomial 0.75 * 0.25 / 4, both named in the row's notes.
     # Impact ratio = 0.75 / 1 = 0.75 (INVESTIGATE); Fisher [[3, 1], [4, 0]]: the one
     # non-retained slot is in either row with prob 1/2 each -> p = 1.
     import re
 
-    z = 1.959963984540054
+    from scipy.stats import beta
 
-    def wilson(p, n):
-        centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        return centre - half, centre + half
+    def jeffreys(p, n):   # Beta(x + 1/2, n - x + 1/2) quantiles, x = p n (scipy, independent of statsmodels)
+        return beta.ppf(0.025, p * n + 0.5, n - p * n + 0.5), beta.ppf(0.975, p * n + 0.5, n - p * n + 0.5)
 
     r = cell(tiny, "retention_rate", "V1")
     assert r["value"] == pytest.approx(0.75)
     assert (r["retained"], r["slots"], r["jobs_used"]) == (3, 4, 2)
     n_eff, deff = map(float, re.search(r"effective sample size ([0-9.e+-]+) \(design effect ([0-9.e+-]+)", r["notes"]).groups())
-    assert n_eff == pytest.approx(4 / deff, rel=1e-2)   # deff printed to 3 digits
-    assert (r["ci_low"], r["ci_high"]) == pytest.approx(wilson(0.75, n_eff), abs=1e-3)
-    assert r["ci_low"] < 0.75 - 2 * (r["ci_high"] - 0.75) / 1.5   # longer below than above, as Wilson's is near 1
-    assert r["ci_mc_se"] > 0  # methods 11: the Monte Carlo SE of the ends
+    assert n_eff == pytest.approx(4 / max(deff, 1.0), rel=1e-2)   # deff printed to 3 digits
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx(jeffreys(0.75, n_eff), abs=1e-3)
+    assert 0.75 - r["ci_low"] > r["ci_high"] - 0.75   # longer below than above near 1
+    # methods 11: the Monte Carlo SE of the ends; methods 15: ~0 where the truncation binds far below deff = 1 (the
+    # ends read the 4 slots whatever the resamples)
+    assert (r["ci_mc_se"] == pytest.approx(0.0, abs=1e-9)) if deff < 0.8 else (r["ci_mc_se"] > 0)
     assert r["status_seed000"] == "INVESTIGATE" and math.isnan(r["p_value"]) and r["test"] == ""
     assert r["status"] == "INCONCLUSIVE"  # the interval straddles the PASS band's 0.8
     ir = cell(tiny, "impact_ratio", "V1")
     assert ir["value"] == pytest.approx(0.75)
     assert ir["p_value"] == pytest.approx(1.0) and ir["test"] == "fisher_exact"
     n_ir, deff_ir = map(float, re.search(r"effective sample size ([0-9.e+-]+) \(design effect ([0-9.e+-]+)", ir["notes"]).groups())
-    assert n_ir == pytest.approx(4 / deff_ir, rel=1e-2)   # its own resamples (the impact_ratio stream)
-    assert (ir["ci_low"], ir["ci_high"]) == pytest.approx(wilson(0.75, n_ir), abs=1e-3)
+    assert n_ir == pytest.approx(4 / max(deff_ir, 1.0), rel=1e-2)   # its own resamples (the impact_ratio stream)
+    assert (ir["ci_low"], ir["ci_high"]) == pytest.approx(jeffreys(0.75, n_ir), abs=1e-3)
     assert ir["status_seed000"] == "INVESTIGATE" and ir["status"] == "INCONCLUSIVE"
 
 
@@ -435,22 +436,23 @@ def test_recall_cap_is_noted():
 def test_single_job_retention_has_a_candidate_bootstrap_interval():
     # One job, K = 2: BASE top {a, b}, V1 top {a, c}: retention 1/2. Resampling the 4 candidates
     # within the job: resamples of 0 (a and b redrawn as b, b: no retained slot), 1/2 and 1 (a, a); their
-    # variance over the binomial 1/4 / 2 is the design effect, and the interval is Wilson's at 2 / deff slots,
-    # symmetric about 1/2 (issue 39 §2).
+    # variance over the binomial 1/4 / 2 is the design effect, and the interval is Jeffreys' at 2 / max(deff, 1)
+    # slots, symmetric about 1/2 (issue 39 §2, methods 15).
     import re
 
-    z = 1.959963984540054
+    from scipy.stats import beta
+
     df = tiny_frame()
     df = df[df["job_id"] == "J1"]
     res = run(df, n_bootstrap=2000)
     for metric_id in ("retention_rate", "impact_ratio"):
         r = cell(res, metric_id, "V1")
-        assert r["value"] == pytest.approx(0.5) and "Wilson score interval" in r["notes"]
+        assert r["value"] == pytest.approx(0.5) and "Jeffreys interval" in r["notes"]
         n_eff, deff = map(float, re.search(r"effective sample size ([0-9.e+-]+) \(design effect ([0-9.e+-]+)",
                                            r["notes"]).groups())
-        assert n_eff == pytest.approx(2 / deff, rel=1e-2) and 0.5 < deff < 2   # deff printed to 3 digits
-        half = z * math.sqrt(0.25 / n_eff + z * z / (4 * n_eff ** 2)) / (1 + z * z / n_eff)
-        assert (r["ci_low"], r["ci_high"]) == pytest.approx((0.5 - half, 0.5 + half), abs=1e-3)
+        assert n_eff == pytest.approx(2 / max(deff, 1.0), rel=1e-2) and 0.5 < deff < 2   # deff printed to 3 digits
+        a = n_eff / 2 + 0.5
+        assert (r["ci_low"], r["ci_high"]) == pytest.approx((beta.ppf(0.025, a, a), beta.ppf(0.975, a, a)), abs=1e-3)
         assert 0 < r["ci_low"] < 0.5 < r["ci_high"] < 1
 
 
