@@ -380,15 +380,24 @@ def design_effect(dist: np.ndarray, model_var: float) -> float:
     return float(np.var(x, ddof=1)) / model_var
 
 
+def _deff_mc_se(x: np.ndarray, deff: float) -> float:
+    """Monte Carlo SE of a bootstrap's design effect ``deff = Var* / model_var``: ``Var*`` is a sample variance,
+    whose Monte Carlo SE is ``sqrt((μ₄ − s⁴) / B)``; times ``deff / s²`` it is ``deff``'s. nan with fewer than two
+    resamples or no spread."""
+    s2 = float(np.var(x, ddof=1)) if x.size >= 2 else 0.0
+    if s2 <= 0:
+        return math.nan
+    mu4 = float(np.mean((x - x.mean()) ** 4))
+    return deff * math.sqrt(max(mu4 - s2 ** 2, 0.0) / x.size) / s2
+
+
 def _deff_mc_ends(x: np.ndarray, deff: float, ends: Callable[[float], tuple[float, float]]) -> tuple[float, float]:
     """Monte Carlo SE of a score interval's ends through its design effect: the ends depend on the resamples only
-    through ``Var*``, whose Monte Carlo SE is ``sqrt((μ₄ − s⁴) / B)`` (a sample variance); times ``deff / s²`` it
-    is ``deff``'s, and the slope of each end in ``deff`` (central difference) carries it to the end."""
-    s2 = float(np.var(x, ddof=1))
-    if x.size < 2 or s2 <= 0:
+    through ``Var*`` (:func:`_deff_mc_se`), and the slope of each end in ``deff`` (central difference) carries
+    ``deff``'s Monte Carlo SE to the end."""
+    se_deff = _deff_mc_se(x, deff)
+    if math.isnan(se_deff):
         return math.nan, math.nan
-    mu4 = float(np.mean((x - x.mean()) ** 4))
-    se_deff = deff * math.sqrt(max(mu4 - s2 ** 2, 0.0) / x.size) / s2
     step = 1e-4 * deff
     (lo_a, hi_a), (lo_b, hi_b) = ends(deff - step), ends(deff + step)
     return float(abs(lo_b - lo_a) / (2 * step) * se_deff), float(abs(hi_b - hi_a) / (2 * step) * se_deff)
@@ -400,11 +409,9 @@ def _deff_mc_ends_truncated(x: np.ndarray, deff: float,
     stop moving below 1, so the slope of :func:`_deff_mc_ends` is 0 or full on either side of the kink. Taking the
     estimated ``deff`` as normal with its Monte Carlo SE (as :func:`_deff_mc_ends`), the SD of each end over it by
     Gauss–Hermite quadrature (20 nodes), which is the delta method's away from 1 and smooth across it."""
-    s2 = float(np.var(x, ddof=1))
-    if x.size < 2 or s2 <= 0:
+    se_deff = _deff_mc_se(x, deff)
+    if math.isnan(se_deff):
         return math.nan, math.nan
-    mu4 = float(np.mean((x - x.mean()) ** 4))
-    se_deff = deff * math.sqrt(max(mu4 - s2 ** 2, 0.0) / x.size) / s2
     if se_deff == 0:
         return 0.0, 0.0
     nodes, weights = np.polynomial.hermite.hermgauss(20)
