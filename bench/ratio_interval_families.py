@@ -14,6 +14,8 @@ on its log) and evaluates the candidates offline on the same audits:
   :func:`runtime.analysis.stats.jeffreys_deff_interval`);
 - ``clopper_pearson``: the Clopper–Pearson interval at the same effective sample size;
 - ``wald`` and ``log_wald``: normal intervals with the bootstrap SE on the ratio and on its log;
+- selection ratio only, ``percentile_cc``: the percentile interval widened by half a selected place at each end
+  (adopted in methods 16, :func:`runtime.analysis.selection.continuity_corrected`);
 - selection ratio only, ``paired_jeffreys`` and ``paired_clopper_pearson``: McNemar's conditional binomial (the
   share of the discordant places lost) at the bootstrap's effective number of discordant places, mapped to the ratio.
 
@@ -140,6 +142,9 @@ def candidates(metric: str, row: list[float]) -> dict[str, tuple[float, float]]:
         out["jeffreys_kg"] = _score_ends("jeffreys", value, slots, var, truncate=True)
     else:
         lost, gained = row[2], row[3]
+        # methods 16's interval (selection.continuity_corrected): half a selected place at each end
+        if slots > 0:
+            out["percentile_cc"] = (max(out["percentile"][0] - 0.5 / slots, 0.0), out["percentile"][1] + 0.5 / slots)
         for method in ("jeffreys", "clopper_pearson"):
             out["paired_" + method] = _paired_ends(method, value, slots, lost, gained, var)
     return out

@@ -132,3 +132,36 @@ def test_chunk_files_are_gzipped_json_with_rounded_values(bench, tmp_path):
     assert path.name == "truth-0003.json.gz"
     with gzip.open(path, "rt") as fh:
         assert json.load(fh)["rows"]["m V"]["value"] == [0.3333333, None]
+
+
+@pytest.fixture(scope="module")
+def shortlist():
+    spec = importlib.util.spec_from_file_location("coverage_shortlist", ROOT / "bench" / "coverage_shortlist.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_shortlist_bench_reruns_only_the_metric_whose_interval_changed(shortlist, tmp_path, monkeypatch):
+    """``bench/coverage_shortlist.py`` (issue 39 §2): a chunk computed under another interval method of one metric
+    keeps the other metrics' rows, the stale metric is run again on the same audits and resamples (they do not
+    depend on which metrics run) and merged in; a chunk of another size is run whole."""
+    monkeypatch.setattr(shortlist, "ROOT", tmp_path)
+    name = "jobs02-noties-effect1"
+    full = shortlist.run_chunk(name, 3, 2, 20)
+    assert set(full["intervals"]) == set(shortlist.METRICS) and len(full["rows"]) == 4 * 2
+    alone = shortlist.run_chunk(name, 3, 2, 20, ("selection_ratio",))
+    for v in shortlist.VARIANTS:
+        assert alone["rows"][f"selection_ratio {v}"] == full["rows"][f"selection_ratio {v}"]
+    # saved under methods 15's selection-ratio interval: only the selection ratio is stale
+    old = {**full, "intervals": {**full["intervals"], "selection_ratio": "percentile_zero_churn_wilson"}}
+    shortlist._save(name, old)
+    path = shortlist._path(name, 3)
+    assert shortlist.stale(path, 2, 20) == ("selection_ratio",)
+    assert shortlist.stale(path, 4, 20) == shortlist.METRICS  # another size: all of it
+    kept = shortlist._current(path, 2, 20)
+    assert "selection_ratio V01" not in kept["rows"] and kept["rows"]["flip_rate V01"] == full["rows"]["flip_rate V01"]
+    shortlist._save(name, shortlist._merge(name, alone))
+    assert shortlist.stale(path, 2, 20) == ()
+    assert shortlist._current(path, 2, 20)["rows"] == full["rows"]

@@ -179,3 +179,29 @@ def test_the_report_says_what_each_selection_row_is_decided_on():
     assert "PASS if the 95% interval of the selection ratio lies in [0.8, 1.25]" in text
     assert "within [0.8, 1.25]" in text  # the thresholds table
     assert text.count(f"selection ratio {fmt_ci(sel['ci_low'], sel['ci_high'])}") >= 3  # flip, retention, impact
+
+
+def test_the_interval_is_the_percentile_interval_widened_by_half_a_selected_place(monkeypatch):
+    """Methods 16 (issue 39 §2): the ratio moves in steps of 1/selected, its resamples almost continuously, so the
+    percentile interval is widened by half a selected place at each end (Hall 1987). On the hand frame (4 selected
+    places): the plain percentile interval of the same resamples (the ``selection_ratio`` stream does not depend on
+    the method) +-0.125, the lower end not below 0, with a note; every row deciding on the ratio reads it; the
+    reference keeps its point."""
+    from runtime.analysis import stats
+
+    corrected = _m(_frame(HAND))
+    monkeypatch.setitem(stats.RATIO_TRANSFORMS, "selection_ratio", None)
+    plain = _m(_frame(HAND))
+    sel, raw = corrected.loc[("selection_ratio", "V01")], plain.loc[("selection_ratio", "V01")]
+    assert raw["ci_low"] < raw["ci_high"]  # the bootstrap moves: the correction applies
+    assert sel["ci_low"] == pytest.approx(max(raw["ci_low"] - 0.125, 0.0), abs=1e-12)
+    assert sel["ci_high"] == pytest.approx(raw["ci_high"] + 0.125, abs=1e-12)
+    assert sel["ci_mc_se"] == raw["ci_mc_se"]  # a fixed shift adds no Monte Carlo error
+    assert "widened by half a selected place at each end (±0.125: the ratio moves in steps of 1/4" in sel["notes"]
+    assert "widened by half a selected place" not in raw["notes"]
+    for metric in ("flip_rate", "retention_rate", "impact_ratio"):
+        row = corrected.loc[(metric, "V01")]
+        assert row["decision_on"] == "selection_ratio"
+        assert (row["decision_low"], row["decision_high"]) == (sel["ci_low"], sel["ci_high"]), metric
+    ref = corrected.loc[("selection_ratio", "BASE")]
+    assert ref["ci_low"] == ref["ci_high"] == 1.0

@@ -15,8 +15,10 @@ candidates), not for every system.
 A measurement holds for the interval it measured: the file records each metric's interval method
 (``intervals``; absent: the percentile bootstrap, what every bootstrap interval was before methods 12, the flip
 rate's Wilson interval included under that name), and a
-metric whose interval has changed since (:data:`INTERVALS`: the Wilson score intervals of retention and the
-impact ratio at the bootstrap's design effect, methods 12, issue 39 §2) is **approximate**, "coverage not yet measured", until the bench is re-run and published.
+metric whose interval has changed since (:data:`INTERVALS`) is **approximate**, "coverage not yet measured", until a
+bench re-measures it and publishes: ``sources`` names the script that measured each metric whose entry is not the
+full bench's (MARC: ``bench/coverage_marc_u.py``; the flip rate, retention, the impact ratio and the selection
+ratio: ``bench/coverage_shortlist.py``, which computes those metrics alone, as an audit does).
 """
 
 from __future__ import annotations
@@ -32,9 +34,8 @@ MEASURED = Path(__file__).with_name("coverage_measured.json")
 TARGET = (0.93, 0.97)
 #: The interval method of each metric whose interval is not the percentile bootstrap (or, for the flip rate, Wilson):
 #: a published measurement of another method does not hold for it (issue 39 §2). Retention and the impact ratio
-#: read Wilson's score interval at the bootstrap's design effect (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`);
-#: the published table measured their percentile interval, so their rows say "coverage not yet measured" until
-#: ``bench/coverage_counterfactual.py --publish`` is re-run.
+#: read Wilson's score interval at the bootstrap's design effect (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`;
+#: methods 12, measured by ``bench/coverage_shortlist.py`` under its successors).
 #: Recall@K, nDCG@K and the TPR/FPR gaps keep the percentile bootstrap but read Wilson's interval on a count seen 0
 #: times where every resample gave the estimate (methods 13, :func:`runtime.analysis.merit.zero_event_bound`).
 #: MARC reads Hoeffding's U-statistic variance on the log scale under swap-in ranking (methods 14,
@@ -43,10 +44,12 @@ TARGET = (0.93, 0.97)
 #: :func:`runtime.analysis.stats.jeffreys_deff_interval`).
 #: Retention, the impact ratio and the selection ratio read Wilson's interval on 0 slots lost where no resample moves
 #: them although the scores differ (methods 14, :data:`runtime.analysis.stats.NOTE_ZERO_CHURN`).
+#: The selection ratio's percentile interval is widened by half a selected place at each end (methods 16,
+#: :func:`runtime.analysis.selection.continuity_corrected`).
 INTERVALS: dict[str, str] = {"marc": "u_statistic_log_wald",
                              "retention_rate": "jeffreys_deff_kg_zero_churn",
                              "impact_ratio": "jeffreys_deff_kg_zero_churn",
-                             "selection_ratio": "percentile_zero_churn_wilson",
+                             "selection_ratio": "percentile_cc_zero_churn_wilson",
                              **{m: "percentile_zero_event_wilson" for m in ("recall_at_k", "ndcg_at_k",
                                                                             "equal_opportunity_gap",
                                                                             "equalized_odds_gap")}}

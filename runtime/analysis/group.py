@@ -101,8 +101,10 @@ def retention_rate(p: Pairing) -> CellResult:
     about ten slots per job the retention is a skewed ratio of small counts, which the percentile interval
     reproduced the wrong way round (it missed above the truth in up to 7.6% of simulated 2-job audits); Wilson's
     interval (methods 12-14) over-corrected (below in up to 4.2%); the truncated Jeffreys interval covered
-    93.1-96.1%, missing above in 2.7% and below in 2.2% pooled (``bench/ratio_interval_families.py``).
-    **Approximate** until the coverage bench measures it, and where it measured it outside 93-97%
+    93.1-96.1%, missing above in 2.7% and below in 2.2% pooled (``bench/ratio_interval_families.py``); as shipped,
+    on every setting of the coverage bench (2 to 50 jobs and the example's resampled candidates, 1,000 audits each;
+    ``bench/coverage_shortlist.py``) 93.4-96.6%, missing below in 2.4% and above in 2.6% pooled.
+    **Approximate** where the coverage bench measured it outside 93-97% at the nearest job count
     (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its ends, through that of
     ``deff`` (0 where the truncation holds).
     No test.
@@ -154,8 +156,9 @@ def impact_ratio(p: Pairing) -> CellResult:
     the retention), cut at 1. Measured on the same resamples (issue 39 §2, methods 15): 93.4-95.8% in simulated
     2-job audits, missing above the truth 2.7% and below 2.3% pooled, where the percentile interval missed above in
     up to 7.5%, a log-scale interval in up to 10.2% and Wilson's below in up to 4.0%
-    (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`).
-    **Approximate** until the coverage bench measures it, and where it measured it outside 93-97%
+    (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`); as shipped, on every setting of the coverage bench
+    (``bench/coverage_shortlist.py``) 93.4-96.6%.
+    **Approximate** where the coverage bench measured it outside 93-97% at the nearest job count
     (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its ends. Test: Fisher exact on the pooled
     table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]`` (counts
     rounded). **Not informative under per-variant ranking**: the reference's retention against
@@ -227,8 +230,8 @@ def selection_ratio(p: Pairing) -> CellResult:
 
     Pooled over jobs; 1 for the reference; null expectation 1; PASS band ``[pass, 1/pass]`` (default pass
     0.8: a variant selected at under four fifths of the reference's rate fails, and so does the reference
-    at under four fifths of the variant's). CI: candidate percentile bootstrap within jobs
-    (:mod:`runtime.analysis.selection`), **approximate** where its coverage was measured outside 93-97%
+    at under four fifths of the variant's). CI: candidate percentile bootstrap within jobs, widened by half a
+    selected place at each end (methods 16, :func:`runtime.analysis.selection.continuity_corrected`), **approximate** where its coverage was measured outside 93-97%
     (:func:`runtime.analysis.coverage.approximate`). Test: McNemar on the
     paired in/out table; when it is the flip rate's table (one cutoff) the ``flip_rate`` row carries it in
     the multiplicity family and this row shares it, else it is a test of its own (a level-2 test under

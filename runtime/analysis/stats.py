@@ -54,8 +54,15 @@ NOTE_WIDENED = "percentile CI [{low:.6g}, {high:.6g}] did not contain the estima
 #: (``bench/ratio_interval_families.py``) Wilson's interval, pulled towards 1/2, missed below the truth in 3.4% and
 #: above in 1.8% (pooled; up to 4.2% below in one setting); the Jeffreys interval with Korn & Graubard's truncation
 #: missed 2.2% below and 2.7% above, covering 93.1-96.1%.
+#: Methods 16: the selection ratio reads its percentile interval continuity-corrected by half a selected place
+#: (``"percentile_cc"``, :data:`PERCENTILE_CC`, :func:`runtime.analysis.selection.continuity_corrected`).
 RATIO_TRANSFORMS: dict[str, str | None] = {"retention_rate": "jeffreys_deff", "impact_ratio": "jeffreys_deff",
-                                           "selection_ratio": None}
+                                           "selection_ratio": "percentile_cc"}
+#: The percentile interval widened at each end by half the span of the statistic's lattice (the selection ratio:
+#: ``1 / selected``), the continuity correction of a lattice statistic read against a continuous approximation
+#: (Hall 1987, "On the bootstrap and continuity correction", JRSS B 49: 82-89). Handled by the metric, not by
+#: :func:`_percentile_interval`, which sees the plain percentile interval.
+PERCENTILE_CC = "percentile_cc"
 #: The transforms ``bench/coverage_ratios_quick.py`` compares with the percentile interval (measured, not adopted).
 CANDIDATE_RATIO_TRANSFORMS: dict[str, str] = {"retention_rate": "logit", "impact_ratio": "log",
                                               "selection_ratio": "log"}
@@ -79,6 +86,9 @@ NOTE_SCORE = ("{method} interval on pooled counts at the effective sample size {
 #: Added to :data:`NOTE_SCORE` where the design effect was under 1 and the interval used the pooled counts
 #: (:func:`jeffreys_deff_interval`, Korn & Graubard 1998).
 NOTE_TRUNCATED = ", truncated at 1: the effective sample size is the pooled count"
+#: Note of a selection-ratio row whose percentile interval is continuity-corrected (methods 16, :data:`PERCENTILE_CC`).
+NOTE_CONTINUITY = ("percentile interval widened by half a selected place at each end (±{half:.4g}: the ratio moves "
+                   "in steps of 1/{selected:.4g}; continuity correction, Hall 1987)")
 #: Rows whose interval is the transformed bootstrap interval (:func:`transformed_interval`).
 NOTE_TRANSFORMED = "{transform}-transformed bootstrap interval (normal on the {transform} scale, bootstrap SE there)"
 #: The estimate lies on the edge of the transformed scale (retention 0 or 1, a ratio of 0): the percentile interval.

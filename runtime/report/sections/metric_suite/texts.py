@@ -60,8 +60,11 @@ MCNEMAR_RULE = "exact when fewer than 25 candidates flip, χ² otherwise"
 CI_TEXT: dict[str, str] = {
     "bootstrap percentile": "bootstrap percentile interval",
     "wilson": "Wilson score interval",
-    "candidate bootstrap within jobs": ("bootstrap of the base candidates within each job (the audited "
-                                        "jobs are kept; each candidate brings its reference and variant)"),
+    # methods 16 (issue 39 §2): the selection ratio's percentile interval, continuity-corrected
+    "candidate bootstrap within jobs, continuity-corrected": (
+        "percentile interval of a bootstrap of the base candidates within each job (the audited jobs are kept; "
+        "each candidate brings its reference and variant), widened by half a selected place at each end because "
+        "the ratio moves in whole places (no place changing hands: Wilson's interval on 0 lost, noted on the row)"),
     "candidate bootstrap within jobs, re-ranked": ("bootstrap of the base candidates within each job, every "
                                                    "resampled pool ranked again"),
     "candidate bootstrap within jobs and labels, re-ranked": ("bootstrap of the base candidates within each "
