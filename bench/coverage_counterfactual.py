@@ -430,6 +430,48 @@ def publish(rows: list[dict], names: list[str], *, audits: int, ranking: str, pa
     return out
 
 
+def subset_parser(description: str, *, publish_help: str, table_help: str) -> argparse.ArgumentParser:
+    """The options of the benches that re-measure some metrics on this bench's settings (``coverage_marc_u.py``,
+    ``coverage_shortlist.py``): ``--settings`` (fnmatch patterns of :data:`SETTINGS`), ``--audits``, ``--chunk``,
+    ``--procs``, ``--publish`` and ``--table-only``."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--settings", nargs="+", default=["*"])
+    ap.add_argument("--audits", type=int, default=1000)
+    ap.add_argument("--chunk", type=int, default=50)
+    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--publish", action="store_true", help=publish_help)
+    ap.add_argument("--table-only", action="store_true", help=table_help)
+    return ap
+
+
+def matching(patterns: list[str]) -> list[str]:
+    """The settings of :data:`SETTINGS` matching any of ``patterns`` (fnmatch), in their order."""
+    return [s for s in SETTINGS if any(fnmatch.fnmatchcase(s, p) for p in patterns)]
+
+
+def publish_entries(rows: list[dict], audits: int, source: str) -> dict[str, dict[str, list[float]]]:
+    """Write the coverage ranges of ``rows`` (one per setting, metric and variant, every setting of :data:`SETTINGS`
+    at ``audits`` audits) into :data:`runtime.analysis.coverage.MEASURED`, keeping every other metric's entry:
+    per metric and job count the lowest and highest coverage, its interval method (``intervals``) and ``source``
+    (``sources``). Used by the benches that re-measure some metrics (:func:`subset_parser`)."""
+    if any(r["n"] < audits or "coverage" not in r for r in rows) or {r["setting"] for r in rows} != set(SETTINGS):
+        raise SystemExit(f"--publish needs every setting at {audits} audits with its truth chunks")
+    table = json.loads(coverage.MEASURED.read_text(encoding="utf-8"))
+    if table.get("audits") != audits:
+        raise SystemExit(f"{coverage.MEASURED} rests on {table.get('audits')} audits per setting, this run on {audits}")
+    out: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        lo_hi = out.setdefault(r["metric"], {}).setdefault(str(parse_setting(r["setting"])[2]), [1.0, 0.0])
+        lo_hi[0], lo_hi[1] = min(lo_hi[0], round(r["coverage"], 3)), max(lo_hi[1], round(r["coverage"], 3))
+    for m, per in out.items():
+        table["metrics"][m] = per
+        table.setdefault("intervals", {})[m] = coverage.interval_method(m)
+        table.setdefault("sources", {})[m] = source
+    coverage.MEASURED.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    print(f"published {', '.join(out)} in {coverage.MEASURED}: {out}")
+    return out
+
+
 def ranges_table(published: dict) -> str:
     """The README's coverage table from a published ``coverage_measured.json``: per metric and job count, the range
     over the settings, "(approximate)" where it leaves :data:`runtime.analysis.coverage.TARGET`."""

@@ -27,9 +27,7 @@ coverage and its MC SE, misses below / above, width ratio).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import fnmatch
 import json
 import math
 import sys
@@ -90,38 +88,10 @@ def summarise(name: str, parts: list[dict]) -> list[dict]:
     return rows
 
 
-def publish(rows: list[dict], audits: int) -> dict:
-    """MARC's entry of :data:`runtime.analysis.coverage.MEASURED` from complete rows (see the module doc)."""
-    from runtime.analysis import coverage
-
-    if any(r["n"] < audits or "coverage" not in r for r in rows) or \
-            {r["setting"] for r in rows} != set(cc.SETTINGS):
-        raise SystemExit(f"--publish needs every setting at {audits} audits with its truth chunks")
-    per: dict[str, list[float]] = {}
-    for r in rows:
-        lo_hi = per.setdefault(str(cc.parse_setting(r["setting"])[2]), [1.0, 0.0])
-        lo_hi[0], lo_hi[1] = min(lo_hi[0], round(r["coverage"], 3)), max(lo_hi[1], round(r["coverage"], 3))
-    table = json.loads(coverage.MEASURED.read_text(encoding="utf-8"))
-    if table.get("audits") != audits:
-        raise SystemExit(f"{coverage.MEASURED} rests on {table.get('audits')} audits per setting, this run on {audits}")
-    table["metrics"]["marc"] = per
-    table.setdefault("intervals", {})["marc"] = coverage.interval_method("marc")
-    table.setdefault("sources", {})["marc"] = "bench/coverage_marc_u.py"
-    coverage.MEASURED.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-    print(f"published MARC in {coverage.MEASURED}: {per}")
-    return per
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--settings", nargs="+", default=["*"])
-    ap.add_argument("--audits", type=int, default=1000)
-    ap.add_argument("--chunk", type=int, default=50)
-    ap.add_argument("--procs", type=int, default=2)
-    ap.add_argument("--publish", action="store_true", help="write MARC's entry of coverage_measured.json")
-    ap.add_argument("--table-only", action="store_true", help="read the saved rows, run nothing")
-    args = ap.parse_args()
-    names = [s for s in cc.SETTINGS if any(fnmatch.fnmatchcase(s, p) for p in args.settings)]
+    args = cc.subset_parser(__doc__.splitlines()[0], publish_help="write MARC's entry of coverage_measured.json",
+                            table_help="read the saved rows, run nothing").parse_args()
+    names = cc.matching(args.settings)
     n_chunks = math.ceil(args.audits / args.chunk)
     start = time.time()
     rows = []
@@ -160,7 +130,7 @@ def main() -> int:
     (RESULTS / "coverage_marc_u.md").write_text("\n".join(lines) + "\n")
     print(f"{len(rows)} rows: {RESULTS / 'coverage_marc_u.md'}")
     if args.publish:
-        publish(rows, args.audits)
+        cc.publish_entries([{**r, "metric": "marc"} for r in rows], args.audits, "bench/coverage_marc_u.py")
     return 0
 
 

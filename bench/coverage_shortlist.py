@@ -36,8 +36,6 @@ metric with the variants pooled, 2-3% per metric over all settings).
 
 from __future__ import annotations
 
-import argparse
-import fnmatch
 import gzip
 import json
 import math
@@ -191,27 +189,6 @@ def acceptance(rows: list[dict]) -> list[str]:
     return out
 
 
-def publish(rows: list[dict], audits: int) -> dict:
-    """The four metrics' entries of :data:`runtime.analysis.coverage.MEASURED` from complete rows."""
-    if any(r["n"] < audits or "coverage" not in r for r in rows) or \
-            {r["setting"] for r in rows} != set(cc.SETTINGS):
-        raise SystemExit(f"--publish needs every setting at {audits} audits with its truth chunks")
-    table = json.loads(coverage.MEASURED.read_text(encoding="utf-8"))
-    if table.get("audits") != audits:
-        raise SystemExit(f"{coverage.MEASURED} rests on {table.get('audits')} audits per setting, this run on {audits}")
-    out: dict[str, dict[str, list[float]]] = {}
-    for r in rows:
-        lo_hi = out.setdefault(r["metric"], {}).setdefault(str(cc.parse_setting(r["setting"])[2]), [1.0, 0.0])
-        lo_hi[0], lo_hi[1] = min(lo_hi[0], round(r["coverage"], 3)), max(lo_hi[1], round(r["coverage"], 3))
-    for m, per in out.items():
-        table["metrics"][m] = per
-        table.setdefault("intervals", {})[m] = coverage.interval_method(m)
-        table.setdefault("sources", {})[m] = "bench/coverage_shortlist.py"
-    coverage.MEASURED.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-    print(f"published {', '.join(out)} in {coverage.MEASURED}: {out}")
-    return out
-
-
 def write_table(rows: list[dict], audits: int) -> None:
     (RESULTS / "coverage_shortlist.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [f"# Flip rate, retention, impact ratio and selection ratio: coverage of the shipped intervals "
@@ -235,15 +212,9 @@ def write_table(rows: list[dict], audits: int) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--settings", nargs="+", default=["*"])
-    ap.add_argument("--audits", type=int, default=1000)
-    ap.add_argument("--chunk", type=int, default=50)
-    ap.add_argument("--procs", type=int, default=2)
-    ap.add_argument("--publish", action="store_true", help="write the four metrics' entries of coverage_measured.json")
-    ap.add_argument("--table-only", action="store_true", help="read the saved chunks, run nothing")
-    args = ap.parse_args()
-    names = [s for s in cc.SETTINGS if any(fnmatch.fnmatchcase(s, p) for p in args.settings)]
+    args = cc.subset_parser(__doc__.splitlines()[0], publish_help="write the four metrics' entries of "
+                            "coverage_measured.json", table_help="read the saved chunks, run nothing").parse_args()
+    names = cc.matching(args.settings)
     n_chunks = math.ceil(args.audits / args.chunk)
     sizes = [min(args.chunk, args.audits - c * args.chunk) for c in range(n_chunks)]
     todo = [(n, c, sizes[c], RESAMPLES, missing) for n in names for c in range(n_chunks)
@@ -269,7 +240,7 @@ def main() -> int:
         write_table(rows, args.audits)
         print("\n".join(acceptance(rows)))
     if args.publish:
-        publish(rows, args.audits)
+        cc.publish_entries(rows, args.audits, "bench/coverage_shortlist.py")
     return 0
 
 
