@@ -136,8 +136,11 @@ def test_validate_and_compile_warn_on_power_with_a_score_file(tmp_path):
     from compiler import catalog
 
     expected = coverage_warning(catalog.METRIC_IDS, 1)
+    # each metric's measuring bench: the full bench's, or coverage_shortlist.py's (flip rate, ratios; methods 16)
+    sources = " and ".join(dict.fromkeys(r["source"] for _, r in coverage_outside(catalog.METRIC_IDS, 1)))
+    assert "bench/coverage_counterfactual.py" in sources
     assert expected and expected.endswith(f"in simulated audits with 2 jobs, the simulated design nearest this audit's "
-                                          f"1 job ({_per_setting()}, bench/coverage_counterfactual.py): their "
+                                          f"1 job ({_per_setting()}, {sources}): their "
                                           "intervals, and the statuses read from them, are approximate")
     cov, pw = lines["validate"]
     assert cov == f"warning: spec.yaml:15:3: jobs: {expected}"
@@ -195,3 +198,20 @@ def test_a_score_delta_pass_band_wider_than_the_sesoi_shift_is_named_with_its_ra
     assert sesoi_band_warning(metrics, None) is None and sesoi_band_warning(None, _sesoi(0.0061)) is None
     other = _sesoi(0.0061).assign(condition="other")                 # no score-delta row of that cell
     assert sesoi_band_warning(metrics, other) is None
+
+
+def test_the_coverage_warning_names_the_bench_that_measured_each_metric(monkeypatch):
+    """A metric re-measured by another bench script (``sources``: MARC by coverage_marc_u.py, the shortlist metrics by
+    coverage_shortlist.py) is cited by that script, the others by the full bench (``source``)."""
+    table = {"audits": 1000, "source": "bench/coverage_counterfactual.py",
+             "sources": {"selection_ratio": "bench/coverage_shortlist.py"},
+             "intervals": {"selection_ratio": coverage.interval_method("selection_ratio")},
+             "metrics": {"score_delta": {"2": [0.89, 0.939]}, "selection_ratio": {"2": [0.951, 0.982]},
+                         "marc": {"2": [0.943, 0.968]}}}
+    monkeypatch.setattr(coverage, "_table", lambda: table)
+    assert coverage_warning(["selection_ratio"], 2) == (
+        "the 95% intervals of selection_ratio (95.1–98.2%) were measured outside the 93–97% coverage target in "
+        "simulated audits with 2 jobs (1,000 per setting, bench/coverage_shortlist.py): their intervals, and the "
+        "statuses read from them, are approximate")
+    assert "(1,000 per setting, bench/coverage_counterfactual.py and bench/coverage_shortlist.py)" in \
+        coverage_warning(["score_delta", "selection_ratio", "marc"], 2)

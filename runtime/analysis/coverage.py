@@ -53,6 +53,8 @@ INTERVALS: dict[str, str] = {"marc": "u_statistic_log_wald",
                              **{m: "percentile_zero_event_wilson" for m in ("recall_at_k", "ndcg_at_k",
                                                                             "equal_opportunity_gap",
                                                                             "equalized_odds_gap")}}
+#: The bench that measured a metric when :data:`MEASURED` names none (``source``, or ``sources`` per metric).
+DEFAULT_SOURCE = "bench/coverage_counterfactual.py"
 #: The method a metric's interval had when :data:`MEASURED` records none for it.
 LEGACY_INTERVAL = "percentile_bootstrap"
 #: Note of a row whose interval's coverage is not measured, or measured outside :data:`TARGET`.
@@ -82,7 +84,8 @@ def measured(metric: str, n_jobs: int | None) -> dict | None:
     Returns
     -------
     dict or None
-        ``{"low", "high"}`` (fractions in [0, 1]), ``"jobs"`` (the simulated job count used),
+        ``{"low", "high"}`` (fractions in [0, 1]), ``"jobs"`` (the simulated job count used), ``"source"`` (the
+        bench script that measured it: ``sources`` of the file, else its ``source``),
         ``"audits"`` (simulated audits per setting; with ``"partial"`` true, the fewest a figure rests on) and ``"within"`` (both in :data:`TARGET`); None when
         the metric or the job count is unknown, or nothing was measured within a factor :data:`NEAR` of
         ``n_jobs``. ``{"unmeasured": method}`` (no ``"within"``) when the file measured another interval
@@ -100,6 +103,7 @@ def measured(metric: str, n_jobs: int | None) -> dict | None:
         return None
     low, high = per_jobs[str(jobs)]
     return {"low": low, "high": high, "jobs": jobs, "audits": table.get("audits"),
+            "source": table.get("sources", {}).get(metric, table.get("source", DEFAULT_SOURCE)),
             "partial": bool(table.get("partial")), "within": TARGET[0] <= low and high <= TARGET[1]}
 
 

@@ -37,7 +37,7 @@ MSG_FEW_BASE = ("fewer than {min} base candidates in job(s) {jobs}: the rank and
                 "tests say little (seed 000 §5)")
 #: A metric measured outside the coverage target (one sentence for all of them).
 MSG_COVERAGE = ("the 95% intervals of {metrics} were measured outside the {lo:.0f}–{hi:.0f}% coverage target in "
-                "simulated audits with {jobs} jobs{nearest} ({audits} per setting{partial}, bench/coverage_counterfactual.py): "
+                "simulated audits with {jobs} jobs{nearest} ({audits} per setting{partial}, {sources}): "
                 "their intervals, and the statuses read from them, are approximate")
 #: Categories under the declared power at the SESOI (one sentence for all of them).
 MSG_POWER = ("the level-1 score test has under {target:.0f}% power at the SESOI (two-sided, level α = {alpha:g}) "
@@ -83,7 +83,9 @@ def coverage_warning(metrics: Iterable[str], n_jobs: int | None) -> str | None:
     return MSG_COVERAGE.format(metrics=names, lo=100 * coverage.TARGET[0], hi=100 * coverage.TARGET[1], jobs=jobs,
                                nearest=nearest,
                                audits=(f"at least {audits:,}" if partial else f"{audits:,}") if audits else "the bench's",
-                               partial=", a partial run" if partial else "")
+                               partial=", a partial run" if partial else "",
+                               sources=" and ".join(dict.fromkeys(r.get("source", coverage.DEFAULT_SOURCE)
+                                                                  for _, r in found)))
 
 
 #: A score-delta PASS band wider than the SESOI's score shift (one sentence for all cells).
