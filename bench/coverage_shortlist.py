@@ -194,8 +194,9 @@ def write_table(rows: list[dict], audits: int) -> None:
     lines = [f"# Flip rate, retention, impact ratio and selection ratio: coverage of the shipped intervals "
              f"({time.strftime('%Y-%m-%d')}; {audits} audits per setting, {RESAMPLES} resamples; truth: the coverage "
              "bench's truth chunks)", "",
-             "Intervals: " + ", ".join(f"{m} `{meth}`" for m, meth in intervals().items()) + " (methods "
-             "15). below / above: share of audits whose interval lies wholly below / above the truth. width ratio: "
+             "Intervals: " + ", ".join(f"{m} `{meth}`" for m, meth in intervals().items()) + " (methods 16; the flip rate's "
+             "`percentile_bootstrap` is the name its Wilson interval has kept). below / above: share of audits whose "
+             "interval lies wholly below / above the truth. width ratio: "
              "mean width / (2 x 1.96 x SD of the estimate over the audits). Re-derive: "
              "`python bench/coverage_shortlist.py --table-only`.", "",
              "| setting | metric | variant | n | truth (MC SE) | coverage (MC SE) | below / above | width ratio | verdict |",
