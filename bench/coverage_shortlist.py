@@ -141,18 +141,15 @@ def summarise(name: str, parts: list[dict]) -> list[dict]:
             lo = np.concatenate([cc._floats(p["rows"][key]["ci_low"]) for p in parts])
             hi = np.concatenate([cc._floats(p["rows"][key]["ci_high"]) for p in parts])
             truth, truth_se, tv = cc._truth(loaded, m, v)
-            row = {"setting": name, "metric": m, "variant": v, "n": int(value.size), "n_truth": int(tv.size)}
-            ok = np.isfinite(lo) & np.isfinite(hi)
-            if tv.size == 0 or not ok.any():
+            # the full bench's coverage, MC SE, misses and width (cc._coverage_row); n: the audits with an interval,
+            # the verdict on issue 39's per-cell range (CELL), the width against the estimate's spread
+            row = cc._coverage_row({"setting": name, "metric": m, "variant": v}, truth, truth_se, tv, value, lo, hi)
+            if not math.isfinite(row.get("coverage", math.nan)):
                 rows.append({**row, "verdict": "no truth chunks" if tv.size == 0 else "no intervals"})
                 continue
-            lo, hi, est = lo[ok], hi[ok], value[ok]
-            cov = float(np.mean((lo <= truth) & (truth <= hi)))
-            sd = float(np.std(est, ddof=1))
-            rows.append({**row, "n": int(ok.sum()), "truth": truth, "truth_mc_se": truth_se, "coverage": cov,
-                         "coverage_mc_se": math.sqrt(cov * (1 - cov) / ok.sum()),
-                         "below": float(np.mean(hi < truth)), "above": float(np.mean(lo > truth)),
-                         "width_ratio": float(np.mean(hi - lo) / (2 * 1.959964 * sd)) if sd > 0 else math.nan,
+            cov, sd = row["coverage"], row["sd_value"]
+            rows.append({**row, "n": row["n_ci"],
+                         "width_ratio": row["mean_width"] / (2 * 1.959964 * sd) if sd > 0 else math.nan,
                          "verdict": "ok" if CELL[0] <= cov <= CELL[1] else ("under" if cov < CELL[0] else "over")})
     return rows
 
