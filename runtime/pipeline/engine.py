@@ -35,6 +35,11 @@ from compiler.errors import AuditError
 ENGINES = ("local", "ray")
 #: Times a batch whose worker died is run again before the run fails (Ray restarts the worker).
 RETRIES = 3
+#: Seconds a slot whose actor died waits for Ray to restart it (pinging it, from :data:`RESTART_BACKOFF_S` apart,
+#: doubling up to 5 s) before the run fails: a batch sent while the actor restarts fails at once
+#: (``ActorUnavailableError``) without having met a death of its own.
+RESTART_WAIT_S = 300.0
+RESTART_BACKOFF_S = 0.25
 
 MSG_NO_RAY = ("--engine ray needs Ray, which is not installed: install audit-compiler[ray] "
               "(pip install 'audit-compiler[ray]'); execution.engine: local needs nothing")
@@ -50,6 +55,9 @@ MSG_STORE_UNSEEN = ("execution.store {store}: a Ray worker (node {node}) cannot 
 MSG_TASK_FAILED = ("score batch {task} of system {system!r}: its worker died {n} time(s), past the {retries} "
                    "retries (last on node {node}: {why}); the finished batches are in the task store: complete the "
                    "run with --resume")
+MSG_RESTART_TIMEOUT = ("score batch {task} of system {system!r}: its worker was restarting and did not come back "
+                       "within {wait:.0f} s (node {node}: {why}); the finished batches are in the task store: "
+                       "complete the run with --resume")
 
 
 class EngineError(AuditError):
@@ -493,36 +501,84 @@ class RayEngine(Engine):
                                                "NodeDiedError", "OwnerDiedError") if hasattr(ex, n))
 
     def _drive(self, units: list[Any], slots: int, submit: Callable[[int, Any], Any], label: Callable[[Any], str],
-               system: str) -> Iterator[Any]:
+               system: str, ping: Callable[[int], Any] | None = None) -> Iterator[Any]:
         """Keep ``slots`` units in flight (``submit(slot, unit)`` -> ObjectRef), yield each result as it finishes;
-        a unit whose worker died goes back to the front of the queue, at most ``retries`` times."""
+        a unit whose worker died goes back to the front of the queue, at most ``retries`` times.
+
+        With ``ping`` (actors: ``ping(slot)`` -> ObjectRef of a call that does no work), a slot whose worker died
+        sends nothing more until its actor answers a ping: Ray restarts the actor, and a call sent while it
+        restarts fails at once (``ActorUnavailableError``). Pings that fail are sent again, 0.25 s apart and
+        doubling up to 5 s, for at most :data:`RESTART_WAIT_S` (then :data:`MSG_RESTART_TIMEOUT`). So each death
+        of a worker counts once for each batch it held, never for batches sent while it came back: counting
+        those failed a run whose one killed actor took longer to restart than four quick resends (CI, stop 57).
+        """
+        import time
+
         ray = self.ray
         lost = self._lost()
         pending, inflight, deaths, nodes = deque(units), {}, {}, {}
+        pings: dict[Any, int] = {}  # ping ObjectRef -> its slot (the slot is down until it answers)
+        down: dict[int, tuple[float, str]] = {}  # slot -> when its worker was found dead, and the batch it held
+        resting: dict[int, float] = {}  # slot -> when to ping again
+        tries: dict[int, int] = {}  # slot -> failed pings since it went down
 
         def fill(slot: int) -> None:
             if pending:
                 unit = pending.popleft()
                 inflight[submit(slot, unit)] = (unit, slot)
 
+        def why_of(err: BaseException) -> str:
+            return (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+
         for slot in range(slots):
             fill(slot)
-        while inflight:
-            done, _ = ray.wait(list(inflight), num_returns=1)
+        while inflight or (pings or resting) and pending:
+            now = time.monotonic()
+            for slot in [s for s, at in resting.items() if at <= now]:
+                del resting[slot]
+                pings[ping(slot)] = slot  # type: ignore[misc]
+            waiting = list(inflight) + list(pings)
+            if not waiting:
+                time.sleep(max(0.0, min(resting.values()) - now))
+                continue
+            timeout = max(0.0, min(resting.values()) - now) if resting else None
+            done, _ = ray.wait(waiting, num_returns=1, timeout=timeout)
+            if not done:
+                continue
+            if done[0] in pings:
+                slot = pings.pop(done[0])
+                try:
+                    ray.get(done[0])
+                except lost as err:  # still restarting (ActorUnavailableError) or dead again: ping again later
+                    since, name = down[slot]
+                    if time.monotonic() - since > RESTART_WAIT_S:
+                        raise EngineTaskFailed(MSG_RESTART_TIMEOUT.format(
+                            task=name, system=system, wait=RESTART_WAIT_S,
+                            node=nodes.get(slot, "unknown"), why=why_of(err))) from None
+                    tries[slot] = tries.get(slot, 0) + 1
+                    resting[slot] = time.monotonic() + min(5.0, RESTART_BACKOFF_S * 2 ** min(8, tries[slot] - 1))
+                    continue
+                del down[slot]
+                tries.pop(slot, None)
+                fill(slot)
+                continue
             unit, slot = inflight.pop(done[0])
             try:
                 out = ray.get(done[0])
-            except lost as err:
+            except lost as err:  # RayActorError, ActorUnavailableError (its actor restarting), a crashed task, ...
                 name = label(unit)
                 deaths[name] = deaths.get(name, 0) + 1
                 self.retried.append(name)
                 if deaths[name] > self.retries:
-                    why = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
                     raise EngineTaskFailed(MSG_TASK_FAILED.format(task=name, system=system, n=deaths[name],
                                                                   retries=self.retries, node=nodes.get(slot, "unknown"),
-                                                                  why=why)) from None
+                                                                  why=why_of(err))) from None
                 pending.appendleft(unit)
-                fill(slot)
+                if ping is None:  # a task: a new worker process takes the next one
+                    fill(slot)
+                else:  # an actor: wait for Ray to bring it back
+                    down[slot] = (time.monotonic(), name)
+                    pings[ping(slot)] = slot
                 continue
             except ray.exceptions.RayTaskError as err:  # the unit itself raised: its own error, as locally
                 from runtime.store import StoreError
@@ -587,7 +643,7 @@ class RayEngine(Engine):
                 self._check_store([a.probe.remote(marker) for a in actors[:n]], path)
             for pos, frame, pid, _node_id, threads in self._drive(
                     batches, 2 * n, lambda slot, b: actors[slot % n].score.remote(b, [request], token), label,
-                    system.id):
+                    system.id, ping=lambda slot: actors[slot % n].pid.remote()):
                 self._ran(system.id, pid, threads)
                 yield pos, frame
             return
