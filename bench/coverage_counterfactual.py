@@ -425,9 +425,38 @@ def publish(rows: list[dict], names: list[str], *, audits: int, ranking: str, pa
            "intervals": {m: method for m, method in intervals().items() if m in table}}
     if partial:
         out["partial"] = True
+    kept = _keep_dedicated(out)
+    if kept:
+        print(f"kept the entries of {', '.join(f'{m} ({src})' for m, src in kept.items())}: measured by their own "
+              "bench under today's interval method")
     coverage.MEASURED.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"published {coverage.MEASURED}; the README's table:\n\n{ranges_table(out)}")
     return out
+
+
+def _keep_dedicated(out: dict) -> dict[str, str]:
+    """Carry into ``out`` (a table :func:`publish` is about to write) each entry of the published
+    ``coverage_measured.json`` that a dedicated bench measured (its ``sources``: ``coverage_marc_u.py``,
+    ``coverage_shortlist.py``, which run the metric alone at 1,000 audits per setting) under today's interval
+    method; an entry whose method changed since is dropped, as this bench's stale rows are. Without this, a
+    publish of this bench overwrote those entries with its own rows, or with nothing where its chunks were stale
+    for them. Returns the metrics kept and their sources."""
+    if not coverage.MEASURED.exists():
+        return {}
+    old = json.loads(coverage.MEASURED.read_text(encoding="utf-8"))
+    kept = {}
+    for m, src in sorted(old.get("sources", {}).items()):
+        if src == out["source"] or m not in old.get("metrics", {}):
+            continue
+        if old.get("intervals", {}).get(m) != coverage.interval_method(m):
+            print(f"dropped {m}'s entry from {src}: measured under {old.get('intervals', {}).get(m)}, today "
+                  f"{coverage.interval_method(m)}; run {src} again")
+            continue
+        out["metrics"][m] = old["metrics"][m]
+        out["intervals"][m] = old["intervals"][m]
+        out.setdefault("sources", {})[m] = src
+        kept[m] = src
+    return kept
 
 
 def subset_parser(description: str, *, publish_help: str, table_help: str) -> argparse.ArgumentParser:

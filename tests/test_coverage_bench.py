@@ -124,6 +124,16 @@ def test_a_cover_chunk_records_every_interval_and_the_table_checks_them(bench, t
     assert out["partial"] is True and out["audits"] == 2 and out["settings"] == {"5": ["example-null"]}
     assert json.loads((tmp_path / "coverage_measured.json").read_text())["metrics"] == out["metrics"]
     assert not bench.publish(rows, ["example-null"], audits=1000, ranking="swap_in")["metrics"]  # not complete
+    # an entry a dedicated bench measured under today's method is kept; one under another method is dropped
+    method = bench.coverage.interval_method
+    (tmp_path / "coverage_measured.json").write_text(json.dumps({
+        "audits": 1000, "metrics": {"marc": {"5": [0.941, 0.95]}, "flip_rate": {"5": [0.9, 0.99]}},
+        "intervals": {"marc": method("marc"), "flip_rate": "an_older_method"},
+        "sources": {"marc": "bench/coverage_marc_u.py", "flip_rate": "bench/coverage_shortlist.py"}}))
+    out = bench.publish(rows, ["example-null"], audits=1000, ranking="swap_in", partial=True)
+    assert out["metrics"]["marc"] == {"5": [0.941, 0.95]} and out["sources"] == {"marc": "bench/coverage_marc_u.py"}
+    assert out["intervals"]["marc"] == method("marc")
+    assert out["metrics"]["flip_rate"] != {"5": [0.9, 0.99]} and out["intervals"]["flip_rate"] == method("flip_rate")
 
 
 def test_chunk_files_are_gzipped_json_with_rounded_values(bench, tmp_path):
