@@ -361,6 +361,31 @@ def test_the_charts_threshold_labels_fit_inside_the_figure():
         assert float(x) + w <= width, (text, float(x) + w, width)
 
 
+def test_the_selection_ratios_chart_draws_both_ends_of_its_bands():
+    """The selection ratio PASSes inside [0.8, 1.25] and is INVESTIGATE inside [0.7, 1/0.7]
+    (classify.pass_band): its chart draws the four bounds, and its INVESTIGATE line is not seed 000's."""
+    import numpy as np
+
+    from runtime.analysis.classify import pass_band
+    from runtime.report.charts import metric_chart_svg
+
+    svg = metric_chart_svg(chart_id="y", title="t", ylabel="Selection ratio", variants=["BASE", "V01"],
+                           values=[1.0, 1.1], ci_low=[1.0, 0.9], ci_high=[1.0, 1.3],
+                           statuses=["PASS", "INCONCLUSIVE"], reference="BASE", pass_threshold=0.8,
+                           investigate_threshold=0.7, direction="higher", reciprocal=True, seed000=False)
+    labels = re.findall(r'text-anchor: start;[^"]*" x="[0-9.]+"[^>]*>([^<]*(?:PASS|INVESTIGATE)[^<]*)</text>', svg)
+    assert labels == ["PASS ≥ 0.8", "INVESTIGATE ≥ 0.7", "PASS ≤ 1.25", "INVESTIGATE ≤ 1.43"]
+    assert pass_band("selection_ratio", {"pass": 0.8}) == (0.8, 1.25)
+    # the four dashed lines: matplotlib writes each axhline as a path across the axes, at y pixels linear in the
+    # value (SVG y grows downwards): 1/0.7 on top, then 1.25, 0.8, 0.7
+    ys = [float(a) for a, b in re.findall(r'<path d="M [0-9.]+ ([0-9.]+) \nL [0-9.]+ ([0-9.]+) \n" '
+                                          r'clip-path="[^"]*" style="fill: none; stroke-dasharray', svg) if a == b]
+    assert len(ys) == 4, ys
+    slope, icept = np.polyfit([0.8, 0.7, 1.25, 1 / 0.7], ys, 1)
+    np.testing.assert_allclose(np.polyval([slope, icept], [0.8, 0.7, 1.25, 1 / 0.7]), ys, atol=0.01)
+    assert slope < 0
+
+
 # ------------------------------------------------------------------------------------------ the LLM spec, replayed
 @pytest.mark.slow
 @pytest.mark.llm_replay

@@ -81,6 +81,8 @@ def metric_chart_svg(
     direction: str,
     symmetric: bool = False,
     signed_scale: bool = False,
+    reciprocal: bool = False,
+    seed000: bool = True,
 ) -> str:
     """Return one metric's bar chart as an inline ``<svg>`` element (a string).
 
@@ -105,6 +107,11 @@ def metric_chart_svg(
         The statistic is classified on its absolute value: lines are drawn at ± each threshold.
     signed_scale : bool
         Let the y axis extend below zero for negative values.
+    reciprocal : bool
+        The PASS band is ``[pass, 1/pass]`` and the INVESTIGATE band ``[investigate, 1/investigate]`` (the
+        selection ratio, :func:`runtime.analysis.classify.pass_band`): the upper bounds are drawn too.
+    seed000 : bool
+        The INVESTIGATE threshold is seed 000's (Table 3); else it is labelled without the seed.
     """
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -171,7 +178,7 @@ def metric_chart_svg(
             span = max([t * 1.25 for t in thr] + [top_data * 1.12, 1e-6])
             ax.set_ylim(-span, span)
         elif direction == "higher":
-            top = max([1.05] + [x * 1.06 for x in finite])
+            top = max([1.05] + [x * 1.06 for x in finite] + ([1.06 / t for t in thr if t > 0] if reciprocal else []))
             bottom = min([0.0] + [x * 1.1 for x in finite])
             ax.set_ylim(bottom, top)
         else:
@@ -183,9 +190,14 @@ def metric_chart_svg(
         lines = []
         if pass_threshold is not None and math.isfinite(pass_threshold):
             lines.append((pass_threshold, PASS_LINE, f"PASS {sym}{cmp} {fmt_threshold(pass_threshold)}"))
+        investigate = "seed 000 INVESTIGATE" if seed000 else "INVESTIGATE"
         if investigate_threshold is not None and math.isfinite(investigate_threshold):
             lines.append((investigate_threshold, INVESTIGATE_LINE,
-                          f"seed 000 INVESTIGATE {sym}{cmp} {fmt_threshold(investigate_threshold)}"))
+                          f"{investigate} {sym}{cmp} {fmt_threshold(investigate_threshold)}"))
+        if reciprocal:  # the bands' upper ends, 1/pass and 1/investigate, printed to 2 decimals (1.25, 1.43)
+            lines += [(1.0 / t, colour, f"{label} ≤ {1.0 / t:.2f}") for t, colour, label in
+                      ((pass_threshold, PASS_LINE, "PASS"), (investigate_threshold, INVESTIGATE_LINE, investigate))
+                      if t is not None and math.isfinite(t) and t > 0]
         for y, colour, _ in lines:
             ax.axhline(y, color=colour, linestyle=(0, (5, 3)), linewidth=1.2, zorder=4)
             if symmetric:

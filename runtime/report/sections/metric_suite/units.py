@@ -295,6 +295,8 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         direction=info["direction"],
         symmetric=info["classify_abs"],
         signed_scale=info["id"] == "score_delta",
+        reciprocal=metric == "selection_ratio",
+        seed000=bool(getattr(METRICS.get(metric), "seed000", True)),
     )
     for r in rows:
         del r["_raw"]
