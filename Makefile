@@ -43,7 +43,7 @@ example: install
 	$(BIN)/audit verify "$$(ls -d reports/example-ats-audit/*/ | tail -n 1)" --key-dir $(KEYS) --spec specs/example.yaml
 
 test: install install-llm system-deps
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=15
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=15 --junitxml=.ci/last-tests.xml
 
 # The core install alone (no extra, not editable) in a fresh venv: `import torch` fails, a score-file
 # starter compiles, runs signed and verifies, the template starter is refused with the extra's hint.
