@@ -386,6 +386,85 @@ def test_the_selection_ratios_chart_draws_both_ends_of_its_bands():
     assert slope < 0
 
 
+def test_chart_texts_are_start_anchored_where_matplotlib_laid_them_out_and_the_pdf_holds_no_xobject():
+    """WeasyPrint draws a centred or end-anchored SVG text into a form XObject of its own, which every page's
+    shared resources then list; pyHanko's difference analysis walks them all in each verify of a countersigned
+    report (charts._svg). Every chart text is written at its start: where the anchored text began (its anchor
+    minus its width, or half of it, by matplotlib's own metrics), and the chart's PDF holds no XObject."""
+    import io
+
+    import weasyprint
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+    from pyhanko.pdf_utils.reader import PdfFileReader
+
+    from runtime.report import charts
+
+    kw = dict(chart_id="z", title="t", ylabel="Selection ratio", variants=["BASE", "V01", "V02"],
+              values=[1.0, 1.1, 0.85], ci_low=[1.0, 0.9, 0.7], ci_high=[1.0, 1.3, 1.0],
+              statuses=["PASS", "INCONCLUSIVE", "FAIL"], reference="BASE", pass_threshold=0.8,
+              investigate_threshold=0.7, direction="higher", reciprocal=True, seed000=False)
+    svg = charts.metric_chart_svg(**kw)
+    assert "text-anchor: middle" not in svg and "text-anchor: end" not in svg
+    def savefig_as_is(fig):  # matplotlib's own SVG: anchored texts
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+        return buf.getvalue()
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(charts, "_svg", savefig_as_is)
+        anchored = charts.metric_chart_svg(**kw)
+
+    def texts(doc):  # (style, x of the anchor or of the start, label), in order
+        out = []
+        for style, rest, label in re.findall(r'<text style="([^"]*)"([^>]*)>([^<]+)</text>', doc):
+            x = re.search(r' x="(-?[0-9.]+)"', rest) or re.search(r"translate\((-?[0-9.]+) ", rest)
+            out.append((style, float(x.group(1)), label, "rotate(-90" in rest))
+        return out
+
+    before, after = texts(anchored), texts(svg)
+    assert [t[2] for t in before] == [t[2] for t in after] and len(after) >= 15
+    metrics = TextToPath()  # the metrics matplotlib's SVG renderer lays text out with
+    moved = 0
+    for (style, x0, label, turned), (_, x1, _, _) in zip(before, after):
+        if turned:  # the y label, rotated: its start moved along y
+            continue
+        size = float(re.search(r"font-size: ([0-9.]+)px", style).group(1))
+        font = FontProperties(family="DejaVu Sans", size=size, weight=700 if "font-weight: 700" in style else 400)
+        width = metrics.get_text_width_height_descent(label, font, ismath=False)[0]
+        anchor = re.search(r"text-anchor: (\w+)", style)
+        share = {"end": 1.0, "middle": 0.5}.get(anchor.group(1) if anchor else "start", 0.0)
+        assert abs(x1 - (x0 - share * width)) < 0.001, (label, x0, x1, width)
+        moved += share > 0
+    assert moved >= 8  # the tick labels (end) and the variant names (middle)
+    pdf = weasyprint.HTML(string=f"<html><body>{svg}</body></html>").write_pdf()
+    page = PdfFileReader(io.BytesIO(pdf), strict=False).root["/Pages"]["/Kids"][0].get_object()
+    assert "/XObject" not in page["/Resources"] or len(page["/Resources"]["/XObject"]) == 0
+
+
+def test_hatches_are_matplotlibs_lines_clipped_to_each_bar_and_no_chart_holds_a_pattern():
+    """charts._draw_hatches: matplotlib's hatch as segments (18 lines a 72-point tile for "///": 8 points apart
+    along x), clipped exactly to the rectangle; no chart SVG keeps an SVG pattern (WeasyPrint would make one PDF
+    pattern per bar and legend key, in every page's shared resources)."""
+    from runtime.report import charts
+
+    assert charts._hatch_segments(0, 0, 16, 8, "/") == [((0, 0), (8, 8))]
+    assert charts._hatch_segments(0, 0, 16, 8, "///") == [((8, 0), (16, 8)), ((0, 0), (8, 8))]
+    assert charts._hatch_segments(0, 0, 16, 8, "xx") == [((12, 0), (16, 4)), ((0, 0), (8, 8)), ((4, 8), (12, 0))]
+    assert charts._hatch_segments(0, 0, 16, 8, "") == [] and charts._hatch_segments(3, 0, 3, 8, "///") == []
+    svgs = [charts.metric_chart_svg(chart_id="h", title="t", ylabel="Flip rate", variants=["BASE", "V01", "V02"],
+                                    values=[0.0, 0.04, 0.2], ci_low=[0.0, 0.01, 0.1], ci_high=[0.0, 0.09, 0.3],
+                                    statuses=["PASS", "INCONCLUSIVE", "FAIL"], reference="BASE",
+                                    pass_threshold=0.05, investigate_threshold=0.1, direction="lower"),
+            charts.causal_chart_svg(chart_id="c", title="t", ylabel="effect", effects=["TE", "NDE", "NIE"],
+                                    values=[0.1, 0.02, 0.08], ci_low=[0.05, -0.01, 0.03],
+                                    ci_high=[0.15, 0.05, 0.12], significant=[True, False, True])]
+    for svg in svgs:
+        assert "<pattern" not in svg and "url(#h" not in svg
+    # the white segments: 2 hatched bars and 2 legend keys in the metric chart, 1 bar and 1 key in the causal one
+    assert [len(re.findall(r'stroke: #ffffff; stroke-width: 0\.8"', svg)) > 0 for svg in svgs] == [True, True]
+
+
 # ------------------------------------------------------------------------------------------ the LLM spec, replayed
 @pytest.mark.slow
 @pytest.mark.llm_replay

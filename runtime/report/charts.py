@@ -39,6 +39,96 @@ _STRIP = (
 )
 
 
+#: Hatch lines per character of a hatch, as matplotlib draws them (``Path.hatch``'s default density 6): the
+#: ``n`` lines of a 72-point tile are ``2 · 72 / n`` points apart along the x axis (``hatch.NorthEastHatch``).
+HATCH_LINES_PER_CHAR = 6
+
+
+def _hatch_segments(x0: float, y0: float, x1: float, y1: float, hatch: str) -> list[tuple[tuple[float, float],
+                                                                                         tuple[float, float]]]:
+    """Segments of matplotlib's hatch ``hatch`` ("/" north-east lines, "x" both diagonals, as many and as far
+    apart as matplotlib draws them: :data:`HATCH_LINES_PER_CHAR`) inside the rectangle ``[x0, x1] × [y0, y1]``
+    (display points, y up), clipped to it exactly."""
+    n = HATCH_LINES_PER_CHAR * (hatch.count("/") + hatch.count("x") + hatch.count("X"))
+    if not n or x1 <= x0 or y1 <= y0:
+        return []
+    step = 2 * 72.0 / n
+    out = []
+    for slope in ((1,) if "x" not in hatch.lower() else (1, -1)):
+        lo, hi = (y0 - x1, y1 - x0) if slope == 1 else (x0 + y0, x1 + y1)  # c of y = slope·x + c through the box
+        for k in range(math.ceil(lo / step), math.floor(hi / step) + 1):
+            c = k * step
+            a, b = ((y0 - c, y1 - c) if slope == 1 else (c - y1, c - y0))
+            a, b = max(a, x0), min(b, x1)
+            if b - a > 1e-9:
+                out.append(((a, slope * a + c), (b, slope * b + c)))
+    return out
+
+
+def _draw_hatches(fig) -> None:
+    """Replace every hatched rectangle's hatch (bars, legend keys) by white line segments clipped to it.
+
+    WeasyPrint turns each use of an SVG ``<pattern>`` (matplotlib's hatch) into a PDF pattern of its own,
+    listed in the resource dictionary that every page shares, so a report's pages × hatched bars made the
+    object paths pyHanko walks in each verify of a countersigned report (see :func:`_svg`). The segments
+    reproduce matplotlib's hatch (:func:`_hatch_segments`, ``hatch.color``, ``hatch.linewidth``), drawn
+    just above their rectangle, inside its edge. The layout is fixed first (an Agg draw: the legends' places)."""
+    from matplotlib import rcParams
+    from matplotlib.collections import LineCollection
+    from matplotlib.patches import Rectangle
+    from matplotlib.transforms import IdentityTransform
+
+    fig.canvas.draw()
+    hosts = ([(ax, p, p.get_zorder()) for ax in fig.axes for p in ax.patches]  # drawn with their axes
+             + [(fig, p, lg.get_zorder()) for lg in fig.legends for p in lg.get_patches()])  # above the legend
+    for host, patch, zorder in hosts:
+        hatch = patch.get_hatch()
+        if not hatch or not isinstance(patch, Rectangle):
+            continue
+        box = patch.get_window_extent()
+        inset = patch.get_linewidth() / 2
+        segs = _hatch_segments(box.x0 + inset, box.y0 + inset, box.x1 - inset, box.y1 - inset, hatch)
+        patch.set_hatch(None)
+        lines = LineCollection(segs, colors=rcParams["hatch.color"], linewidths=rcParams["hatch.linewidth"],
+                               transform=IdentityTransform(), zorder=zorder + 0.001)
+        lines.set_clip_on(False)
+        if host is fig:
+            fig.add_artist(lines)
+        else:
+            host.add_collection(lines, autolim=False)
+
+
+def _svg(fig) -> str:
+    """``fig`` as SVG (``savefig``, no date), every text anchored at its start, hatches drawn as lines
+    (:func:`_draw_hatches`).
+
+    Matplotlib writes a centred or right-aligned one-line text as ``text-anchor: middle``/``end`` at its
+    anchor point (and a multi-line one already at its start, placed by its own metrics). WeasyPrint draws each
+    such text into a form XObject of its own to measure and shift it, and lists every XObject in the resource
+    dictionary that all pages share: the example's report held 200 of them, on each of 59 pages. pyHanko's
+    difference analysis of a countersigned or B-LTA report walks every path to every object of each revision,
+    and those paths made one ``audit verify`` of a countersigned test report take some 40 s. Here each such
+    text is written at the start point matplotlib laid it out at (the ``mtext=None`` branch of
+    ``RendererSVG.draw_text``): the same place in the same font, with no XObject. Matplotlib offers no option
+    for this, so its ``RendererSVG`` is swapped for a subclass while this figure is saved (the report renders
+    in one thread)."""
+    from unittest import mock
+
+    from matplotlib.backends import backend_svg
+
+    class StartAnchored(backend_svg.RendererSVG):
+        def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+            if mtext is not None and mtext.get_ha() != "left":
+                mtext = None  # x, y: the laid-out start of the text
+            super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+
+    _draw_hatches(fig)
+    buf = io.StringIO()
+    with mock.patch.object(backend_svg, "RendererSVG", StartAnchored):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()
+
+
 def _clean_svg(svg: str, *, title: str) -> str:
     for pattern in _STRIP:
         svg = pattern.sub("", svg, count=1) if pattern.pattern.startswith("<") else pattern.sub("", svg)
@@ -239,9 +329,8 @@ def metric_chart_svg(
         fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.08, 1.0), ncol=len(handles),
                    frameon=False, fontsize=7.5, handlelength=1.6, columnspacing=1.2)
 
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    return _clean_svg(buf.getvalue(), title=title)
+        svg = _svg(fig)
+    return _clean_svg(svg, title=title)
 
 
 #: Forest-plot colours (seed 003 Figure 1): meaningful (|d| ≥ SESOI and q < α) vs the rest.
@@ -311,9 +400,8 @@ def forest_plot_svg(
         ax.set_xlabel("Cohen's d (pooled SD), 95% CI")
         ax.tick_params(axis="y", length=0)
         ax.grid(axis="x", color="#e3e6ea", linewidth=0.6, zorder=0)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    return _clean_svg(buf.getvalue(), title=title)
+        svg = _svg(fig)
+    return _clean_svg(svg, title=title)
 
 
 #: Colours of the causal decomposition chart: significant (the band excludes 0) vs not significant (it
@@ -364,9 +452,8 @@ def causal_chart_svg(*, chart_id: str, title: str, ylabel: str, effects: Sequenc
                          label="not significant (the band contains 0)")]
         fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.1, 1.0), ncol=2, frameon=False,
                    fontsize=7.5)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    return _clean_svg(buf.getvalue(), title=title)
+        svg = _svg(fig)
+    return _clean_svg(svg, title=title)
 
 
 #: Noise-floor chart colours (issue 38 §6): demographic variants, placebo variants, the floor.
@@ -466,6 +553,5 @@ def noise_floor_chart_svg(
                    Line2D([0], [0], color=FLOOR_LINE, linewidth=1.6, label="floor (largest placebo deviation)")]
         fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.2, 1.0), ncol=3, frameon=False,
                    fontsize=7.5)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    return _clean_svg(buf.getvalue(), title=title)
+        svg = _svg(fig)
+    return _clean_svg(svg, title=title)
