@@ -72,13 +72,14 @@ def _draw_hatches(fig) -> None:
     listed in the resource dictionary that every page shares, so a report's pages × hatched bars made the
     object paths pyHanko walks in each verify of a countersigned report (see :func:`_svg`). The segments
     reproduce matplotlib's hatch (:func:`_hatch_segments`, ``hatch.color``, ``hatch.linewidth``), drawn
-    just above their rectangle, inside its edge. The layout is fixed first (an Agg draw: the legends' places)."""
+    just above their rectangle, inside its edge. The layout is fixed first (``draw_without_rendering``: the
+    legends' places)."""
     from matplotlib import rcParams
     from matplotlib.collections import LineCollection
     from matplotlib.patches import Rectangle
     from matplotlib.transforms import IdentityTransform
 
-    fig.canvas.draw()
+    fig.draw_without_rendering()  # the layout (the legends' places), no pixels
     hosts = ([(ax, p, p.get_zorder()) for ax in fig.axes for p in ax.patches]  # drawn with their axes
              + [(fig, p, lg.get_zorder()) for lg in fig.legends for p in lg.get_patches()])  # above the legend
     for host, patch, zorder in hosts:
