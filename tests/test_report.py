@@ -649,6 +649,15 @@ def test_a_real_runs_report_counts_its_metrics_and_resolves_every_reference(redu
     assert "Results: system minilm, condition default" in heads
     metrics = pd.read_csv(run_dir / "metrics.csv", keep_default_na=False)
     assert len(metrics) == 10 * 10  # 10 metrics (seed 000's nine and the selection ratio) x (BASE + V01-V09)
+    # a chart whose rows decide on the selection ratio says that its dashed lines (its own thresholds) are not
+    # what colours its bars; every other chart's lines are the thresholds its statuses read
+    on_ratio = sorted(set(metrics.loc[metrics["decision_on"] == "selection_ratio", "metric"]))
+    assert on_ratio == ["flip_rate", "impact_ratio", "retention_rate"]
+    captions = [c for c in re.findall(r"<figcaption>([^<]*)</figcaption>", html) if "dashed lines: " in c]
+    unread = [c for c in captions if "which the bars&#39; statuses do not read: they are decided on the selection "
+                                     "ratio&#39;s interval (its chart)" in c]
+    assert [c.split(" per variant.")[0] for c in unread] == ["Flip rate", "Retention rate", "Retention ratio"]
+    assert len(captions) == 10 and sum("dashed lines: research-tier thresholds;" in c for c in captions) == 7
     text = _text(html)
     seed000 = metrics[metrics["metric"] != "selection_ratio"]  # Eq. 6 counts seed 000's nine metrics
     for col in ("status_seed000", "status_seed000_operational"):  # on their point statuses
@@ -681,3 +690,4 @@ def test_a_real_runs_report_counts_its_metrics_and_resolves_every_reference(redu
     refs = set(re.findall(r'(?:href="#|url\(#)([^")]+)', html))
     assert refs and refs <= set(ids)
     assert (run_dir / "report.pdf").read_bytes()[:4] == b"%PDF"
+

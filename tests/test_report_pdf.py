@@ -444,13 +444,14 @@ def test_chart_texts_are_start_anchored_where_matplotlib_laid_them_out_and_the_p
 
 def test_hatches_are_matplotlibs_lines_clipped_to_each_bar_and_no_chart_holds_a_pattern():
     """charts._draw_hatches: matplotlib's hatch as segments (18 lines a 72-point tile for "///": 8 points apart
-    along x), clipped exactly to the rectangle; no chart SVG keeps an SVG pattern (WeasyPrint would make one PDF
+    along x), clipped exactly to the rectangle, centred on it; no chart SVG keeps an SVG pattern (WeasyPrint would make one PDF
     pattern per bar and legend key, in every page's shared resources)."""
     from runtime.report import charts
 
-    assert charts._hatch_segments(0, 0, 16, 8, "/") == [((0, 0), (8, 8))]
-    assert charts._hatch_segments(0, 0, 16, 8, "///") == [((8, 0), (16, 8)), ((0, 0), (8, 8))]
-    assert charts._hatch_segments(0, 0, 16, 8, "xx") == [((12, 0), (16, 4)), ((0, 0), (8, 8)), ((4, 8), (12, 0))]
+    # a 16 x 8 box, centre (8, 4): one line of each direction through the centre, the others 144/n apart along x
+    assert charts._hatch_segments(0, 0, 16, 8, "/") == [((4, 0), (12, 8))]
+    assert charts._hatch_segments(0, 0, 16, 8, "///") == [((12, 0), (16, 4)), ((4, 0), (12, 8)), ((0, 4), (4, 8))]
+    assert charts._hatch_segments(0, 0, 16, 8, "xx") == [((4, 0), (12, 8)), ((4, 8), (12, 0))]
     assert charts._hatch_segments(0, 0, 16, 8, "") == [] and charts._hatch_segments(3, 0, 3, 8, "///") == []
     svgs = [charts.metric_chart_svg(chart_id="h", title="t", ylabel="Flip rate", variants=["BASE", "V01", "V02"],
                                     values=[0.0, 0.04, 0.2], ci_low=[0.0, 0.01, 0.1], ci_high=[0.0, 0.09, 0.3],

@@ -48,16 +48,19 @@ def _hatch_segments(x0: float, y0: float, x1: float, y1: float, hatch: str) -> l
                                                                                          tuple[float, float]]]:
     """Segments of matplotlib's hatch ``hatch`` ("/" north-east lines, "x" both diagonals, as many and as far
     apart as matplotlib draws them: :data:`HATCH_LINES_PER_CHAR`) inside the rectangle ``[x0, x1] × [y0, y1]``
-    (display points, y up), clipped to it exactly."""
+    (display points, y up), clipped to it exactly. One line of each direction passes through the rectangle's
+    centre, so that a legend key, smaller than the spacing, shows a centred "/" or "X"."""
     n = HATCH_LINES_PER_CHAR * (hatch.count("/") + hatch.count("x") + hatch.count("X"))
     if not n or x1 <= x0 or y1 <= y0:
         return []
     step = 2 * 72.0 / n
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     out = []
     for slope in ((1,) if "x" not in hatch.lower() else (1, -1)):
         lo, hi = (y0 - x1, y1 - x0) if slope == 1 else (x0 + y0, x1 + y1)  # c of y = slope·x + c through the box
-        for k in range(math.ceil(lo / step), math.floor(hi / step) + 1):
-            c = k * step
+        centre = cy - slope * cx  # the line through the centre
+        for k in range(math.ceil((lo - centre) / step), math.floor((hi - centre) / step) + 1):
+            c = centre + k * step
             a, b = ((y0 - c, y1 - c) if slope == 1 else (c - y1, c - y0))
             a, b = max(a, x0), min(b, x1)
             if b - a > 1e-9:

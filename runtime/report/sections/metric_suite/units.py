@@ -326,6 +326,11 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
                                      if on_ratio else None),
         "tiers_differ": dict(research) != dict(operational),
         "chart_svg": chart,
+        # the dashed lines are this metric's thresholds; a row deciding on the selection ratio is coloured by that
+        # ratio's interval, not by them (the regulator's read of stop 58: "PASS ≤ 0.05" above INCONCLUSIVE bars)
+        "lines_text": ("this metric's research-tier thresholds, which the bars' statuses do not read: they are "
+                       "decided on the selection ratio's interval (its chart)"
+                       if on_ratio and metric != "selection_ratio" else "research-tier thresholds"),
         "rows": rows,
         "has_seed000": any(r["seed000_text"] for r in rows),
         "diag_headers": diag_headers,
