@@ -149,8 +149,12 @@ def decided_on_text(r: Mapping[str, Any], metric: str) -> str:
 
 def _tier_bounds(metric: str, tier_bounds: Mapping[str, float], classify_abs: bool) -> list[float]:
     """Seed 000 Table 3's bounds of one tier on a row's value: pass and investigate, both signs for a
-    metric classified on its absolute value (``score_delta``: |Δ|)."""
+    metric classified on its absolute value (``score_delta``: |Δ|), and their reciprocals for the selection
+    ratio, whose bands are ``[pass, 1/pass]`` and ``[investigate, 1/investigate]``
+    (:func:`runtime.analysis.classify.pass_band`)."""
     b = [to_float(tier_bounds.get("pass")), to_float(tier_bounds.get("investigate"))]
+    if metric == "selection_ratio":
+        b += [1.0 / x for x in b if math.isfinite(x) and x > 0]
     return sorted({x for v in b for x in ((-v, v) if classify_abs else (v,))})
 
 
