@@ -699,10 +699,10 @@ def test_the_point_status_of_a_selection_ratio_names_the_upper_bound_its_interva
     "PASS" beside [0.9696, 1.385] said nothing, V03's beside [0.6839, 1.029] named 0.8 and 0.7)."""
     from runtime.report.sections.metric_suite.units import _tier_bounds, crossed, with_crossing
 
-    bounds = _tier_bounds("selection_ratio", {"pass": 0.8, "investigate": 0.7}, False)
+    bounds = _tier_bounds("selection_ratio", {"pass": 0.8, "investigate": 0.7})
     assert bounds == pytest.approx([0.7, 0.8, 1.25, 1 / 0.7])
     assert with_crossing("PASS", crossed(0.9696, 1.385, bounds), "point estimate; its interval") == (
         "PASS (point estimate; its interval crosses 1.25)")
     assert with_crossing("PASS", crossed(0.6839, 1.029, bounds), "point estimate; its interval") == (
         "PASS (point estimate; its interval crosses 0.7 and 0.8)")
-    assert _tier_bounds("impact_ratio", {"pass": 0.8, "investigate": 0.7}, False) == [0.7, 0.8]
+    assert _tier_bounds("impact_ratio", {"pass": 0.8, "investigate": 0.7}) == [0.7, 0.8]

@@ -13,7 +13,7 @@ import pandas as pd
 
 from compiler.catalog import CLASSIFY_SIGNIFICANT_DIGITS, METRICS
 from runtime.analysis import SELECTION_METRICS, coverage
-from runtime.analysis.classify import pass_band, round_significant
+from runtime.analysis.classify import crossable_bounds, pass_band, round_significant
 from runtime.report.charts import metric_chart_svg
 from runtime.report.formatting import (
     MISSING,
@@ -147,15 +147,12 @@ def decided_on_text(r: Mapping[str, Any], metric: str) -> str:
     return f"the {name}'s interval"
 
 
-def _tier_bounds(metric: str, tier_bounds: Mapping[str, float], classify_abs: bool) -> list[float]:
-    """Seed 000 Table 3's bounds of one tier on a row's value: pass and investigate, both signs for a
-    metric classified on its absolute value (``score_delta``: |Δ|), and their reciprocals for the selection
-    ratio, whose bands are ``[pass, 1/pass]`` and ``[investigate, 1/investigate]``
-    (:func:`runtime.analysis.classify.pass_band`)."""
-    b = [to_float(tier_bounds.get("pass")), to_float(tier_bounds.get("investigate"))]
-    if metric == "selection_ratio":
-        b += [1.0 / x for x in b if math.isfinite(x) and x > 0]
-    return sorted({x for v in b for x in ((-v, v) if classify_abs else (v,))})
+def _tier_bounds(metric: str, tier_bounds: Mapping[str, float]) -> list[float]:
+    """Seed 000 Table 3's bounds of one tier that a row's interval can cross: those of the PASS band at the
+    tier's pass bound and at its investigate bound (:func:`runtime.analysis.classify.crossable_bounds`: both
+    signs for ``score_delta``'s |Δ|, ``pass`` and ``1/pass`` for the selection ratio, else the bound itself)."""
+    b = [to_float(tier_bounds.get(k)) for k in ("pass", "investigate")]
+    return sorted({x for v in b if math.isfinite(v) for x in crossable_bounds(metric, {"pass": v})})
 
 
 def _band_bounds(r: Mapping[str, Any], metric: str, tier: str, thresholds: Mapping[str, Any]) -> list[float]:
@@ -219,7 +216,7 @@ def _metric_rows(
         if "status_seed000" in r:
             seed000 = {tier: with_crossing(status(r.get(col)), crossed(
                 r.get("ci_low"), r.get("ci_high"),
-                _tier_bounds(info["id"], (thresholds.get(tier) or {}).get(info["id"]) or {}, info["classify_abs"])),
+                _tier_bounds(info["id"], (thresholds.get(tier) or {}).get(info["id"]) or {})),
                 "point estimate; its interval")
                 for tier, col in (("research", "status_seed000"), ("operational", "status_seed000_operational"))}
         out.append({
