@@ -278,6 +278,8 @@ class RunRecord(Artifact):
     reproduce: list[str] = Field(default_factory=list)
     allow_exec: bool = Field(False, description="audit execute --allow-exec: the run could run vendor code (systems "
                              "of kind command or python; issue 36)")
+    report_pdf: bool = Field(True, description="False for a trial run of audit execute --unsigned --no-pdf: the run "
+                             "folder holds report.html and no report.pdf")
     version_changes_since_lock: dict[str, dict[str, Any]] = Field(default_factory=dict)
     methods_version: int = Field(1, ge=1, description="the lock's methods version (since 1.1)")
     # written by later stages

@@ -345,6 +345,8 @@ def compile_(
 MSG_TSA_URL = "--tsa {tsa!r}: give the time-stamping authority's http(s) URL"
 MSG_UNSIGNED_WITH_KEYS = ("--unsigned runs without signing keys; it cannot be given with {option}: drop one of "
                           "them")
+MSG_NO_PDF_SIGNED = ("--no-pdf writes a trial run without its PDF report, and a signed run's report is its signed PDF: "
+                     "give --no-pdf with --unsigned, or drop it")
 MSG_EXIT_UNSIGNED = ("sealed but UNSIGNED (exit {code}): {run} holds a complete run, but no key signs its report or "
                      "manifest (an unsigned run cannot be signed afterwards): create keys with `audit keygen` and run `audit execute` "
                      "again (finished tasks are reused from the task store), or pass --unsigned to run unsigned on purpose")
@@ -691,6 +693,7 @@ def execute(
     json_out: Annotated[bool, typer.Option("--json", help="Print the run's summary.json on stdout (status counts, risk, validity, gate, exit code); every other line goes to stderr.")] = False,
     allow_exec: Annotated[bool, typer.Option("--allow-exec", help="Let the spec's command and python systems run the vendor's code on this machine (without it such a spec exits 2 before any work, naming each program and its sha256). Recorded in run.json; not hashed.")] = False,
     unsigned: Annotated[bool, typer.Option("--unsigned", help="Seal the run without signing keys on purpose (no key directory is read): exit 0, not 8. Without it a run sealed without keys exits 8 (sealed but unsigned).")] = False,
+    no_pdf: Annotated[bool, typer.Option("--no-pdf", help="With --unsigned, a trial run: write report.html and no report.pdf (rendering the PDF is most of a small audit's time). Recorded in run.json (report_pdf) and on the report's provenance section.")] = False,
     engine: Annotated[Optional[EngineName], typer.Option("--engine", help="Where the score batches run: local (this process) or ray (a Ray cluster; needs audit-compiler[ray]); default execution.engine of the spec, else local. Every engine gives the same bytes. Not hashed.", show_default=False)] = None,
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="With --engine ray: attach to the Ray cluster at ADDR (host:port of its head, or ray://host:port) and leave it running; default execution.ray_address, else a private Ray on this machine, shut down at the end (RAY_ADDRESS is ignored).", show_default=False, metavar="ADDR")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=4096, help="With --engine ray: worker processes at once (one CPU each); default execution.workers, else the cluster's CPUs.", show_default=False, metavar="N")] = None,
@@ -701,8 +704,8 @@ def execute(
     with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
         result = _execute(spec, out=out, store=store, quiet=quiet, fail_on=fail_on, tier=tier, key_dir=key_dir, resume=resume,
                           accept_vendor_file=accept_vendor_file, tsa=tsa, allow_exec=allow_exec,
-                          unsigned=unsigned, engine=engine.value if engine else None, ray_address=ray_address,
-                          workers=workers)
+                          unsigned=unsigned, no_pdf=no_pdf, engine=engine.value if engine else None,
+                          ray_address=ray_address, workers=workers)
     if json_out:  # exactly the sealed file's object
         from runtime.pipeline.summary import SUMMARY
 
@@ -714,7 +717,7 @@ def execute(
 
 def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: bool, fail_on: Optional[Gate], tier: TierName,
              key_dir: Optional[Path], resume: Optional[Path], accept_vendor_file: Optional[str], tsa: Optional[str],
-             allow_exec: bool = False, unsigned: bool = False, engine: Optional[str] = None,
+             allow_exec: bool = False, unsigned: bool = False, no_pdf: bool = False, engine: Optional[str] = None,
              ray_address: Optional[str] = None, workers: Optional[int] = None):
     """The run of `audit execute` and its messages (on stderr under --json); returns the RunResult."""
     from compiler.errors import AuditError
@@ -724,6 +727,8 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
         raise AuditError("--accept-vendor-file needs a reason (it is printed in the report)")
     if unsigned and (key_dir is not None or tsa is not None):
         raise AuditError(MSG_UNSIGNED_WITH_KEYS.format(option="--key-dir" if key_dir is not None else "--tsa"))
+    if no_pdf and not unsigned:
+        raise AuditError(MSG_NO_PDF_SIGNED)
     if fail_on is Gate.INVESTIGATE:  # the old name (issue 29 §1): statuses come from intervals since methods 7
         fail_on = Gate.INCONCLUSIVE
         _console(stderr=True).print("note: --fail-on INVESTIGATE is read as --fail-on INCONCLUSIVE (trips on every "
@@ -771,7 +776,8 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
             f"{kd / 'config.toml'}) for a trusted time and long-term validation (PAdES B-LTA)", markup=False)
     if unsigned:
         _console(stderr=True).print("note: UNSIGNED run (--unsigned): the report and manifest will not be signed and "
-                                    "`audit verify` will fail on this run", markup=False)
+                                    "`audit verify` will fail on this run"
+                                    + ("; --no-pdf: report.html only, no report.pdf" if no_pdf else ""), markup=False)
     elif keys is None:
         _console(stderr=True).print(_styled(
             "warning: UNSIGNED run", "bold red", f": no signing keys in {kd}. The report and manifest will not be "
@@ -780,7 +786,8 @@ def _execute(spec: Path, *, out: Optional[Path], store: Optional[Path], quiet: b
             "on purpose."))
     result = run_execute(spec, out=out, store=store, quiet=quiet, keys=keys, resume=resume, accept_vendor_file=accept_vendor_file,
                          tsa=tsa, fail_on=fail_on.value if fail_on else None, tier=tier.value, allow_exec=allow_exec,
-                         allow_unsigned=unsigned, engine=engine, ray_address=ray_address, workers=workers)
+                         allow_unsigned=unsigned, pdf=not no_pdf, engine=engine, ray_address=ray_address,
+                         workers=workers)
     console = _console()
     reused = result.run.get("reused_tasks") or []
     if reused:

@@ -289,7 +289,7 @@ def run_reduced(folder: Path, code: Path, *extra: str) -> subprocess.CompletedPr
     cli = [sys.executable, "-c", "from runtime.cli import main; main()"]
     proc = subprocess.run([*cli, "compile", spec.name], cwd=folder, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    return subprocess.run([*cli, "execute", "--unsigned", spec.name, "--quiet", "--out", "out", *extra], cwd=folder,
+    return subprocess.run([*cli, "execute", "--unsigned", "--no-pdf", spec.name, "--quiet", "--out", "out", *extra], cwd=folder,
                           env=env, capture_output=True, text=True, timeout=900)
 
 

@@ -35,7 +35,7 @@ def test_a_threshold_edit_without_amend_is_refused(write_spec, tmp_path):
     assert proc.returncode == 2 and "--amend needs --reason" in proc.stderr
     assert (tmp_path / "spec.lock.json").read_bytes() == locked
     # execute refuses too, and says how to amend
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == 3 and "--amend --reason" in proc.stderr
 
 
@@ -64,7 +64,7 @@ def test_amendments_are_chained_and_the_report_lists_each_with_its_reason(write_
     assert proc.returncode == 0 and "nothing to amend" in proc.stderr
     assert len(json.loads((tmp_path / "spec.lock.json").read_text())["amendments"]) == 2
 
-    assert run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path).returncode == 0
+    assert run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path).returncode == 0
     run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
     page = html.unescape(re.sub(r"<[^>]+>", " ", (run_dir / "report.html").read_text()))
     page = re.sub(r"\s+", " ", page)
@@ -89,7 +89,7 @@ def test_a_rerun_with_the_printed_command_reproduces_metrics_byte_for_byte(tmp_p
     (tmp_path / "jobs" / "accountant.md").write_text(job_family("accountant").description)
     (tmp_path / "spec.yaml").write_text(SPEC)
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "a", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", "a", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     a = next((tmp_path / "a" / "tiny-embedding-audit").iterdir())
     # the second run is the report's reproduction command, run as printed (its `pip install` line

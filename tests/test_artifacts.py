@@ -130,7 +130,7 @@ def test_a_1_0_lock_is_read_as_methods_version_1(write_spec, tmp_path):
     lock = json.loads(path.read_text())
     assert lock["schema_version"] == LOCK_SCHEMA_VERSION and lock["methods_version"] == methods.METHODS_VERSION
     assert lock["amendments"][0]["previous"]["methods_version"] == 1
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
     assert json.loads((run_dir / "run.json").read_text())["methods_version"] == methods.METHODS_VERSION
@@ -154,7 +154,7 @@ def test_an_unknown_major_version_is_refused_naming_file_and_versions(write_spec
     path.write_text(json.dumps({**lock, "schema_version": "2.0", "tool": {"name": "audit-compiler",
                                                                           "version": "9.0.0"}}))
     before = path.read_bytes()
-    for cmd in (("execute", "--unsigned", "spec.yaml", "--quiet"), ("compile", "spec.yaml")):
+    for cmd in (("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet"), ("compile", "spec.yaml")):
         proc = run_cli(*cmd, cwd=tmp_path)
         assert proc.returncode == 3, proc.stderr
         # (execute warns first that the run would be unsigned: no keys in this test)
@@ -262,7 +262,7 @@ def test_a_newer_methods_version_refuses_an_older_lock_until_amended(write_spec,
     monkeypatch.setitem(methods.CHANGES, 2, V2_CHANGE)
     locked = lock_file.read_bytes()
     # execute refuses, naming both versions, the changes between them and the command that re-locks
-    code, _, err = _cli(capsys, "execute", "--unsigned", "spec.yaml", "--quiet")
+    code, _, err = _cli(capsys, "execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet")
     assert code == 3
     assert err.endswith(METHODS_EXECUTE_REFUSAL.format(tool=tool_version(), change=V2_CHANGE)), err
     assert not (tmp_path / "reports").exists()
@@ -290,7 +290,7 @@ def test_a_newer_methods_version_refuses_an_older_lock_until_amended(write_spec,
     assert code == 0 and "unchanged" in out, err
 
     # now execute runs, and the run records the upgrade
-    code, out, err = _cli(capsys, "execute", "--unsigned", "spec.yaml", "--quiet")
+    code, out, err = _cli(capsys, "execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet")
     assert code == 0, err
     run_dir = next((tmp_path / "reports" / "tiny-audit").iterdir())
     run = json.loads((run_dir / "run.json").read_text())
@@ -356,7 +356,7 @@ def test_a_methods_6_lock_is_refused_by_methods_7_naming_both_and_the_interval_s
     code, _, err = _cli(capsys, "compile", "spec.yaml")
     assert code == 0, err
     monkeypatch.setattr(methods, "METHODS_VERSION", 7)
-    code, _, err = _cli(capsys, "execute", "--unsigned", "spec.yaml", "--quiet")
+    code, _, err = _cli(capsys, "execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet")
     assert code == 3 and "made under methods version 6" in err and "implements methods version 7" in err
     assert "  - version 7: decisions from evidence (issue 29)" in err and "Traceback" not in err
     assert not (tmp_path / "reports").exists()

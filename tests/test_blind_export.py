@@ -59,7 +59,7 @@ def test_the_vendor_file_reveals_nothing_and_blind_scores_give_the_same_metrics(
     # before any export: compile locks the spec without the vendor's file
     proc = run_cli("compile", "spec.yaml", cwd=blind)
     assert proc.returncode == 0, proc.stderr
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=blind)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=blind)
     assert proc.returncode == 2 and "vendor-scores.csv: system 'vendor' is blind and its file is not there yet" \
         in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("export", "spec.yaml", "--for-vendor", "to-vendor", "--quiet", cwd=blind)
@@ -93,7 +93,7 @@ def test_the_vendor_file_reveals_nothing_and_blind_scores_give_the_same_metrics(
     proc = run_cli("export", "spec.yaml", "--for-vendor", "spec.yaml", "--quiet", cwd=blind)
     assert proc.returncode == 2 and "is a file, not a folder" in proc.stderr and "Traceback" not in proc.stderr
     (blind / "vendor-scores.csv").write_text("resume_id,score\n" + "".join(f"{i},{s}\n" for i, s in scored))
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=blind)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=blind)
     assert proc.returncode in (0, 4), proc.stderr
     run = sorted((blind / "reports" / "blind-vendor").iterdir())[-1]  # the first, failed run is kept
     key = read_csv(run / "blind_key.csv")
@@ -119,10 +119,10 @@ def test_the_vendor_file_reveals_nothing_and_blind_scores_give_the_same_metrics(
                                                                  f"{scored[0][0]},{scored[0][1] + 1}")
     (blind / "vendor-scores.csv").write_text(changed)
     second = hashlib.sha256(changed.encode()).hexdigest()
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=blind)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=blind)
     assert proc.returncode == 3 and "the vendor's returned file changed since it was first read" in proc.stderr
     assert f"sha256 {first} -> {second}" in proc.stderr and "Traceback" not in proc.stderr
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--accept-vendor-file", "the vendor corrected one score", cwd=blind)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--accept-vendor-file", "the vendor corrected one score", cwd=blind)
     assert proc.returncode in (0, 4), proc.stderr
     latest = sorted((blind / "reports" / "blind-vendor").iterdir())[-1]
     history = json.loads((latest / "run.json").read_text())["systems_info"]["vendor"]["blind"]["history"]
@@ -135,7 +135,7 @@ def test_the_vendor_file_reveals_nothing_and_blind_scores_give_the_same_metrics(
     (plain / "real-ids.csv").write_text("job_id,cv_id,variant,score\n" + "".join(
         f"{j},{c},{v},{vendor_score(t)}\n" for (j, c, v), t in by_text.items()))
     assert run_cli("compile", "spec.yaml", cwd=plain).returncode == 0
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=plain)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=plain)
     assert proc.returncode in (0, 4), proc.stderr
     plain_run = next((plain / "reports" / "blind-vendor").iterdir())
     assert (run / "metrics.csv").read_bytes() == (plain_run / "metrics.csv").read_bytes()
@@ -150,7 +150,7 @@ def test_a_returned_file_with_wrong_ids_and_gaps_is_reported_with_its_lines(tmp_
     lines[0] = "RNOTANID000,50"
     lines[1] = f"{rows[3]['resume_id']},NA"
     (tmp_path / "vendor-scores.csv").write_text("resume_id,score\n" + "\n".join(lines) + "\n")
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     err = proc.stderr
     assert "resume_id 'RNOTANID000' at line 2 are not ids of the export" in err

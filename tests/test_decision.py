@@ -68,7 +68,7 @@ def run_audit(tmp_path, spec: str) -> dict[str, dict]:
     (tmp_path / "scores.csv").write_text(scores_csv())
     proc = run_cli("compile", "spec.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    proc_exec = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc_exec = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc_exec.returncode in (0, 4), proc_exec.stderr
     run = next((tmp_path / "reports" / "vendor-threshold").iterdir())
     rows = csv.DictReader(io.StringIO((run / "metrics.csv").read_text()))
@@ -165,7 +165,7 @@ def test_one_threshold_for_systems_on_different_scales_is_refused_and_a_mapping_
     assert proc.returncode == 2 and "the systems have different score scales ([0, 1], [0, 100])" in proc.stderr
     (tmp_path / "spec.yaml").write_text(two + "  decision: {threshold: {vendor: 70, rescaled: 0.7}}\n")
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode in (0, 4), proc.stderr
     run = next((tmp_path / "reports" / "vendor-threshold").iterdir())
     rows = list(csv.DictReader(io.StringIO((run / "metrics.csv").read_text())))
@@ -183,7 +183,7 @@ def test_a_threshold_no_score_reaches_is_a_warning_and_gives_n_a_not_pass(tmp_pa
     proc = run_cli("validate", "spec.yaml", cwd=tmp_path)
     assert proc.returncode == 0 and "warning:" in proc.stderr and "no score reaches it" in proc.stderr, proc.stderr
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     run = next((tmp_path / "reports" / "vendor-threshold").iterdir())
     rows = list(csv.DictReader(io.StringIO((run / "metrics.csv").read_text())))
     for r in rows:

@@ -82,7 +82,7 @@ def test_replicates_are_averaged_per_candidate_first():
 def test_run_writes_the_table_and_the_report_section(write_spec, tmp_path):
     spec = write_spec(SPEC + "  descriptives: {quantiles: [0.25, 0.5, 0.75]}\n", **{"scores.csv": _scores_csv()})
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "descriptives-check").iterdir())
     table = pd.read_csv(run_dir / "descriptives.csv")
@@ -99,7 +99,7 @@ def test_run_writes_the_table_and_the_report_section(write_spec, tmp_path):
 def test_without_the_block_nothing_is_written(write_spec, tmp_path):
     spec = write_spec(SPEC, **{"scores.csv": _scores_csv()})
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "descriptives-check").iterdir())
     assert not (run_dir / "descriptives.csv").exists()

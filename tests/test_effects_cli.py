@@ -67,7 +67,7 @@ def scores_csv(kind: str, *, seed: int, k: int = 60) -> str:
 def _run(write_spec, tmp_path, kind, seed=2024):
     spec = write_spec(SPEC, **{"scores.csv": scores_csv(kind, seed=seed)})
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "-q", "--out", "out", cwd=tmp_path)
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
     return proc, run_dir
 
@@ -136,7 +136,7 @@ def test_planted_delta_star_of_a_selection_ratio(write_spec, tmp_path):
     comp = run_cli("compile", spec.name, cwd=tmp_path)
     assert comp.returncode == 0, comp.stderr
     assert "sesoi {selection_ratio: 0.8} at the decision rule, from the score files" in comp.stdout
-    proc = run_cli("execute", "--unsigned", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "-q", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
     effects = pd.read_csv(run_dir / "effects.csv")
@@ -204,7 +204,7 @@ def test_ceiling_effect_system_is_inconclusive_with_every_default(write_spec, tm
     spec = write_spec(SPEC.replace("  validity:\n    positive_control: {contrast: match, min_d: 0.5}\n", "  validity: {}\n"),
                       **{"scores.csv": scores.to_csv(index=False)})
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "-q", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 5, proc.stderr
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())
     effects = pd.read_csv(run_dir / "effects.csv")
@@ -236,7 +236,7 @@ def test_ceiling_in_each_shortlist_is_inconclusive_though_all_scores_pass(write_
     scores.loc[top, "score"] = 98.0 + (scores.loc[top, "variant"] == "V02") * 1.0  # F +1, as the rest
     spec = write_spec(SPEC, **{"scores.csv": scores.to_csv(index=False)})
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", spec.name, "-q", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "-q", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 5, proc.stderr
     assert "Traceback" not in proc.stderr
     run_dir = next((tmp_path / "out" / "effects-cli").iterdir())

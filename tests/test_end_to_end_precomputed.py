@@ -86,7 +86,7 @@ def test_precomputed_audit_matches_independent_computation(tmp_path, monkeypatch
     csv.to_csv(tmp_path / "data" / "vendor.csv", index=False)
     (tmp_path / "spec.yaml").write_text(SPEC)
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "vendor-ranker-check").iterdir())
     metrics = pd.read_csv(run_dir / "metrics.csv")
@@ -125,7 +125,12 @@ def test_precomputed_audit_matches_independent_computation(tmp_path, monkeypatch
         assert total.risk_score == pytest.approx((3 * f + i) / (3 * (f + i + p)), abs=1e-9, rel=0)
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "done" and run["seed"] == 424242
-    assert {"paired.csv", "metrics.csv", "report.html", "report.pdf"} <= set(run["artifacts"])
+    # a trial run (--unsigned --no-pdf): report.html, no PDF rendered, listed or left (run.json says so)
+    assert {"paired.csv", "metrics.csv", "report.html"} <= set(run["artifacts"]) and run["report_pdf"] is False
+    assert "report.pdf" not in run["artifacts"] and not (run_dir / "report.pdf").exists()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert "report.pdf" not in {a["path"] for a in manifest["artifacts"]}
+    assert "Trial run without a PDF" in (run_dir / "report.html").read_text()
     # page 1 states what the intervals are about (issue 39 §5): the 4 jobs of make_csv
     assert ("Inference scope: these 4 jobs and their candidates; other requisitions: see the prediction intervals"
             in (run_dir / "report.html").read_text())
@@ -138,7 +143,7 @@ def test_same_spec_and_seed_give_byte_identical_metrics(tmp_path):
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
     outs = []
     for out in ("a", "b"):
-        assert run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", out, cwd=tmp_path).returncode == 0
+        assert run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", out, cwd=tmp_path).returncode == 0
         run_dir = next((tmp_path / out / "vendor-ranker-check").iterdir())
         outs.append([(run_dir / f).read_bytes()
                      for f in ("metrics.csv", "metrics_by_job.csv", "paired.csv", "risk.csv")])
@@ -150,8 +155,8 @@ def test_fail_on_gate_exits_4(tmp_path):
     make_csv(11).to_csv(tmp_path / "data" / "vendor.csv", index=False)
     (tmp_path / "spec.yaml").write_text(SPEC)
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--fail-on", "INCONCLUSIVE", "--out", "o", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--fail-on", "INCONCLUSIVE", "--out", "o", cwd=tmp_path)
     assert proc.returncode == 4, proc.stderr
     assert "--fail-on INCONCLUSIVE (research tier) tripped by" in proc.stderr
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--fail-on", "MAYBE", "--out", "o", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--fail-on", "MAYBE", "--out", "o", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -133,7 +133,7 @@ def test_dirty_counts_tracked_changes_and_named_inputs_only(work, capsys):
     _git(work, "commit", "-qm", "pre-register")
     head = _git(work, "rev-parse", "HEAD")
     for _ in range(2):
-        assert _cli(capsys, "execute", "spec.yaml", "--quiet", "--unsigned")[0] == 0
+        assert _cli(capsys, "execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf")[0] == 0
     runs = [json.loads((p / "run.json").read_text())["spec_git"] for p in _runs(work / "reports")]
     assert runs == [{"commit": head, "dirty": False, "changed": [], "spec_path": "spec.yaml"}] * 2
     # an untracked input the spec names is not in the commit: dirty (git_info itself: no run needed)
@@ -147,7 +147,7 @@ def test_dirty_counts_tracked_changes_and_named_inputs_only(work, capsys):
     # an edited tracked input: the lock refuses changed data, so the edit is one that keeps the digest
     # out of play: a tracked file the spec names (the spec itself) gains a comment
     (work / "spec.yaml").write_text((work / "spec.yaml").read_text() + "# reviewed\n")
-    assert _cli(capsys, "execute", "spec.yaml", "--quiet", "--unsigned")[0] == 0
+    assert _cli(capsys, "execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf")[0] == 0
     last = _runs(work / "reports")[-1]
     git = json.loads((last / "run.json").read_text())["spec_git"]
     assert (git["dirty"], git["changed"]) == (True, ["spec.yaml"])

@@ -73,7 +73,7 @@ def small(tmp_path_factory) -> Path:
 def execute(root: Path, name: str, *args: str, env: dict[str, str] | None = None, popen: bool = False):
     """``audit execute`` of the small spec into ``out-<name>`` with the empty store ``store-<name>``."""
     argv = [sys.executable, "-c", "from runtime.cli import main; main()", "execute", "spec.yaml", "--quiet",
-            "--unsigned", "--store", f"store-{name}", "--out", f"out-{name}", *args]
+            "--unsigned", "--no-pdf", "--store", f"store-{name}", "--out", f"out-{name}", *args]
     env = dict(env or os.environ, PYTHONHASHSEED="0", COLUMNS="200", **RAY_ENV)
     if popen:
         return subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -227,7 +227,7 @@ def test_a_worker_that_cannot_see_the_store_is_named(ray_head, tmp_path):
 # --- bad input (issue 40 "Bad input"): exit 2 before any work, golden messages ------------------------------------
 def test_engine_ray_without_ray_installed_exits_2_before_any_work(small):
     code = "import sys; sys.modules['ray'] = None; from runtime.cli import main; main()"
-    proc = subprocess.run([sys.executable, "-c", code, "execute", "spec.yaml", "--quiet", "--unsigned", "--engine",
+    proc = subprocess.run([sys.executable, "-c", code, "execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--engine",
                            "ray", "--out", "out-noray"], cwd=small, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines()[0] == ("error: --engine ray needs Ray, which is not installed: install "
@@ -238,7 +238,7 @@ def test_engine_ray_without_ray_installed_exits_2_before_any_work(small):
 
 def test_an_unreachable_ray_address_exits_2_naming_it_before_the_run_folder(small):
     address = f"127.0.0.1:{_free_port()}"
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--engine", "ray", "--ray-address", address,
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--engine", "ray", "--ray-address", address,
                    "--out", "out-unreachable", cwd=small)
     assert proc.returncode == 2, proc.stderr
     assert re.fullmatch(rf"error: Ray cluster {re.escape(address)}: not reachable \(.+\); start its head there "
@@ -248,7 +248,7 @@ def test_an_unreachable_ray_address_exits_2_naming_it_before_the_run_folder(smal
 
 
 def test_a_ray_address_with_the_local_engine_exits_2(small):
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--ray-address", "127.0.0.1:6379",
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--ray-address", "127.0.0.1:6379",
                    "--out", "out-addr", cwd=small)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines()[0] == ("error: --ray-address 127.0.0.1:6379: a Ray address needs --engine ray "

@@ -109,7 +109,7 @@ def test_a_vendor_program_runs_only_with_allow_exec_and_is_audited_end_to_end(tm
     assert sha in json.dumps(lock)
 
     # execute without the flag: exit 2 before any work, naming the system, its program, sha256 and the flag
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", cwd=work)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", cwd=work)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("error: spec.yaml runs vendor code on this machine, which `audit execute` does "
                                   "only with --allow-exec (nothing was run):\n")
@@ -118,7 +118,7 @@ def test_a_vendor_program_runs_only_with_allow_exec_and_is_audited_end_to_end(tm
     assert "then run `audit execute --allow-exec spec.yaml`" in proc.stderr
     assert _starts(marker) == 0 and not (work / "reports").exists() and not (work / "store").exists()
 
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--allow-exec", cwd=work)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--allow-exec", cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = _runs(work)
     assert _starts(marker) == 3  # 24 résumés, batch_size 8: one process per request batch
@@ -147,7 +147,7 @@ def test_a_vendor_program_runs_only_with_allow_exec_and_is_audited_end_to_end(tm
     assert _starts(marker) == 3
 
     # a second execute starts no process: every batch's answer comes from the store
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--allow-exec", cwd=work)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--allow-exec", cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:]
     second = _runs(work)[-1]
     assert _starts(marker) == 3
@@ -161,7 +161,7 @@ def test_a_vendor_program_runs_only_with_allow_exec_and_is_audited_end_to_end(tm
     pd.read_csv(run_dir / "paired.csv")[["job_id", "cv_id", "variant", "score"]].to_csv(files / "scores.csv", index=False)
     (files / "spec.yaml").write_text(SPEC.format(job=JOB, system=SCORE_FILE))
     assert run_cli("compile", "spec.yaml", cwd=files).returncode == 0
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", cwd=files)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", cwd=files)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (file_run,) = _runs(files)
     assert (file_run / "metrics.csv").read_bytes() == (run_dir / "metrics.csv").read_bytes()
@@ -169,7 +169,7 @@ def test_a_vendor_program_runs_only_with_allow_exec_and_is_audited_end_to_end(tm
     # the program edited after compile: the spec no longer matches its lock (exit 3), nothing runs
     with open(work / "tools" / "kw_match.py", "a") as fh:
         fh.write("# tuned\n")
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--allow-exec", cwd=work)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--allow-exec", cwd=work)
     assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
     flat = " ".join(proc.stderr.split())  # the console wraps long lines
     assert f"- systems[0].files[0].sha256: the input file tools/kw_match.py changed (sha256 locked {sha}, now " in flat
@@ -180,7 +180,7 @@ def test_a_program_that_fails_is_exit_7_naming_the_plan_task_and_stderr(tmp_path
     marker = tmp_path / "marker.txt"
     work = _folder(tmp_path / "fails", _cmd(marker, ", --exit, '4'"))
     assert run_cli("compile", "spec.yaml", cwd=work).returncode == 0
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--allow-exec", cwd=work)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--allow-exec", cwd=work)
     assert proc.returncode == 7 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     plan = json.loads((work / "spec.plan.json").read_text())
     task = next(t["id"] for t in plan["tasks"] if t["id"].startswith("score"))
@@ -353,7 +353,7 @@ def test_a_python_function_from_a_file_scores_as_the_program_and_is_never_import
     for args in (("validate", "spec.yaml"), ("compile", "spec.yaml")):
         proc = run_cli(*args, cwd=work)
         assert proc.returncode == 0, proc.stderr
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", cwd=work)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", cwd=work)
     assert proc.returncode == 2 and "system 'vendor' (python): function: tools/vendor.py:score_batch (kw-match 1.4); " \
         "tools/vendor.py sha256 " in proc.stderr
     # export and gc read the lock and digests only (whatever they answer for this spec)
@@ -407,7 +407,7 @@ def test_the_spec_folders_modules_a_python_file_imports_are_locked(tmp_path):
     proc = run_cli("compile", "spec.yaml", cwd=work)
     assert proc.returncode == 0, proc.stderr
     (work / "helpers" / "weights.py").write_text("WEIGHT = 2.0\n")  # the vendor's helper changed after the lock
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--allow-exec", cwd=work)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--allow-exec", cwd=work)
     assert proc.returncode == 3, proc.stderr
     assert "systems[0].modules[1].sha256: the input file helpers/weights.py changed" in proc.stderr
     # a file that imports nothing of the folder keeps the resolved form (and digest) it had before
@@ -453,6 +453,6 @@ def test_a_python_package_is_found_in_its_file_list_and_its_upgrade_is_exit_3(tm
 
     (work / "spec.yaml").write_text(SPEC.format(job=JOB, system=system))
     _site(tmp_path, "3.2")  # the vendor upgrades its SDK: the spec no longer matches its lock
-    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--allow-exec", cwd=work)
+    proc = run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--allow-exec", cwd=work)
     assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc.stderr
     assert "systems[0].package.version" in proc.stderr and "3.1" in proc.stderr and "3.2" in proc.stderr

@@ -139,7 +139,7 @@ def test_llm_screener_compiles_without_litellm_and_execute_refuses_before_any_wo
     code, err = cli(capsys, "compile", "spec.yaml")
     assert code == 0, err
     assert (in_tmp / "spec.lock.json").is_file()
-    code, err = cli(capsys, "execute", "--unsigned", "spec.yaml", "--quiet")
+    code, err = cli(capsys, "execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet")
     assert code == 2
     assert last_error(err) == f"error: spec.yaml:18:23: systems[0].kind: {SCORE_HINT}"
     assert not (in_tmp / "reports").exists() and not (in_tmp / ".audit-store").exists()
@@ -152,7 +152,7 @@ def test_execute_of_an_embedding_spec_refuses_before_any_work(in_tmp, monkeypatc
     code, err = cli(capsys, "compile", "spec.yaml")
     assert code == 0, err
     hide(monkeypatch, "sentence_transformers")
-    code, err = cli(capsys, "execute", "--unsigned", "spec.yaml", "--quiet")
+    code, err = cli(capsys, "execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet")
     assert code == 2
     assert last_error(err) == f"error: spec.yaml:18:24: systems[0].kind: {EMBED_HINT}"
     assert not (in_tmp / "reports").exists() and not (in_tmp / ".audit-store").exists()

@@ -61,7 +61,7 @@ def test_a_store_outside_or_at_the_spec_folder_is_refused_and_nothing_is_written
     for store, message in messages.items():
         (folder / "spec.yaml").write_text(store_spec(store))
         before["repo/audit/spec.yaml"] = (folder / "spec.yaml").stat().st_size
-        commands = [("validate", "spec.yaml")] + ([("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "out")]
+        commands = [("validate", "spec.yaml")] + ([("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", "out")]
                                                   if store == ".." else [])
         for args in commands:
             proc = run_cli(*args, cwd=folder)
@@ -70,7 +70,7 @@ def test_a_store_outside_or_at_the_spec_folder_is_refused_and_nothing_is_written
             assert "Traceback" not in proc.stderr
         assert tree(tmp_path) == before
     (folder / "spec.yaml").write_text(TINY_SPEC)
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "out", "--store", str(tmp_path / "repo"), cwd=folder)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", "out", "--store", str(tmp_path / "repo"), cwd=folder)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert (f"error: --store {tmp_path / 'repo'}: the task store cannot be the spec's folder or a folder above it "
             "(the store ignores its whole folder in git); name a folder of its own, e.g. a new folder beside the "
@@ -201,7 +201,7 @@ def test_a_full_disk_at_execute_exits_2_leaving_a_resumable_run_with_safe_cells(
     (folder / "scores.csv").write_text(HOSTILE_SCORES)
     assert run_cli("compile", "spec.yaml", cwd=folder).returncode == 0
     disk = small_disk(64)
-    proc = disk.cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", str(disk.path), cwd=folder)
+    proc = disk.cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", str(disk.path), cwd=folder)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     run_dir = next((disk.path / "tiny-audit").iterdir())
@@ -287,13 +287,13 @@ def test_symbolic_links_in_a_received_spec_folder_never_lead_writes_outside(tmp_
     (folder / "spec.locks.jsonl").unlink()
     assert run_cli("compile", "spec.yaml", cwd=folder).returncode == 0
     (folder / ".audit-store").symlink_to(outside)
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=folder)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=folder)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"the task store .audit-store resolves to {outside}, outside the spec's folder (a symbolic link)" in proc.stderr
     (folder / ".audit-store").unlink()
     (folder / "reports").mkdir()
     (folder / "reports" / "tiny-audit").symlink_to(outside)
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=folder)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=folder)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "reports/tiny-audit is a symbolic link" in proc.stderr and "never written through a link" in proc.stderr
     assert list(outside.iterdir()) == []

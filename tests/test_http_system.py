@@ -127,7 +127,7 @@ def test_a_vendor_api_is_audited_resumed_and_never_asked_twice(tmp_path, vendor,
 
     # killed after the third stored answer, then resumed: nothing answered 2xx before the kill is sent again
     monkeypatch.setenv("AUDIT_TEST_KILL_AT", "request:vendor:3")
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=work)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=work)
     assert proc.returncode == -9, proc.stderr[-3000:]
     outputs.append(proc)
     monkeypatch.delenv("AUDIT_TEST_KILL_AT")
@@ -135,7 +135,7 @@ def test_a_vendor_api_is_audited_resumed_and_never_asked_twice(tmp_path, vendor,
     answered = {r["sha256"] for r in before if r["status"] == 200}
     assert len(answered) == 3 and {r["status"] for r in before} >= {200, 429, 503, 599}
     (run_dir,) = _runs(work)
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--resume", str(run_dir), cwd=work)
+    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--resume", str(run_dir), cwd=work)  # its PDF is read
     assert proc.returncode == 0, proc.stderr[-3000:]
     outputs.append(proc)
     after = _log(vendor)[len(before):]
@@ -169,7 +169,7 @@ def test_a_vendor_api_is_audited_resumed_and_never_asked_twice(tmp_path, vendor,
 
     # a second run sends nothing: every answer comes from the store (0 requests counted at the server)
     n = len(_log(vendor))
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=work)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:]
     outputs.append(proc)
     assert len(_log(vendor)) == n
@@ -184,7 +184,7 @@ def test_a_vendor_api_is_audited_resumed_and_never_asked_twice(tmp_path, vendor,
     files.mkdir()
     scored.to_csv(files / "scores.csv", index=False)
     _spec(files, SCORE_FILE_SYSTEM, knobs=False)  # execution.systems tunes remote systems only
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=files)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=files)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (file_run,) = _runs(files)
     assert (file_run / "metrics.csv").read_bytes() == (run_dir / "metrics.csv").read_bytes()
@@ -213,14 +213,14 @@ def test_a_refused_request_exits_7_and_an_unset_variable_exits_2(tmp_path, vendo
     _spec(work, HTTP_SYSTEM.format(url=vendor["url"]))
     assert len(_log(vendor)) == n  # validate and compile never contact the URL
     monkeypatch.delenv("VENDOR_AUTH", raising=False)
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=work)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=work)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert ("system 'vendor' (http): environment variable VENDOR_AUTH (named by headers_from_env.Authorization) "
             "is not set") in proc.stderr
     assert len(_log(vendor)) == n  # before any request
     wrong = "Bearer wrong-7d1e0b"
     monkeypatch.setenv("VENDOR_AUTH", wrong)
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=work)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=work)
     assert proc.returncode == 7 and "Traceback" not in proc.stderr, proc.stderr
     assert (f"system 'vendor' (http): POST {vendor['url']} answered 401: unauthorized: token *** is not valid"
             in proc.stderr)

@@ -206,7 +206,7 @@ def test_reduced_lexical_spec_compares_bm25_and_minilm(tmp_path):
     spec = _reduced(tmp_path)
     proc = run_cli("compile", spec.name, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    proc = run_cli("execute", spec.name, "--quiet", "--unsigned", cwd=tmp_path)
+    proc = run_cli("execute", spec.name, "--quiet", "--unsigned", "--no-pdf", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = sorted(p for p in (tmp_path / "reports").glob("*/*") if p.is_dir())
     resumes = pd.read_csv(run / "resumes.csv", keep_default_na=False)

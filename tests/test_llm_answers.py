@@ -75,7 +75,7 @@ def test_drafts_and_fractions_never_become_the_score(tmp_path, stub_server, monk
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC.format(url=stub_server["url"]))
     assert run_cli("compile", str(spec), cwd=tmp_path).returncode == 0
-    run = run_cli("execute", "--unsigned", str(spec), "--quiet", cwd=tmp_path)
+    run = run_cli("execute", "--unsigned", "--no-pdf", str(spec), "--quiet", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     (run_dir,) = [d for d in (tmp_path / "reports").glob("*/*") if d.is_dir()]
 

@@ -144,9 +144,9 @@ def test_run_warm_rerun_and_no_key_anywhere(tmp_path, llm_server):
     spec.write_text(tiny_llm_spec(llm_server["url"]))
     env = _env(AUDIT_TEST_KEY=FAKE_KEY)
     assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
-    first = _cli("execute", "--unsigned", str(spec), "--quiet", cwd=tmp_path, env=env)
+    first = _cli("execute", "--unsigned", "--no-pdf", str(spec), "--quiet", cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr[-3000:]
-    second = _cli("execute", "--unsigned", str(spec), "--quiet", cwd=tmp_path, env=env)
+    second = _cli("execute", "--unsigned", "--no-pdf", str(spec), "--quiet", cwd=tmp_path, env=env)
     assert second.returncode == 0, second.stderr[-3000:]
     run1, run2 = _run_dirs(tmp_path)
     r1, r2 = (json.loads((d / "run.json").read_text()) for d in (run1, run2))
@@ -220,7 +220,7 @@ def test_missing_key_variable_is_a_clear_error(tmp_path, llm_replay):
     env = _env()
     env.pop("AUDIT_TEST_KEY", None)
     assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
-    res = _cli("execute", "--unsigned", str(spec), "--quiet", cwd=tmp_path, env=env)
+    res = _cli("execute", "--unsigned", "--no-pdf", str(spec), "--quiet", cwd=tmp_path, env=env)
     assert res.returncode == 2  # a set-up error, not a bug
     assert "error: environment variable AUDIT_TEST_KEY (named by api_key_env of the LLM generator) is not set" in res.stderr
     assert "Traceback" not in res.stderr
@@ -284,7 +284,7 @@ def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
         return len(list(answers_dir.glob("llm-*.json")))
     proc, _ = serve.start(port)
     try:
-        run = subprocess.Popen([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "--unsigned",
+        run = subprocess.Popen([sys.executable, "-c", "from runtime.cli import main; main()", "execute", "--unsigned", "--no-pdf",
                                 str(spec), "--quiet"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 300
@@ -310,7 +310,7 @@ def test_stopping_the_server_mid_run_loses_nothing(tmp_path):
 
     proc, _ = serve.start(port)  # the server is back
     try:
-        again = _cli("execute", "--unsigned", str(spec), "--quiet", cwd=tmp_path, env=env)
+        again = _cli("execute", "--unsigned", "--no-pdf", str(spec), "--quiet", cwd=tmp_path, env=env)
     finally:
         serve.stop(proc)
     assert again.returncode == 0, again.stderr[-2000:]
@@ -346,7 +346,7 @@ def test_generator_agent_stages_replayed(tmp_path, llm_replay):
     llm_replay.store(tmp_path / "agents-store")
     env = _env(AUDIT_TEST_KEY=FAKE_KEY)
     assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
-    proc = llm_replay.cli("execute", "--unsigned", str(spec), "--quiet", cwd=tmp_path, env=env)
+    proc = llm_replay.cli("execute", "--unsigned", "--no-pdf", str(spec), "--quiet", cwd=tmp_path, env=env)
     llm_replay.check(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = _run_dirs(tmp_path)
@@ -394,7 +394,7 @@ def test_a_replay_missing_from_the_recording_names_the_re_record_command(tmp_pat
     llm_replay.store(tmp_path / "agents-store")
     env = _env(AUDIT_TEST_KEY=FAKE_KEY)
     assert _cli("compile", str(spec), cwd=tmp_path, env=env).returncode == 0
-    proc = llm_replay.cli("execute", "--unsigned", str(spec), "--quiet", cwd=tmp_path, env=env)
+    proc = llm_replay.cli("execute", "--unsigned", "--no-pdf", str(spec), "--quiet", cwd=tmp_path, env=env)
     assert proc.returncode != 0 and LITELLM_REFUSED in proc.stderr, proc.stderr[-3000:]
     assert not _run_dirs(tmp_path) or not list((tmp_path / "reports").rglob("report.html"))
     with pytest.raises(pytest.fail.Exception) as failed:
@@ -468,9 +468,9 @@ def test_regenerate_control_same_seed_same_text(tmp_path, llm_server):
     assert stages == {"generate: phase A base resumes": 1, "generate: phase B variants": 2,
                       "generate: regenerate (negative controls)": 2, "score: score / baseline": 8}
     for _ in range(2):
-        proc = _cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=first_dir, env=env)
+        proc = _cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=first_dir, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = _cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=fresh_dir, env=env)
+    proc = _cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=fresh_dir, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run1, run2 = _run_dirs(first_dir)
     (run3,) = _run_dirs(fresh_dir)

@@ -89,7 +89,7 @@ def test_task_ids_are_deterministic(write_spec):
 
 def test_execute_without_lock_exits_3(write_spec, tmp_path):
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == 3
     assert "no lock at spec.lock.json" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -102,7 +102,7 @@ def test_edit_after_compile_exits_3_naming_the_key(write_spec, tmp_path, edit, k
     spec = write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
     spec.write_text(spec.read_text().replace(*edit))
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     assert f"  - {key}: locked" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -113,7 +113,7 @@ def test_editing_a_data_file_after_compile_is_a_mismatch(write_spec, tmp_path):
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
     (tmp_path / "scores.csv").write_text(TINY_SCORES.replace("0.9,1", "0.95,1"))
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == 3
     assert "systems[0].data.sha256" in proc.stderr
 
@@ -136,11 +136,11 @@ def test_recompiling_an_unchanged_spec_keeps_the_lock(write_spec, tmp_path):
 def test_output_root(write_spec, tmp_path):
     spec = write_spec(TINY_SPEC + "execution: {out: runs}\n", **{"scores.csv": TINY_SCORES})
     assert run_cli("compile", str(spec), cwd=tmp_path.parent).returncode == 0
-    proc = run_cli("execute", "--unsigned", str(spec), "--quiet", cwd=tmp_path.parent)   # relative to the spec's folder
+    proc = run_cli("execute", "--unsigned", "--no-pdf", str(spec), "--quiet", cwd=tmp_path.parent)   # relative to the spec's folder
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "runs" / "tiny-audit").is_dir()
     (tmp_path / "afile").write_text("x")
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "afile", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", "afile", cwd=tmp_path)
     assert proc.returncode == 2 and "cannot create the run folder under afile" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -157,7 +157,7 @@ def test_recompiling_a_changed_spec_records_an_amendment(write_spec, tmp_path):
     assert amendment["changes"] == ["thresholds.research.score_delta.pass: 0.03 -> 0.04"]
     assert amendment["previous"]["spec_digest"] == first["spec_digest"]
     assert amendment["previous"]["resolved_spec"] == first["resolved_spec"]
-    assert run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path).returncode == 0
+    assert run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path).returncode == 0
     html = next((tmp_path / "reports" / "tiny-audit").glob("*/report.html")).read_text()
     assert "Amendment 1" in html and "thresholds.research.score_delta.pass: 0.03 -&gt; 0.04" in html
     assert first["spec_digest"]["digest"] in html
@@ -188,7 +188,7 @@ def test_a_truncated_or_conflicted_lock_is_named_as_such_and_kept(write_spec, tm
     for damaged, words in cases.items():
         lock.write_text(damaged)
         for command in ("compile", "execute"):
-            proc = run_cli(command, spec.name, "-q", "--unsigned", cwd=tmp_path) if command == "execute" else \
+            proc = run_cli(command, spec.name, "-q", "--unsigned", "--no-pdf", cwd=tmp_path) if command == "execute" else \
                 run_cli(command, spec.name, cwd=tmp_path)
             assert proc.returncode == 3 and words in proc.stderr, (command, proc.stderr)
             assert "Traceback" not in proc.stderr

@@ -235,7 +235,7 @@ def test_a_spec_chooses_the_hierarchy_and_the_report_says_so(tmp_path):
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
     lock = json.loads((tmp_path / "spec.lock.json").read_text())
     assert lock["resolved_spec"]["analysis"]["multiplicity"] == "hierarchical"
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "uniform-penalty").iterdir())
     m = pd.read_csv(run_dir / "metrics.csv", keep_default_na=False, na_values=[""])

@@ -179,7 +179,7 @@ def runs(reduced_example, tmp_path_factory):
     shutil.copytree(REPO / "specs" / "jobs", root / "jobs")
     assert text.count(POSITIVE_CONTROL) == 1 and "control: C01" not in text, "the example's positive control changed"
     (root / "spec.yaml").write_text(text.replace(THREE_CONTROLS, "").replace(POSITIVE_CONTROL, ""), encoding="utf-8")
-    for args in (("compile", "spec.yaml"), ("execute", "--unsigned", "spec.yaml", "--quiet")):
+    for args in (("compile", "spec.yaml"), ("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet")):
         proc = run_cli(*args, cwd=root)
         assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (root / "reports" / "example-ats-audit").iterdir()
@@ -317,7 +317,7 @@ def floor_runs(tmp_path_factory):
         root = tmp_path_factory.mktemp(name)
         (root / "spec.yaml").write_text(spec)
         (root / "scores.csv").write_text(floor_scores(variants))
-        for args in (("compile", "spec.yaml"), ("execute", "--unsigned", "spec.yaml", "--quiet")):
+        for args in (("compile", "spec.yaml"), ("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet")):
             proc = run_cli(*args, cwd=root)
             assert proc.returncode == 0, proc.stderr[-3000:]
         (out[name],) = (root / "reports" / "tiny-audit").iterdir()
@@ -426,7 +426,7 @@ def test_the_noise_floor_check_of_the_validity_protocol(case, tmp_path):
     (tmp_path / "spec.yaml").write_text(spec)
     (tmp_path / "scores.csv").write_text(floor_scores((("BASE", VB), ("V01", VV), ("P01", VP1), *placebos.items())))
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode == code, proc.stderr[-2000:]
     (run,) = (tmp_path / "reports" / "tiny-audit").iterdir()
     validity = json.loads((run / "run.json").read_text())["validity"]
@@ -453,7 +453,7 @@ def test_a_blind_export_mixes_the_placebo_resumes_in_under_opaque_ids(tmp_path):
     assert sum(bool(re.search(r"\b\d{2}/20\d{2} – ", r["text"])) for r in rows) == 16  # the placebo résumés
     (tmp_path / "vendor-scores.csv").write_text("resume_id,score\n" + "".join(
         f"{r['resume_id']},{vendor_score(r['text'])}\n" for r in rows))
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=tmp_path)
     assert proc.returncode in (0, 4), proc.stderr[-2000:]
     (run,) = (tmp_path / "reports" / "blind-vendor").iterdir()
     key = read_csv(run / "blind_key.csv")

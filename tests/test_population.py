@@ -143,7 +143,7 @@ def test_end_to_end_precomputed_first_name_score(write_spec, tmp_path):
     # an amendment after the lock (the title only: results unchanged); the report must give its reason
     spec.write_text(spec.read_text().replace("title: Population audit", "title: Population audit of the vendor"))
     assert run_cli("compile", spec.name, "--amend", "--reason", "title names the <vendor>", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "positivity violated" in proc.stdout
     run = next((tmp_path / "out" / "pop-audit").iterdir())
@@ -205,7 +205,7 @@ def test_microdata_source_and_bad_value(write_spec, tmp_path):
     pd.DataFrame({"job_id": p.job_id, "cv_id": p.cv_id, "score": 50 + p.experience + g2.normal(0, 1, len(p))}) \
         .to_csv(tmp_path / "scores.csv", index=False)
     assert run_cli("compile", spec.name, cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run = next((tmp_path / "out" / "pop-audit").iterdir())
     prof = pd.read_csv(run / "profiles.csv")
@@ -215,7 +215,7 @@ def test_microdata_source_and_bad_value(write_spec, tmp_path):
     micro.to_csv(tmp_path / "pums.csv", index=False)
     assert run_cli("compile", spec.name, "--amend", "--reason", "microdata corrected",
                    cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "pums.csv:7: column 'SEX' (gender): 'F' is not allowed; allowed: female, male" in proc.stderr
 

@@ -74,7 +74,7 @@ def test_population_llm_run_writes_causal_per_condition(tmp_path, llm_replay):
     (tmp_path / "spec.yaml").write_text(population_llm_spec(llm_replay.url, retries=0))
     llm_replay.store(tmp_path / "cache")
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = llm_replay.cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    proc = llm_replay.cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
     llm_replay.check(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = next((tmp_path / "out" / "population-llm").iterdir())

@@ -274,7 +274,7 @@ def cli_runs(tmp_path_factory):
         (root / "spec.yaml").write_text(CLI_SPEC)
         (root / "scores.csv").write_text(_scores(name))
         assert run_cli("compile", "spec.yaml", cwd=root).returncode == 0
-        proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", cwd=root)
+        proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", cwd=root)
         (run,) = (root / "reports" / "tiny-audit").iterdir()
         out[name] = {"proc": proc, "run": run}
     return out

@@ -428,7 +428,7 @@ def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write
     run_a = next((tmp_path / "a" / "tiny-audit").iterdir())
     assert json.loads((run_a / "summary.json").read_text())["exit_code"] == 8
     # --unsigned: the same run on purpose, exit 0
-    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--unsigned"], cwd=tmp_path, env=env,
+    proc = subprocess.run([*cli, "execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf"], cwd=tmp_path, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "UNSIGNED run (--unsigned)" in proc.stderr and "sealed but UNSIGNED" not in proc.stderr
@@ -441,7 +441,10 @@ def test_execute_without_keys_writes_an_unsigned_run_and_says_so(tmp_path, write
     proc = subprocess.run([*cli, "verify", str(run_dir)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 6
     assert "FAIL manifest.dsse.json: missing: the run is not signed" in proc.stderr
-    assert "FAIL report.pdf: has no signature" in proc.stderr
+    assert ("FAIL report.pdf: not rendered: a trial run (`audit execute --unsigned --no-pdf`) writes report.html "
+            "only") in proc.stderr
+    proc = subprocess.run([*cli, "verify", str(run_a)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 6 and "FAIL report.pdf: has no signature" in proc.stderr  # rendered, unsigned
 
 
 # ------------------------------------------------------------------------------------------ keys
@@ -582,9 +585,10 @@ def test_keygen_rejects_a_key_that_does_not_match_the_certificate(tmp_path):
 
 # ------------------------------------------------------------------------------------------ git
 
-def test_git_commit_and_dirty_flag_are_recorded(tmp_path, write_spec, key_dir):
+def test_git_commit_and_dirty_flag_are_recorded(tmp_path, write_spec):
     """An untracked file the spec does not name leaves the tree clean (issue 37 §3); a changed tracked
-    file makes it dirty, named in spec_git.changed and in the report."""
+    file makes it dirty, named in spec_git.changed and in the report (trial runs: the manifest records the
+    same with or without a signature)."""
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
     subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
@@ -593,13 +597,13 @@ def test_git_commit_and_dirty_flag_are_recorded(tmp_path, write_spec, key_dir):
     subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
     subprocess.run([*git, "commit", "-qm", "pre-register"], cwd=tmp_path, check=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
-    assert run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), "--out", "reports/a",
+    assert run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--out", "reports/a",
                    cwd=tmp_path).returncode == 0
     (tmp_path / "notes.md").write_text("uncommitted")  # untracked, not named by the spec: still clean
-    assert run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), "--out", "reports/b",
+    assert run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--out", "reports/b",
                    cwd=tmp_path).returncode == 0
     (tmp_path / ".gitignore").write_text("reports/\n.keys/\n")  # a tracked file changed: dirty
-    assert run_cli("execute", "spec.yaml", "--quiet", "--key-dir", str(key_dir), "--out", "reports/c",
+    assert run_cli("execute", "spec.yaml", "--quiet", "--unsigned", "--no-pdf", "--out", "reports/c",
                    cwd=tmp_path).returncode == 0
     clean, notes, dirty = (json.loads(next((tmp_path / f"reports/{x}/tiny-audit").glob("*/manifest.json")).read_text())
                            for x in "abc")

@@ -167,7 +167,7 @@ def test_a_failed_run_has_no_summary_and_its_resume_with_fail_on_fail_json_exits
     assert (run_dir / "metrics.csv").is_file()  # what was computed is kept ...
     assert not (run_dir / "summary.json").exists() and "summary.json" not in run["artifacts"]  # ... no outcome
 
-    proc = run_cli("execute", "--unsigned", spec.name, "-q", "--resume", str(run_dir), "--fail-on", "FAIL", "--tier", "operational",
+    proc = run_cli("execute", "--unsigned", "--no-pdf", spec.name, "-q", "--resume", str(run_dir), "--fail-on", "FAIL", "--tier", "operational",
                    "--json", cwd=tmp_path)
     assert proc.returncode == 4, proc.stderr
     text = (run_dir / "summary.json").read_text()
@@ -237,11 +237,11 @@ def test_fail_on_pass_is_a_usage_error_and_investigate_reads_as_inconclusive(wri
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "-q", "--fail-on", "PASS", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "-q", "--fail-on", "PASS", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "Invalid value for '--fail-on'" in proc.stderr and "'FAIL', 'INCONCLUSIVE'" in proc.stderr, proc.stderr
     assert not (tmp_path / "reports").exists()
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "-q", "--json", "--fail-on", "INVESTIGATE", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "-q", "--json", "--fail-on", "INVESTIGATE", cwd=tmp_path)
     assert "note: --fail-on INVESTIGATE is read as --fail-on INCONCLUSIVE" in proc.stderr, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["gate"]["fail_on"] == "INCONCLUSIVE"
@@ -254,7 +254,7 @@ def test_json_with_an_error_before_the_run_folder_prints_nothing_on_stdout(write
     monkeypatch.delenv("AUDIT_KEY_DIR", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     write_spec(TINY_SPEC, **{"scores.csv": TINY_SCORES})  # never compiled: no lock
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "-q", "--json", "--fail-on", "FAIL", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "-q", "--json", "--fail-on", "FAIL", cwd=tmp_path)
     assert proc.returncode == 3
     assert proc.stdout == ""
     assert proc.stderr.endswith("\nerror: no lock at spec.lock.json; run `audit compile spec.yaml` first (the lock "

@@ -51,7 +51,7 @@ def _run(tmp_path, ranking: str | None):
     (tmp_path / "spec.yaml").write_text(SPEC + (f"  ranking: {ranking}\n" if ranking else ""))
     (tmp_path / "scores.csv").write_text(_scores())
     assert run_cli("compile", "spec.yaml", cwd=tmp_path).returncode == 0
-    proc = run_cli("execute", "--unsigned", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
+    proc = run_cli("execute", "--unsigned", "--no-pdf", "spec.yaml", "--quiet", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "out" / "uniform-penalty").iterdir())
     # keep_default_na=False: the level "NA" (North African) is a level, not a missing value

@@ -12,7 +12,9 @@ from runtime.testhooks import kill_point
 
 
 def write_report(ctx: RunContext) -> None:
-    """Write ``report.html`` and ``report.pdf`` into the run folder."""
+    """Write ``report.html`` and ``report.pdf`` into the run folder; ``report.html`` only for a trial run
+    without a PDF (``run.json`` ``report_pdf`` False, ``audit execute --unsigned --no-pdf``), which removes a
+    ``report.pdf`` an earlier attempt of a resumed run left."""
     from runtime.designs import design_for
     from runtime.families import registered
     from runtime.report import build_core, render_pdf, render_report
@@ -37,8 +39,11 @@ def write_report(ctx: RunContext) -> None:
     folder.write_text("report.html", html)
     folder.save()
     kill_point("report")
-    render_pdf(core, folder.path / "report.pdf", html=html)  # the same HTML, rendered once
-    folder.listed("report.pdf")
+    if run.get("report_pdf", True):
+        render_pdf(core, folder.path / "report.pdf", html=html)  # the same HTML, rendered once
+        folder.listed("report.pdf")
+    else:
+        (folder.path / "report.pdf").unlink(missing_ok=True)
 
 
 def design_notes(ctx: RunContext) -> list[str]:

@@ -104,8 +104,8 @@ class RunResult:
 def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = None, quiet: bool = False, keys=None,
             resume: Path | None = None, accept_vendor_file: str | None = None, tsa: str | None = None,
             fail_on: Gate | None = None, tier: Tier = "research", allow_exec: bool = False,
-            allow_unsigned: bool = False, engine: str | None = None, ray_address: str | None = None,
-            workers: int | None = None) -> RunResult:
+            allow_unsigned: bool = False, pdf: bool = True, engine: str | None = None,
+            ray_address: str | None = None, workers: int | None = None) -> RunResult:
     """Run a locked spec end to end and write the run folder; or complete a killed or failed one.
 
     With ``keys`` (:class:`runtime.provenance.keys.SigningKeys`) the PDF is signed and the manifest is signed
@@ -125,7 +125,9 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
     task store (:func:`store_root`); ``run.json`` records it, and the output root, relative to the spec's
     folder only when they lie inside it (issue 41). A run without ``keys`` is sealed unsigned and its exit
     code is 8 (:data:`runtime.pipeline.gate.EXIT_UNSIGNED`, after 5 and 4) unless ``allow_unsigned`` (the
-    operator's ``--unsigned``; issue 37 §3). ``engine``, ``ray_address`` and ``workers`` (``--engine``,
+    operator's ``--unsigned``; issue 37 §3). ``pdf`` False (``--unsigned --no-pdf``, a trial run) writes
+    ``report.html`` without ``report.pdf`` (a resumed run follows this call, and drops a PDF an earlier attempt
+    left); ``run.json`` records it (``report_pdf``). ``engine``, ``ray_address`` and ``workers`` (``--engine``,
     ``--ray-address``, ``--workers``) replace ``execution.engine``, ``execution.ray_address`` and
     ``execution.workers``: where the score batches run (:mod:`runtime.pipeline.engine`, issue 40), checked before
     the run folder exists; ``run.json`` records the engine (``engine``). Every engine gives the same bytes.
@@ -163,6 +165,9 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
     locked = open_run(spec_path, store=store, keys=keys, tsa=tsa, out=out, resume=resume, allow_exec=allow_exec)
     compiled, lock, folder, git, timings = locked.compiled, locked.lock, locked.folder, locked.git, locked.timings
     run, run_dir, r = folder.run, folder.path, compiled.resolved
+    if keys is not None and not pdf:
+        raise ValueError("a signed run renders its PDF: pdf=False needs keys=None")  # the CLI refuses it first
+    run["report_pdf"] = bool(pdf)
 
     def finish() -> None:  # summary.json and the last write of run.json; the manifest hashes them next
         kill_point("seal")

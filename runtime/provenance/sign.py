@@ -537,6 +537,7 @@ def provenance_context(run_dir: Path, run: dict[str, Any], keys, tsa: str | None
         return file_digest(p)["digest"] if p.exists() else None
 
     ctx = {"commands": run.get("reproduce") or [], "git": run.get("spec_git"), "signed": keys is not None,
+           "pdf": bool(run.get("report_pdf", True)),
            "metrics_sha256": sha("metrics.csv"), "paired_sha256": sha("paired.csv"),
            # the result tables a re-run reproduces byte for byte, whichever this design writes
            "results": [{"name": n, "sha256": sha(n)} for n in REPRODUCIBLE_RESULTS if sha(n)]}

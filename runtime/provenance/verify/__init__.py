@@ -84,6 +84,10 @@ def check_folder(run_dir: Path, report: Report) -> bool:
     return clean
 
 
+#: ``verify`` of a trial run without its PDF (``run.json`` ``report_pdf`` False).
+MSG_NO_PDF = "not rendered: a trial run (`audit execute --unsigned --no-pdf`) writes report.html only"
+
+
 def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None, now: dt.datetime | None = None,
                require_roles: list[str] | None = None, require_pinned: bool = False) -> Report:
     """Verify a run folder; see the module docstring for the checks.
@@ -147,6 +151,8 @@ def _verify_run(run_dir: Path, trust: Trust, spec: Path | None, now, report: Rep
             if not same:
                 report.fail(K.MANIFEST_PUB, "is not the public key the envelope verifies with")
     facts = check_pdf(run_dir / "report.pdf", trust, report, now=now) if (run_dir / "report.pdf").is_file() else None
+    if run is not None and run.get("report_pdf") is False and not (run_dir / "report.pdf").exists():
+        report.fail("report.pdf", MSG_NO_PDF)
     if stmt is not None and facts is not None:
         check_countersignatures(report)
     if stmt is not None:
