@@ -211,3 +211,56 @@ def test_a_line_led_by_a_selection_metric_says_the_direction_of_selection_is_not
                           n_in_out=15, n_out_in=7)])
     (line,) = sect(m)[1].context["lines"]
     assert line["who"] == "V02: direction not established for selection"
+
+
+def headline_rows(system, statuses, verdict):
+    """A hand-made ``headline.csv`` of one system: one category per status, its ``ALL`` verdict row and its
+    ranking-quality row (which the verdict does not count)."""
+    rows = [{"system": system, "category": f"origin={lv}", "variants": f"V{i:02d}", "status": st,
+             "deciding_metrics": "selection_ratio", "value": 1.0, "ci_low": 0.7, "ci_high": 1.3,
+             "disadvantaged": "direction not established"} for i, (lv, st) in enumerate(statuses.items(), 1)]
+    rows.append({"system": system, "category": "ALL", "variants": "", "status": verdict,
+                 "deciding_metrics": " | ".join(f"origin={lv}" for lv, st in statuses.items() if st == verdict),
+                 "value": None, "ci_low": None, "ci_high": None, "disadvantaged": ""})
+    rows.append({"system": system, "category": "ranking quality", "variants": "BASE", "status": "FAIL",
+                 "deciding_metrics": "recall_at_k BASE", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6,
+                 "disadvantaged": ""})
+    return rows
+
+
+def test_page_one_leads_with_each_systems_verdict_from_the_headline():
+    """Page 1 verdict: one sentence per system from its ``ALL`` row of ``headline.csv``, its categories counted
+    by status, the decision rule and Eq. 6's scope once; without a headline (LL144, a population design) none."""
+    headline = pd.DataFrame(
+        headline_rows("minilm", {"NA": "INCONCLUSIVE", "SSA": "INCONCLUSIVE", "EA": "PASS"}, "INCONCLUSIVE")
+        + headline_rows("vendor", {"NA": "FAIL", "SSA": "PASS"}, "FAIL"))
+    found, _ = sect(metrics())
+    rule = "the K best-scored candidates of each job are selected (analysis.decision.top_k); K = 10"
+    s = findings_section(found, composite_note(pd.DataFrame([{
+        "system": "ALL", "condition": "ALL", "tier": "research", "n_total": 36, "n_fail": 3, "n_investigate": 0,
+        "n_pass": 33, "n_na": 0, "risk_score": 9 / 108, "band": "low"}])), headline=headline, decision_rule=rule)
+    assert s.context["verdicts"] == [
+        {"system": "minilm", "status": "INCONCLUSIVE",
+         "counts": "2 of 3 protected categories INCONCLUSIVE, 0 FAIL, 1 PASS"},
+        {"system": "vendor", "status": "FAIL", "counts": "1 of 2 protected categories FAIL, 0 INCONCLUSIVE, 1 PASS"}]
+    html = _environment().get_template("_findings.html.j2").render(section=s.context, core={})
+    flat = " ".join(re.sub(r"<[^>]+>", "", html).split())
+    assert ("Verdict, system minilm: INCONCLUSIVE (research tier, decided on 95% intervals): 2 of 3 protected "
+            "categories INCONCLUSIVE, 0 FAIL, 1 PASS; the status of each category is in Findings by protected "
+            "category. Verdict, system vendor: FAIL (research tier, decided on 95% intervals): 1 of 2 protected "
+            "categories FAIL, 0 INCONCLUSIVE, 1 PASS; the status of each category is in Findings by protected "
+            f"category. Decision rule: {rule}. Seed 000's Eq. 6 risk score and the point-estimate FAIL and "
+            "INVESTIGATE counts below describe point estimates only; they do not change these verdicts.") in flat
+    # before the list, each status a badge, the link to the headline section
+    assert html.count('<p class="verdict"') == 2 and html.index('class="verdict"') < html.index("<ol")
+    assert '<span class="badge b-fail">FAIL</span>' in html and html.count('href="#headline"') == 2
+    assert flat.count("Decision rule:") == 1
+    # one system: "this verdict"; without a headline (or an empty one) no paragraph, no empty box
+    one = findings_section(found, ["Seed 000's composite risk score (Eq. 6, …)"],
+                           headline=headline[headline.system == "vendor"], decision_rule=rule)
+    html = _environment().get_template("_findings.html.j2").render(section=one.context, core={})
+    assert html.count('class="verdict"') == 1 and "do not change this verdict." in html
+    for none in (None, headline.iloc[0:0]):
+        bare = findings_section(found, ["note"], headline=none, decision_rule=rule)
+        html = _environment().get_template("_findings.html.j2").render(section=bare.context, core={})
+        assert bare.context["verdicts"] == [] and "verdict" not in html and "Decision rule" not in html

@@ -19,6 +19,7 @@ def write_report(ctx: RunContext) -> None:
     from runtime.families import registered
     from runtime.report import build_core, render_pdf, render_report
     from runtime.report.sections.findings import findings_section
+    from runtime.report.sections.metric_suite.design import selection_rule_text
     from runtime.provenance.sign import provenance_context
 
     folder, run = ctx.folder, ctx.run
@@ -34,7 +35,8 @@ def write_report(ctx: RunContext) -> None:
     sections = with_verdict(sections, combined_verdict(ctx.results))
     sections.append(findings_section([f for r in ctx.results.values() for f in r.findings],
                                      [n for r in ctx.results.values() for n in r.findings_notes] + design_notes(ctx),
-                                     label=meta.with_level_labels, reference=str(meta.reference or "the reference")))
+                                     label=meta.with_level_labels, reference=str(meta.reference or "the reference"),
+                                     headline=ctx.tables.get("headline"), decision_rule=selection_rule_text(meta)))
     html = render_report(core, sections)
     folder.write_text("report.html", html)
     folder.save()

@@ -10,18 +10,27 @@ metric and lists its other flagged metrics after it, rather than repeating the v
 most :data:`MAX_FINDINGS` lines, then how many more. The composite risk score follows as a number with what
 it averages over; its band word stays in the risk section, so a run with a FAIL never reads "low risk"
 on page 1.
+
+Above the list, page 1's verdict (:func:`verdicts`): one sentence per system from ``headline.csv`` (its
+``category = ALL`` row, the status "Findings by protected category" gives the system), with the run's decision
+rule and a word that Eq. 6 and its point-estimate counts do not change it. A run without a headline (no metric
+suite: LL144, a population design) has none.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
+
+import pandas as pd
 
 from runtime.analysis import SELECTION_TABLE_METRICS
 from runtime.analysis.direction import NO_DIRECTION, names_a_side
 from runtime.report.formatting import fmt_ci, fmt_points, fmt_sig, fmt_text
 from runtime.report.sections import ORDER, Section
+from runtime.report.sections.metric_suite.headline import headline_context
 from runtime.report.sections.metric_suite.texts import METRIC_SHORT
 
 #: Page 1 lists at most this many findings, then "N more".
@@ -37,6 +46,8 @@ SELECTION_TABLE = frozenset(SELECTION_TABLE_METRICS)
 EFFECT_SHORT = {"TE": "total effect TE", "NDE": "direct effect NDE", "NIE": "indirect effect NIE",
                 "BIE": "qualification effect BIE", "RIE": "proxy effect RIE"}
 NO_FINDINGS = "No finding: every status of the research tier is PASS (or N/A)."
+#: Page 1's verdict counts the categories at each status, worst first after the verdict's own (N/A when any).
+VERDICT_COUNTS = ("FAIL", "INCONCLUSIVE", "PASS", "N/A")
 
 
 def _named(f: Any) -> bool:
@@ -134,8 +145,38 @@ def also_text(rest: Iterable[Any]) -> str:
     return ", ".join(parts)
 
 
+def verdicts(headline: pd.DataFrame | None) -> list[dict[str, str]]:
+    """Page 1's verdict, one per system of ``headline.csv`` (:func:`runtime.analysis.headline.headline_frame`).
+
+    Parameters
+    ----------
+    headline : pandas.DataFrame or None
+        Columns ``system, category, variants, status, deciding_metrics, value, ci_low, ci_high,
+        disadvantaged``; a system's ``category = ALL`` row is its verdict (the worst status over its protected
+        categories, each decided on its 95% interval against the research tier's PASS band), the ``ranking
+        quality`` row rates the ranking and is not counted.
+
+    Returns
+    -------
+    list of dict
+        ``system``, ``status`` (the verdict, as :func:`headline_context` reads it for "Findings by protected
+        category") and ``counts`` ("8 of 9 protected categories INCONCLUSIVE, 0 FAIL, 1 PASS"), in the
+        headline's system order; empty without a headline or categories.
+    """
+    out = []
+    for s in headline_context(headline)["systems"]:
+        n, total, v = Counter(c["status"] for c in s["categories"]), len(s["categories"]), s["verdict"]
+        if not total:
+            continue
+        rest = [f"{n[x]} {x}" for x in VERDICT_COUNTS if x != v and (n[x] or x != "N/A")]
+        head = f"{n[v]} of {total} protected {'category' if total == 1 else 'categories'} {v}"
+        out.append({"system": s["system"], "status": v, "counts": ", ".join([head, *rest])})
+    return out
+
+
 def findings_section(findings: Iterable[Any], notes: Iterable[str] = (), *,
-                     label: Callable[[Any], str] = fmt_text, reference: str = "the reference") -> Section:
+                     label: Callable[[Any], str] = fmt_text, reference: str = "the reference",
+                     headline: pd.DataFrame | None = None, decision_rule: str = "") -> Section:
     """The ``findings`` front-matter section (``ORDER["findings"]``, under the header).
 
     Parameters
@@ -149,6 +190,12 @@ def findings_section(findings: Iterable[Any], notes: Iterable[str] = (), *,
         Prints an ``axis=level`` pair or a level id with its label (:meth:`ReportMeta.with_level_labels`).
     reference : str
         The reference variant's id.
+    headline : pandas.DataFrame or None
+        The metric suite's ``headline.csv`` (:attr:`runtime.analysis.AnalysisResult.headline`), for page 1's
+        verdict (:func:`verdicts`); None (no metric suite) prints none.
+    decision_rule : str
+        What "selected" means in this run, stated with the verdict
+        (:func:`runtime.report.sections.metric_suite.design.selection_rule_text`); empty states none.
 
     Returns
     -------
@@ -157,9 +204,11 @@ def findings_section(findings: Iterable[Any], notes: Iterable[str] = (), *,
         :func:`sort_key`; each line is its group's worst finding, :func:`finding_line`, with ``also``, the
         group's other findings, :func:`also_text`), ``more`` (how many lines are left out), ``counts`` ("3
         FAIL, 3 INCONCLUSIVE": findings, i.e. metric × variant statuses), ``groups`` (how many lines in all),
-        ``notes``, ``none`` (the sentence for a run without findings, or empty).
+        ``notes``, ``none`` (the sentence for a run without findings, or empty), ``verdicts`` (:func:`verdicts`),
+        ``decision_rule`` and ``risk_note`` (whether ``notes`` hold seed 000's Eq. 6 score, which the verdict
+        says reads point estimates only).
     """
-    groups = bundle(findings)
+    groups, notes = bundle(findings), list(notes)
     counts: dict[str, int] = {}
     for f in sorted((f for g in groups for f in g), key=lambda f: STATUS_RANK.get(f.status, 2)):
         counts[f.status] = counts.get(f.status, 0) + 1
@@ -169,4 +218,5 @@ def findings_section(findings: Iterable[Any], notes: Iterable[str] = (), *,
         id="findings", title="Findings", template="_findings.html.j2", order=ORDER["findings"], toc=False,
         context={"lines": lines, "more": max(0, len(groups) - MAX_FINDINGS), "groups": len(groups),
                  "counts": ", ".join(f"{n} {s}" for s, n in counts.items()),
-                 "notes": list(notes), "none": "" if groups else NO_FINDINGS})
+                 "notes": notes, "none": "" if groups else NO_FINDINGS, "verdicts": verdicts(headline),
+                 "decision_rule": decision_rule, "risk_note": any("Eq. 6" in n for n in notes)})

@@ -32,13 +32,28 @@ def decision_rule_text(meta: ReportMeta) -> str:
             "not state the system's own decision rule in analysis.decision)")
 
 
+def k_text(meta: ReportMeta) -> str:
+    """K per metric family as the design facts print it ("counterfactual 10 · group 10 · merit 20")."""
+    return " · ".join(f"{f} {fmt_text(v)}" for f, v in meta.k.items()) or MISSING
+
+
+def selection_rule_text(meta: ReportMeta) -> str:
+    """What "selected" means in this run, for page 1's verdict: :func:`decision_rule_text` and, under a top-K
+    rule, K ("K = 10" when every metric family reads the same K, else :func:`k_text`)."""
+    rule = decision_rule_text(meta)
+    if threshold_text(meta.threshold) is not None or not meta.k:
+        return rule
+    ks = {fmt_text(v) for v in meta.k.values()}
+    return f"{rule}; K = {ks.pop()}" if len(ks) == 1 else f"{rule}; K per metric family: {k_text(meta)}"
+
+
 def facts(meta: ReportMeta, reference: str) -> list[dict[str, Any]]:
     """The design at a glance (front matter): decision rule, K, reference variant, α, bootstrap."""
     thr = threshold_text(meta.threshold)
     return [
         {"label": "Decision rule", "value": decision_rule_text(meta), "code": False},
         {"label": "Shortlist size K" + (" (MARC and nDCG@K only)" if thr is not None else ""),
-         "value": " · ".join(f"{f} {fmt_text(v)}" for f, v in meta.k.items()) or MISSING, "code": False},
+         "value": k_text(meta), "code": False},
         {"label": "Reference variant", "value": reference, "code": True},
         {"label": "Significance level", "value": f"α = {fmt_threshold(meta.alpha)} (BH-adjusted)",
          "code": False},
