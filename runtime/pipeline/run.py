@@ -162,11 +162,11 @@ def execute(spec_path: Path, *, out: Path | None = None, store: Path | None = No
     # the engine before any work and before the run folder exists (issue 40: bad input exits 2 here)
     settings = engine_settings(load_spec(spec_path).spec.execution, engine=engine, ray_address=ray_address,
                                workers=workers)
+    if keys is not None and not pdf:  # before the run folder exists; the CLI refuses it first (MSG_NO_PDF_SIGNED)
+        raise ValueError("a signed run renders its PDF: pdf=False needs keys=None")
     locked = open_run(spec_path, store=store, keys=keys, tsa=tsa, out=out, resume=resume, allow_exec=allow_exec)
     compiled, lock, folder, git, timings = locked.compiled, locked.lock, locked.folder, locked.git, locked.timings
     run, run_dir, r = folder.run, folder.path, compiled.resolved
-    if keys is not None and not pdf:
-        raise ValueError("a signed run renders its PDF: pdf=False needs keys=None")  # the CLI refuses it first
     run["report_pdf"] = bool(pdf)
 
     def finish() -> None:  # summary.json and the last write of run.json; the manifest hashes them next
