@@ -705,4 +705,7 @@ def test_the_point_status_of_a_selection_ratio_names_the_upper_bound_its_interva
         "PASS (point estimate; its interval crosses 1.25)")
     assert with_crossing("PASS", crossed(0.6839, 1.029, bounds), "point estimate; its interval") == (
         "PASS (point estimate; its interval crosses 0.7 and 0.8)")
+    # 1/0.7 prints as the tier table and the chart print it (1.43), not 1.42857 (the regulator's read, stop 58)
+    assert with_crossing("INVESTIGATE", crossed(1.1, 1.6, bounds), "point estimate; its interval") == (
+        "INVESTIGATE (point estimate; its interval crosses 1.25 and 1.43)")
     assert _tier_bounds("impact_ratio", {"pass": 0.8, "investigate": 0.7}) == [0.7, 0.8]

@@ -131,6 +131,20 @@ def fmt_threshold(x: Any) -> str:
     return f"{v:.6g}".replace("-", MINUS)
 
 
+def fmt_bound(x: Any) -> str:
+    """Format a bound an interval can cross: a threshold as written in a spec (:func:`fmt_threshold`), or one
+    derived from it without a short decimal form (the selection ratio's upper bound 1/0.7) at 3 significant
+    digits, as the tier table and the chart print it.
+
+    >>> fmt_bound(0.8), fmt_bound(1.25), fmt_bound(1 / 0.7)
+    ('0.8', '1.25', '1.43')
+    """
+    v = to_float(x)
+    if math.isfinite(v) and v != 0 and float(f"{v:.3e}") != v:  # more than 4 significant digits: derived
+        return fmt_sig(v, 3)
+    return fmt_threshold(v)
+
+
 def fmt_seconds(x: Any) -> str:
     """Format a duration: ``0.42 s``, ``12.3 s``, ``3 min 05 s``."""
     v = to_float(x)

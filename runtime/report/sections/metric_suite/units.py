@@ -17,6 +17,7 @@ from runtime.analysis.classify import crossable_bounds, pass_band, round_signifi
 from runtime.report.charts import metric_chart_svg
 from runtime.report.formatting import (
     MISSING,
+    fmt_bound,
     fmt_ci,
     fmt_int,
     fmt_num,
@@ -25,7 +26,6 @@ from runtime.report.formatting import (
     with_points_ci,
     fmt_sig,
     fmt_text,
-    fmt_threshold,
     is_missing,
     to_float,
 )
@@ -132,7 +132,7 @@ def with_crossing(st: str, bounds_crossed: list[float], what: str = "interval") 
     interval", "point estimate; its interval")."""
     if not bounds_crossed or st == "N/A":
         return st
-    return f"{st} ({what} crosses {' and '.join(fmt_threshold(b) for b in bounds_crossed)})"
+    return f"{st} ({what} crosses {' and '.join(fmt_bound(b) for b in bounds_crossed)})"
 
 
 def decided_on_text(r: Mapping[str, Any], metric: str) -> str:
