@@ -141,6 +141,11 @@ def test_a_side_only_a_non_deciding_metric_establishes_is_named_with_its_metrics
                             "metric: direction not established")
     assert cells["V07"] == "LV07; also the reference on Score delta (a test rejects after adjustment)"
     assert cells["V01"] == "—"  # nothing established anywhere: as before
+    # a bare "reference" read as a category (the regulator's read of stop 58): the reference loses, the category gains
+    from runtime.report.sections.metric_suite.headline import _who_loses
+
+    assert _who_loses({"disadvantaged": "reference", "category": "LV03", "status": "INCONCLUSIVE"}, {}, str) == \
+        "the reference (this category gains)"
     assert s["also"] == "V05 loses on Score delta"
     (plain,) = headline_context(h)["systems"]
     assert {c["variants"]: c["disadvantaged"] for c in plain["categories"]}["V05"] == "direction not established"

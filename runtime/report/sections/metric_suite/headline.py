@@ -63,18 +63,28 @@ def _who(side: str, category: Any, label: Callable[[Any], str]) -> str:
     return "this category" if side == str(category) else label(side)
 
 
+#: "Who loses" when the reference does: the category is favoured (a bare "reference" read as a category name).
+REFERENCE_LOSES = "the reference (this category gains)"
+
+
+def _side(own: Any, label: Callable[[Any], str], reference: str = REFERENCE_LOSES) -> str:
+    """The side a row's ``disadvantaged`` names, as shown: ``reference`` spelled out, a level by its label."""
+    return reference if str(own) == "reference" else label(own)
+
+
 def _who_loses(r: Mapping[str, Any], others: Mapping[str, list[str]], label: Callable[[Any], str]) -> str:
-    """A category's "Who loses" cell: the side its deciding rows establish, then the sides its other rows
-    establish, each with the metrics that establish it."""
+    """A category's "Who loses" cell: the side its deciding rows establish ("the reference (this category
+    gains)" when it is the reference), then the sides its other rows establish, each with the metrics that
+    establish it."""
     own = r["disadvantaged"]
     named = names_a_side(own)
     extra = [f"{_who(side, r['category'], label)} on {', '.join(names)}" for side, names in others.items()
              if not (named and side in str(own).split(SEP))]
     if not extra:
-        return label(own)
+        return _side(own, label)
     also = "; ".join(extra) + " (a test rejects after adjustment)"
     if named:
-        return f"{label(own)}; also {also}"
+        return f"{_side(own, label)}; also {also}"
     if str(r["status"]) == "PASS":
         return f"{also}, inside the PASS band"
     return f"{also}; on the deciding metric: {NO_DIRECTION}"
@@ -169,7 +179,8 @@ def headline_context(headline: pd.DataFrame | None,
             "failing": (f"{len([c for c in rows if c['category'] not in (ALL, RANKING) and c['status'] == verdict['status']])}"
                         f" of {len(cats)} categories {verdict['status']}")
                        if verdict and fmt_text(verdict["deciding_metrics"], "") else "",
-            "disadvantaged": label(verdict["disadvantaged"]) if verdict and fmt_text(verdict["disadvantaged"], "") else "",
+            "disadvantaged": _side(verdict["disadvantaged"], label, "the reference (the flagged categories gain)")
+                             if verdict and fmt_text(verdict["disadvantaged"], "") else "",
             "also": "; ".join(also),
             "redrawn": redrawn_rows(metrics, str(system)),
             "categories": cats,
