@@ -55,3 +55,12 @@ def test_the_report_defines_the_terms_it_uses_and_only_those():
     assert listed == sorted(listed, key=order.index) and len(set(listed)) == len(listed)
     toc = page.split('<nav class="toc">', 1)[1].split("</nav>", 1)[0]
     assert toc.index('href="#glossary"') < toc.index('href="#run-record"')
+
+
+def test_the_source_papers_the_level_1_test_and_pades_are_defined():
+    """A regulator's read of the example (stop 58): "seed 000", "level-1 score test" and "PAdES B-B" were used on
+    page 1 undefined; each is a glossary term, and look-alikes are not."""
+    assert _terms("<p>seed 000 §3.4; the level-1 score test; signed PAdES B-B</p>") == [
+        "Seed 000, seed 001, seed 003 (the source papers)", "Level-1 score test",
+        "PAdES B-B, PAdES B-LTA (PDF signature levels)"]
+    assert _terms("<p>seed 0001, level-10 test</p>") == []

@@ -145,6 +145,21 @@ TERMS: tuple[Term, ...] = (
     Term("Self-test (planted bias)", r"[Ss]elf-test|[Pp]lanted",
          "A check that the audit's statistics detect a bias of the declared size when one is added to the data "
          "on purpose.", "seed 003 §3.7 (validity protocol)"),
+    Term("Seed 000, seed 001, seed 003 (the source papers)", r"\b[Ss]eed 00[0-3]\b",
+         "The published methods this tool implements, cited by section: seed 000, \u201cCounterfactual Bias "
+         "Testing for Application Tracking Systems\u201d (the nine ranking metrics, their thresholds and Eq. 6); "
+         "seed 001, \u201cPopResume\u201d (population profiles and path-specific effects); seed 003, \u201cMinimal "
+         "but Conditional\u201d (effect sizes, TOST, ICC and the validity protocol).", "this tool's method sources"),
+    Term("Level-1 score test", r"[Ll]evel-1 (score )?test",
+         "Each protected category's own test that its scores differ from the reference's (Wilcoxon's signed-rank "
+         "test on the paired score differences; for an axis contrast, the within-résumé model's t). It is the "
+         "first level of the test hierarchy: only a category whose score test rejects has its other tests "
+         "(ranks, shortlist) tested. Its power is the chance it detects a shift of the SESOI's size at the "
+         "audit's number of candidates.", "Benjamini & Bogomolov (2014) §2; seed 003 §3.7 (power)"),
+    Term("PAdES B-B, PAdES B-LTA (PDF signature levels)", r"PAdES",
+         "Levels of a PDF's electronic signature (ETSI EN 319 142-1): B-B is signed and dated by the signing "
+         "machine's clock and can be checked while the certificate is valid; B-LTA adds a trusted timestamp and "
+         "the validation data, so it can still be checked after the certificate expires.", "ETSI EN 319 142-1"),
     Term("Equation 6 risk score", r"Eq(uation|\.) 6",
          "Seed 000's summary (3·FAIL + INVESTIGATE) / (3·all results) over its nine metrics, on "
          "seed 000's point-estimate statuses; high at 0.30 or more. It averages over rows, so it can dilute a "
