@@ -613,3 +613,32 @@ def test_the_sesoi_is_related_to_the_pre_registered_thresholds_on_the_normalised
                                  score_range={"<b>x</b>": (0.0, 1.0)}, sesoi=0.2)
     assert lines[0].startswith("Here the SESOI")  # one system: not named
     assert "for <code>&lt;b&gt;x&lt;/b&gt;</code> in the counterfactual" in lines[1]
+
+
+def test_a_valid_verdict_says_which_selection_ratio_the_audit_could_detect():
+    """A regulator's read of the example (stop 58): page 4 said "VALID" while no category's score test detected
+    a selection ratio above 0.78 with the declared power. The verdict names the range of the categories' smallest
+    detectable ratios (power.csv at each category's family level); without power it says nothing of it."""
+    from runtime.analysis.effects import EffectsResult
+    from runtime.report.render import _environment
+    from compiler.power import TEST_MODEL, TEST_WILCOXON
+    from runtime.report.sections.effects import detectable_range, effects_sections
+
+    rows = [("s1", "default", "V01", 0.05, 0.78), ("s1", "default", "V01", 0.005, 0.74),
+            ("s1", "default", "V02", 0.05, 0.80), ("s1", "default", "V02", 0.005, 0.755),
+            ("s1", "default", "V03", 0.005, float("nan"))]  # no MDE (zero spread): left out
+    power = pd.DataFrame(rows, columns=["system", "condition", "category", "level", "mde_ratio"]).assign(
+        test=TEST_WILCOXON, n=200, power=0.6, n_for_80=300, mde_shift=0.01, mde_d=0.3)
+    axis = power.iloc[:1].assign(category="sex_gender: F", test=TEST_MODEL, mde_ratio=0.98)  # not a category
+    power = pd.concat([power, axis], ignore_index=True)
+    assert detectable_range(power) == {"low": "0.740", "high": "0.755", "n": "2"}
+    assert detectable_range(None) == {} and detectable_range(power.iloc[4:]) == {}  # V03 without MDE, the axis
+    res = EffectsResult(power=power, verdict="VALID")
+    section = next(s for s in effects_sections(res) if s.id == "validity-verdict")
+    text = " ".join(_environment().get_template(section.template).render(section=section.context).split())
+    assert ("with the declared power, the score tests detect a selection ratio of <strong>0.740 or lower</strong> "
+            'in every category (the "Detectable selection ratio" of the 2 categories under <a href="#headline">'
+            "Findings by protected category</a> is 0.740 to 0.755); a smaller loss of selection may go unseen") in text
+    section = next(s for s in effects_sections(EffectsResult(verdict="VALID")) if s.id == "validity-verdict")
+    text = " ".join(_environment().get_template(section.template).render(section=section.context).split())
+    assert "detect a selection ratio" not in text and "see the minimum detectable effects" in text

@@ -170,6 +170,38 @@ def reconcile(contrasts: pd.DataFrame, models: pd.DataFrame, *, alpha: float, se
     return out
 
 
+def detectable_range(power: pd.DataFrame | None) -> dict[str, str]:
+    """The VALID verdict's bound on what the audit could see (a regulator's read of the example: page 4 said
+    "VALID" where no category's score test detected a selection ratio above 0.78 with the declared power).
+
+    Parameters
+    ----------
+    power : pandas.DataFrame or None
+        ``power.csv`` (:func:`compiler.power.power_table`).
+
+    Returns
+    -------
+    dict
+        ``low``, ``high`` (the smallest and the largest of the protected categories' smallest detectable
+        selection ratios, :func:`runtime.analysis.power.smallest_detectable_ratio`, 3 significant digits, as
+        "Findings by protected category" lists them; a ratio at or below ``low`` is detected in every category
+        with the declared power) and ``n`` (categories); empty without power or a detectable ratio. Axis
+        contrasts (``test`` :data:`compiler.power.TEST_MODEL`, one cue across variants) are not categories.
+    """
+    from compiler.power import TEST_MODEL
+    from runtime.analysis.power import smallest_detectable_ratio
+
+    if power is None or not len(power):
+        return {}
+    categories = power[power["test"] != TEST_MODEL]
+    if categories.empty:
+        return {}
+    det = pd.to_numeric(smallest_detectable_ratio(categories)["mde_ratio"], errors="coerce").dropna()
+    if det.empty:
+        return {}
+    return {"low": fmt_sig(det.min(), 3), "high": fmt_sig(det.max(), 3), "n": fmt_int(len(det))}
+
+
 def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
                      thresholds: Mapping[str, Any] | None = None,
                      score_range: Mapping[str, tuple[float, float]] | None = None,
@@ -249,6 +281,7 @@ def effects_sections(effects, *, metrics: pd.DataFrame | None = None,
         for r in pw.itertuples()]
     contrasts = effects.contrasts
     data = {
+        "detectable": detectable_range(pw),
         "verdict": effects.verdict, "failed": list(effects.failed),
         "declared": effects.verdict != "NOT ASSESSED", "checks": checks,
         "sesoi": f"{effects.sesoi:.3g}", "alpha": f"{effects.alpha:g}",
