@@ -40,7 +40,10 @@ class Term:
 TERMS: tuple[Term, ...] = (
     Term("Correspondence audit", r"[Cc]orrespondence audit",
          "A test that gives the system matched résumés that differ only in a cue of a protected characteristic "
-         "(a name, an age signal) and compares how it treats them; any difference is caused by the cue.",
+         "(a name, an age signal) and compares how it treats them; any difference is caused by the cues that "
+         "differ. A variant that changes several cues at once (a name, an age and a place of residence) shows the "
+         "effect of that bundle, not of any one of its cues; the axis contrasts, where reported, estimate each cue's "
+         "own effect under a model that adds the cues' effects.",
          "seed 000 §3.1"),
     Term("Base candidate", r"[Bb]ase candidate",
          "One fictitious applicant: the résumé content from which every variant is made.", "seed 000 §3.1"),
