@@ -212,3 +212,29 @@ def test_lone_pdf_mode_fails_an_embedded_certificate_altered_after_signing(signe
     assert "is not the one it was signed with" in proc.stderr and "altered after signing" in proc.stderr
     ok = run_cli("verify", str(signed_run / "report.pdf"), cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+@pytest.mark.parametrize("trial", [False, True], ids=["pdf-removed", "marked-trial"])
+def test_a_run_sealed_without_its_pdf_never_verifies(signed_run, key_dir, tmp_path, trial):
+    """Verification a forger cannot satisfy (stop 59): a signed run whose report.pdf is removed and whose manifest
+    is sealed again without it, by the auditor's own key (or one marked a trial run in run.json, as
+    ``--unsigned --no-pdf`` marks one), holds no signed report: verify fails naming report.pdf, pinned or not."""
+    run = tmp_path / signed_run.name
+    shutil.copytree(signed_run, run)
+    (run / "report.pdf").unlink()
+    record = json.loads((run / "run.json").read_text())
+    record["artifacts"] = [a for a in record["artifacts"] if a != "report.pdf"]
+    if trial:
+        record["report_pdf"] = False
+    (run / "run.json").write_bytes(render_json(record))
+    keys = K.load_keys(key_dir)
+    manifest = json.loads((run / MANIFEST).read_text())
+    lock = {k: manifest["lock"][k] for k in ("spec_digest", "plan_digest", "created_at")}
+    write_seal(run, build_manifest(run, run=record, lock=lock, resolved=manifest["resolved_spec"], git=None,
+                                   signing=signing_record(keys)), keys)
+    assert "report.pdf" not in {a["path"] for a in json.loads((run / MANIFEST).read_text())["artifacts"]}
+    proc = run_cli("verify", str(run), "--key-dir", str(key_dir), cwd=tmp_path)
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    expected = ("FAIL report.pdf: not rendered: a trial run" if trial else
+                "FAIL report.pdf: missing: a sealed run's report is its signed PDF")
+    assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

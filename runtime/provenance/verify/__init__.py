@@ -86,6 +86,8 @@ def check_folder(run_dir: Path, report: Report) -> bool:
 
 #: ``verify`` of a trial run without its PDF (``run.json`` ``report_pdf`` False).
 MSG_NO_PDF = "not rendered: a trial run (`audit execute --unsigned --no-pdf`) writes report.html only"
+#: ``verify`` of a run folder without ``report.pdf`` that its manifest does not list either (re-sealed without it).
+MSG_PDF_MISSING = "missing: a sealed run's report is its signed PDF, and this run folder holds none"
 
 
 def verify_run(run_dir: Path, *, trust: Trust, spec: Path | None = None, now: dt.datetime | None = None,
@@ -151,8 +153,9 @@ def _verify_run(run_dir: Path, trust: Trust, spec: Path | None, now, report: Rep
             if not same:
                 report.fail(K.MANIFEST_PUB, "is not the public key the envelope verifies with")
     facts = check_pdf(run_dir / "report.pdf", trust, report, now=now) if (run_dir / "report.pdf").is_file() else None
-    if run is not None and run.get("report_pdf") is False and not (run_dir / "report.pdf").exists():
-        report.fail("report.pdf", MSG_NO_PDF)
+    if not (run_dir / "report.pdf").exists() and "report.pdf" not in {f.file for f in report.failures}:
+        # a sealed run's report is its PDF: a manifest sealed without one verifies nothing a reader is shown
+        report.fail("report.pdf", MSG_NO_PDF if run is not None and run.get("report_pdf") is False else MSG_PDF_MISSING)
     if stmt is not None and facts is not None:
         check_countersignatures(report)
     if stmt is not None:
