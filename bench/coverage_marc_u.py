@@ -17,9 +17,9 @@ one answers the narrower question in minutes.
 
 ``--publish`` (every setting at ``--audits``) writes MARC's entry of ``runtime/analysis/coverage_measured.json``:
 per simulated job count (the two ``example-*`` settings count as 5 jobs, as in the full bench), the lowest and
-highest coverage over its settings and both variants, with ``intervals.marc = "u_statistic_log_wald"`` and
-``sources.marc`` naming this script, so the report quotes the measurement of the interval it shows. Every other
-metric's entry is left as the full bench published it.
+highest coverage over its settings and both variants, with ``intervals.marc`` naming the shipped method
+(``u_statistic_log_wald_zero_event_wilson`` since methods 17) and ``sources.marc`` naming this script, so the report
+quotes the measurement of the interval it shows. Every other metric's entry is left as the full bench published it.
 
 Output: ``bench/results/coverage_marc_u.json`` and ``.md`` (per setting and variant: n, truth and its MC SE,
 coverage and its MC SE, misses below / above, width ratio).
@@ -65,6 +65,9 @@ def run(name: str, chunk: int, size: int) -> dict[str, dict[str, list[float]]]:
 
 
 def summarise(name: str, parts: list[dict]) -> list[dict]:
+    """One row per variant of a setting: the full bench's coverage row (:func:`coverage_counterfactual._coverage_row`:
+    coverage, its MC SE, misses below / above, mean width) against its truth chunks, with the share of rows on the
+    U-statistic interval and the width against MARC's spread over the audits."""
     loaded = cc.load(cc.RESULTS / "coverage_counterfactual", name)
     rows = []
     for v in VARIANTS:
@@ -73,18 +76,13 @@ def summarise(name: str, parts: list[dict]) -> list[dict]:
         hi = np.concatenate([p[v]["ci_high"] for p in parts])
         u_stat = np.concatenate([p[v]["u_statistic"] for p in parts])
         truth, truth_se, tv = cc._truth(loaded, "marc", v)
-        row = {"setting": name, "variant": v, "n": int(value.size), "n_truth": int(tv.size),
-               "u_statistic_share": float(u_stat.mean())}
-        if tv.size == 0:
-            rows.append({**row, "verdict": "no truth chunks"})
+        row = cc._coverage_row({"setting": name, "variant": v, "u_statistic_share": float(u_stat.mean())},
+                               truth, truth_se, tv, value, lo, hi)
+        if not math.isfinite(row.get("coverage", math.nan)):
+            rows.append({**row, "verdict": "no truth chunks" if tv.size == 0 else "no intervals"})
             continue
-        cov = float(np.mean((lo <= truth) & (truth <= hi)))
-        sd = float(np.std(value, ddof=1))
-        rows.append({**row, "truth": truth, "truth_mc_se": truth_se, "coverage": cov,
-                     "coverage_mc_se": math.sqrt(cov * (1 - cov) / value.size),
-                     "below": float(np.mean(hi < truth)), "above": float(np.mean(lo > truth)),
-                     "width_ratio": float(np.mean(hi - lo) / (2 * 1.959964 * sd)) if sd > 0 else math.nan,
-                     "verdict": "ok" if cc.LOW <= cov <= cc.HIGH else ("under" if cov < cc.LOW else "over")})
+        sd = row["sd_value"]
+        rows.append({**row, "width_ratio": row["mean_width"] / (2 * 1.959964 * sd) if sd > 0 else math.nan})
     return rows
 
 
@@ -108,7 +106,7 @@ def main() -> int:
                       f"above {r.get('above', math.nan):.3f} width ratio {r.get('width_ratio', math.nan):.3f} "
                       f"({time.time() - start:.0f} s)", flush=True)
     (RESULTS / "coverage_marc_u.json").write_text(json.dumps(rows, indent=1) + "\n")
-    lines = [f"# MARC's U-statistic interval (methods 14): coverage ({time.strftime('%Y-%m-%d')}; "
+    lines = [f"# MARC's U-statistic interval (methods 14; MARC 0 reads Wilson's bound, methods 17): coverage ({time.strftime('%Y-%m-%d')}; "
              f"{args.audits} audits per setting; truth: the coverage bench's truth chunks)", "",
              "below / above: share of audits whose interval lies wholly below / above the truth. width ratio: mean "
              "width / (2 x 1.96 x SD of MARC over the audits). U-stat share: rows on the U-statistic interval "

@@ -1,22 +1,24 @@
 """Coverage of the shortlist metrics' shipped intervals on every setting of the coverage bench (issue 39 §2 and §4).
 
-Retention, the impact ratio (seed 000 §3.4.3: a variant's top-K retention, and retention over the reference's) and the
-selection ratio changed their interval after the full bench (``bench/coverage_counterfactual.py``) last ran: the
-Jeffreys interval at the candidate bootstrap's design effect truncated at 1 (methods 15,
-:func:`runtime.analysis.stats.jeffreys_deff_interval`) and the zero-churn rule (methods 14). The flip rate (seed 000
-§3.4.1; Wilson's interval on the flipped share) kept its interval, but the full bench's 20-job settings stopped at
-275-300 of their 1,000 audits. The full bench re-runs the whole metric suite with 499 resamples per audit, which at 20
-and 50 jobs takes days on two cores; this script computes those four metrics alone, exactly as an audit does (:func:`runtime.analysis._pairing` and the registered
-metric functions, swap-in ranking, K = 10, 499 resamples), on ``--audits`` audits per setting of
-:data:`bench.coverage_counterfactual.SETTINGS` (the 18 simulated settings, ``jobs50-noties-effect0`` and the two
-``example-*`` settings, from its own seed stream ``coverage_shortlist``), and checks each interval against the truth of
+Retention, the impact ratio (seed 000 §3.4.3: a variant's top-K retention, and retention over the reference's), the
+selection ratio and the flip rate changed their interval after the full bench (``bench/coverage_counterfactual.py``)
+last ran: the Jeffreys interval at the candidate bootstrap's design effect truncated at 1 (methods 15,
+:func:`runtime.analysis.stats.jeffreys_deff_interval`), the zero-churn rule (methods 14), the selection ratio's
+continuity correction (methods 16) and the flip rate's Wilson interval at the effective number of candidates where
+ties make flips fractional (seed 000 §3.4.1; methods 17, :func:`runtime.analysis.stats.tie_averaged_interval`); the
+full bench's 20-job settings had stopped at 275-300 of their 1,000 audits. The full bench re-runs the whole metric
+suite with 499 resamples per audit, which at 20 and 50 jobs takes days on two cores; this script computes those four
+metrics alone, exactly as an audit does (:func:`runtime.analysis._pairing` and the registered metric functions, swap-in
+ranking, K = 10, 499 resamples), on ``--audits`` audits per setting of :data:`bench.coverage_counterfactual.SETTINGS`
+(the 18 simulated settings, ``jobs50-noties-effect0`` and the two ``example-*`` settings, from its own seed stream
+``coverage_shortlist``), and checks each interval against the truth of
 the full bench's committed truth chunks (``bench/results/coverage_counterfactual/<setting>/truth-*.json.gz``: the
 mean of the metric over 2,000 other audits; 200 at 50 jobs).
 
 Checkpoints: one gzipped file per chunk of ``--chunk`` audits, committed under ``bench/results/coverage_shortlist/<setting>/``
 (``cover-NNNN.json.gz``: per metric and variant the value and interval, with the interval methods they were computed
 under). A run resumes from them; a metric whose interval method changed since is run again on the same audits and
-merged into the chunk (methods 16 changed the selection ratio's alone).
+merged into the chunk (methods 16 changed the selection ratio's alone, methods 17 the flip rate's).
 
     python bench/coverage_shortlist.py [--settings PATTERN ...] [--audits 1000] [--chunk 50] [--procs 2]
         [--publish] [--table-only]
@@ -177,7 +179,7 @@ def acceptance(rows: list[dict]) -> list[str]:
         pooled_ok = SIDE_POOLED[0] <= below <= SIDE_POOLED[1] and SIDE_POOLED[0] <= above <= SIDE_POOLED[1]
         out.append(f"- **{m}** ({len(rm)} cells, {100 * min(cells):.1f}–{100 * max(cells):.1f}%): "
                    f"{'PASS' if in_cell else 'MISS'} every cell in 92–98%; "
-                   f"{'PASS' if most >= MOST_SHARE else 'MISS'} {100 * most:.0f}% of cells in 93.5–96.5% (≥ 93%); "
+                   f"{'PASS' if most >= MOST_SHARE else 'MISS'} {100 * most:.1f}% of cells in 93.5–96.5% (≥ 93%); "
                    f"{'PASS' if not bad_side else 'MISS'} misses per side 1–4% per setting"
                    + (" (outside: " + ", ".join(f"{s} {100 * b:.2f}% below / {100 * a:.2f}% above"
                                                for s, b, a in bad_side) + ")" if bad_side else "")
@@ -191,8 +193,9 @@ def write_table(rows: list[dict], audits: int) -> None:
     lines = [f"# Flip rate, retention, impact ratio and selection ratio: coverage of the shipped intervals "
              f"({time.strftime('%Y-%m-%d')}; {audits} audits per setting, {RESAMPLES} resamples; truth: the coverage "
              "bench's truth chunks)", "",
-             "Intervals: " + ", ".join(f"{m} `{meth}`" for m, meth in intervals().items()) + " (methods 16; the flip rate's "
-             "`percentile_bootstrap` is the name its Wilson interval has kept). below / above: share of audits whose "
+             "Intervals: " + ", ".join(f"{m} `{meth}`" for m, meth in intervals().items()) + " (methods 17: the flip rate's "
+             "`wilson_tie_deff` is Wilson's interval at the effective number of candidates where ties make flips "
+             "fractional, Wilson's on the candidates otherwise). below / above: share of audits whose "
              "interval lies wholly below / above the truth. width ratio: "
              "mean width / (2 x 1.96 x SD of the estimate over the audits). Re-derive: "
              "`python bench/coverage_shortlist.py --table-only`.", "",

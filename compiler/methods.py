@@ -12,7 +12,7 @@ re-locks only with ``--amend --reason``, so that one spec digest never yields tw
 from __future__ import annotations
 
 #: The methods version this audit-compiler implements.
-METHODS_VERSION = 16
+METHODS_VERSION = 17
 
 #: Methods version -> what changed in it (version 1: the first implementation).
 CHANGES: dict[int, str] = {
@@ -49,6 +49,19 @@ CHANGES: dict[int, str] = {
     14: ("MARC's interval under swap-in ranking (issue 39 §4): a job's mean |rank change| is (n_j - 1) times a degree-2 U-statistic (each candidate's rank change counts the competitors whose reference score lies between its two scores), so its variance has Hoeffding's unbiased estimate (runtime.analysis.stats.u_statistic_variance) and the interval is normal on the log scale (value exp(-+1.96 se/value), stats.log_wald_interval); the slot-corrected candidate bootstrap (methods 10) re-estimated each candidate's crossing rate from its n_j - 1 competitors, overstated the variance (8-25% too wide) and covered 96-99% of simulated audits, where the U-statistic's SE was within 6% of the SD of MARC over audits and the log interval covered 92.7-95.9% (9 settings x 1,000 audits); a job under 4 candidates, MARC 0 or a variance estimate <= 0 keep the bootstrap (noted), as does per-variant ranking; the U-statistic rows have no ci_mc_se, bootstrap_se or resamples (nothing is drawn); retention_rate, impact_ratio and selection_ratio of a variant whose scores differ from the reference's but move no candidate across the top-K cut (every bootstrap resample gives 1) read Wilson's interval on 0 of the pooled slots ([n/(n + z^2), 1]; the selection ratio [1 - u, 1 + u], u = z^2/(n + z^2) on the reference's selected places) instead of the point [1, 1], with a note (stats.NOTE_ZERO_CHURN; Pairing.scored_as_reference keeps [1, 1] for the reference and a variant scored exactly as it, and for retention and the impact ratio Pairing.ranked_as_reference also under per-variant ranking when every variant resume keeps its reference's place in its own pool; a constant bootstrap inside (0, 1) keeps its point); coverage.INTERVALS names wilson_deff_score_zero_churn and percentile_zero_churn_wilson; every other interval is unchanged"),
     15: ("retention_rate and impact_ratio read the Jeffreys interval (equal-tailed Beta(x + 1/2, n - x + 1/2) quantiles; Brown, Cai & DasGupta 2001) on the pooled top-K slots at the candidate bootstrap's design effect truncated at 1 (n_eff = slots / max(deff, 1); Korn & Graubard 1998), stats.jeffreys_deff_interval, instead of Wilson's score interval at the untruncated design effect (methods 12, issue 39 §2): on 12 two-job settings x 1,000 simulated audits with the same resamples (bench/ratio_interval_families.py) Wilson's interval, pulled towards 1/2, missed below the truth in 3.4% and above in 1.8% (up to 4.2% below in one setting) and the design effect fell under 1 with ties at the cutoff (median 0.9), where the truth's spread did not; the truncated Jeffreys interval missed 2.2% below and 2.7% above (per setting 1.6-2.8% and 1.6-4.8%), covering 93.1-96.1%; the zero-churn and edge rules (Wilson on the pooled slots) are unchanged; coverage.INTERVALS names jeffreys_deff_kg_zero_churn; every other interval is unchanged"),
     16: ("the selection ratio's percentile interval is continuity-corrected: widened by half a selected place (0.5 / the reference's selected count) at each end, selection.continuity_corrected (Hall 1987), issue 39 §2: the ratio moves in steps of 1 / selected while its bootstrap resamples, a ratio of two resampled counts, spread almost continuously; on the same resamples (bench/ratio_interval_families.py, candidate percentile_cc) 2 jobs x 12 settings x 1,000 audits covered 94.7-97.2%, missing 1.9% above and 2.0% below pooled, where the plain percentile interval covered 92.0-94.3% (3.2% / 3.4%), and 5 jobs 95.0-96.7% (93.8-96.3%); every row that decides on the selection ratio (flip rate, retention, impact ratio) reads the corrected interval; the zero-churn rule and a variant scored exactly as the reference ([1, 1]) are unchanged; coverage.INTERVALS names percentile_cc_zero_churn_wilson; every other interval is unchanged"),
+    17: ("the flip rate's interval and MARC at 0 (issue 39 §4): where ties at the top-K cutoff make flips "
+         "fractional (each candidate's flip averaged over the orders of its tie group), the flip rate reads "
+         "Wilson's interval at the effective number of candidates n / deff, deff = 1 - mean(f(1 - f)) / (p(1 - p))"
+         " (Kish; Korn & Graubard 1998; stats.tie_averaged_interval), instead of Wilson's on the n candidates, "
+         "which treated a tie-averaged flip as a whole one and covered up to 97.9% of simulated audits with ties "
+         "(bench/coverage_shortlist.py, 42 cells x 1,000 audits: 93.3-97.9%, misses 1.96% below / 2.60% above "
+         "pooled; now 92.9-97.2%, 2.41% / 2.90%); without ties the interval is unchanged; such rows note the "
+         "effective sample size; swap-in MARC 0 whose variant scores differ from the reference's (no candidate's "
+         "rank changes, so every resample gives 0) reads [0, u / K], u = z^2/(n + z^2) Wilson's upper bound on 0 "
+         "of the n candidates moved, one rank each (counterfactual.marc_zero_bound), instead of the point [0, 0]; "
+         "a variant scored exactly as the reference keeps [0, 0], and its flip rate (and the reference row's) "
+         "reads [0, 0] where Wilson's interval read [0, 3.84/(n + 3.84)]; coverage.INTERVALS names wilson_tie_deff"
+         " and u_statistic_log_wald_zero_event_wilson; every other interval is unchanged"),
 }
 
 #: The default of ``analysis.ranking`` (seed 000 §3.3 ranks per variant; swap-in gives rank and

@@ -219,7 +219,8 @@ def digests(score, folder: Path, urls: dict[str, str], kinds=KINDS) -> dict[str,
 #: change re-records ``engine_results.json`` (``UPDATE_GOLDEN=1``) and this file's ``results`` in the environment
 #: that ran it: methods 13 did so on ``torch 2.13.0+cpu AVX512``, so another environment skips until recorded.
 #: Methods 15 re-recorded ``engine_results.json`` on an AVX2 machine and dropped the AVX512 entry's ``results`` (stale
-#: under methods 15, not re-computable there): an environment without a ``results`` entry skips.
+#: under methods 15, not re-computable there): an environment without a ``results`` entry skips. Methods 17 re-recorded
+#: ``engine_results.json`` on an AVX512 machine (``torch 2.13.0+cpu AVX512``): an AVX2 machine now skips.
 MODEL_GOLDEN = HERE / "golden" / "model_digests_by_env.json"
 
 

@@ -1,4 +1,4 @@
-"""Ratio intervals when no top-K slot changes hands (methods 14, issue 39 §4).
+"""Ratio intervals when no top-K slot changes hands (methods 14, issue 39 §4), and MARC when no rank changes (methods 17).
 
 A variant whose scores differ from the reference's but move no candidate across the top-K cut gives a retention, an
 impact ratio and a selection ratio of 1 in every bootstrap resample: the interval was the point ``[1, 1]``, a
@@ -65,3 +65,19 @@ def test_wilson_deff_interval_without_spread():
     assert (point.low, point.high) == (1.0, 1.0)
     got = stats.wilson_deff_interval(np.ones(50), 1.0, nobs=30)
     assert (got.low, got.high) == pytest.approx((30 / (30 + Z2), 1.0)) and got.mc_se == 0
+
+
+def test_marc_at_zero_reads_wilsons_bound_on_zero_candidates_moved(rows):
+    """MARC 0 with differing scores (V01: no candidate crosses another) is [0, u / K], u Wilson's upper bound on 0 of
+    the 80 candidates moved, one rank each, K = 10 (methods 17); the point [0, 0] claimed that 80 candidates certify
+    that none moves. A variant scored exactly as the reference keeps [0, 0]."""
+    u = Z2 / (80 + Z2)                                         # 0.04583, by hand
+    assert u == pytest.approx(proportion_confint(0, 80, alpha=0.05, method="wilson")[1], rel=1e-12)
+    r = rows.loc[("marc", "V01")]
+    assert r["value"] == 0.0
+    assert (r["ci_low"], r["ci_high"]) == (0.0, pytest.approx(u / 10, rel=1e-9))
+    assert "no candidate's rank changed" in r["notes"] and "0 of 80 candidates" in r["notes"]
+    assert r["ci_mc_se"] == 0
+    exact = rows.loc[("marc", "V02")]
+    assert (exact["value"], exact["ci_low"], exact["ci_high"]) == (0.0, 0.0, 0.0)
+    assert "no candidate's rank changed" not in exact["notes"]

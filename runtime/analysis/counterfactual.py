@@ -122,12 +122,15 @@ def marc(p: Pairing) -> CellResult:
     competitors and so overstates the variance by about ``4ζ₂/n_j²``; its interval (methods 10-13) was
     8–25% too wide and covered 96–99% of simulated audits, where the U-statistic's SE was within ±6%
     of the SD of MARC over audits and its log interval covered 92.7–95.9% (9 settings, 1,000 audits each,
-    ``bench/coverage_counterfactual.py``). Where it is undefined (a job under 4 candidates, MARC 0, or
-    a variance estimate ≤ 0), and under per-variant ranking, whose rank changes enter with either
+    ``bench/coverage_counterfactual.py``). Where it is undefined (a job under 4 candidates or a
+    variance estimate ≤ 0), and under per-variant ranking, whose rank changes enter with either
     sign, the interval is the candidate-level percentile bootstrap within jobs
     (:func:`runtime.analysis.stats.stratified_bootstrap`) that ranks every resampled pool again
     (:func:`_rerank_within`; slot-corrected under swap-in, methods 10; :func:`_marc_resamples`), with a
-    note. ``ci_mc_se`` is empty for the U-statistic interval: nothing is drawn.
+    note. ``ci_mc_se`` is empty for the U-statistic interval: nothing is drawn. MARC 0 (no candidate's rank
+    changes, so no resample moves it either) reads ``[0, u / K]`` where the variant's scores differ from the
+    reference's (:func:`marc_zero_bound`, methods 17; the point ``[0, 0]`` claimed that ``n`` candidates certify
+    that none moves), and ``[0, 0]`` where they do not (exact: any sample gives 0).
     Test: two-sided Wilcoxon signed-rank on the paired rank differences (grid 0.5: mid-ranks).
     **Not informative under per-variant ranking**: each variant is ranked in its own pool, so a
     job's rank differences sum to zero by construction and the test is near p = 1 whatever the
@@ -148,6 +151,12 @@ def marc(p: Pairing) -> CellResult:
         low, high = stats.log_wald_interval(value, se)
         ci_notes: tuple[str, ...] = ()
         mc_se = math.nan
+    elif value == 0.0:
+        low, high, mc_se = 0.0, 0.0, 0.0
+        ci_notes = ()
+        if not p.scored_as_reference:
+            high = marc_zero_bound(p.n, k)
+            ci_notes = (NOTE_MARC_ZERO.format(n=p.n, k=k, high=high),)
     else:
         def stat(ref: np.ndarray, var: np.ndarray, ident: np.ndarray) -> np.ndarray:
             return _marc_resamples(ref, var, p.job, ident, k=k, swap_in=swap_in)
@@ -168,6 +177,38 @@ def marc(p: Pairing) -> CellResult:
 #: Note of a swap-in MARC row whose interval falls back to the bootstrap (:func:`marc`).
 NOTE_MARC_BOOTSTRAP = ("MARC interval: candidate bootstrap (the U-statistic variance needs 4 candidates per job "
                        "and a positive estimate)")
+
+
+#: Note of a MARC row at 0 whose variant's scores differ from the reference's (:func:`marc_zero_bound`).
+NOTE_MARC_ZERO = ("no candidate's rank changed between the reference and the variant, and every bootstrap resample "
+                  "gives 0: MARC's upper end is Wilson's 95% upper bound on 0 of {n} candidates moved, one rank each, "
+                  "over K = {k} ({high:.4g}; not the point [0, 0])")
+
+
+def marc_zero_bound(n: int, k: int) -> float:
+    """Upper end of MARC's interval when no candidate's rank changed but the variant's scores differ (methods 17,
+    issue 39 §4).
+
+    No rank changes in the pool, so none in any resampled pool either (a crossing needs a competitor between a
+    candidate's two scores), and the percentile interval is the point ``[0, 0]``. As for every other count of the
+    suite seen 0 times (:data:`runtime.analysis.stats.NOTE_ZERO_CHURN`, Recall@K's rule of methods 13), the share of
+    candidates that move is bounded by Wilson's 95% upper bound on 0 of ``n``, ``u = z²/(n + z²)``
+    (:func:`runtime.analysis.stats.wilson_interval`), and each mover by the smallest whole move, one rank: MARC
+    ≤ ``u / K``.
+
+    Parameters
+    ----------
+    n : int
+        Paired candidates pooled over every job (> 0).
+    k : int
+        The MARC family's shortlist size K (> 0).
+
+    Returns
+    -------
+    float
+        ``u / K`` in ranks per K: 0.00458 for 80 candidates at K = 10.
+    """
+    return float(stats.wilson_interval(0.0, n).high) / k
 
 
 def marc_u_se(code_ref: np.ndarray, code_var: np.ndarray, job: np.ndarray, *, raw: float) -> float:
@@ -265,7 +306,11 @@ def flip_rate(p: Pairing) -> CellResult:
     lost; :mod:`runtime.analysis.selection`). The value stays seed 000's, and so does ``status_seed000``.
     Under per-variant top-K ranking the ratio is 1 by construction and the row decides on its value.
 
-    CI: Wilson score interval on the flipped proportion. Test: McNemar on the same table (counts
+    CI: Wilson score interval on the flipped proportion, at the effective number of candidates where ties at the
+    cutoff make flips fractional (:func:`runtime.analysis.stats.tie_averaged_interval`, methods 17: a tie-averaged
+    flip varies less than a whole one, and Wilson's interval on the candidates covered up to 97.9% of simulated
+    audits with ties); ``[0, 0]`` for the reference row and a variant scored exactly as the reference (one tie order
+    per candidate: nothing flips in any sample; Wilson's interval had read ``[0, 3.84/(n + 3.84)]``). Test: McNemar on the same table (counts
     rounded to integers), exact binomial when ``n_in,out + n_out,in < 25``, continuity-corrected
     chi-square otherwise. **Not informative under per-variant ranking**: each variant fills its
     own top-K, so per job flips out equal flips in and McNemar can never reject; it is reported,
@@ -287,12 +332,15 @@ def flip_rate(p: Pairing) -> CellResult:
     n = p.n
     flips = n_io + n_oi
     value = flips / n
-    ci = stats.wilson_interval(flips, n)
+    if p.scored_as_reference:  # the reference row, or a variant scored exactly as it: nothing can flip (exact)
+        ci = stats.Interval(0.0, 0.0)
+    else:
+        ci = stats.tie_averaged_interval((was_in - both) + (now_in - both))
     table = np.rint(np.array([[n_ii, n_io], [n_oi, n_oo]])).astype(np.int64)
     pv, test = stats.mcnemar_p(table)
     ref_in, ref_out = n_ii + n_io, n_oi + n_oo
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high), p_value=pv,
-                      test=test,
+                      test=test, notes=list(ci.notes),
                       diagnostics={"n_in_out": n_io, "n_out_in": n_oi,
                                    "flip_out_rate": n_io / ref_in if ref_in else np.nan,
                                    "flip_in_rate": n_oi / ref_out if ref_out else np.nan,

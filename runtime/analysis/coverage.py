@@ -39,14 +39,18 @@ TARGET = (0.93, 0.97)
 #: Recall@K, nDCG@K and the TPR/FPR gaps keep the percentile bootstrap but read Wilson's interval on a count seen 0
 #: times where every resample gave the estimate (methods 13, :func:`runtime.analysis.merit.zero_event_bound`).
 #: MARC reads Hoeffding's U-statistic variance on the log scale under swap-in ranking (methods 14,
-#: :func:`runtime.analysis.counterfactual.marc_u_se`).
+#: :func:`runtime.analysis.counterfactual.marc_u_se`); MARC 0 with differing scores reads ``[0, u / K]``, Wilson's upper
+#: bound on 0 candidates moved (methods 17, :func:`runtime.analysis.counterfactual.marc_zero_bound`).
 #: Retention and the impact ratio read the Jeffreys interval at the design effect truncated at 1 (methods 15,
 #: :func:`runtime.analysis.stats.jeffreys_deff_interval`).
 #: Retention, the impact ratio and the selection ratio read Wilson's interval on 0 slots lost where no resample moves
 #: them although the scores differ (methods 14, :data:`runtime.analysis.stats.NOTE_ZERO_CHURN`).
+#: The flip rate reads Wilson's interval at the effective number of candidates where ties make flips fractional
+#: (methods 17, :func:`runtime.analysis.stats.tie_averaged_interval`; Wilson on the candidates without ties).
 #: The selection ratio's percentile interval is widened by half a selected place at each end (methods 16,
 #: :func:`runtime.analysis.selection.continuity_corrected`).
-INTERVALS: dict[str, str] = {"marc": "u_statistic_log_wald",
+INTERVALS: dict[str, str] = {"marc": "u_statistic_log_wald_zero_event_wilson",
+                             "flip_rate": "wilson_tie_deff",
                              "retention_rate": "jeffreys_deff_kg_zero_churn",
                              "impact_ratio": "jeffreys_deff_kg_zero_churn",
                              "selection_ratio": "percentile_cc_zero_churn_wilson",
