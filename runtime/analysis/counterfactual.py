@@ -193,8 +193,8 @@ def marc_zero_bound(n: int, k: int) -> float:
     candidate's two scores), and the percentile interval is the point ``[0, 0]``. As for every other count of the
     suite seen 0 times (:data:`runtime.analysis.stats.NOTE_ZERO_CHURN`, Recall@K's rule of methods 13), the share of
     candidates that move is bounded by Wilson's 95% upper bound on 0 of ``n``, ``u = z²/(n + z²)``
-    (:func:`runtime.analysis.stats.wilson_interval`), and each mover by the smallest whole move, one rank: MARC
-    ≤ ``u / K``.
+    (:func:`runtime.analysis.stats.wilson_interval`), and each mover is counted at the smallest whole move, one rank
+    (a pool where no candidate crosses another shows no larger move to estimate): MARC's upper end is ``u / K``.
 
     Parameters
     ----------
@@ -310,9 +310,9 @@ def flip_rate(p: Pairing) -> CellResult:
     cutoff make flips fractional (:func:`runtime.analysis.stats.tie_averaged_interval`, methods 17: a tie-averaged
     flip varies less than a whole one, and Wilson's interval on the candidates covered up to 97.9% of simulated
     audits with ties); ``[0, 0]`` for the reference row and a variant scored exactly as the reference (one tie order
-    per candidate: nothing flips in any sample; Wilson's interval had read ``[0, 3.84/(n + 3.84)]``). Test: McNemar on the same table (counts
-    rounded to integers), exact binomial when ``n_in,out + n_out,in < 25``, continuity-corrected
-    chi-square otherwise. **Not informative under per-variant ranking**: each variant fills its
+    per candidate: nothing flips in any sample; Wilson's interval had read ``[0, 3.84/(n + 3.84)]``). Test: McNemar
+    on the same table (counts rounded to integers), exact binomial when ``n_in,out + n_out,in < 25``,
+    continuity-corrected chi-square otherwise. **Not informative under per-variant ranking**: each variant fills its
     own top-K, so per job flips out equal flips in and McNemar can never reject; it is reported,
     left out of BH (see :data:`PER_VARIANT_RANKS`). Under swap-in ranking flips out and in need not
     balance and McNemar is informative.

@@ -872,8 +872,8 @@ def tie_averaged_interval(shares: np.ndarray) -> Interval:
     cutoff (each job's reference top-K holds K, and the competitors set the cut) is left to the binomial model, whose
     coverage without ties was measured 93.3-95.5% (``bench/coverage_shortlist.py``).
 
-    Measured on the 42 cells of ``bench/coverage_shortlist.py`` (1,000 audits each, the bench's own audits): 92.9-97.2%
-    (Wilson on the candidates: 93.3-97.9%), misses pooled 2.41% below and 2.90% above (1.96% / 2.60%), every setting's
+    Measured on the 42 cells of ``bench/coverage_shortlist.py`` (1,000 audits each, the bench's own audits):
+    92.9-97.2% (Wilson on the candidates: 93.3-97.9%), misses pooled 2.41% below and 2.90% above (1.96% / 2.60%), every setting's
     misses per side in 1-4% (jobs02-ties-effect0 missed below in 0.7%). Jeffreys' interval at ``n_eff`` (92.2-97.2%)
     and a design effect that also stratifies each job by reference top-K membership (91.7-96.1%: it drops the
     variance of the cutoff, which the binomial model's excess carries) were measured worse.
