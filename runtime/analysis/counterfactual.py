@@ -193,7 +193,7 @@ def marc_zero_bound(n: int, k: int) -> float:
     candidate's two scores), and the percentile interval is the point ``[0, 0]``. As for every other count of the
     suite seen 0 times (:data:`runtime.analysis.stats.NOTE_ZERO_CHURN`, Recall@K's rule of methods 13), the share of
     candidates that move is bounded by Wilson's 95% upper bound on 0 of ``n``, ``u = z²/(n + z²)``
-    (:func:`runtime.analysis.stats.wilson_interval`), and each mover is counted at the smallest whole move, one rank
+    (:func:`runtime.analysis.stats.zero_event_bound`), and each mover is counted at the smallest whole move, one rank
     (a pool where no candidate crosses another shows no larger move to estimate): MARC's upper end is ``u / K``.
 
     Parameters
@@ -208,7 +208,7 @@ def marc_zero_bound(n: int, k: int) -> float:
     float
         ``u / K`` in ranks per K: 0.00458 for 80 candidates at K = 10.
     """
-    return float(stats.wilson_interval(0.0, n).high) / k
+    return stats.zero_event_bound(n) / k
 
 
 def marc_u_se(code_ref: np.ndarray, code_var: np.ndarray, job: np.ndarray, *, raw: float) -> float:

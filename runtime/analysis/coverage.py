@@ -37,7 +37,7 @@ TARGET = (0.93, 0.97)
 #: read Wilson's score interval at the bootstrap's design effect (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`;
 #: methods 12, measured by ``bench/coverage_shortlist.py`` under its successors).
 #: Recall@K, nDCG@K and the TPR/FPR gaps keep the percentile bootstrap but read Wilson's interval on a count seen 0
-#: times where every resample gave the estimate (methods 13, :func:`runtime.analysis.merit.zero_event_bound`).
+#: times where every resample gave the estimate (methods 13, :func:`runtime.analysis.stats.zero_event_bound`).
 #: MARC reads Hoeffding's U-statistic variance on the log scale under swap-in ranking (methods 14,
 #: :func:`runtime.analysis.counterfactual.marc_u_se`); MARC 0 with differing scores reads ``[0, u / K]``, Wilson's upper
 #: bound on 0 candidates moved (methods 17, :func:`runtime.analysis.counterfactual.marc_zero_bound`).

@@ -182,9 +182,9 @@ def _zero_churn(value: float, selected: float, notes: list[str]) -> tuple[float,
     """The selection ratio's interval when no selected place changed hands and so no resample moves it from 1
     although the variant's scores differ (methods 14): ``[1 − u, 1 + u]``, ``u`` Wilson's 95% upper bound on 0
     places lost (or gained) of the ``selected`` reference places (:func:`runtime.analysis.stats.wilson_interval`),
-    the rule methods 13 gave Recall@K (:func:`runtime.analysis.merit.zero_event_bound`). The percentile point
+    the rule methods 13 gave Recall@K (:func:`runtime.analysis.stats.zero_event_bound`). The percentile point
     ``[1, 1]`` claimed that ``selected`` places certify the ratio exactly; 20 places give ``[0.839, 1.161]``."""
-    u = float(stats.wilson_interval(0.0, selected).high)
+    u = stats.zero_event_bound(selected)
     note = stats.NOTE_ZERO_CHURN.format(what="selected place", value=value, nobs=selected)
     return value * (1.0 - u), value * (1.0 + u), 0.0, [*notes, note]
 
