@@ -4,8 +4,10 @@ Retention, the impact ratio (seed 000 §3.4.3: a variant's top-K retention, and 
 selection ratio and the flip rate changed their interval after the full bench (``bench/coverage_counterfactual.py``)
 last ran: the Jeffreys interval at the candidate bootstrap's design effect truncated at 1 (methods 15,
 :func:`runtime.analysis.stats.jeffreys_deff_interval`), the zero-churn rule (methods 14), the selection ratio's
-continuity correction (methods 16) and the flip rate's Wilson interval at the effective number of candidates where
-ties make flips fractional (seed 000 §3.4.1; methods 17, :func:`runtime.analysis.stats.tie_averaged_interval`); the
+continuity correction (methods 16), the flip rate's Wilson interval at the effective number of candidates where
+ties make flips fractional (seed 000 §3.4.1; methods 17, :func:`runtime.analysis.stats.tie_averaged_interval`) and
+the selection ratio's normal interval from a smoothed, re-ranked candidate bootstrap (methods 18,
+:func:`runtime.analysis.selection.smoothed_swap_in_interval`); the
 full bench's 20-job settings had stopped at 275-300 of their 1,000 audits. The full bench re-runs the whole metric
 suite with 499 resamples per audit, which at 20 and 50 jobs takes days on two cores; this script computes those four
 metrics alone, exactly as an audit does (:func:`runtime.analysis._pairing` and the registered metric functions, swap-in
@@ -18,7 +20,7 @@ mean of the metric over 2,000 other audits; 200 at 50 jobs).
 Checkpoints: one gzipped file per chunk of ``--chunk`` audits, committed under ``bench/results/coverage_shortlist/<setting>/``
 (``cover-NNNN.json.gz``: per metric and variant the value and interval, with the interval methods they were computed
 under). A run resumes from them; a metric whose interval method changed since is run again on the same audits and
-merged into the chunk (methods 16 changed the selection ratio's alone, methods 17 the flip rate's).
+merged into the chunk (methods 16 and 18 changed the selection ratio's alone, methods 17 the flip rate's).
 
     python bench/coverage_shortlist.py [--settings PATTERN ...] [--audits 1000] [--chunk 50] [--procs 2]
         [--publish] [--table-only]
@@ -195,7 +197,9 @@ def write_table(rows: list[dict], audits: int) -> None:
              "bench's truth chunks)", "",
              "Intervals: " + ", ".join(f"{m} `{meth}`" for m, meth in intervals().items()) + " (methods 17: the flip rate's "
              "`wilson_tie_deff` is Wilson's interval at the effective number of candidates where ties make flips "
-             "fractional, Wilson's on the candidates otherwise). below / above: share of audits whose "
+             "fractional, Wilson's on the candidates otherwise; methods 18: the selection ratio's "
+             "`smoothed_swap_in_normal_zero_churn_wilson` is normal with the SD of a smoothed, re-ranked candidate "
+             "bootstrap). below / above: share of audits whose "
              "interval lies wholly below / above the truth. width ratio: "
              "mean width / (2 x 1.96 x SD of the estimate over the audits). Re-derive: "
              "`python bench/coverage_shortlist.py --table-only`.", "",

@@ -91,7 +91,7 @@ METRICS: dict[str, MetricInfo] = {
         MetricInfo("impact_ratio", "Shortlist retention ratio (seed 000's impact ratio)", "group", "higher",
                    (0.80, 0.70), (0.80, 0.70), "mcnemar", "jeffreys at the bootstrap's design effect"),
         MetricInfo("selection_ratio", "Selection ratio (variant selected / reference selected)", "group",
-                   "higher", (0.80, 0.70), (0.80, 0.70), "mcnemar", "candidate bootstrap within jobs, continuity-corrected",
+                   "higher", (0.80, 0.70), (0.80, 0.70), "mcnemar", "smoothed candidate bootstrap within jobs, re-ranked, normal",
                    seed000=False, resolved=False),
         MetricInfo("recall_at_k", "Recall@K", "merit", "higher",
                    (0.80, 0.70), (0.80, 0.70), "", "candidate bootstrap within jobs and labels, re-ranked"),

@@ -114,16 +114,17 @@ def test_the_retention_row_reads_the_logit_interval_of_its_own_resamples(cohort,
 def test_retention_and_the_impact_ratio_adopt_the_truncated_jeffreys_interval(cohort):
     """Issue 39 §2: the logit / log intervals were measured and not adopted; retention and the impact ratio read
     the Jeffreys interval at the bootstrap's design effect truncated at 1 (methods 15; Wilson's score interval in
-    methods 12-14), the selection ratio its percentile interval continuity-corrected (methods 16; the score candidate
+    methods 12-14), the selection ratio a normal interval from its smoothed, re-ranked bootstrap (methods 18; the
+    continuity-corrected percentile interval of methods 16 stays under a threshold rule; the score candidate
     over-covered). The coverage table measures these methods (a table of another method would not hold for them)."""
     from runtime.analysis import coverage
 
     assert stats.RATIO_TRANSFORMS == {"retention_rate": "jeffreys_deff", "impact_ratio": "jeffreys_deff",
-                                      "selection_ratio": "percentile_cc"}  # methods 16: continuity-corrected
+                                      "selection_ratio": "smoothed_swap_in"}  # methods 18
     # methods 14 names the zero-churn rule (Wilson on 0 slots lost where no resample moves the ratio)
     assert coverage.interval_method("retention_rate") == coverage.interval_method("impact_ratio") \
         == "jeffreys_deff_kg_zero_churn"
-    assert coverage.interval_method("selection_ratio") == "percentile_cc_zero_churn_wilson"
+    assert coverage.interval_method("selection_ratio") == "smoothed_swap_in_normal_zero_churn_wilson"
     for metric in ("retention_rate", "impact_ratio"):
         p = _pairing(cohort, "V01", k=K, n_bootstrap=400, seed=11)
         res = get_metric(metric)(p)

@@ -48,12 +48,14 @@ TARGET = (0.93, 0.97)
 #: The flip rate reads Wilson's interval at the effective number of candidates where ties make flips fractional
 #: (methods 17, :func:`runtime.analysis.stats.tie_averaged_interval`; Wilson on the candidates without ties).
 #: The selection ratio's percentile interval is widened by half a selected place at each end (methods 16,
-#: :func:`runtime.analysis.selection.continuity_corrected`).
+#: :func:`runtime.analysis.selection.continuity_corrected`); under swap-in top-K (what the bench measures) it is
+#: normal with the SD of a smoothed, re-ranked candidate bootstrap (methods 18,
+#: :func:`runtime.analysis.selection.smoothed_swap_in_interval`).
 INTERVALS: dict[str, str] = {"marc": "u_statistic_log_wald_zero_event_wilson",
                              "flip_rate": "wilson_tie_deff",
                              "retention_rate": "jeffreys_deff_kg_zero_churn",
                              "impact_ratio": "jeffreys_deff_kg_zero_churn",
-                             "selection_ratio": "percentile_cc_zero_churn_wilson",
+                             "selection_ratio": "smoothed_swap_in_normal_zero_churn_wilson",
                              **{m: "percentile_zero_event_wilson" for m in ("recall_at_k", "ndcg_at_k",
                                                                             "equal_opportunity_gap",
                                                                             "equalized_odds_gap")}}
@@ -63,6 +65,9 @@ DEFAULT_SOURCE = "bench/coverage_counterfactual.py"
 LEGACY_INTERVAL = "percentile_bootstrap"
 #: Note of a row whose interval's coverage is not measured, or measured outside :data:`TARGET`.
 NOTE_APPROXIMATE = "approximate interval: {why}"
+#: Why a selection ratio decided at a threshold is approximate: the bench measures a top-K rule, and the interval
+#: differs there (methods 18: the percentile bootstrap, continuity-corrected, not the re-ranked one).
+NOT_AT_THRESHOLD = "coverage measured under a top-K rule, not at a threshold"
 
 
 def interval_method(metric: str) -> str:

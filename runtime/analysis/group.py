@@ -230,8 +230,10 @@ def selection_ratio(p: Pairing) -> CellResult:
 
     Pooled over jobs; 1 for the reference; null expectation 1; PASS band ``[pass, 1/pass]`` (default pass
     0.8: a variant selected at under four fifths of the reference's rate fails, and so does the reference
-    at under four fifths of the variant's). CI: candidate percentile bootstrap within jobs, widened by half a
-    selected place at each end (methods 16, :func:`runtime.analysis.selection.continuity_corrected`), **approximate** where its coverage was measured outside 93-97%
+    at under four fifths of the variant's). CI: under swap-in top-K, normal with the SD of a smoothed, re-ranked
+    candidate bootstrap within jobs (methods 18, :func:`runtime.analysis.selection.smoothed_swap_in_interval`);
+    under a threshold rule, the candidate percentile bootstrap widened by half a selected place at each end (methods
+    16, :func:`runtime.analysis.selection.continuity_corrected`); **approximate** where its coverage was measured outside 93-97%
     (:func:`runtime.analysis.coverage.approximate`). Test: McNemar on the
     paired in/out table; when it is the flip rate's table (one cutoff) the ``flip_rate`` row carries it in
     the multiplicity family and this row shares it, else it is a test of its own (a level-2 test under
@@ -247,6 +249,8 @@ def selection_ratio(p: Pairing) -> CellResult:
         return CellResult(value=math.nan, notes=list(sel.notes), diagnostics=diag)
     shared = SHARED_WITH_FLIPS if same_cut(p, k) else ""
     return CellResult(value=sel.value, ci_low=sel.low, ci_high=sel.high, p_value=sel.p_value, test=sel.test,
-                      notes=[*sel.notes, *coverage.approximate(DECISION, p.n_jobs)], diagnostics=diag,
+                      notes=[*sel.notes, *(coverage.approximate(DECISION, p.n_jobs) if not p.thresholded
+                                           else [coverage.NOTE_APPROXIMATE.format(why=coverage.NOT_AT_THRESHOLD)])],
+                      diagnostics=diag,
                       shared_test=shared,
                       shared_with="flip_rate" if shared else "")

@@ -12,19 +12,22 @@ retention is the selection ratio. Thresholds scaled by K/n were not used: churn 
 shift (``bench/results/power_swap_in.md``: 21.5 flips of 200 under the null and at a 3-SE demotion),
 so no bound on it separates a fair system from an unfair one.
 
-Interval: candidate bootstrap within jobs of the two membership arrays (as retention;
-:func:`runtime.analysis.stats.stratified_bootstrap`), drawn from the ``selection_ratio`` stream of the
-cell, so every row that decides on the ratio at one cutoff reads the same interval. The resamples keep
-each candidate's memberships as computed on the full pool (not re-ranked). The percentile interval, widened by half
-a selected place at each end (methods 16, :func:`continuity_corrected`: the ratio moves in steps of ``1/selected``;
-the plain percentile interval covered 92.0-94.3% of simulated 2-job audits, the corrected one 94.7-97.2%): a
-log-scale interval and Tang's score interval for a ratio of paired proportions at the
-bootstrap's design effect were measured on the same resamples (issue 39 §2) and not adopted, as they over-covered
-(95.2-98.0% and 95.6-98.0%, the score interval 14-18% wider; :data:`runtime.analysis.stats.RATIO_TRANSFORMS`). Approximate where
-its coverage was measured outside 93-97% (:mod:`runtime.analysis.coverage`). ``mc_se``: the Monte Carlo SE of its ends, which
-decides whether a row reading it is redrawn (:func:`runtime.analysis.analyse`). Test: McNemar on the paired in/out table (exact
-below 25 discordant pairs), the flip rate's table when both read one cutoff. Under per-variant top-K
-ranking each variant's own top-K has K resumes per job, so the ratio is 1 by construction: undefined.
+Interval, drawn from the ``selection_ratio`` stream of the cell, so every row that decides on the ratio at one
+cutoff reads the same interval. Under swap-in top-K (methods 18, :func:`smoothed_swap_in_interval`): normal, with the
+SD of a smoothed, re-ranked candidate bootstrap within jobs (and ``is_true_match`` where labelled), so that the
+cutoff moves with the candidates drawn while each job's reference keeps its K places, as in the design. Methods
+8-17 resampled the memberships computed on the full pool, whose percentile interval (continuity-corrected in
+methods 16) covered 93.2-98.2% on the coverage bench, 97.0-98.2% on the example's resampled candidates: it kept the
+cutoff fixed and let the reference's own count vary. Under a threshold rule (no cutoff to move) the candidate
+bootstrap of the memberships stays, its percentile interval widened by half a selected place at each end (methods
+16, :func:`continuity_corrected`: the ratio moves in steps of ``1/selected``; the plain percentile interval covered
+92.0-94.3% of simulated 2-job audits, the corrected one 94.7-97.2%). A log-scale interval and Tang's score interval
+for a ratio of paired proportions at the bootstrap's design effect were measured (issue 39 §2) and not adopted, as
+they over-covered (95.2-98.0% and 95.6-98.0%; :data:`runtime.analysis.stats.RATIO_TRANSFORMS`). Approximate where
+its coverage was measured outside 93-97% (:mod:`runtime.analysis.coverage`). ``mc_se``: the Monte Carlo SE of its
+ends, which decides whether a row reading it is redrawn (:func:`runtime.analysis.analyse`). Test: McNemar on the
+paired in/out table (exact below 25 discordant pairs), the flip rate's table when both read one cutoff. Under
+per-variant top-K ranking each variant's own top-K has K resumes per job, so the ratio is 1 by construction: undefined.
 """
 
 from __future__ import annotations
@@ -137,24 +140,144 @@ def _selection(p: Pairing, k: int) -> Selection:
         return Selection(value=value, low=value, high=value, lean=0.0, lost=lost, gained=gained, selected=selected,
                          mc_se=0.0)
     cells = [[exact_sum(both), lost], [gained, exact_sum(1 - in_ref - in_var + both)]]
-    method = stats.RATIO_TRANSFORMS["selection_ratio"]
-    ci = stats.stratified_bootstrap((in_ref, in_var), _ratio, strata=p.job, value=value,
-                                    n_resamples=p.n_bootstrap, rng=p.rng(DECISION),
-                                    transform=None if method == stats.PERCENTILE_CC else method,
-                                    floor=0.5 / selected, counts=(cells[0][0], cells[0][1], cells[1][0], cells[1][1]))
     pv, test = stats.mcnemar_p(np.rint(np.array(cells)).astype(np.int64))
-    low, high, mc_se, notes = float(ci.low), float(ci.high), ci.mc_se, list(ci.notes)
+    if p.thresholded:
+        ci = stats.stratified_bootstrap((in_ref, in_var), _ratio, strata=p.job, value=value,
+                                        n_resamples=p.n_bootstrap, rng=p.rng(DECISION), floor=0.5 / selected)
+        low, high, mc_se, notes = float(ci.low), float(ci.high), ci.mc_se, list(ci.notes)
+    else:
+        low, high, mc_se, notes = smoothed_swap_in_interval(p, k, value, selected)
     if low == high == value and lost == gained == 0 and not p.scored_as_reference:
         low, high, mc_se, notes = _zero_churn(value, selected, notes)
-    elif method == stats.PERCENTILE_CC and low < high:
+    elif p.thresholded and low < high:
         low, high, notes = continuity_corrected(low, high, selected, notes)
     return Selection(value=value, low=low, high=high, p_value=pv, test=test, lean=lean,
                      lost=lost, gained=gained, selected=selected, mc_se=mc_se, notes=notes)
 
 
+def smoothed_swap_in_interval(p: Pairing, k: int, value: float,
+                               selected: float) -> tuple[float, float, float, list[str]]:
+    """The selection ratio's 95% interval under a swap-in top-K rule (methods 18, issue 39 §2): normal, from the
+    SD of a smoothed, re-ranked candidate bootstrap of the variant's selected count.
+
+    Under swap-in top-K the reference keeps exactly ``min(K, n_j)`` places in job ``j`` and the ratio is
+    ``1 + S / selected`` with ``S = Σ_j (Σ_i P(variant i in the top K against the other candidates' reference
+    resumes) − min(K, n_j))``. Its spread over audits comes from the candidates drawn *and* from the cutoff they
+    set, which moves with them. Each resample therefore
+
+    1. draws, in every stratum (a job, or a job × ``is_true_match`` where the labels are known: the design fixes
+       how many of each a job has), as many candidates as it has, with replacement;
+    2. moves each drawn reference score by a Gaussian kernel (Silverman's bandwidth of the stratum's reference
+       scores), shrunk towards the stratum's mean so that its variance is kept (the smoothed bootstrap, Silverman
+       & Young 1987, "The bootstrap: to smooth or not to smooth?", Biometrika 74: 469-479; Efron & Tibshirani 1993
+       §16.5), and gives the variant the drawn candidate's own paired difference; scores on a grid (the system's
+       ``score_resolution``, declared or inferred: :attr:`runtime.analysis.frame.Cohort.step`) are put back on it,
+       so ties at the cutoff occur as often as in the data;
+    3. ranks again: each variant against the other drawn candidates' reference resumes, ties tie-averaged as
+       :meth:`runtime.analysis.cell.Pairing.in_top` does.
+
+    The interval is ``value ± z · SD(S*) / selected`` (``z`` = :data:`runtime.analysis.stats.Z_975`; the lower end
+    not below 0). Why not the candidate bootstrap of the memberships computed on the full pool (methods 8-17): it
+    keeps each candidate's membership while resampling, so it drops the cutoff's variance and adds the spread of the
+    reference's own count, which the design fixes; ``bench/selection_variance.py`` measured its variance 0.97-1.23x
+    the truth, and its continuity-corrected percentile interval covered 93.2-98.2%. A plain re-ranked bootstrap puts
+    copies of one candidate against each other (exact ties, a variant against its own reference) and read 1.3-1.6x;
+    a Hajek projection of the count (binomial cutoff probabilities on the empirical distribution) 0.71-1.02x. As
+    shipped, on the 42 cells of ``bench/coverage_shortlist.py`` (1,000 audits each): 93.3-96.9%, 39 of 42 cells in
+    93.5-96.5%, misses 2.45% below and 2.20% above pooled, width 0.96-1.07x the estimate's spread. A normal
+    interval, not percentiles: the smoothed resamples' mean sits slightly off ``S`` (kernel and grid), which a
+    symmetric interval around the estimate does not inherit.
+
+    Returns
+    -------
+    tuple
+        ``(low, high, mc_se, notes)``: ``mc_se`` the Monte Carlo SE of either end, ``1.96 · SD / selected /
+        sqrt(2 (B − 1))`` (the SE of a normal SD from B resamples); ``(value, value, 0, [])`` when no resample
+        moves ``S`` (the caller's zero-churn rule then applies).
+    """
+    rng = p.rng(DECISION)
+    n_res = int(p.n_bootstrap)
+    labels = np.where(np.isnan(p.match), -1.0, p.match)
+    step = float(p.step or 0.0)
+    # On a grid, scores as whole grid steps from the lowest reference score: ties stay exact through the draws.
+    origin = float(np.min(p.score_ref)) if step > 0 else 0.0
+    score_ref, score_var = stats.on_grid(p.score_ref - origin, step), stats.on_grid(p.score_var - origin, step)
+    total = np.zeros(n_res)
+    for job in np.unique(p.job):
+        idx = np.flatnonzero(p.job == job)
+        # within a stratum, positions in the order of their data, not of their labels: relabelling the candidates
+        # draws the same resamples (as runtime.analysis.stats.stratified_bootstrap)
+        strata = [g[np.lexsort((score_var[g], score_ref[g]))]
+                  for g in (idx[labels[idx] == lab] for lab in np.unique(labels[idx]))]
+        ref, var = _smoothed_draw(rng, score_ref, score_var, strata, n_res, step > 0)
+        total += swap_in_count(ref, var, k) - min(k, idx.size)
+    sd = float(np.std(total, ddof=1)) if n_res > 1 else 0.0
+    if not sd > 0:
+        return value, value, 0.0, []
+    half = stats.Z_975 * sd / selected
+    return (max(value - half, 0.0), value + half, half / math.sqrt(2.0 * (n_res - 1)),
+            [stats.NOTE_SMOOTHED.format(sd=sd / selected, resamples=n_res)])
+
+
+def _smoothed_draw(rng: np.random.Generator, score_ref: np.ndarray, score_var: np.ndarray,
+                   strata: list[np.ndarray], n_res: int, on_grid: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(ref, var)``, each ``(n_res, n_job)``: one job's smoothed resamples (:func:`smoothed_swap_in_interval`);
+    ``on_grid``: the scores are whole grid steps (:func:`runtime.analysis.stats.on_grid`), and so are the draws."""
+    refs, variants = [], []
+    for g in strata:
+        x, d = score_ref[g], score_var[g] - score_ref[g]
+        draw = rng.integers(0, g.size, size=(n_res, g.size))
+        noise = rng.standard_normal(size=(n_res, g.size))
+        sd = float(np.std(x, ddof=1)) if g.size > 1 else 0.0
+        ref = x[draw]
+        if sd > 0:
+            iqr = float(np.subtract(*np.percentile(x, [75, 25])))
+            h = 0.9 * min(sd, iqr / 1.34 if iqr > 0 else sd) * g.size ** -0.2  # Silverman's rule
+            mean = float(x.mean())
+            ref = mean + (ref - mean + h * noise) / math.sqrt(1.0 + (h / sd) ** 2)
+            if on_grid:
+                ref = np.round(ref)
+        refs.append(ref)
+        variants.append(ref + d[draw])
+    return np.concatenate(refs, axis=1), np.concatenate(variants, axis=1)
+
+
+def swap_in_count(ref: np.ndarray, var: np.ndarray, k: int) -> np.ndarray:
+    """Tie-averaged number of variant resumes in the top ``k`` under swap-in ranking, per row.
+
+    Parameters
+    ----------
+    ref, var : numpy.ndarray, shape (B, n)
+        Reference and variant scores of one job's ``n`` candidates, in ``B`` rows (resamples); higher is better.
+    k : int
+        Shortlist size.
+
+    Returns
+    -------
+    numpy.ndarray, shape (B,)
+        ``Σ_i clip((k − g_i) / (e_i + 1), 0, 1)``, ``g_i`` / ``e_i`` the other candidates' reference scores above /
+        equal to variant ``i``'s (:meth:`runtime.analysis.cell.Pairing.in_top`, swap-in). Scores are compared by
+        their order codes (``numpy.unique``), so no offset arithmetic can merge two close floats.
+    """
+    rows, n = ref.shape
+    codes = np.unique(np.concatenate([ref.ravel(), var.ravel()]), return_inverse=True)[1].reshape(2, rows, n)
+    width = int(codes.max()) + 1
+    shift = (np.arange(rows, dtype=np.int64) * width)[:, None]
+    flat_ref = np.sort((codes[0] + shift).ravel())
+    v = (codes[1] + shift).ravel()
+    above = (np.arange(1, rows + 1, dtype=np.int64)[:, None] * n
+             - np.searchsorted(flat_ref, v, "right").reshape(rows, n))
+    equal = (np.searchsorted(flat_ref, v, "right") - np.searchsorted(flat_ref, v, "left")).reshape(rows, n)
+    own = codes[0] > codes[1]
+    tie_own = codes[0] == codes[1]
+    g, e = above - own, equal - tie_own
+    return np.clip((k - g) / (e + 1.0), 0.0, 1.0).sum(axis=1)
+
+
 def continuity_corrected(low: float, high: float, selected: float,
                          notes: list[str]) -> tuple[float, float, list[str]]:
-    """The percentile interval ``[low, high]`` widened by half a selected place at each end (methods 16, issue 39 §2).
+    """The percentile interval ``[low, high]`` widened by half a selected place at each end (methods 16, issue 39 §2;
+    since methods 18 under a threshold rule only, :func:`smoothed_swap_in_interval` under swap-in top-K).
 
     Given the reference's ``selected`` places (K per job under swap-in top-K), the selection ratio moves in steps of
     ``1 / selected`` (the variant's count is an integer; tie-averaged counts move in finer steps, where the
@@ -162,10 +285,11 @@ def continuity_corrected(low: float, high: float, selected: float,
     are spread almost continuously: read against a continuous approximation a lattice statistic needs half its span
     at each end (Hall 1987, "On the bootstrap and continuity correction", JRSS B 49: 82-89). Measured on the same
     resamples (``bench/ratio_interval_families.py``, candidate ``percentile_cc``): 2 jobs (20 places) 94.7-97.2%
-    where the plain percentile interval covered 92.0-94.3%; 5 jobs (50 places) 95.0-96.7% (93.8-96.3%). As shipped,
-    on every setting of the coverage bench (``bench/coverage_shortlist.py``, 1,000 audits each): 2 jobs 95.1-96.8%,
-    5 jobs 94.8-96.8%, 20 jobs 93.2-96.6%, 50 jobs 95.2-96.1%, and 97.0-98.2% on the example's resampled candidates,
-    where the bootstrap is already wider than the estimate's spread (conservative, and so called approximate).
+    where the plain percentile interval covered 92.0-94.3%; 5 jobs (50 places) 95.0-96.7% (93.8-96.3%). As shipped
+    in methods 16-17, on every setting of the coverage bench (``bench/coverage_shortlist.py``, 1,000 audits each,
+    top-K): 2 jobs 95.1-96.8%, 5 jobs 94.8-96.8%, 20 jobs 93.2-96.6%, 50 jobs 95.2-96.1%, and 97.0-98.2% on the
+    example's resampled candidates, where the bootstrap was already wider than the estimate's spread. No bench
+    measures a threshold rule: such rows are noted approximate.
 
     Returns
     -------

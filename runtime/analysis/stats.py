@@ -55,9 +55,11 @@ NOTE_WIDENED = "percentile CI [{low:.6g}, {high:.6g}] did not contain the estima
 #: above in 1.8% (pooled; up to 4.2% below in one setting); the Jeffreys interval with Korn & Graubard's truncation
 #: missed 2.2% below and 2.7% above, covering 93.1-96.1%.
 #: Methods 16: the selection ratio reads its percentile interval continuity-corrected by half a selected place
-#: (``"percentile_cc"``, :data:`PERCENTILE_CC`, :func:`runtime.analysis.selection.continuity_corrected`).
+#: (``"percentile_cc"``, :data:`PERCENTILE_CC`, :func:`runtime.analysis.selection.continuity_corrected`); methods 18:
+#: only under a threshold rule; under swap-in top-K its interval is normal with the SD of a smoothed, re-ranked
+#: candidate bootstrap (``"smoothed_swap_in"``, :func:`runtime.analysis.selection.smoothed_swap_in_interval`).
 RATIO_TRANSFORMS: dict[str, str | None] = {"retention_rate": "jeffreys_deff", "impact_ratio": "jeffreys_deff",
-                                           "selection_ratio": "percentile_cc"}
+                                           "selection_ratio": "smoothed_swap_in"}
 #: The percentile interval widened at each end by half the span of the statistic's lattice (the selection ratio:
 #: ``1 / selected``), the continuity correction of a lattice statistic read against a continuous approximation
 #: (Hall 1987, "On the bootstrap and continuity correction", JRSS B 49: 82-89). Handled by the metric, not by
@@ -89,6 +91,10 @@ NOTE_TRUNCATED = ", truncated at 1: the effective sample size is the pooled coun
 #: Note of a selection-ratio row whose percentile interval is continuity-corrected (methods 16, :data:`PERCENTILE_CC`).
 NOTE_CONTINUITY = ("percentile interval widened by half a selected place at each end (±{half:.4g}: the ratio moves "
                    "in steps of 1/{selected:.4g}; continuity correction, Hall 1987)")
+#: Note of a selection-ratio row under a swap-in top-K rule (methods 18,
+#: :func:`runtime.analysis.selection.smoothed_swap_in_interval`).
+NOTE_SMOOTHED = ("normal interval, SD {sd:.4g} from {resamples} smoothed, re-ranked candidate resamples (the cutoff "
+                 "moves with the candidates drawn)")
 #: Rows whose interval is the transformed bootstrap interval (:func:`transformed_interval`).
 NOTE_TRANSFORMED = "{transform}-transformed bootstrap interval (normal on the {transform} scale, bootstrap SE there)"
 #: The estimate lies on the edge of the transformed scale (retention 0 or 1, a ratio of 0): the percentile interval.

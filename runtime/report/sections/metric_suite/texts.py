@@ -60,7 +60,15 @@ MCNEMAR_RULE = "exact when fewer than 25 candidates flip, χ² otherwise"
 CI_TEXT: dict[str, str] = {
     "bootstrap percentile": "bootstrap percentile interval",
     "wilson": "Wilson score interval",
-    # methods 16 (issue 39 §2): the selection ratio's percentile interval, continuity-corrected
+    # methods 18 (issue 39 §2): the selection ratio under swap-in top-K
+    "smoothed candidate bootstrap within jobs, re-ranked, normal": (
+        "normal interval whose standard error is the spread of a smoothed bootstrap of the base candidates within "
+        "each job and match label (each drawn reference score moved by a small kernel step, the variant keeping the "
+        "candidate's own paired difference), every resampled pool ranked again, so that the top-K cutoff moves "
+        "with the candidates drawn (no place changing hands in any resample: Wilson's interval on 0 lost, noted "
+        "on the row)"),
+    # methods 16 (issue 39 §2): the selection ratio's percentile interval, continuity-corrected (a threshold rule
+    # since methods 18)
     "candidate bootstrap within jobs, continuity-corrected": (
         "percentile interval of a bootstrap of the base candidates within each job (the audited jobs are kept; "
         "each candidate brings its reference and variant), widened by half a selected place at each end because "
@@ -114,7 +122,8 @@ THRESHOLD_LABELS = {"flip_rate": "Flip rate (threshold crossings)",
                     "retention_rate": "Retention rate (macro retention at the threshold)",
                     "recall_at_k": "Recall at the threshold (Recall@K under a top-K rule)",
                     "impact_ratio": "Retention ratio at the threshold (seed 000's impact ratio)"}
-THRESHOLD_CI = {"recall_at_k": "candidate bootstrap within jobs and labels"}
+THRESHOLD_CI = {"recall_at_k": "candidate bootstrap within jobs and labels",
+                "selection_ratio": "candidate bootstrap within jobs, continuity-corrected"}
 THRESHOLD_BASIS_AT_THRESHOLD = {"retention_rate": "Seed 000 Table 3's 0.8 bound on retention at the decision threshold "
                                                   "(policy choice)",
                                 "impact_ratio": "Seed 000 Table 3's 0.8 bound on the ratio of retentions at the decision "
