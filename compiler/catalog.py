@@ -85,7 +85,7 @@ METRICS: dict[str, MetricInfo] = {
         MetricInfo("marc", "MARC / K (mean absolute rank change)", "counterfactual", "lower",
                    (0.50, 0.70), (0.50, 0.70), "wilcoxon", "u-statistic variance, log scale; wilson bound at 0"),
         MetricInfo("flip_rate", "Flip rate (top-K boundary crossings)", "counterfactual", "lower",
-                   (0.05, 0.10), (0.05, 0.10), "mcnemar", "wilson, at the effective sample size of tied flips"),
+                   (0.05, 0.10), (0.05, 0.10), "mcnemar", "smoothed candidate bootstrap within jobs, re-ranked, normal"),
         MetricInfo("retention_rate", "Retention rate (macro top-K retention)", "group", "higher",
                    (0.80, 0.70), (0.80, 0.70), "", "jeffreys at the bootstrap's design effect"),
         MetricInfo("impact_ratio", "Shortlist retention ratio (seed 000's impact ratio)", "group", "higher",

@@ -523,7 +523,7 @@ def near_band(res: CellResult, metric_id: str,
     Monte Carlo SEs (the row's ``ci_mc_se``, or the selection ratio's) of a bound of the PASS band under
     either tier (:func:`runtime.analysis.classify.crossable_bounds`: a band's end at the statistic's own
     limit, retention's 1, MARC's 0, cannot be crossed). Always False for a row without a bootstrap interval
-    (the Wilson interval of the flip rate's value has no Monte Carlo error) or already redrawn.
+    (the Wilson interval of the flip rate's value, which a per-variant row decides on, has no Monte Carlo error) or already redrawn.
     """
     if res.decision_on == "value":
         low, high, mc = res.ci_low, res.ci_high, res.diagnostics.get("ci_mc_se", math.nan)

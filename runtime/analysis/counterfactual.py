@@ -14,6 +14,7 @@ from runtime.analysis import stats
 from runtime.analysis.cell import CellResult, Pairing, copies_in_row, dense_codes, exact_sum, rank_counts
 from runtime.analysis.group import decided_on_selection
 from runtime.analysis.registry import metric
+from runtime.analysis.selection import smoothed_flip_interval
 
 #: Why a rank or selection test cannot reject under seed 000's per-variant ranking (§3.3): every
 #: variant is ranked in its own pool of candidates that all carry the same cue.
@@ -306,10 +307,15 @@ def flip_rate(p: Pairing) -> CellResult:
     lost; :mod:`runtime.analysis.selection`). The value stays seed 000's, and so does ``status_seed000``.
     Under per-variant top-K ranking the ratio is 1 by construction and the row decides on its value.
 
-    CI: Wilson score interval on the flipped proportion, at the effective number of candidates where ties at the
-    cutoff make flips fractional (:func:`runtime.analysis.stats.tie_averaged_interval`, methods 17: a tie-averaged
-    flip varies less than a whole one, and Wilson's interval on the candidates covered up to 97.9% of simulated
-    audits with ties); ``[0, 0]`` for the reference row and a variant scored exactly as the reference (one tie order
+    CI: under swap-in top-K (methods 19, :func:`runtime.analysis.selection.smoothed_flip_interval`) normal, with the
+    SD of the flip count over smoothed, re-ranked candidate resamples (the selection ratio's): the candidates' flips
+    are not independent (each job's reference top-K holds K places and the competitors set the cutoff), which
+    Wilson's interval on the candidates ignored. Under per-variant ranking or a threshold rule (each candidate's flip
+    is its own there), and where no candidate flips or the resamples give no variance: Wilson score interval on the
+    flipped proportion at the effective number of candidates where ties at the cutoff make flips fractional
+    (:func:`runtime.analysis.stats.tie_averaged_interval`, methods 17: a tie-averaged flip varies less than a whole
+    one, and Wilson's interval on the candidates covered up to 97.9% of simulated audits with ties); ``[0, 0]`` for
+    the reference row and a variant scored exactly as the reference (one tie order
     per candidate: nothing flips in any sample; Wilson's interval had read ``[0, 3.84/(n + 3.84)]``). Test: McNemar
     on the same table (counts rounded to integers), exact binomial when ``n_in,out + n_out,in < 25``,
     continuity-corrected chi-square otherwise. **Not informative under per-variant ranking**: each variant fills its
@@ -332,10 +338,13 @@ def flip_rate(p: Pairing) -> CellResult:
     n = p.n
     flips = n_io + n_oi
     value = flips / n
+    smoothed = None
     if p.scored_as_reference:  # the reference row, or a variant scored exactly as it: nothing can flip (exact)
         ci = stats.Interval(0.0, 0.0)
     else:
-        ci = stats.tie_averaged_interval((was_in - both) + (now_in - both))
+        if not (p.thresholded or p.fixed_shortlist):
+            smoothed = smoothed_flip_interval(p, k, flips)
+        ci = smoothed if smoothed is not None else stats.tie_averaged_interval((was_in - both) + (now_in - both))
     table = np.rint(np.array([[n_ii, n_io], [n_oi, n_oo]])).astype(np.int64)
     pv, test = stats.mcnemar_p(table)
     ref_in, ref_out = n_ii + n_io, n_oi + n_oo
@@ -344,6 +353,7 @@ def flip_rate(p: Pairing) -> CellResult:
                       diagnostics={"n_in_out": n_io, "n_out_in": n_oi,
                                    "flip_out_rate": n_io / ref_in if ref_in else np.nan,
                                    "flip_in_rate": n_oi / ref_out if ref_out else np.nan,
-                                   "lean": float(np.sign(round(n_io - n_oi, 9)))},
+                                   "lean": float(np.sign(round(n_io - n_oi, 9))),
+                                   **({"ci_mc_se": ci.mc_se} if smoothed is not None else {})},
                       not_informative=PER_VARIANT_RANKS if p.fixed_shortlist else "",
                       **decided_on_selection(p, k))

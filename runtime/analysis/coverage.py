@@ -46,13 +46,15 @@ TARGET = (0.93, 0.97)
 #: Retention, the impact ratio and the selection ratio read Wilson's interval on 0 slots lost where no resample moves
 #: them although the scores differ (methods 14, :data:`runtime.analysis.stats.NOTE_ZERO_CHURN`).
 #: The flip rate reads Wilson's interval at the effective number of candidates where ties make flips fractional
-#: (methods 17, :func:`runtime.analysis.stats.tie_averaged_interval`; Wilson on the candidates without ties).
+#: (methods 17, :func:`runtime.analysis.stats.tie_averaged_interval`; Wilson on the candidates without ties); under
+#: swap-in top-K (what the bench measures) it is normal with the SD of the flip count over the smoothed, re-ranked
+#: resamples of the selection ratio (methods 19, :func:`runtime.analysis.selection.smoothed_flip_interval`).
 #: The selection ratio's percentile interval is widened by half a selected place at each end (methods 16,
 #: :func:`runtime.analysis.selection.continuity_corrected`); under swap-in top-K (what the bench measures) it is
 #: normal with the SD of a smoothed, re-ranked candidate bootstrap (methods 18,
 #: :func:`runtime.analysis.selection.smoothed_swap_in_interval`).
 INTERVALS: dict[str, str] = {"marc": "u_statistic_log_wald_zero_event_wilson",
-                             "flip_rate": "wilson_tie_deff",
+                             "flip_rate": "smoothed_swap_in_normal_tie_deff_wilson",
                              "retention_rate": "jeffreys_deff_kg_zero_churn",
                              "impact_ratio": "jeffreys_deff_kg_zero_churn",
                              "selection_ratio": "smoothed_swap_in_normal_zero_churn_wilson",

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -195,14 +196,28 @@ def smoothed_swap_in_interval(p: Pairing, k: int, value: float,
         sqrt(2 (B − 1))`` (the SE of a normal SD from B resamples); ``(value, value, 0, [])`` when no resample
         moves ``S`` (the caller's zero-churn rule then applies).
     """
-    rng = p.rng(DECISION)
+    n_res = int(p.n_bootstrap)
+    total = np.zeros(n_res)
+    for n_job, ref, var in smoothed_resamples(p, DECISION):
+        total += swap_in_count(ref, var, k) - min(k, n_job)
+    sd = float(np.std(total, ddof=1)) if n_res > 1 else 0.0
+    if not sd > 0:
+        return value, value, 0.0, []
+    half = stats.Z_975 * sd / selected
+    return (max(value - half, 0.0), value + half, half / math.sqrt(2.0 * (n_res - 1)),
+            [stats.NOTE_SMOOTHED.format(sd=sd / selected, resamples=n_res)])
+
+
+def smoothed_resamples(p: Pairing, stream: str) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """``(n_job, ref, var)`` for each job of ``p``: its smoothed resamples, each ``(p.n_bootstrap, n_job)``
+    (:func:`smoothed_swap_in_interval`, steps 1-2), drawn from ``p.rng(stream)``; on a score grid the scores are
+    whole grid steps from the lowest reference score, so ties stay exact through the draws."""
+    rng = p.rng(stream)
     n_res = int(p.n_bootstrap)
     labels = np.where(np.isnan(p.match), -1.0, p.match)
     step = float(p.step or 0.0)
-    # On a grid, scores as whole grid steps from the lowest reference score: ties stay exact through the draws.
     origin = float(np.min(p.score_ref)) if step > 0 else 0.0
     score_ref, score_var = stats.on_grid(p.score_ref - origin, step), stats.on_grid(p.score_var - origin, step)
-    total = np.zeros(n_res)
     for job in np.unique(p.job):
         idx = np.flatnonzero(p.job == job)
         # within a stratum, positions in the order of their data, not of their labels: relabelling the candidates
@@ -210,13 +225,7 @@ def smoothed_swap_in_interval(p: Pairing, k: int, value: float,
         strata = [g[np.lexsort((score_var[g], score_ref[g]))]
                   for g in (idx[labels[idx] == lab] for lab in np.unique(labels[idx]))]
         ref, var = _smoothed_draw(rng, score_ref, score_var, strata, n_res, step > 0)
-        total += swap_in_count(ref, var, k) - min(k, idx.size)
-    sd = float(np.std(total, ddof=1)) if n_res > 1 else 0.0
-    if not sd > 0:
-        return value, value, 0.0, []
-    half = stats.Z_975 * sd / selected
-    return (max(value - half, 0.0), value + half, half / math.sqrt(2.0 * (n_res - 1)),
-            [stats.NOTE_SMOOTHED.format(sd=sd / selected, resamples=n_res)])
+        yield idx.size, ref, var
 
 
 def _smoothed_draw(rng: np.random.Generator, score_ref: np.ndarray, score_var: np.ndarray,
@@ -242,6 +251,100 @@ def _smoothed_draw(rng: np.random.Generator, score_ref: np.ndarray, score_var: n
     return np.concatenate(refs, axis=1), np.concatenate(variants, axis=1)
 
 
+def smoothed_flip_interval(p: Pairing, k: int, flips: float) -> stats.Interval | None:
+    """The flip rate's 95% interval under swap-in top-K (methods 19, issue 39 §4): normal, from the SD of the flip
+    count over the smoothed, re-ranked candidate resamples of :func:`smoothed_resamples` (stream ``flip_rate``).
+
+    Wilson's interval on the ``n`` candidates (methods 1-16; at the tie-averaged effective number since methods 17)
+    treats their flips as independent; they are not: each job's reference top-K holds K places and the competitors
+    set the cutoff, so a candidate that flips in moves the cut for the others. The resamples carry that dependence
+    (the cutoff moves with the candidates drawn, as for the selection ratio, :func:`smoothed_swap_in_interval`), and
+    ties: a resampled candidate's flip is ``r + q − 2 j`` from its tie-averaged reference and variant shares ``r``,
+    ``q`` (:func:`swap_in_shares`), ``j`` their joint share, ``min(r, q)`` where both are split by ties (one tie order
+    per candidate, comonotone, :meth:`runtime.analysis.cell.Pairing.joint_in`) and ``r · q`` otherwise.
+
+    The interval is ``value ± z · SD(F*) / n`` (``z`` = :data:`runtime.analysis.stats.Z_975`, clipped to [0, 1]).
+    Measured before adopting (experiment, 1,000 audits x 42 cells of ``bench/coverage_shortlist.py``'s settings,
+    B = 199): the resamples' variance of the flip count was 0.95-1.03x its spread over audits; Wilson's interval at
+    the resamples' design effect (``n / deff``, ``deff`` = that variance over the binomial's, at the estimate or at
+    the resamples' mean) missed above the truth in 3.2-4.2% of audits against 0.5-1.7% below (the flip count's
+    variance grows with it less than a binomial's), the logit and square-root scales likewise, while the normal
+    interval missed 2.5% on each side. As shipped: ``bench/results/coverage_shortlist.md``.
+
+    Parameters
+    ----------
+    p : Pairing
+        A variant not scored as the reference, under swap-in top-K.
+    k : int
+        The flip rate's cutoff.
+    flips : float
+        The expected flip count on the data (``n_in,out + n_out,in``).
+
+    Returns
+    -------
+    Interval or None
+        The normal interval with :data:`runtime.analysis.stats.NOTE_SMOOTHED` and Monte Carlo SEs ``z · SD / n /
+        sqrt(2 (B − 1))`` (the SE of a normal SD from B resamples); ``None`` when no candidate flips, every one does,
+        or no resample moves the count (the caller keeps :func:`runtime.analysis.stats.tie_averaged_interval`:
+        Wilson's bound on 0 flips is no resample's).
+    """
+    n = p.n
+    value = flips / n
+    n_res = int(p.n_bootstrap)
+    if not 0.0 < value < 1.0 or n_res < 2:
+        return None
+    total = np.zeros(n_res)
+    for _, ref, var in smoothed_resamples(p, "flip_rate"):
+        r, q = swap_in_shares(ref, var, k)
+        split = (r > 0) & (r < 1) & (q > 0) & (q < 1)
+        total += (r + q - 2.0 * np.where(split, np.minimum(r, q), r * q)).sum(axis=1)
+    sd = float(np.std(total, ddof=1))
+    if not sd > 0:
+        return None
+    half = stats.Z_975 * sd / n
+    mc = half / math.sqrt(2.0 * (n_res - 1))
+    return stats.Interval(max(value - half, 0.0), min(value + half, 1.0),
+                          (stats.NOTE_SMOOTHED.format(sd=sd / n, resamples=n_res),), mc, mc)
+
+
+def swap_in_shares(ref: np.ndarray, var: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tie-averaged top-``k`` shares of each reference resume (in the pool of reference resumes) and of each
+    variant resume (against the other candidates' reference resumes: swap-in), per row.
+
+    Parameters
+    ----------
+    ref, var : numpy.ndarray, shape (B, n)
+        Reference and variant scores of one job's ``n`` candidates, in ``B`` rows (resamples); higher is better.
+    k : int
+        Shortlist size.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray), each (B, n)
+        ``clip((k − g) / e, 0, 1)`` for a reference resume (``g`` reference scores above it, ``e`` equal to it, itself
+        included) and ``clip((k − g_i) / (e_i + 1), 0, 1)`` for variant ``i`` (``g_i`` / ``e_i`` the other candidates'
+        reference scores above / equal to it), as :meth:`runtime.analysis.cell.Pairing.in_top`. Scores are compared
+        by their order codes (``numpy.unique``), so no offset arithmetic can merge two close floats.
+    """
+    rows, n = ref.shape
+    codes = np.unique(np.concatenate([ref.ravel(), var.ravel()]), return_inverse=True)[1].reshape(2, rows, n)
+    width = int(codes.max()) + 1
+    shift = (np.arange(rows, dtype=np.int64) * width)[:, None]
+    flat_ref = np.sort((codes[0] + shift).ravel())
+    ends = np.arange(1, rows + 1, dtype=np.int64)[:, None] * n
+
+    def above_equal(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = (x + shift).ravel()
+        hi, lo = np.searchsorted(flat_ref, x, "right"), np.searchsorted(flat_ref, x, "left")
+        return ends - hi.reshape(rows, n), (hi - lo).reshape(rows, n)
+
+    g, e = above_equal(codes[0])
+    gv, ev = above_equal(codes[1])
+    own, tie_own = codes[0] > codes[1], codes[0] == codes[1]
+    return (np.clip((k - g) / e, 0.0, 1.0),
+            np.clip((k - (gv - own)) / (ev - tie_own + 1.0), 0.0, 1.0))
+
+
 def swap_in_count(ref: np.ndarray, var: np.ndarray, k: int) -> np.ndarray:
     """Tie-averaged number of variant resumes in the top ``k`` under swap-in ranking, per row.
 
@@ -259,19 +362,7 @@ def swap_in_count(ref: np.ndarray, var: np.ndarray, k: int) -> np.ndarray:
         equal to variant ``i``'s (:meth:`runtime.analysis.cell.Pairing.in_top`, swap-in). Scores are compared by
         their order codes (``numpy.unique``), so no offset arithmetic can merge two close floats.
     """
-    rows, n = ref.shape
-    codes = np.unique(np.concatenate([ref.ravel(), var.ravel()]), return_inverse=True)[1].reshape(2, rows, n)
-    width = int(codes.max()) + 1
-    shift = (np.arange(rows, dtype=np.int64) * width)[:, None]
-    flat_ref = np.sort((codes[0] + shift).ravel())
-    v = (codes[1] + shift).ravel()
-    above = (np.arange(1, rows + 1, dtype=np.int64)[:, None] * n
-             - np.searchsorted(flat_ref, v, "right").reshape(rows, n))
-    equal = (np.searchsorted(flat_ref, v, "right") - np.searchsorted(flat_ref, v, "left")).reshape(rows, n)
-    own = codes[0] > codes[1]
-    tie_own = codes[0] == codes[1]
-    g, e = above - own, equal - tie_own
-    return np.clip((k - g) / (e + 1.0), 0.0, 1.0).sum(axis=1)
+    return swap_in_shares(ref, var, k)[1].sum(axis=1)
 
 
 def continuity_corrected(low: float, high: float, selected: float,

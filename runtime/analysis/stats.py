@@ -91,8 +91,8 @@ NOTE_TRUNCATED = ", truncated at 1: the effective sample size is the pooled coun
 #: Note of a selection-ratio row whose percentile interval is continuity-corrected (methods 16, :data:`PERCENTILE_CC`).
 NOTE_CONTINUITY = ("percentile interval widened by half a selected place at each end (±{half:.4g}: the ratio moves "
                    "in steps of 1/{selected:.4g}; continuity correction, Hall 1987)")
-#: Note of a selection-ratio row under a swap-in top-K rule (methods 18,
-#: :func:`runtime.analysis.selection.smoothed_swap_in_interval`).
+#: Note of a selection-ratio row (methods 18, :func:`runtime.analysis.selection.smoothed_swap_in_interval`) and of a
+#: flip-rate row (methods 19, :func:`runtime.analysis.selection.smoothed_flip_interval`) under a swap-in top-K rule.
 NOTE_SMOOTHED = ("normal interval, SD {sd:.4g} from {resamples} smoothed, re-ranked candidate resamples (the cutoff "
                  "moves with the candidates drawn)")
 #: Rows whose interval is the transformed bootstrap interval (:func:`transformed_interval`).

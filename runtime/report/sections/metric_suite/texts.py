@@ -60,6 +60,11 @@ MCNEMAR_RULE = "exact when fewer than 25 candidates flip, χ² otherwise"
 CI_TEXT: dict[str, str] = {
     "bootstrap percentile": "bootstrap percentile interval",
     "wilson": "Wilson score interval",
+    # methods 17: the flip rate under per-variant ranking or a threshold rule (methods 19: swap-in top-K reads the
+    # smoothed, re-ranked bootstrap below, as the selection ratio)
+    "wilson, at the effective sample size of tied flips": (
+        "Wilson score interval, at the effective number of candidates where ties at the cutoff make flips "
+        "fractional"),
     # methods 18 (issue 39 §2): the selection ratio under swap-in top-K
     "smoothed candidate bootstrap within jobs, re-ranked, normal": (
         "normal interval whose standard error is the spread of a smoothed bootstrap of the base candidates within "
@@ -123,6 +128,7 @@ THRESHOLD_LABELS = {"flip_rate": "Flip rate (threshold crossings)",
                     "recall_at_k": "Recall at the threshold (Recall@K under a top-K rule)",
                     "impact_ratio": "Retention ratio at the threshold (seed 000's impact ratio)"}
 THRESHOLD_CI = {"recall_at_k": "candidate bootstrap within jobs and labels",
+                "flip_rate": "wilson, at the effective sample size of tied flips",
                 "selection_ratio": "candidate bootstrap within jobs, continuity-corrected"}
 THRESHOLD_BASIS_AT_THRESHOLD = {"retention_rate": "Seed 000 Table 3's 0.8 bound on retention at the decision threshold "
                                                   "(policy choice)",

@@ -245,9 +245,12 @@ def _metric_rows(
 
 def _ci_key(metric: str, ci: str, ranking: str | None) -> str:
     """The :data:`CI_TEXT` key of ``metric``'s interval under ``ranking``: MARC's analytic interval holds under swap-in
-    ranking only (methods 14); per-variant ranking keeps the re-ranked candidate bootstrap."""
+    ranking only (methods 14); per-variant ranking keeps the re-ranked candidate bootstrap, and the flip rate its
+    tie-averaged Wilson interval (methods 17; methods 19's resampled design effect is swap-in's)."""
     if metric == "marc" and ranking == "per_variant":
         return "candidate bootstrap within jobs, re-ranked"
+    if metric == "flip_rate" and ranking == "per_variant":  # methods 19's resamples are swap-in's
+        return "wilson, at the effective sample size of tied flips"
     return ci
 
 
