@@ -284,3 +284,14 @@ def test_the_smoothed_sd_matches_the_spread_over_simulated_audits():
             sds.append((s.high - s.value) / 1.959963984540054)
         ratio = float(np.mean(sds) / np.std(values, ddof=1))
         assert 0.88 <= ratio <= 1.12, (ties, ratio)
+
+
+def test_threshold_rows_say_no_bench_measured_their_coverage():
+    """No bench simulates a decision threshold, so retention, the impact ratio and the selection ratio read at one say
+    in ``metrics.csv`` that their coverage was measured under a top-K rule (as the report does), whatever the top-K
+    measurement; under the top-K rule they do not."""
+    note = "approximate interval: coverage measured under a top-K rule, not at a threshold"
+    at_threshold, top_k = _m(_frame(HAND), threshold=6.5), _m(_frame(HAND))
+    for metric in ("retention_rate", "impact_ratio", "selection_ratio"):
+        assert note in at_threshold.loc[(metric, "V01")]["notes"], metric
+        assert note not in top_k.loc[(metric, "V01")]["notes"], metric

@@ -67,8 +67,8 @@ DEFAULT_SOURCE = "bench/coverage_counterfactual.py"
 LEGACY_INTERVAL = "percentile_bootstrap"
 #: Note of a row whose interval's coverage is not measured, or measured outside :data:`TARGET`.
 NOTE_APPROXIMATE = "approximate interval: {why}"
-#: Why a selection ratio decided at a threshold is approximate: the bench measures a top-K rule, and the interval
-#: differs there (methods 18: the percentile bootstrap, continuity-corrected, not the re-ranked one).
+#: Why a row read at a decision threshold is approximate (:func:`approximate`): the benches measure a top-K rule, and
+#: the selection differs there (the selection ratio's interval too: methods 18's re-ranked bootstrap is top-K's).
 NOT_AT_THRESHOLD = "coverage measured under a top-K rule, not at a threshold"
 
 
@@ -136,8 +136,13 @@ def statement(metric: str, n_jobs: int | None) -> str:
     return f"approximate: measured coverage {span} {where}, outside the 93–97% target"
 
 
-def approximate(metric: str, n_jobs: int | None) -> list[str]:
+def approximate(metric: str, n_jobs: int | None, *, thresholded: bool = False) -> list[str]:
     """``[note]`` for a row of ``metric`` whose interval is approximate at ``n_jobs`` jobs, else ``[]``.
+
+    ``thresholded``: the row is read at a decision threshold (issue 15), where no bench measured it (the benches
+    simulate a top-K rule; retention, the impact ratio and the selection ratio select differently there):
+    ``[note]`` with :data:`NOT_AT_THRESHOLD`, whatever the top-K measurement says (the report adds the same words to
+    its coverage statement).
 
     Approximate: no measurement near ``n_jobs`` (e.g. a table published before the selection ratio was in the
     bench, or over 125 jobs: beyond a factor :data:`NEAR` of the largest simulated design), :func:`interval_method`
@@ -145,6 +150,8 @@ def approximate(metric: str, n_jobs: int | None) -> list[str]:
     job count leaves :data:`TARGET`. Used by the ratio metrics (issue 39 §2: "approximate until measured in
     range"), which write it into ``metrics.csv``'s notes; the report quotes :func:`statement` for every metric.
     """
+    if thresholded:
+        return [NOTE_APPROXIMATE.format(why=NOT_AT_THRESHOLD)]
     m = measured(metric, n_jobs)
     if m is None:
         return [NOTE_APPROXIMATE.format(why="coverage not measured")]  # nothing measured near n_jobs

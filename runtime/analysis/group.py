@@ -104,8 +104,8 @@ def retention_rate(p: Pairing) -> CellResult:
     93.1-96.1%, missing above in 2.7% and below in 2.2% pooled (``bench/ratio_interval_families.py``); as shipped,
     on every setting of the coverage bench (2 to 50 jobs and the example's resampled candidates, 1,000 audits each;
     ``bench/coverage_shortlist.py``) 93.4-96.6%, missing below in 2.4% and above in 2.6% pooled.
-    **Approximate** where the coverage bench measured it outside 93-97% at the nearest job count
-    (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its ends, through that of
+    **Approximate** where the coverage bench measured it outside 93-97% at the nearest job count, and at a decision
+    threshold, which no bench measures (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its ends, through that of
     ``deff`` (0 where the truncation holds).
     No test.
     """
@@ -128,7 +128,7 @@ def retention_rate(p: Pairing) -> CellResult:
                                     counts=(float(np.sum(slots[used])),), exact=p.ranked_as_reference)
     diag["ci_mc_se"] = ci.mc_se
     return CellResult(value=value, ci_low=float(ci.low), ci_high=float(ci.high),
-                      notes=[*ci.notes, *coverage.approximate("retention_rate", p.n_jobs)],
+                      notes=[*ci.notes, *coverage.approximate("retention_rate", p.n_jobs, thresholded=p.thresholded)],
                       diagnostics=diag, **decided_on_selection(p, k))
 
 
@@ -158,8 +158,8 @@ def impact_ratio(p: Pairing) -> CellResult:
     up to 7.5%, a log-scale interval in up to 10.2% and Wilson's below in up to 4.0%
     (:data:`runtime.analysis.stats.RATIO_TRANSFORMS`); as shipped, on every setting of the coverage bench
     (``bench/coverage_shortlist.py``) 93.4-96.6%.
-    **Approximate** where the coverage bench measured it outside 93-97% at the nearest job count
-    (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its ends. Test: Fisher exact on the pooled
+    **Approximate** where the coverage bench measured it outside 93-97% at the nearest job count, and at a decision
+    threshold, which no bench measures (:func:`runtime.analysis.coverage.approximate`). ``ci_mc_se``: Monte Carlo SE of its ends. Test: Fisher exact on the pooled
     table ``[[retained_v, slots_v − retained_v], [retained_ref, slots_ref − retained_ref]]`` (counts
     rounded). **Not informative under per-variant ranking**: the reference's retention against
     itself is 1 by construction, so the table's second row has no losses and any loss looks
@@ -213,7 +213,7 @@ def impact_ratio(p: Pairing) -> CellResult:
         counts=(float(np.sum(slots_v[used])),), exact=p.ranked_as_reference)
     diag["ci_mc_se"] = ci.mc_se
     low, high = float(ci.low), float(ci.high)
-    notes = [*ci.notes, *coverage.approximate("impact_ratio", p.n_jobs)]
+    notes = [*ci.notes, *coverage.approximate("impact_ratio", p.n_jobs, thresholded=p.thresholded)]
     if p.thresholded and not p.is_reference:  # the ratio of selection rates at a cut-off (variant over reference)
         s_ref, s_var = exact_sum(p.sel_ref), exact_sum(p.sel_var)
         rate = (s_var / s_ref) if s_ref > 0 else math.nan
@@ -249,8 +249,7 @@ def selection_ratio(p: Pairing) -> CellResult:
         return CellResult(value=math.nan, notes=list(sel.notes), diagnostics=diag)
     shared = SHARED_WITH_FLIPS if same_cut(p, k) else ""
     return CellResult(value=sel.value, ci_low=sel.low, ci_high=sel.high, p_value=sel.p_value, test=sel.test,
-                      notes=[*sel.notes, *(coverage.approximate(DECISION, p.n_jobs) if not p.thresholded
-                                           else [coverage.NOTE_APPROXIMATE.format(why=coverage.NOT_AT_THRESHOLD)])],
+                      notes=[*sel.notes, *coverage.approximate(DECISION, p.n_jobs, thresholded=p.thresholded)],
                       diagnostics=diag,
                       shared_test=shared,
                       shared_with="flip_rate" if shared else "")
