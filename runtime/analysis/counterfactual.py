@@ -308,11 +308,12 @@ def flip_rate(p: Pairing) -> CellResult:
     Under per-variant top-K ranking the ratio is 1 by construction and the row decides on its value.
 
     CI: under swap-in top-K (methods 19, :func:`runtime.analysis.selection.smoothed_flip_interval`) normal, with the
-    SD of the flip count over smoothed, re-ranked candidate resamples (the selection ratio's): the candidates' flips
-    are not independent (each job's reference top-K holds K places and the competitors set the cutoff), which
-    Wilson's interval on the candidates ignored. Under per-variant ranking or a threshold rule (each candidate's flip
-    is its own there), and where no candidate flips or the resamples give no variance: Wilson score interval on the
-    flipped proportion at the effective number of candidates where ties at the cutoff make flips fractional
+    SD of the flip count over smoothed, re-ranked candidate resamples (drawn as the selection ratio's, on their own
+    stream): the candidates' flips are not independent (each job's reference top-K holds K places and the
+    competitors set the cutoff), which Wilson's interval on the candidates ignored. Under per-variant ranking or a
+    threshold rule (each candidate's flip is its own there), and where no candidate flips or the resamples give no
+    variance: Wilson score interval on the flipped proportion at the effective number of candidates where ties at
+    the cutoff make flips fractional
     (:func:`runtime.analysis.stats.tie_averaged_interval`, methods 17: a tie-averaged flip varies less than a whole
     one, and Wilson's interval on the candidates covered up to 97.9% of simulated audits with ties); ``[0, 0]`` for
     the reference row and a variant scored exactly as the reference (one tie order
