@@ -269,7 +269,7 @@ def smoothed_flip_interval(p: Pairing, k: int, flips: float) -> stats.Interval |
     the resamples' design effect (``n / deff``, ``deff`` = that variance over the binomial's, at the estimate or at
     the resamples' mean) missed above the truth in 3.2-4.2% of audits against 0.5-1.7% below (the flip count's
     variance grows with it less than a binomial's), the logit and square-root scales likewise, while the normal
-    interval missed 2.5% on each side. As shipped: ``bench/results/coverage_shortlist.md``.
+    interval missed 2.6% below and 2.3% above. As shipped: ``bench/results/coverage_shortlist.md``.
 
     Parameters
     ----------
@@ -307,7 +307,8 @@ def smoothed_flip_interval(p: Pairing, k: int, flips: float) -> stats.Interval |
                           (stats.NOTE_SMOOTHED.format(sd=sd / n, resamples=n_res),), mc, mc)
 
 
-def swap_in_shares(ref: np.ndarray, var: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def swap_in_shares(ref: np.ndarray, var: np.ndarray, k: int, *,
+                   reference: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
     """Tie-averaged top-``k`` shares of each reference resume (in the pool of reference resumes) and of each
     variant resume (against the other candidates' reference resumes: swap-in), per row.
 
@@ -317,6 +318,8 @@ def swap_in_shares(ref: np.ndarray, var: np.ndarray, k: int) -> tuple[np.ndarray
         Reference and variant scores of one job's ``n`` candidates, in ``B`` rows (resamples); higher is better.
     k : int
         Shortlist size.
+    reference : bool
+        Compute the reference shares (False: ``None`` in their place, for :func:`swap_in_count`).
 
     Returns
     -------
@@ -338,11 +341,13 @@ def swap_in_shares(ref: np.ndarray, var: np.ndarray, k: int) -> tuple[np.ndarray
         hi, lo = np.searchsorted(flat_ref, x, "right"), np.searchsorted(flat_ref, x, "left")
         return ends - hi.reshape(rows, n), (hi - lo).reshape(rows, n)
 
-    g, e = above_equal(codes[0])
     gv, ev = above_equal(codes[1])
     own, tie_own = codes[0] > codes[1], codes[0] == codes[1]
-    return (np.clip((k - g) / e, 0.0, 1.0),
-            np.clip((k - (gv - own)) / (ev - tie_own + 1.0), 0.0, 1.0))
+    shares_var = np.clip((k - (gv - own)) / (ev - tie_own + 1.0), 0.0, 1.0)
+    if not reference:
+        return None, shares_var
+    g, e = above_equal(codes[0])
+    return np.clip((k - g) / e, 0.0, 1.0), shares_var
 
 
 def swap_in_count(ref: np.ndarray, var: np.ndarray, k: int) -> np.ndarray:
@@ -362,7 +367,7 @@ def swap_in_count(ref: np.ndarray, var: np.ndarray, k: int) -> np.ndarray:
         equal to variant ``i``'s (:meth:`runtime.analysis.cell.Pairing.in_top`, swap-in). Scores are compared by
         their order codes (``numpy.unique``), so no offset arithmetic can merge two close floats.
     """
-    return swap_in_shares(ref, var, k)[1].sum(axis=1)
+    return swap_in_shares(ref, var, k, reference=False)[1].sum(axis=1)
 
 
 def continuity_corrected(low: float, high: float, selected: float,
