@@ -1,7 +1,8 @@
-"""Coverage of MARC's U-statistic interval (methods 14, issue 39 §4) on the coverage bench's settings.
+"""Coverage of MARC's U-statistic interval (methods 14 and 20, issue 39 §4) on the coverage bench's settings.
 
 Since methods 14, swap-in MARC's interval is analytic (:func:`runtime.analysis.counterfactual.marc_u_se`:
-Hoeffding's unbiased variance of each job's U-statistic, normal on the log scale): nothing is resampled, so it can
+Hoeffding's unbiased variance of each job's U-statistic; normal on the inverse-square-root scale with t on N − J
+degrees of freedom since methods 20, on the log scale before): nothing is resampled, so it can
 be measured on ``analyse`` runs with one bootstrap resample, about 1/20 of a full audit's time. This script draws
 ``--audits`` audits per setting of :mod:`bench.coverage_counterfactual` (the same models and estimands, its own
 seed stream ``coverage_marc_u``), runs :func:`runtime.analysis.analyse` exactly as ``audit execute`` does with
@@ -18,16 +19,25 @@ one answers the narrower question in minutes.
 ``--publish`` (every setting at ``--audits``) writes MARC's entry of ``runtime/analysis/coverage_measured.json``:
 per simulated job count (the two ``example-*`` settings count as 5 jobs, as in the full bench), the lowest and
 highest coverage over its settings and both variants, with ``intervals.marc`` naming the shipped method
-(``u_statistic_log_wald_zero_event_wilson`` since methods 17) and ``sources.marc`` naming this script, so the report
-quotes the measurement of the interval it shows. Every other metric's entry is left as the full bench published it.
+(``u_statistic_inverse_sqrt_t_zero_event_wilson`` since methods 20) and ``sources.marc`` naming this script, so the
+report quotes the measurement of the interval it shows. Every other metric's entry is left as the full bench
+published it.
+
+Checkpoints: each setting's audits (MARC's value and interval per variant) are kept in
+``bench/results/coverage_marc_u/<setting>.json.gz`` with the interval method and audit count they were drawn under;
+a re-run reuses those of the shipped method at ``--audits`` (so a stopped run resumes) and ``--table-only`` re-derives
+the table and checks from them alone.
 
 Output: ``bench/results/coverage_marc_u.json`` and ``.md`` (per setting and variant: n, truth and its MC SE,
-coverage and its MC SE, misses below / above, width ratio).
+coverage and its MC SE, misses below / above, width ratio), then issue 39's acceptance checks
+(:func:`coverage_shortlist.acceptance`: every cell in 92–98%, at least 93% of cells in 93.5–96.5%, misses per side
+1–4% per setting with the variants pooled, 2–3% over all settings).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import math
 import sys
@@ -39,13 +49,40 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import coverage_counterfactual as cc  # noqa: E402  (sets up the light ``compiler`` package)
+import coverage_shortlist as cs  # noqa: E402
 
 from compiler import catalog  # noqa: E402
 from runtime import seeding  # noqa: E402
-from runtime.analysis import analyse  # noqa: E402
+from runtime.analysis import analyse, coverage  # noqa: E402
 
 RESULTS = cc.RESULTS
+CHECKPOINTS = RESULTS / "coverage_marc_u"
 VARIANTS = ("V01", "V02")
+
+
+def checkpoint(name: str) -> Path:
+    """The file holding setting ``name``'s audits."""
+    return CHECKPOINTS / f"{name}.json.gz"
+
+
+def load_parts(name: str, audits: int | None) -> list[dict] | None:
+    """The saved audits of setting ``name`` if they were drawn under this version's interval method and, unless
+    ``audits`` is None, at ``audits`` audits; else None."""
+    path = checkpoint(name)
+    if not path.exists():
+        return None
+    saved = json.loads(gzip.decompress(path.read_bytes()))
+    if saved["interval"] != coverage.interval_method("marc") or (audits is not None and saved["audits"] != audits):
+        return None
+    return saved["parts"]
+
+
+def save_parts(name: str, audits: int, parts: list[dict]) -> None:
+    """Keep setting ``name``'s audits (gzip without a timestamp: the same audits, the same bytes)."""
+    CHECKPOINTS.mkdir(parents=True, exist_ok=True)
+    body = json.dumps({"interval": coverage.interval_method("marc"), "audits": audits, "parts": parts},
+                      separators=(",", ":")).encode()
+    checkpoint(name).write_bytes(gzip.compress(body, mtime=0))
 
 
 def run(name: str, chunk: int, size: int) -> dict[str, dict[str, list[float]]]:
@@ -93,12 +130,16 @@ def main() -> int:
     n_chunks = math.ceil(args.audits / args.chunk)
     start = time.time()
     rows = []
-    if args.table_only:
-        rows = json.loads((RESULTS / "coverage_marc_u.json").read_text())
-        names = []
-    with ProcessPoolExecutor(max_workers=args.procs) if names else contextlib.nullcontext() as pool:
+    todo = [] if args.table_only else [nm for nm in names if load_parts(nm, args.audits) is None]
+    with ProcessPoolExecutor(max_workers=args.procs) if todo else contextlib.nullcontext() as pool:
         for name in names:
-            parts = list(pool.map(run, [name] * n_chunks, range(n_chunks), [args.chunk] * n_chunks))
+            parts = load_parts(name, None if args.table_only else args.audits)
+            if parts is None and args.table_only:
+                print(f"{name}: no audits saved under {coverage.interval_method('marc')}", flush=True)
+                continue
+            if parts is None:
+                parts = list(pool.map(run, [name] * n_chunks, range(n_chunks), [args.chunk] * n_chunks))
+                save_parts(name, args.audits, parts)
             got = summarise(name, parts)
             rows.extend(got)
             for r in got:
@@ -106,8 +147,10 @@ def main() -> int:
                       f"above {r.get('above', math.nan):.3f} width ratio {r.get('width_ratio', math.nan):.3f} "
                       f"({time.time() - start:.0f} s)", flush=True)
     (RESULTS / "coverage_marc_u.json").write_text(json.dumps(rows, indent=1) + "\n")
-    lines = [f"# MARC's U-statistic interval (methods 14; MARC 0 reads Wilson's bound, methods 17): coverage ({time.strftime('%Y-%m-%d')}; "
-             f"{args.audits} audits per setting; truth: the coverage bench's truth chunks)", "",
+    lines = [f"# MARC's U-statistic interval (methods 14; MARC 0 reads Wilson's bound, methods 17; the inverse-square-root "
+             f"scale with t on N − J df, methods 20; `{coverage.interval_method('marc')}`): coverage "
+             f"({time.strftime('%Y-%m-%d')}; {args.audits} audits per setting; truth: the coverage bench's truth "
+             "chunks; re-derive: `python bench/coverage_marc_u.py --table-only`)", "",
              "below / above: share of audits whose interval lies wholly below / above the truth. width ratio: mean "
              "width / (2 x 1.96 x SD of MARC over the audits). U-stat share: rows on the U-statistic interval "
              "(the rest fell back to the bootstrap).", "",
@@ -125,6 +168,9 @@ def main() -> int:
         lines += ["", f"Range over {len(cov)} rows: {100 * min(r['coverage'] for r in cov):.1f}–"
                       f"{100 * max(r['coverage'] for r in cov):.1f}%; misses below (pooled) "
                       f"{100 * np.mean([r['below'] for r in cov]):.2f}%, above {100 * np.mean([r['above'] for r in cov]):.2f}%."]
+        checks = cs.acceptance([{**r, "metric": "marc"} for r in cov], ("marc",))
+        lines += ["", "## Issue 39's acceptance checks", "", *checks]
+        print("\n".join(checks))
     (RESULTS / "coverage_marc_u.md").write_text("\n".join(lines) + "\n")
     print(f"{len(rows)} rows: {RESULTS / 'coverage_marc_u.md'}")
     if args.publish:

@@ -159,11 +159,12 @@ def summarise(name: str, parts: list[dict]) -> list[dict]:
     return rows
 
 
-def acceptance(rows: list[dict]) -> list[str]:
-    """Issue 39's must-show checks on the rows, one line each (``PASS``/``MISS`` first)."""
+def acceptance(rows: list[dict], metrics: tuple[str, ...] = METRICS) -> list[str]:
+    """Issue 39's must-show checks on the rows of ``metrics``, one line each (``PASS``/``MISS`` first; also read by
+    ``bench/coverage_marc_u.py`` for MARC)."""
     cov = [r for r in rows if "coverage" in r]
     out = []
-    for m in METRICS:
+    for m in metrics:
         rm = [r for r in cov if r["metric"] == m]
         if not rm:
             continue

@@ -1,4 +1,4 @@
-"""MARC's U-statistic interval under swap-in ranking (methods 14, issue 39 §4).
+"""MARC's U-statistic interval under swap-in ranking (methods 14, issue 39 §4; the inverse-square-root scale, methods 20).
 
 Checked against independent computations: the U-statistic variance estimator against a brute-force sum over every
 quadruple of distinct units and against the variance of U over simulated samples; MARC's pairwise counts against
@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from compiler import catalog
 from runtime.analysis import analyse, stats
@@ -58,12 +59,28 @@ def test_u_statistic_variance_needs_four_units_and_a_square_kernel():
         stats.u_statistic_variance(np.ones((3, 4)))
 
 
-def test_log_wald_interval_by_hand():
-    low, high = stats.log_wald_interval(0.4, 0.05)
+def test_inverse_sqrt_wald_interval_by_hand():
+    # value 0.4, se 0.05: c = 0.125, half = z c / 2; sqrt(theta) in [sqrt(0.4) / (1 + half), sqrt(0.4) / (1 - half)]
     z = norm.ppf(0.975)
-    assert low == pytest.approx(0.4 * math.exp(-z * 0.125)) and high == pytest.approx(0.4 * math.exp(z * 0.125))
-    with pytest.raises(ValueError):
-        stats.log_wald_interval(0.0, 0.1)
+    half = z * 0.125 / 2
+    low, high = stats.inverse_sqrt_wald_interval(0.4, 0.05)
+    assert low == pytest.approx(0.4 / (1 + half) ** 2, rel=1e-12) and high == pytest.approx(0.4 / (1 - half) ** 2,
+                                                                                             rel=1e-12)
+    assert (low, high) == pytest.approx((0.31746, 0.51947), abs=5e-6)
+    # the ends sit above the log scale's: low > 0.4 exp(-z c), high > 0.4 exp(z c)
+    assert low > 0.4 * math.exp(-z * 0.125) and high > 0.4 * math.exp(z * 0.125)
+    # Student's t on 10 degrees of freedom (2.228) instead of z
+    q = student_t.ppf(0.975, 10)
+    assert stats.inverse_sqrt_wald_interval(0.4, 0.05, df=10) == pytest.approx(
+        (0.4 / (1 + q * 0.0625) ** 2, 0.4 / (1 - q * 0.0625) ** 2), rel=1e-12)
+    # capped at the statistic's largest value, and there where the scale has no upper end (q c / 2 >= 1)
+    assert stats.inverse_sqrt_wald_interval(0.4, 0.05, upper_limit=0.45)[1] == 0.45
+    assert stats.inverse_sqrt_wald_interval(0.4, 0.5, upper_limit=3.0) == pytest.approx((0.4 / (1 + z * 1.25 / 2) ** 2, 3.0))
+    assert stats.inverse_sqrt_wald_interval(0.4, 0.0) == (0.4, 0.4)
+    for bad in ({"value": 0.0, "se": 0.1}, {"value": 0.4, "se": -0.1}, {"value": 0.4, "se": math.inf},
+                {"value": 0.4, "se": 0.1, "df": 0}, {"value": 0.4, "se": 0.1, "upper_limit": 0.3}):
+        with pytest.raises(ValueError, match="inverse_sqrt_wald_interval"):
+            stats.inverse_sqrt_wald_interval(**bad)
 
 
 def test_marc_pairwise_counts_by_hand():
@@ -92,7 +109,14 @@ def test_analyse_reads_the_u_statistic_interval_for_swap_in_marc():
     jobs = wide["job_id"].astype("category").cat.codes.to_numpy()
     code_ref, code_var = dense_codes(wide["BASE"].to_numpy(), wide["V01"].to_numpy(), jobs)
     se = marc_u_se(code_ref, code_var, jobs, raw=m["value"] * 10) / 10
-    assert (m["ci_low"], m["ci_high"]) == pytest.approx(stats.log_wald_interval(m["value"], se), rel=1e-12)
+    # t on N - J degrees of freedom; the cap, MARC's largest value, is sum n_j (n_j - 1) / (N K)
+    sizes = np.bincount(jobs)
+    n_all = int(sizes.sum())
+    half = student_t.ppf(0.975, n_all - 3) * se / m["value"] / 2
+    assert (m["ci_low"], m["ci_high"]) == pytest.approx(
+        (m["value"] / (1 + half) ** 2, m["value"] / (1 - half) ** 2), rel=1e-12)
+    assert (m["ci_low"], m["ci_high"]) == pytest.approx(stats.inverse_sqrt_wald_interval(
+        m["value"], se, df=n_all - 3, upper_limit=float((sizes * (sizes - 1)).sum()) / (n_all * 10)), rel=1e-12)
     assert math.isnan(m["ci_mc_se"]) and NOTE_MARC_BOOTSTRAP not in m["notes"]
     # per-variant ranking keeps the candidate bootstrap (rank changes of either sign), without the note
     pv = analyse(frame, reference="BASE", k=k, alpha=0.05, n_bootstrap=50, seed=1,

@@ -297,3 +297,17 @@ def test_the_llm_manipulation_check_names_the_intended_levels_label():
     assert [m["intended"] for m in section.context["manipulation"]] == ["Female-NA (North African woman)"]
     (plain,) = llm_sections(llm)
     assert [m["intended"] for m in plain.context["manipulation"]] == ["Female-NA"]
+
+
+def test_every_interval_the_catalogue_names_has_its_words_in_the_report():
+    # the report prints CI_TEXT[key], else the raw key: MARC's key lost its words when methods 17 renamed it
+    from runtime.report.sections.metric_suite.texts import CI_TEXT, THRESHOLD_CI
+    from runtime.report.sections.metric_suite.units import _ci_key
+
+    keys = {m.ci for m in METRICS.values() if m.ci} | set(THRESHOLD_CI.values())
+    keys |= {_ci_key(m, METRICS[m].ci, r) for m in METRICS for r in ("swap_in", "per_variant")}
+    assert keys - set(CI_TEXT) == set()
+    assert "inverse-square-root" in CI_TEXT[METRICS["marc"].ci]
+    # the flip rate's fallback is Wilson's on the candidates, not the selection ratio's "0 lost"
+    assert "flip count" in CI_TEXT[METRICS["flip_rate"].ci] and "0 lost" not in CI_TEXT[METRICS["flip_rate"].ci]
+    assert "0 lost" in CI_TEXT[METRICS["selection_ratio"].ci]

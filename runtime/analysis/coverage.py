@@ -38,8 +38,9 @@ TARGET = (0.93, 0.97)
 #: methods 12, measured by ``bench/coverage_shortlist.py`` under its successors).
 #: Recall@K, nDCG@K and the TPR/FPR gaps keep the percentile bootstrap but read Wilson's interval on a count seen 0
 #: times where every resample gave the estimate (methods 13, :func:`runtime.analysis.stats.zero_event_bound`).
-#: MARC reads Hoeffding's U-statistic variance on the log scale under swap-in ranking (methods 14,
-#: :func:`runtime.analysis.counterfactual.marc_u_se`); MARC 0 with differing scores reads ``[0, u / K]``, Wilson's upper
+#: MARC reads Hoeffding's U-statistic variance under swap-in ranking (methods 14,
+#: :func:`runtime.analysis.counterfactual.marc_u_se`), normal on the inverse-square-root scale with t on N − J degrees
+#: of freedom since methods 20 (:func:`runtime.analysis.stats.inverse_sqrt_wald_interval`; the log scale before); MARC 0 with differing scores reads ``[0, u / K]``, Wilson's upper
 #: bound on 0 candidates moved (methods 17, :func:`runtime.analysis.counterfactual.marc_zero_bound`).
 #: Retention and the impact ratio read the Jeffreys interval at the design effect truncated at 1 (methods 15,
 #: :func:`runtime.analysis.stats.jeffreys_deff_interval`).
@@ -53,7 +54,7 @@ TARGET = (0.93, 0.97)
 #: :func:`runtime.analysis.selection.continuity_corrected`); under swap-in top-K (what the bench measures) it is
 #: normal with the SD of a smoothed, re-ranked candidate bootstrap (methods 18,
 #: :func:`runtime.analysis.selection.smoothed_swap_in_interval`).
-INTERVALS: dict[str, str] = {"marc": "u_statistic_log_wald_zero_event_wilson",
+INTERVALS: dict[str, str] = {"marc": "u_statistic_inverse_sqrt_t_zero_event_wilson",
                              "flip_rate": "smoothed_swap_in_normal_tie_deff_wilson",
                              "retention_rate": "jeffreys_deff_kg_zero_churn",
                              "impact_ratio": "jeffreys_deff_kg_zero_churn",

@@ -72,6 +72,15 @@ CI_TEXT: dict[str, str] = {
         "candidate's own paired difference), every resampled pool ranked again, so that the top-K cutoff moves "
         "with the candidates drawn (no place changing hands in any resample: Wilson's interval on 0 lost, noted "
         "on the row)"),
+    # methods 19 (issue 39 §4): the flip rate under swap-in top-K (its own words: it had read the selection ratio's,
+    # whose fallback differs)
+    "smoothed candidate bootstrap of the flips within jobs, re-ranked, normal": (
+        "normal interval whose standard error is the spread of the flip count over a smoothed bootstrap of the base "
+        "candidates within each job and match label (each drawn reference score moved by a small kernel step, the "
+        "variant keeping the candidate's own paired difference), every resampled pool ranked again, so that the "
+        "top-K cutoff moves with the candidates drawn (where no candidate flips, or the resamples do not spread: "
+        "Wilson's score interval on the candidates, at their effective number where ties at the cutoff make flips "
+        "fractional)"),
     # methods 16 (issue 39 §2): the selection ratio's percentile interval, continuity-corrected (a threshold rule
     # since methods 18)
     "candidate bootstrap within jobs, continuity-corrected": (
@@ -84,11 +93,13 @@ CI_TEXT: dict[str, str] = {
                                                               "job and match label, every resampled pool "
                                                               "ranked again"),
     "paired bootstrap over candidates": "paired bootstrap over candidates",
-    # methods 14 (issue 39 §4): swap-in MARC's variance is analytic; per-variant ranking keeps the re-ranked bootstrap
-    "u-statistic variance, log scale": ("normal interval on the log scale with Hoeffding's unbiased variance of each "
-                                        "job's U-statistic (a job under 4 candidates, or MARC 0: the bootstrap of "
-                                        "the base candidates within each job, every resampled pool ranked again, "
-                                        "noted on the row)"),
+    # methods 14 (issue 39 §4): swap-in MARC's variance is analytic; per-variant ranking keeps the re-ranked bootstrap.
+    # Methods 17: MARC 0 with differing scores reads Wilson's bound; methods 20: the inverse-square-root scale, t.
+    "u-statistic variance, inverse-square-root scale; wilson bound at 0": (
+        "normal interval on the inverse-square-root scale (Student's t on the candidates less the jobs) with "
+        "Hoeffding's unbiased variance of each job's U-statistic; at MARC 0 with differing scores, Wilson's upper "
+        "bound on 0 candidates moved one rank; where a job has under 4 candidates, the bootstrap of the base "
+        "candidates within each job, every resampled pool ranked again (noted on the row)"),
     # methods 15 (issue 39 §2)
     "jeffreys at the bootstrap's design effect": ("Jeffreys interval on the pooled top-K slots at the design effect "
                                                   "of a bootstrap of the base candidates within each job, never "
