@@ -121,9 +121,8 @@ def marc(p: Pairing) -> CellResult:
     with Student's t on ``N − J`` degrees of freedom (:func:`runtime.analysis.stats.inverse_sqrt_wald_interval`,
     methods 20), its upper end at most MARC's largest value ``Σ_j n_j (n_j − 1) / (N K)``: the SE grows with MARC,
     and methods 14's log scale, which reads it at the estimate, missed below the truth more often than above (3.2% /
-    2.4% over the 42 cells of ``bench/coverage_marc_u.py``, up to 4.6% below in 2-job audits; now 2.6% / 2.7%). Why
-    not the
-    candidate bootstrap any more: it re-estimates each candidate's crossing rate from its ``n_j − 1``
+    2.4% over the 42 cells of ``bench/coverage_marc_u.py``, up to 4.6% below in 2-job audits; now 2.6% / 2.7%).
+    Why not the candidate bootstrap any more: it re-estimates each candidate's crossing rate from its ``n_j − 1``
     competitors and so overstates the variance by about ``4ζ₂/n_j²``; its interval (methods 10-13) was
     8–25% too wide and covered 96–99% of simulated audits, where the U-statistic's SE was within ±6%
     of the SD of MARC over audits and its log interval covered 92.7–95.9% (9 settings, 1,000 audits each,

@@ -40,8 +40,8 @@ TARGET = (0.93, 0.97)
 #: times where every resample gave the estimate (methods 13, :func:`runtime.analysis.stats.zero_event_bound`).
 #: MARC reads Hoeffding's U-statistic variance under swap-in ranking (methods 14,
 #: :func:`runtime.analysis.counterfactual.marc_u_se`), normal on the inverse-square-root scale with t on N − J degrees
-#: of freedom since methods 20 (:func:`runtime.analysis.stats.inverse_sqrt_wald_interval`; the log scale before); MARC 0 with differing scores reads ``[0, u / K]``, Wilson's upper
-#: bound on 0 candidates moved (methods 17, :func:`runtime.analysis.counterfactual.marc_zero_bound`).
+#: of freedom since methods 20 (:func:`runtime.analysis.stats.inverse_sqrt_wald_interval`; the log scale before);
+#: MARC 0 with differing scores reads ``[0, u / K]``, Wilson's upper bound on 0 candidates moved (methods 17, :func:`runtime.analysis.counterfactual.marc_zero_bound`).
 #: Retention and the impact ratio read the Jeffreys interval at the design effect truncated at 1 (methods 15,
 #: :func:`runtime.analysis.stats.jeffreys_deff_interval`).
 #: Retention, the impact ratio and the selection ratio read Wilson's interval on 0 slots lost where no resample moves
