@@ -24,7 +24,11 @@ under). A run resumes from them; a metric whose interval method changed since is
 merged into the chunk (methods 16 and 18 changed the selection ratio's alone, methods 17 and 19 the flip rate's).
 
     python bench/coverage_shortlist.py [--settings PATTERN ...] [--audits 1000] [--chunk 50] [--procs 2]
-        [--publish] [--table-only]
+        [--metrics METRIC ...] [--publish] [--table-only]
+
+``--metrics`` measures some of the four alone (chunks keep the others' rows; a chunk beyond the others' audits holds
+only these), and writes ``coverage_shortlist-<metrics>-<audits>.{json,md}``, a further reading that replaces neither
+the four metrics' table nor their published entries.
 
 ``--publish`` (every setting at ``--audits``) writes the four metrics' entries of
 ``runtime/analysis/coverage_measured.json``: per simulated job count (the ``example-*`` settings at the example's job
@@ -112,10 +116,10 @@ def _current(path: Path, size: int, resamples: int) -> dict | None:
             "rows": {key: cols for key, cols in rec["rows"].items() if key.split(" ")[0] in keep}}
 
 
-def stale(path: Path, size: int, resamples: int) -> tuple[str, ...]:
-    """The metrics of :data:`METRICS` a chunk lacks under today's interval methods."""
+def stale(path: Path, size: int, resamples: int, metrics: tuple[str, ...] = METRICS) -> tuple[str, ...]:
+    """The metrics of ``metrics`` a chunk lacks under today's interval methods."""
     rec = _current(path, size, resamples)
-    return tuple(m for m in METRICS if rec is None or m not in rec["intervals"])
+    return tuple(m for m in metrics if rec is None or m not in rec["intervals"])
 
 
 def _merge(name: str, rec: dict) -> dict:
@@ -135,11 +139,11 @@ def _save(name: str, rec: dict) -> None:
     tmp.replace(path)
 
 
-def summarise(name: str, parts: list[dict]) -> list[dict]:
-    """One row per metric and variant of a setting: coverage against the full bench's truth chunks."""
+def summarise(name: str, parts: list[dict], metrics: tuple[str, ...] = METRICS) -> list[dict]:
+    """One row per metric of ``metrics`` and variant of a setting: coverage against the full bench's truth chunks."""
     loaded = cc.load(RESULTS / "coverage_counterfactual", name)
     rows = []
-    for m in METRICS:
+    for m in metrics:
         for v in VARIANTS:
             key = f"{m} {v}"
             value = np.concatenate([cc._floats(p["rows"][key]["value"]) for p in parts])
@@ -208,9 +212,18 @@ def perfect_interval_odds(cells: int, audits: int) -> tuple[float, float]:
     return 1.0 - inside, float(binom.cdf(allowed, cells, 1.0 - inside))
 
 
-def write_table(rows: list[dict], audits: int) -> None:
-    (RESULTS / "coverage_shortlist.json").write_text(json.dumps(rows, indent=1) + "\n")
-    lines = [f"# Flip rate, retention, impact ratio and selection ratio: coverage of the shipped intervals "
+def table_stem(metrics: tuple[str, ...], audits: int) -> str:
+    """The name of the output files: ``coverage_shortlist`` for the four metrics at 1,000 audits (what ``--publish``
+    writes from), else ``coverage_shortlist-<metrics>-<audits>`` (a further reading that replaces nothing)."""
+    if metrics == METRICS and audits == 1000:
+        return "coverage_shortlist"
+    return f"coverage_shortlist-{'-'.join(metrics)}-{audits}"
+
+
+def write_table(rows: list[dict], audits: int, metrics: tuple[str, ...] = METRICS) -> None:
+    stem = table_stem(metrics, audits)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    lines = [f"# {', '.join(metrics)}: coverage of the shipped intervals "
              f"({time.strftime('%Y-%m-%d')}; {audits} audits per setting, {RESAMPLES} resamples; truth: the coverage "
              "bench's truth chunks)", "",
              "Intervals: " + ", ".join(f"{m} `{meth}`" for m, meth in intervals().items()) + " (methods 19: the flip rate's "
@@ -220,7 +233,8 @@ def write_table(rows: list[dict], audits: int) -> None:
              "the variant's selected count over the same resamples). below / above: share of audits whose "
              "interval lies wholly below / above the truth. width ratio: "
              "mean width / (2 x 1.96 x SD of the estimate over the audits). Re-derive: "
-             "`python bench/coverage_shortlist.py --table-only`.", "",
+             f"`python bench/coverage_shortlist.py --audits {audits}"
+             + ("" if metrics == METRICS else f" --metrics {' '.join(metrics)}") + " --table-only`.", "",
              "| setting | metric | variant | n | truth (MC SE) | coverage (MC SE) | below / above | width ratio | verdict |",
              "|---|---|---|---:|---|---|---|---:|---|"]
     for r in rows:
@@ -239,18 +253,24 @@ def write_table(rows: list[dict], audits: int) -> None:
               f"setting × variant) inside with probability {pass1:.2f}; with the variants of a setting pooled "
               f"({2 * audits:,} audits, taken as independent although two variants share an audit's candidates) "
               f"{100 * out2:.2f}% and {pass2:.3f} for {n_settings} settings (the issue's \"a perfect 95% interval "
-              "passes with probability > 99%\" holds for the pooled reading only).", ""] + acceptance(rows)
-    (RESULTS / "coverage_shortlist.md").write_text("\n".join(lines) + "\n")
+              "passes with probability > 99%\" holds for the pooled reading only).", ""] + acceptance(rows, metrics)
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
 
 
 def main() -> int:
-    args = cc.subset_parser(__doc__.splitlines()[0], publish_help="write the four metrics' entries of "
-                            "coverage_measured.json", table_help="read the saved chunks, run nothing").parse_args()
+    ap = cc.subset_parser(__doc__.splitlines()[0], publish_help="write the four metrics' entries of "
+                            "coverage_measured.json", table_help="read the saved chunks, run nothing")
+    ap.add_argument("--metrics", nargs="+", choices=METRICS, default=list(METRICS),
+                    help="measure these alone (their table goes to coverage_shortlist-<metrics>-<audits>.md)")
+    args = ap.parse_args()
+    metrics = tuple(m for m in METRICS if m in args.metrics)
+    if args.publish and metrics != METRICS:
+        raise SystemExit("--publish writes the four metrics' entries: run it without --metrics")
     names = cc.matching(args.settings)
     n_chunks = math.ceil(args.audits / args.chunk)
     sizes = [min(args.chunk, args.audits - c * args.chunk) for c in range(n_chunks)]
     todo = [(n, c, sizes[c], RESAMPLES, missing) for n in names for c in range(n_chunks)
-            if (missing := stale(_path(n, c), sizes[c], RESAMPLES))]
+            if (missing := stale(_path(n, c), sizes[c], RESAMPLES, metrics))]
     start = time.time()
     if todo and args.table_only:
         raise SystemExit(f"--table-only: {len(todo)} chunks missing or stale, e.g. {_path(*todo[0][:2])}")
@@ -263,14 +283,14 @@ def main() -> int:
                     print(f"{i}/{len(todo)} chunks, {time.time() - start:.0f} s", flush=True)
     rows = []
     for name in names:
-        rows += summarise(name, [_current(_path(name, c), sizes[c], RESAMPLES) for c in range(n_chunks)])
+        rows += summarise(name, [_current(_path(name, c), sizes[c], RESAMPLES) for c in range(n_chunks)], metrics)
     for r in rows:
         print(f"{r['setting']} {r['metric']:15s} {r['variant']} coverage {100 * r.get('coverage', math.nan):5.1f}% "
               f"below {100 * r.get('below', math.nan):4.1f}% above {100 * r.get('above', math.nan):4.1f}% "
               f"width ratio {r.get('width_ratio', math.nan):.3f}")
     if set(names) == set(cc.SETTINGS):
-        write_table(rows, args.audits)
-        print("\n".join(acceptance(rows)))
+        write_table(rows, args.audits, metrics)
+        print("\n".join(acceptance(rows, metrics)))
     if args.publish:
         cc.publish_entries(rows, args.audits, "bench/coverage_shortlist.py")
     return 0
