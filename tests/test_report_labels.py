@@ -309,5 +309,5 @@ def test_every_interval_the_catalogue_names_has_its_words_in_the_report():
     assert keys - set(CI_TEXT) == set()
     assert "inverse-square-root" in CI_TEXT[METRICS["marc"].ci]
     # the flip rate's fallback is Wilson's on the candidates, not the selection ratio's "0 lost"
-    assert "flip count" in CI_TEXT[METRICS["flip_rate"].ci] and "0 lost" not in CI_TEXT[METRICS["flip_rate"].ci]
+    assert "spread of the flip rate" in CI_TEXT[METRICS["flip_rate"].ci] and "0 lost" not in CI_TEXT[METRICS["flip_rate"].ci]
     assert "0 lost" in CI_TEXT[METRICS["selection_ratio"].ci]

@@ -75,7 +75,7 @@ CI_TEXT: dict[str, str] = {
     # methods 19 (issue 39 §4): the flip rate under swap-in top-K (its own words: it had read the selection ratio's,
     # whose fallback differs)
     "smoothed candidate bootstrap of the flips within jobs, re-ranked, normal": (
-        "normal interval whose standard error is the spread of the flip count over a smoothed bootstrap of the base "
+        "normal interval whose standard error is the spread of the flip rate over a smoothed bootstrap of the base "
         "candidates within each job and match label (each drawn reference score moved by a small kernel step, the "
         "variant keeping the candidate's own paired difference), every resampled pool ranked again, so that the "
         "top-K cutoff moves with the candidates drawn (where no candidate flips, or the resamples do not spread: "
@@ -96,10 +96,12 @@ CI_TEXT: dict[str, str] = {
     # methods 14 (issue 39 §4): swap-in MARC's variance is analytic; per-variant ranking keeps the re-ranked bootstrap.
     # Methods 17: MARC 0 with differing scores reads Wilson's bound; methods 20: the inverse-square-root scale, t.
     "u-statistic variance, inverse-square-root scale; wilson bound at 0": (
-        "normal interval on the inverse-square-root scale (Student's t on the candidates less the jobs) with "
-        "Hoeffding's unbiased variance of each job's U-statistic; at MARC 0 with differing scores, Wilson's upper "
-        "bound on 0 candidates moved one rank; where a job has under 4 candidates, the bootstrap of the base "
-        "candidates within each job, every resampled pool ranked again (noted on the row)"),
+        "computed by formula, with no resampling: Hoeffding's unbiased variance of each job's rank-change statistic "
+        "(a U-statistic), as a normal interval on the inverse-square-root scale (Student's t on the candidates less "
+        "the jobs), so that the range reaches further above the value than below it, as MARC's standard error grows "
+        "with MARC; where no candidate's rank changes but scores do, from 0 to Wilson's upper bound on the share of "
+        "candidates that could have moved one place unseen, divided by K; where a job has under 4 candidates, the "
+        "bootstrap of the base candidates within each job, every resampled pool ranked again (noted on the row)"),
     # methods 15 (issue 39 §2)
     "jeffreys at the bootstrap's design effect": ("Jeffreys interval on the pooled top-K slots at the design effect "
                                                   "of a bootstrap of the base candidates within each job, never "
