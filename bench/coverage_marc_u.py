@@ -130,10 +130,11 @@ def main() -> int:
     n_chunks = math.ceil(args.audits / args.chunk)
     start = time.time()
     rows = []
-    todo = [] if args.table_only else [nm for nm in names if load_parts(nm, args.audits) is None]
+    saved = {nm: load_parts(nm, None if args.table_only else args.audits) for nm in names}  # read each file once
+    todo = [] if args.table_only else [nm for nm in names if saved[nm] is None]
     with ProcessPoolExecutor(max_workers=args.procs) if todo else contextlib.nullcontext() as pool:
         for name in names:
-            parts = load_parts(name, None if args.table_only else args.audits)
+            parts = saved.pop(name)
             if parts is None and args.table_only:
                 print(f"{name}: no audits saved under {coverage.interval_method('marc')}", flush=True)
                 continue
