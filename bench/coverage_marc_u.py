@@ -23,12 +23,14 @@ highest coverage over its settings and both variants, with ``intervals.marc`` na
 report quotes the measurement of the interval it shows. Every other metric's entry is left as the full bench
 published it.
 
-Checkpoints: each setting's audits (MARC's value and interval per variant) are kept in
-``bench/results/coverage_marc_u/<setting>.json.gz`` with the interval method and audit count they were drawn under;
-a re-run reuses those of the shipped method at ``--audits`` (so a stopped run resumes) and ``--table-only`` re-derives
-the table and checks from them alone.
+Checkpoints: each setting's audits (MARC's value and interval per variant, one part per chunk of ``--chunk``
+audits) are kept in ``bench/results/coverage_marc_u/<setting>.json.gz`` with the interval method they were drawn
+under; a re-run reuses those of the shipped method (chunk ``c`` is seeded by ``c`` alone, so ``--audits 2000`` runs
+only the second 1,000 and ``--audits 1000`` reads the first 1,000 of 2,000), and ``--table-only`` re-derives the
+table and checks from them alone.
 
-Output: ``bench/results/coverage_marc_u.json`` and ``.md`` (per setting and variant: n, truth and its MC SE,
+Output (every setting only): ``bench/results/coverage_marc_u.json`` and ``.md`` at 1,000 audits (what ``--publish``
+writes from), ``coverage_marc_u-<audits>.{json,md}`` at any other count (per setting and variant: n, truth and its MC SE,
 coverage and its MC SE, misses below / above, width ratio), then issue 39's acceptance checks
 (:func:`coverage_shortlist.acceptance`: every cell in 92–98%, at least 93% of cells in 93.5–96.5%, misses per side
 1–4% per setting with the variants pooled, 2–3% over all settings).
@@ -65,24 +67,32 @@ def checkpoint(name: str) -> Path:
     return CHECKPOINTS / f"{name}.json.gz"
 
 
-def load_parts(name: str, audits: int | None) -> list[dict] | None:
-    """The saved audits of setting ``name`` if they were drawn under this version's interval method and, unless
-    ``audits`` is None, at ``audits`` audits; else None."""
+def load_parts(name: str) -> list[dict]:
+    """The saved audits of setting ``name``, one part per chunk, if they were drawn under this version's interval
+    method; else none (a changed method re-runs every audit)."""
     path = checkpoint(name)
     if not path.exists():
-        return None
+        return []
     saved = json.loads(gzip.decompress(path.read_bytes()))
-    if saved["interval"] != coverage.interval_method("marc") or (audits is not None and saved["audits"] != audits):
-        return None
-    return saved["parts"]
+    return saved["parts"] if saved["interval"] == coverage.interval_method("marc") else []
 
 
-def save_parts(name: str, audits: int, parts: list[dict]) -> None:
+def save_parts(name: str, parts: list[dict]) -> None:
     """Keep setting ``name``'s audits (gzip without a timestamp: the same audits, the same bytes)."""
     CHECKPOINTS.mkdir(parents=True, exist_ok=True)
+    audits = sum(len(p[VARIANTS[0]]["value"]) for p in parts)
     body = json.dumps({"interval": coverage.interval_method("marc"), "audits": audits, "parts": parts},
                       separators=(",", ":")).encode()
     checkpoint(name).write_bytes(gzip.compress(body, mtime=0))
+
+
+def usable(parts: list[dict], chunk: int, n_chunks: int) -> list[dict]:
+    """The saved parts a run of ``n_chunks`` chunks of ``chunk`` audits reuses: chunk ``c`` is seeded by ``c`` alone,
+    so the first parts of a smaller run are the first parts of a larger one (``--audits 2000`` extends the
+    1,000 saved audits and ``--audits 1000`` reads the first 1,000 of 2,000). Parts of another chunk size are not."""
+    if any(len(p[VARIANTS[0]]["value"]) != chunk for p in parts):
+        return []
+    return parts[:n_chunks]
 
 
 def run(name: str, chunk: int, size: int) -> dict[str, dict[str, list[float]]]:
@@ -128,30 +138,41 @@ def main() -> int:
                             table_help="read the saved rows, run nothing").parse_args()
     names = cc.matching(args.settings)
     n_chunks = math.ceil(args.audits / args.chunk)
+    if args.audits % args.chunk:
+        raise SystemExit(f"--audits ({args.audits}) must be a multiple of --chunk ({args.chunk})")
     start = time.time()
     rows = []
-    saved = {nm: load_parts(nm, None if args.table_only else args.audits) for nm in names}  # read each file once
-    todo = [] if args.table_only else [nm for nm in names if saved[nm] is None]
+    saved = {nm: load_parts(nm) for nm in names}  # read each file once
+    have = {nm: usable(saved[nm], args.chunk, n_chunks) for nm in names}
+    todo = [nm for nm in names if len(have[nm]) < n_chunks]
+    if todo and args.table_only:
+        raise SystemExit(f"--table-only: {len(todo)} settings lack {args.audits} audits under "
+                         f"{coverage.interval_method('marc')}, e.g. {checkpoint(todo[0])}")
     with ProcessPoolExecutor(max_workers=args.procs) if todo else contextlib.nullcontext() as pool:
         for name in names:
-            parts = saved.pop(name)
-            if parts is None and args.table_only:
-                print(f"{name}: no audits saved under {coverage.interval_method('marc')}", flush=True)
-                continue
-            if parts is None:
-                parts = list(pool.map(run, [name] * n_chunks, range(n_chunks), [args.chunk] * n_chunks))
-                save_parts(name, args.audits, parts)
+            parts = have.pop(name)
+            if len(parts) < n_chunks:
+                missing = range(len(parts), n_chunks)
+                parts = parts + list(pool.map(run, [name] * len(missing), missing, [args.chunk] * len(missing)))
+                kept = saved.pop(name)
+                # keep audits a larger earlier run saved beyond this one's
+                save_parts(name, parts + (kept[n_chunks:] if usable(kept, args.chunk, len(kept)) else []))
             got = summarise(name, parts)
             rows.extend(got)
             for r in got:
                 print(f"{name} {r['variant']} coverage {r.get('coverage', math.nan):.3f} below {r.get('below', math.nan):.3f} "
                       f"above {r.get('above', math.nan):.3f} width ratio {r.get('width_ratio', math.nan):.3f} "
                       f"({time.time() - start:.0f} s)", flush=True)
-    (RESULTS / "coverage_marc_u.json").write_text(json.dumps(rows, indent=1) + "\n")
+    if set(names) != set(cc.SETTINGS):
+        print(f"{len(rows)} rows of {len(names)} settings; the table is written for every setting only")
+        return 0
+    # the 1,000-audit table is the one --publish writes from; a larger reading is written beside it
+    stem = "coverage_marc_u" + (f"-{args.audits}" if args.audits != 1000 else "")
+    (RESULTS / f"{stem}.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [f"# MARC's U-statistic interval (methods 14; MARC 0 reads Wilson's bound, methods 17; the inverse-square-root "
              f"scale with t on N − J df, methods 20; `{coverage.interval_method('marc')}`): coverage "
              f"({time.strftime('%Y-%m-%d')}; {args.audits} audits per setting; truth: the coverage bench's truth "
-             "chunks; re-derive: `python bench/coverage_marc_u.py --table-only`)", "",
+             f"chunks; re-derive: `python bench/coverage_marc_u.py --audits {args.audits} --table-only`)", "",
              "below / above: share of audits whose interval lies wholly below / above the truth. width ratio: mean "
              "width / (2 x 1.96 x SD of MARC over the audits). U-stat share: rows on the U-statistic interval "
              "(the rest fell back to the bootstrap).", "",
@@ -172,8 +193,8 @@ def main() -> int:
         checks = cs.acceptance([{**r, "metric": "marc"} for r in cov], ("marc",))
         lines += ["", "## Issue 39's acceptance checks", "", *checks]
         print("\n".join(checks))
-    (RESULTS / "coverage_marc_u.md").write_text("\n".join(lines) + "\n")
-    print(f"{len(rows)} rows: {RESULTS / 'coverage_marc_u.md'}")
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print(f"{len(rows)} rows: {RESULTS / f'{stem}.md'}")
     if args.publish:
         cc.publish_entries([{**r, "metric": "marc"} for r in rows], args.audits, "bench/coverage_marc_u.py")
     return 0
