@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -113,6 +114,22 @@ def test_a_threshold_rule_gives_hand_computed_selection_rates_and_flips(tmp_path
     assert "selected when its score is at or above 70" in html
     assert "Flip rate (threshold crossings)" in html and "macro top-K retention" not in html
     assert "measured under a top-K rule, not at a threshold" in html
+    # the page reads the notes out (a regulator's read): the flip row's p_adj cell says "not tested" beside its raw
+    # p, its note names no family key, the McNemar test it shares with the selection ratio is named, not its id
+    flip_section = html[html.index('id="m-vendor-default-flip_rate"'):html.index('id="m-vendor-default-retention_rate"')]
+    black = flip_section[flip_section.index("<strong>black</strong>"):]
+    black = black[:black.index("</tr>")]
+    assert re.findall(r'<td class="num">([^<]*)</td><td class="num">([^<]*)</td>', black)[0] == ("1", "not tested")
+    assert ("not tested: level 1 did not reject (this category&#39;s score test, adjusted over system vendor&#39;s "
+            "categories)") in black
+    assert "/level1" not in html and "mcnemar_exact" not in html and "as flip_rate" not in html
+    assert "McNemar&#39;s exact (binomial) test counted once in BH (the same McNemar table as the flip rate" in html
+    # its chart draws its own thresholds grey and says they are not read: its status is the selection ratio's
+    labels = re.findall(r"<text[^>]*>([^<]*[≤≥][^<]*)</text>", flip_section)
+    assert labels == ["PASS ≤ 0.05 (not read)", "seed 000 ≤ 0.1 (not read)"]
+    assert "#666666" in flip_section and "#1b5e20" not in flip_section.split("</svg>")[0].split("<svg")[1]
+    sel = html[html.index('id="m-vendor-default-selection_ratio"'):]
+    assert "PASS ≥ 0.8</text>" in sel and "(not read)" not in sel.split("</svg>")[0]
 
 
 def test_the_same_scores_under_top_k_give_the_top_k_values(tmp_path):

@@ -654,10 +654,11 @@ def test_a_real_runs_report_counts_its_metrics_and_resolves_every_reference(redu
     on_ratio = sorted(set(metrics.loc[metrics["decision_on"] == "selection_ratio", "metric"]))
     assert on_ratio == ["flip_rate", "impact_ratio", "retention_rate"]
     captions = [c for c in re.findall(r"<figcaption>([^<]*)</figcaption>", html) if "dashed lines: " in c]
-    unread = [c for c in captions if "which the bars&#39; statuses do not read: they are decided on the selection "
-                                     "ratio&#39;s interval (its chart)" in c]
+    unread = [c for c in captions if "grey because the bars&#39; statuses do not read them: they are decided on the "
+                                     "selection ratio&#39;s interval (its chart)" in c]
     assert [c.split(" per variant.")[0] for c in unread] == ["Flip rate", "Retention rate", "Retention ratio"]
     assert len(captions) == 10 and sum("dashed lines: research-tier thresholds;" in c for c in captions) == 7
+    assert html.count(" (not read)</text>") == 3 * 2  # those three charts' PASS and INVESTIGATE labels, no other
     text = _text(html)
     seed000 = metrics[metrics["metric"] != "selection_ratio"]  # Eq. 6 counts seed 000's nine metrics
     for col in ("status_seed000", "status_seed000_operational"):  # on their point statuses

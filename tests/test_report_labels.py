@@ -311,3 +311,21 @@ def test_every_interval_the_catalogue_names_has_its_words_in_the_report():
     # the flip rate's fallback is Wilson's on the candidates, not the selection ratio's "0 lost"
     assert "spread of the flip rate" in CI_TEXT[METRICS["flip_rate"].ci] and "0 lost" not in CI_TEXT[METRICS["flip_rate"].ci]
     assert "0 lost" in CI_TEXT[METRICS["selection_ratio"].ci]
+
+
+def test_the_notes_are_read_out_on_the_page_and_kept_as_ids_in_the_csv():
+    """metrics.csv's notes carry ids (a data contract); the report's notes column reads them out: test ids by their
+    names, metric ids by their short names, a hierarchical level-1 family in words. Other text is left as is."""
+    from runtime.report.sections.metric_suite.texts import readable_note
+
+    assert readable_note("mcnemar_chi2_cc counted once in BH (the same McNemar table as flip_rate, which carries it "
+                         "in BH); p_adj empty here") == (
+        "McNemar's χ² test with continuity correction counted once in BH (the same McNemar table as the flip rate, "
+        "which carries it in BH); p_adj empty here")
+    assert readable_note("not tested: level 1 did not reject (the category's score test, sys-2.b/level1)") == (
+        "not tested: level 1 did not reject (this category's score test, adjusted over system sys-2.b's categories)")
+    assert readable_note("see acme/level1") == "see system acme's level-1 family (its categories' score tests)"
+    assert readable_note("recall_at_k, ndcg_at_k, impact_ratio") == "the recall@K, the nDCG@K, the retention ratio"
+    # ids inside longer words, bare words and unknown ids stay
+    for note in ("flip_rates", "marc and mcnemar", "my_flip_rate", "level1", "wilcoxon", ""):
+        assert readable_note(note) == note

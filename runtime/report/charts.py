@@ -30,6 +30,8 @@ STATUS_COLOURS: dict[str, str] = {
 STATUS_HATCH: dict[str, str] = {"PASS": "", "INCONCLUSIVE": "///", "INVESTIGATE": "///", "FAIL": "xxx", "N/A": ""}
 PASS_LINE = "#1b5e20"
 INVESTIGATE_LINE = "#9a6700"
+#: Thresholds drawn for reference that the bars' statuses do not read (``decides=False``): grey, 5.7:1 on white.
+UNREAD_LINE = "#666666"
 
 _STRIP = (
     re.compile(r"<\?xml[^>]*\?>\s*"),
@@ -177,6 +179,7 @@ def metric_chart_svg(
     signed_scale: bool = False,
     reciprocal: bool = False,
     seed000: bool = True,
+    decides: bool = True,
 ) -> str:
     """Return one metric's bar chart as an inline ``<svg>`` element (a string).
 
@@ -206,6 +209,10 @@ def metric_chart_svg(
         selection ratio, :func:`runtime.analysis.classify.pass_band`): the upper bounds are drawn too.
     seed000 : bool
         The INVESTIGATE threshold is seed 000's (Table 3); else it is labelled without the seed.
+    decides : bool
+        The bars' statuses read these thresholds. False (the flip rate, retention and the retention ratio, decided
+        on the selection ratio's interval): the lines are drawn grey and labelled "(not read)", so that no line
+        says PASS above a bar it does not colour.
     """
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -282,12 +289,15 @@ def metric_chart_svg(
         ax.axhline(0.0, color="#444444", linewidth=0.8, zorder=1)
 
         lines = []
+        pass_colour, investigate_colour = (PASS_LINE, INVESTIGATE_LINE) if decides else (UNREAD_LINE, UNREAD_LINE)
+        unread = "" if decides else " (not read)"
         if pass_threshold is not None and math.isfinite(pass_threshold):
-            lines.append((pass_threshold, PASS_LINE, f"PASS {sym}{cmp} {fmt_threshold(pass_threshold)}"))
-        investigate = "seed 000 INVESTIGATE" if seed000 else "INVESTIGATE"
+            lines.append((pass_threshold, pass_colour, f"PASS {sym}{cmp} {fmt_threshold(pass_threshold)}{unread}"))
+        investigate = ("seed 000 INVESTIGATE" if seed000 else "INVESTIGATE") if decides else \
+            ("seed 000" if seed000 else "INVESTIGATE")
         if investigate_threshold is not None and math.isfinite(investigate_threshold):
-            lines.append((investigate_threshold, INVESTIGATE_LINE,
-                          f"{investigate} {sym}{cmp} {fmt_threshold(investigate_threshold)}"))
+            lines.append((investigate_threshold, investigate_colour,
+                          f"{investigate} {sym}{cmp} {fmt_threshold(investigate_threshold)}{unread}"))
         if reciprocal:  # the bands' upper ends, 1/pass and 1/investigate, printed to 2 decimals (1.25, 1.43)
             lines += [(1.0 / t, colour, f"{label} ≤ {1.0 / t:.2f}") for t, colour, label in
                       ((pass_threshold, PASS_LINE, "PASS"), (investigate_threshold, INVESTIGATE_LINE, investigate))

@@ -7,6 +7,8 @@ Method prose (metric definitions, tier notes, method notes) lives in the templat
 
 from __future__ import annotations
 
+import re
+
 #: A result's statuses, in the order the counts show them: from its 95% interval against the PASS band
 #: (issue 29 §1), plus seed 000 Table 3's INVESTIGATE of the point estimate (``status_seed000``, Eq. 6);
 #: N/A: not computed.
@@ -54,6 +56,48 @@ TEST_TEXT: dict[str, str] = {
     "fisher_exact": "Fisher's exact test on retained / not retained, variant vs. reference",
     "": "none (descriptive statistic, no p-value)",
 }
+#: The prefix of ``metrics.notes`` on a row whose test the hierarchical procedure did not reach
+#: (:data:`runtime.analysis.multiplicity.NOTE_NOT_TESTED`): its p_adj cell reads "not tested", not "—".
+NOT_TESTED = "not tested: level 1 did not reject"
+
+_TEST_ID = re.compile(r"\b(" + "|".join(sorted((t for t in TEST_TEXT if "_" in t), key=len, reverse=True)) + r")\b")
+_METRIC_ID = re.compile(r"\b(" + "|".join(sorted((m for m in METRIC_SHORT if "_" in m), key=len, reverse=True))
+                        + r")\b")
+_LEVEL1 = re.compile(r"(the category's score test, )?\b([A-Za-z0-9][A-Za-z0-9_.-]*)/level1\b")
+
+
+def _short(metric: str) -> str:
+    """A metric's short name inside a sentence: "the flip rate", "the recall@K", "the nDCG@K"."""
+    short = METRIC_SHORT[metric]
+    return "the " + (short[0].lower() + short[1:] if short[1:2].islower() else short)
+
+
+def _level1(m: re.Match) -> str:
+    system = m.group(2)
+    return (f"this category's score test, adjusted over system {system}'s categories" if m.group(1)
+            else f"system {system}'s level-1 family (its categories' score tests)")
+
+
+def readable_note(note: str) -> str:
+    """``metrics.notes`` in the report's words: test ids (``mcnemar_exact``) by their names (:data:`TEST_TEXT`),
+    metric ids (``flip_rate``) by their short names (:data:`METRIC_SHORT`), a hierarchical level-1 family
+    (``minilm/level1``) in words. ``metrics.csv`` keeps the ids (a data contract); only the page reads them out.
+
+    Parameters
+    ----------
+    note : str
+        One row's notes, parts joined by ``"; "``.
+
+    Returns
+    -------
+    str
+        The same note with those ids replaced; other text unchanged.
+    """
+    note = _TEST_ID.sub(lambda m: TEST_TEXT[m.group(1)], note)
+    note = _METRIC_ID.sub(lambda m: _short(m.group(1)), note)
+    return _LEVEL1.sub(_level1, note)
+
+
 #: Added after the test names when the McNemar variant depends on the row (seed 000 §3.4.1).
 MCNEMAR_RULE = "exact when fewer than 25 candidates flip, χ² otherwise"
 

@@ -38,9 +38,11 @@ from runtime.report.sections.metric_suite.texts import (
     MCNEMAR_RULE,
     METRIC_SHORT,
     NOT_INFORMATIVE,
+    NOT_TESTED,
     TEST_TEXT,
     THRESHOLD_CI,
     THRESHOLD_LABELS,
+    readable_note,
 )
 from runtime.report.sections.metric_suite.thresholds import bounds, criteria, threshold_of
 
@@ -225,7 +227,8 @@ def _metric_rows(
             "value": value,
             "ci": ci,
             "p": "not informative" if uninformative else fmt_p(r.get("p_value")),
-            "p_adj": fmt_p(p_adj),
+            # a test the hierarchical procedure did not reach has no adjusted p: say so, not "—" (its raw p is shown)
+            "p_adj": "not tested" if NOT_TESTED in str(r.get("notes") or "") else fmt_p(p_adj),
             "significant": math.isfinite(p_adj) and math.isfinite(alpha) and p_adj < alpha,
             "status": status(r.get("status")),
             "status_operational": status(r.get("status_operational")),
@@ -236,7 +239,7 @@ def _metric_rows(
             "seed000_text": seed000,
             "n": fmt_int(r.get("n")),
             "diagnostics": [d[1](r) for d in diags],
-            "notes": fmt_text(r.get("notes"), ""),
+            "notes": readable_note(fmt_text(r.get("notes"), "")),
             "disadvantaged": label(r.get("disadvantaged")),
             "_raw": r,
         })
@@ -301,6 +304,7 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         signed_scale=info["id"] == "score_delta",
         reciprocal=metric == "selection_ratio",
         seed000=bool(getattr(METRICS.get(metric), "seed000", True)),
+        decides=not (on_ratio and metric != "selection_ratio"),
     )
     for r in rows:
         del r["_raw"]
@@ -332,8 +336,8 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         "chart_svg": chart,
         # the dashed lines are this metric's thresholds; a row deciding on the selection ratio is coloured by that
         # ratio's interval, not by them (the regulator's read of stop 58: "PASS ≤ 0.05" above INCONCLUSIVE bars)
-        "lines_text": ("this metric's research-tier thresholds, which the bars' statuses do not read: they are "
-                       "decided on the selection ratio's interval (its chart)"
+        "lines_text": ("this metric's research-tier thresholds, grey because the bars' statuses do not read them: they "
+                       "are decided on the selection ratio's interval (its chart)"
                        if on_ratio and metric != "selection_ratio" else "research-tier thresholds"),
         "rows": rows,
         "has_seed000": any(r["seed000_text"] for r in rows),
