@@ -124,12 +124,13 @@ def test_a_threshold_rule_gives_hand_computed_selection_rates_and_flips(tmp_path
             "categories)") in black
     assert "/level1" not in html and "mcnemar_exact" not in html and "as flip_rate" not in html
     assert "McNemar&#39;s exact (binomial) test counted once in BH (the same McNemar table as the flip rate" in html
-    # its chart draws its own thresholds grey and says they are not read: its status is the selection ratio's
+    # its chart draws its own thresholds grey, named by the rule that reads them (seed 000 Table 3's, on the point
+    # estimate): its bars' status is the selection ratio's
     labels = re.findall(r"<text[^>]*>([^<]*[≤≥][^<]*)</text>", flip_section)
-    assert labels == ["PASS ≤ 0.05 (not read)", "seed 000 ≤ 0.1 (not read)"]
+    assert labels == ["Table 3 PASS ≤ 0.05", "Table 3 INVESTIGATE ≤ 0.1"]
     assert "#666666" in flip_section and "#1b5e20" not in flip_section.split("</svg>")[0].split("<svg")[1]
     sel = html[html.index('id="m-vendor-default-selection_ratio"'):]
-    assert "PASS ≥ 0.8</text>" in sel and "(not read)" not in sel.split("</svg>")[0]
+    assert "PASS ≥ 0.8</text>" in sel and ">Table 3 " not in sel.split("</svg>")[0]
 
 
 def test_the_same_scores_under_top_k_give_the_top_k_values(tmp_path):

@@ -655,10 +655,12 @@ def test_a_real_runs_report_counts_its_metrics_and_resolves_every_reference(redu
     assert on_ratio == ["flip_rate", "impact_ratio", "retention_rate"]
     captions = [c for c in re.findall(r"<figcaption>([^<]*)</figcaption>", html) if "dashed lines: " in c]
     unread = [c for c in captions if "grey because the bars&#39; statuses do not read them: they are decided on the "
-                                     "selection ratio&#39;s interval (its chart)" in c]
+                                     "selection ratio&#39;s interval (its chart); the table&#39;s Seed 000 Table 3 "
+                                     "column reads them on the point estimate" in c]
     assert [c.split(" per variant.")[0] for c in unread] == ["Flip rate", "Retention rate", "Retention ratio"]
     assert len(captions) == 10 and sum("dashed lines: research-tier thresholds;" in c for c in captions) == 7
-    assert html.count(" (not read)</text>") == 3 * 2  # those three charts' PASS and INVESTIGATE labels, no other
+    assert html.count(">Table 3 PASS ≤ ") + html.count(">Table 3 PASS ≥ ") == 3  # those three charts' grey lines
+    assert html.count(">Table 3 INVESTIGATE ") == 3 and html.count("#666666") >= 3 * 2
     text = _text(html)
     seed000 = metrics[metrics["metric"] != "selection_ratio"]  # Eq. 6 counts seed 000's nine metrics
     for col in ("status_seed000", "status_seed000_operational"):  # on their point statuses

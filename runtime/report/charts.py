@@ -211,8 +211,9 @@ def metric_chart_svg(
         The INVESTIGATE threshold is seed 000's (Table 3); else it is labelled without the seed.
     decides : bool
         The bars' statuses read these thresholds. False (the flip rate, retention and the retention ratio, decided
-        on the selection ratio's interval): the lines are drawn grey and labelled "(not read)", so that no line
-        says PASS above a bar it does not colour.
+        on the selection ratio's interval): the lines are drawn grey and labelled "Table 3 PASS" and "Table 3
+        INVESTIGATE" (seed 000 Table 3's statuses of the point estimate read them; "not read: " without
+        ``seed000``), so that no line says PASS above a bar it does not colour.
     """
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -290,14 +291,14 @@ def metric_chart_svg(
 
         lines = []
         pass_colour, investigate_colour = (PASS_LINE, INVESTIGATE_LINE) if decides else (UNREAD_LINE, UNREAD_LINE)
-        unread = "" if decides else " (not read)"
+        # not read by the bars: named by the rule that does read them, seed 000 Table 3's on the point estimate
+        table3 = "" if decides else ("Table 3 " if seed000 else "not read: ")
         if pass_threshold is not None and math.isfinite(pass_threshold):
-            lines.append((pass_threshold, pass_colour, f"PASS {sym}{cmp} {fmt_threshold(pass_threshold)}{unread}"))
-        investigate = ("seed 000 INVESTIGATE" if seed000 else "INVESTIGATE") if decides else \
-            ("seed 000" if seed000 else "INVESTIGATE")
+            lines.append((pass_threshold, pass_colour, f"{table3}PASS {sym}{cmp} {fmt_threshold(pass_threshold)}"))
+        investigate = ("seed 000 INVESTIGATE" if seed000 else "INVESTIGATE") if decides else f"{table3}INVESTIGATE"
         if investigate_threshold is not None and math.isfinite(investigate_threshold):
             lines.append((investigate_threshold, investigate_colour,
-                          f"{investigate} {sym}{cmp} {fmt_threshold(investigate_threshold)}{unread}"))
+                          f"{investigate} {sym}{cmp} {fmt_threshold(investigate_threshold)}"))
         if reciprocal:  # the bands' upper ends, 1/pass and 1/investigate, printed to 2 decimals (1.25, 1.43)
             lines += [(1.0 / t, colour, f"{label} ≤ {1.0 / t:.2f}") for t, colour, label in
                       ((pass_threshold, PASS_LINE, "PASS"), (investigate_threshold, INVESTIGATE_LINE, investigate))

@@ -338,6 +338,8 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         # ratio's interval, not by them (the regulator's read of stop 58: "PASS ≤ 0.05" above INCONCLUSIVE bars)
         "lines_text": ("this metric's research-tier thresholds, grey because the bars' statuses do not read them: they "
                        "are decided on the selection ratio's interval (its chart)"
+                       + ("; the table's Seed 000 Table 3 column reads them on the point estimate"
+                          if any(r["seed000_text"] for r in rows) else "")
                        if on_ratio and metric != "selection_ratio" else "research-tier thresholds"),
         "rows": rows,
         "has_seed000": any(r["seed000_text"] for r in rows),
