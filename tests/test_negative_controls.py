@@ -382,8 +382,12 @@ def test_noise_floor_of_a_score_file_equals_hand_computed_values(ranking, floor_
         assert "noise floor   vendor: score_delta 0.005 (P02), marc 0.125 (P01)" in floor_runs["controls_stdout"]
         html = (run / "report.html").read_text()
         assert '<section id="noise-floor" class="major">' in html
-        assert ("vendor: its largest placebo deviation is equal_opportunity_gap 0.5000 (P01); 1 of 7 demographic rows "
-                "lie above the floor.") in html
+        assert ("vendor: its largest placebo deviation is 0.5000 on the equal opportunity gap (P01); 1 of 7 "
+                "demographic rows lie above the floor.") in html
+        # the page names the metrics (noise_floor.csv keeps the ids): the floor table and the chart's labels
+        section = html[html.index('<section id="noise-floor" class="major">'):]
+        section = section[:section.index("</section>")]
+        assert "<tr><td>Equal opportunity gap</td>" in section and "equal_opportunity_gap" not in section
 
 
 def test_placebo_rows_never_reach_the_demographic_tables(floor_runs):
@@ -481,8 +485,8 @@ def test_the_noise_floor_section_labels_unread_controls_and_draws_one_chart_per_
     controls = [{"id": "P01", "perturbation": "summary_synonyms"}, {"id": "P03", "perturbation": "line_breaks"}]
     a, b = (noise_floor_section(floor, placebo, controls) for _ in range(2))
     (system,) = a.context["systems"]
-    assert system["sentence"] == ("m: its largest placebo deviation is flip_rate 0.05000 (P01); 2 of 4 demographic "
-                                  "rows lie above the floor.")
+    assert system["sentence"] == ("m: its largest placebo deviation is 0.05000 on the flip rate (P01); 2 of 4 "
+                                  "demographic rows lie above the floor.")
     assert system["chart"] == b.context["systems"][0]["chart"]  # the same bytes
     assert system["chart"].startswith("<svg") and "<title>Noise floor of m (default)" in system["chart"]
     assert "deviation from no effect" in system["chart"]

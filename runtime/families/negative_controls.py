@@ -109,6 +109,7 @@ def noise_floor_section(floor: pd.DataFrame, placebo: pd.DataFrame, controls: li
     from runtime.report.charts import noise_floor_chart_svg
     from runtime.report.formatting import fmt_sig
     from runtime.report.sections import ORDER, Section
+    from runtime.report.sections.metric_suite.texts import METRIC_SHORT, metric_in_sentence
 
     share = pd.to_numeric(placebo["window_share"], errors="coerce") if "window_share" in placebo else None
     read = placebo if share is None else placebo[share.isna() | (share > 0)]
@@ -118,16 +119,17 @@ def noise_floor_section(floor: pd.DataFrame, placebo: pd.DataFrame, controls: li
         here = read[(read["system"] == system) & (read["condition"] == condition)]
         chart = {"metrics": [], "demographic": [], "placebo": [], "floors": []}
         for metric, m in g.groupby("metric", sort=False):
-            chart["metrics"].append(metric)
+            chart["metrics"].append(METRIC_SHORT.get(metric, metric))  # the page's names; noise_floor.csv keeps ids
             chart["demographic"].append([float(x) for x in m["deviation"]])
             chart["placebo"].append([deviation(metric, v) for v in here.loc[here["metric"] == metric, "value"]])
             chart["floors"].append(float(m["floor"].iloc[0]))
             f = m["floor"].iloc[0]
-            rows.append({"metric": metric, "floor": fmt_sig(f), "control": m["floor_control"].iloc[0] or "—",
+            rows.append({"metric": METRIC_SHORT.get(metric, metric), "floor": fmt_sig(f), "control": m["floor_control"].iloc[0] or "—",
                          "largest": fmt_sig(m["deviation"].max()), "above": f"{int(m['exceeds_floor'].sum())} of {len(m)}"})
         top = g.dropna(subset=["floor"]).sort_values("floor", ascending=False, kind="mergesort").head(1)
-        largest = (f"its largest placebo deviation is {top['metric'].iloc[0]} {fmt_sig(top['floor'].iloc[0])} "
-                   f"({top['floor_control'].iloc[0]})") if len(top) else "no control it reads gives a floor"
+        largest = (f"its largest placebo deviation is {fmt_sig(top['floor'].iloc[0])} on "
+                   f"{metric_in_sentence(top['metric'].iloc[0])} ({top['floor_control'].iloc[0]})") if len(top) \
+            else "no control it reads gives a floor"
         slug = "".join(ch if ch.isalnum() else "-" for ch in f"{system}-{condition}").lower()
         svg = noise_floor_chart_svg(chart_id=f"noise-floor-{slug}",
                                     title=f"Noise floor of {system} ({condition}): demographic and placebo "

@@ -72,6 +72,11 @@ def _short(metric: str) -> str:
     return "the " + (short[0].lower() + short[1:] if short[1:2].islower() else short)
 
 
+def metric_in_sentence(metric: str) -> str:
+    """``metric``'s short name inside a sentence ("the retention rate", "the MARC / K"); an unknown id as it is."""
+    return _short(metric) if metric in METRIC_SHORT else metric
+
+
 def _level1(m: re.Match) -> str:
     system = m.group(2)
     return (f"this category's score test, adjusted over system {system}'s categories" if m.group(1)
