@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from runtime.analysis.multiplicity import NOTE_NOT_TESTED
+
 #: A result's statuses, in the order the counts show them: from its 95% interval against the PASS band
 #: (issue 29 §1), plus seed 000 Table 3's INVESTIGATE of the point estimate (``status_seed000``, Eq. 6);
 #: N/A: not computed.
@@ -58,7 +60,7 @@ TEST_TEXT: dict[str, str] = {
 }
 #: The prefix of ``metrics.notes`` on a row whose test the hierarchical procedure did not reach
 #: (:data:`runtime.analysis.multiplicity.NOTE_NOT_TESTED`): its p_adj cell reads "not tested", not "—".
-NOT_TESTED = "not tested: level 1 did not reject"
+NOT_TESTED = NOTE_NOT_TESTED.partition(" (")[0]
 
 _TEST_ID = re.compile(r"\b(" + "|".join(sorted((t for t in TEST_TEXT if "_" in t), key=len, reverse=True)) + r")\b")
 _METRIC_ID = re.compile(r"\b(" + "|".join(sorted((m for m in METRIC_SHORT if "_" in m), key=len, reverse=True))

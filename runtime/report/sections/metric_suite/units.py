@@ -308,6 +308,7 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
     )
     for r in rows:
         del r["_raw"]
+    has_seed000 = any(r["seed000_text"] for r in rows)
     return {
         **info,
         "anchor": anchor,
@@ -338,11 +339,10 @@ def _metric_entry(metric: str, mrecs: list[dict[str, Any]], *, meta: ReportMeta,
         # ratio's interval, not by them (the regulator's read of stop 58: "PASS ≤ 0.05" above INCONCLUSIVE bars)
         "lines_text": ("this metric's research-tier thresholds, grey because the bars' statuses do not read them: they "
                        "are decided on the selection ratio's interval (its chart)"
-                       + ("; the table's Seed 000 Table 3 column reads them on the point estimate"
-                          if any(r["seed000_text"] for r in rows) else "")
+                       + ("; the table's Seed 000 Table 3 column reads them on the point estimate" if has_seed000 else "")
                        if on_ratio and metric != "selection_ratio" else "research-tier thresholds"),
         "rows": rows,
-        "has_seed000": any(r["seed000_text"] for r in rows),
+        "has_seed000": has_seed000,
         "diag_headers": diag_headers,
         "counts": counts(r["status"] for r in rows),
     }
